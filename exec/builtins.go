@@ -1,0 +1,3 @@
+package exec
+
+func registerBuiltins(r *Registry) {}

@@ -1,0 +1,17 @@
+package exec
+
+import "errors"
+
+// Sentinel errors of the runtime; wrap them with %w.
+var (
+	// ErrUnknownConnector: a JobGraph names a connector the registry lacks.
+	ErrUnknownConnector = errors.New("unknown connector")
+	// ErrUnknownOperator: a JobGraph names an operator kind the registry lacks.
+	ErrUnknownOperator = errors.New("unknown operator")
+	// ErrBadInput: a source met input it cannot read at all (a missing file, say).
+	ErrBadInput = errors.New("bad input")
+	// ErrJobCancelled: the job was cancelled (KILL, client gone, statement timeout).
+	ErrJobCancelled = errors.New("job cancelled")
+	// ErrNoSlots: the cluster has no free slot for a task.
+	ErrNoSlots = errors.New("not enough free slots")
+)

@@ -1,0 +1,131 @@
+package exec
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// OperatorSpec names one operator of a JobGraph and configures it. Config is the
+// operator's own JSON, decoded by its factory, so a graph planned by a client can
+// be serialised and rebuilt on any TaskManager.
+type OperatorSpec struct {
+	// Kind selects the factory: a built-in operator ("filter", "project",
+	// "hash_agg", ...), "source" or "sink".
+	Kind string `json:"kind"`
+	// Label is the one-line description EXPLAIN prints.
+	Label  string          `json:"label"`
+	Config json.RawMessage `json:"config,omitempty"`
+	// Out is the schema of the batches this operator emits.
+	Out types.Schema `json:"out"`
+}
+
+// ConnectorSpec configures a source or sink: the connector named by the table's
+// ENGINE, its CONNECTION URL and the table's columns. It is the Config of a
+// "source" or "sink" OperatorSpec.
+type ConnectorSpec struct {
+	Connector string       `json:"connector"`
+	URL       string       `json:"url"`
+	Schema    types.Schema `json:"schema"`
+	// Columns, when not nil, are the positions in Schema the query reads
+	// (projection push-down); the source emits only these, in this order.
+	Columns []int `json:"columns,omitempty"`
+}
+
+// PartitionKind says how an edge spreads the batches of its producer's subtasks
+// over its consumer's subtasks.
+type PartitionKind string
+
+const (
+	// Forward sends subtask i's output to subtask i; both sides have equal parallelism.
+	Forward PartitionKind = "forward"
+	// Hash sends each row to the subtask chosen by the hash of its key columns.
+	Hash PartitionKind = "hash"
+	// Rebalance spreads whole batches round-robin; into one subtask it gathers.
+	Rebalance PartitionKind = "rebalance"
+	// Broadcast sends every batch to every subtask.
+	Broadcast PartitionKind = "broadcast"
+)
+
+// Partition is an edge's partitioning: the kind, and for Hash the key columns of
+// the producer's output.
+type Partition struct {
+	Kind PartitionKind `json:"kind"`
+	Keys []int         `json:"keys,omitempty"`
+}
+
+func (p Partition) String() string {
+	if p.Kind == Hash {
+		return fmt.Sprintf("hash%v", p.Keys)
+	}
+	return string(p.Kind)
+}
+
+// JobVertex is one node of the JobGraph: a chain of operators fused by the planner
+// into one task per parallel instance. Chain[0] is a "source" for source vertices.
+type JobVertex struct {
+	ID          int            `json:"id"`
+	Name        string         `json:"name"`
+	Chain       []OperatorSpec `json:"chain"`
+	Parallelism int            `json:"parallelism"`
+	// MaxParallelism caps Parallelism (1 for vertices that must see every row, such
+	// as a global sort); 0 means no cap.
+	MaxParallelism int `json:"max_parallelism,omitempty"`
+}
+
+// IsSource reports whether the vertex starts with a source.
+func (v *JobVertex) IsSource() bool { return len(v.Chain) > 0 && v.Chain[0].Kind == "source" }
+
+// Out returns the schema of the vertex's output.
+func (v *JobVertex) Out() types.Schema { return v.Chain[len(v.Chain)-1].Out }
+
+// JobEdge connects the output of vertex From to input Input of vertex To.
+type JobEdge struct {
+	From      int       `json:"from"`
+	To        int       `json:"to"`
+	Input     int       `json:"input"`
+	Partition Partition `json:"partition"`
+}
+
+// JobGraph is the planner's output and the JobManager's input: the vertices after
+// operator fusion, and the edges between them. Vertices are in topological order
+// (every edge goes from a lower index to a higher one), and Vertices[i].ID == i.
+type JobGraph struct {
+	Vertices []*JobVertex `json:"vertices"`
+	Edges    []*JobEdge   `json:"edges"`
+}
+
+// Inputs returns the edges into vertex id.
+func (g *JobGraph) Inputs(id int) []*JobEdge {
+	var es []*JobEdge
+	for _, e := range g.Edges {
+		if e.To == id {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// Outputs returns the edges out of vertex id.
+func (g *JobGraph) Outputs(id int) []*JobEdge {
+	var es []*JobEdge
+	for _, e := range g.Edges {
+		if e.From == id {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// TaskMetrics counts what one task did. Fields are updated atomically by the task
+// and read by the JobManager at any time.
+type TaskMetrics struct {
+	RowsIn     atomic.Int64
+	RowsOut    atomic.Int64
+	BatchesIn  atomic.Int64
+	BatchesOut atomic.Int64
+	// BadRecords counts malformed input records a source skipped.
+	BadRecords atomic.Int64
+}

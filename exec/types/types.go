@@ -1,0 +1,164 @@
+// Package types is the engine's small, serialisable type system: the SQL types a
+// column can have, schemas, and scalar values. Every runtime value is stored in an
+// Arrow array whose data type is Type.Arrow(); the planner, the JobGraph and the
+// network all describe columns with these types so that a graph can be shipped to
+// another process as JSON and rebuilt there exactly.
+package types
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// ID names a SQL type family.
+type ID uint8
+
+const (
+	// Null is the type of the untyped NULL literal; it is coerced away by the binder.
+	Null ID = iota
+	Bool
+	Int64
+	Float64
+	// Decimal is a fixed-point number stored as Arrow Decimal128 with Precision and Scale.
+	Decimal
+	String
+	// Timestamp is a timestamp without time zone, stored as Arrow Timestamp in microseconds.
+	Timestamp
+)
+
+var idNames = [...]string{Null: "null", Bool: "boolean", Int64: "bigint", Float64: "double",
+	Decimal: "decimal", String: "text", Timestamp: "timestamp"}
+
+func (id ID) String() string {
+	if int(id) < len(idNames) {
+		return idNames[id]
+	}
+	return fmt.Sprintf("type(%d)", uint8(id))
+}
+
+// Type is a SQL type. Precision and Scale matter only for Decimal.
+type Type struct {
+	ID        ID   `json:"id"`
+	Precision int8 `json:"p,omitempty"`
+	Scale     int8 `json:"s,omitempty"`
+}
+
+// Convenience values for the types without parameters.
+var (
+	NullType      = Type{ID: Null}
+	BoolType      = Type{ID: Bool}
+	Int64Type     = Type{ID: Int64}
+	Float64Type   = Type{ID: Float64}
+	StringType    = Type{ID: String}
+	TimestampType = Type{ID: Timestamp}
+)
+
+// DecimalType returns DECIMAL(precision, scale). Precision is capped at 38, the most
+// a Decimal128 holds.
+func DecimalType(precision, scale int) Type {
+	if precision > 38 {
+		precision = 38
+	}
+	if precision < 1 {
+		precision = 1
+	}
+	if scale > precision {
+		scale = precision
+	}
+	if scale < 0 {
+		scale = 0
+	}
+	return Type{ID: Decimal, Precision: int8(precision), Scale: int8(scale)}
+}
+
+func (t Type) String() string {
+	if t.ID == Decimal {
+		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
+	}
+	return t.ID.String()
+}
+
+// IsNumeric reports whether t is one of the number types.
+func (t Type) IsNumeric() bool {
+	return t.ID == Int64 || t.ID == Float64 || t.ID == Decimal
+}
+
+// Arrow returns the Arrow data type that stores values of t.
+func (t Type) Arrow() arrow.DataType {
+	switch t.ID {
+	case Null:
+		return arrow.Null
+	case Bool:
+		return arrow.FixedWidthTypes.Boolean
+	case Int64:
+		return arrow.PrimitiveTypes.Int64
+	case Float64:
+		return arrow.PrimitiveTypes.Float64
+	case Decimal:
+		return &arrow.Decimal128Type{Precision: int32(t.Precision), Scale: int32(t.Scale)}
+	case String:
+		return arrow.BinaryTypes.String
+	case Timestamp:
+		return &arrow.TimestampType{Unit: arrow.Microsecond}
+	}
+	panic(fmt.Sprintf("types: no Arrow type for %v", t))
+}
+
+// FromArrow is the inverse of Type.Arrow for the types the engine stores.
+func FromArrow(dt arrow.DataType) (Type, error) {
+	switch d := dt.(type) {
+	case *arrow.NullType:
+		return NullType, nil
+	case *arrow.BooleanType:
+		return BoolType, nil
+	case *arrow.Int64Type:
+		return Int64Type, nil
+	case *arrow.Float64Type:
+		return Float64Type, nil
+	case *arrow.Decimal128Type:
+		return DecimalType(int(d.Precision), int(d.Scale)), nil
+	case *arrow.StringType:
+		return StringType, nil
+	case *arrow.TimestampType:
+		return TimestampType, nil
+	}
+	return Type{}, fmt.Errorf("types: unsupported Arrow type %v", dt)
+}
+
+// Field is one named column.
+type Field struct {
+	Name string `json:"name"`
+	Type Type   `json:"type"`
+}
+
+// Schema is an ordered list of columns.
+type Schema []Field
+
+// Arrow returns the Arrow schema of s; every field is nullable.
+func (s Schema) Arrow() *arrow.Schema {
+	fs := make([]arrow.Field, len(s))
+	for i, f := range s {
+		fs[i] = arrow.Field{Name: f.Name, Type: f.Type.Arrow(), Nullable: true}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// Index returns the position of the first column named name (case-insensitive), or -1.
+func (s Schema) Index(name string) int {
+	for i, f := range s {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s Schema) String() string {
+	parts := make([]string, len(s))
+	for i, f := range s {
+		parts[i] = f.Name + " " + f.Type.String()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,40 @@
+package sql
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the SQL layer. wire/ maps each to a SQLSTATE in one place.
+var (
+	ErrSyntax          = errors.New("syntax error")            // 42601
+	ErrUnknownTable    = errors.New("unknown table")           // 42P01
+	ErrDuplicateTable  = errors.New("table already exists")    // 42P07
+	ErrUnknownColumn   = errors.New("unknown column")          // 42703
+	ErrAmbiguousColumn = errors.New("ambiguous column")        // 42702
+	ErrUnknownFunction = errors.New("unknown function")        // 42883
+	ErrType            = errors.New("type mismatch")           // 42804
+	ErrGrouping        = errors.New("grouping error")          // 42803
+	ErrUnsupported     = errors.New("unsupported")             // 0A000
+	ErrInvalidValue    = errors.New("invalid parameter value") // 22023
+	ErrUnknownVariable = errors.New("unknown variable")        // 42704
+)
+
+// Error is an error in a statement's text. Kind is one of the sentinels above;
+// Pos is the 1-based character position in the query string the error points at,
+// or 0 when no single place is to blame.
+type Error struct {
+	Kind error
+	Msg  string
+	Pos  int
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap lets errors.Is see the Kind.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Errorf returns an *Error of the given kind and position.
+func Errorf(kind error, pos int, format string, args ...any) *Error {
+	return &Error{Kind: kind, Pos: pos, Msg: fmt.Sprintf(format, args...)}
+}

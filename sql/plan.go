@@ -1,0 +1,153 @@
+package sql
+
+import (
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Plan is a node of a bound logical plan. Every expression in a node refers to the
+// columns of its input(s) by position: the binder resolves names once, and nothing
+// after it looks names up again.
+type Plan interface {
+	// Schema is the node's output columns.
+	Schema() types.Schema
+	// Inputs are the node's children (none for Scan and Values).
+	Inputs() []Plan
+}
+
+// Scan reads a connector-backed table.
+type Scan struct {
+	Table *Table
+	// Columns are the table columns read, by position in Table.Columns, in output
+	// order; projection push-down narrows them. Nil means every column.
+	Columns []int
+}
+
+// Values produces constant rows (a SELECT without FROM).
+type Values struct {
+	Rows [][]*expr.Expr // every expression is constant
+	Out  types.Schema
+}
+
+// Filter keeps rows where Cond is true (not false, not NULL).
+type Filter struct {
+	Input Plan
+	Cond  *expr.Expr
+}
+
+// Project computes one output column per expression.
+type Project struct {
+	Input Plan
+	Exprs []*expr.Expr
+	Out   types.Schema // names and types, one per expression
+}
+
+// Unnest is a set-returning function in a select list: it replaces input column
+// Col by one row per element of the split of its string, repeating the other
+// columns. Func is "string_split" (unnest(string_split(s, Sep)): a literal
+// separator, empty pieces kept, as DuckDB) or "regexp_split_to_table" (Sep is a
+// regular expression, as PostgreSQL). A NULL string yields no rows.
+type Unnest struct {
+	Input Plan
+	Col   int
+	Func  string
+	Sep   string
+	Out   types.Schema
+}
+
+// AggCall is one aggregate of an Aggregate node.
+type AggCall struct {
+	// Func is "count", "sum", "min", "max" or "avg".
+	Func string
+	// Arg is the input column aggregated, or -1 for COUNT(*).
+	Arg      int
+	Distinct bool
+	// Type is the result type (COUNT: bigint; SUM of bigint: decimal as PostgreSQL
+	// would give numeric — see Resolve in exec/expr; AVG: double or decimal).
+	Type types.Type
+}
+
+// Aggregate groups its input by the GroupBy columns and computes Aggs per group.
+// Output: the group columns in GroupBy order, then one column per AggCall. With no
+// GroupBy it yields exactly one row, even over empty input.
+type Aggregate struct {
+	Input   Plan
+	GroupBy []int
+	Aggs    []AggCall
+	Out     types.Schema
+}
+
+// JoinKind is the kind of a join.
+type JoinKind int
+
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+)
+
+func (k JoinKind) String() string {
+	if k == LeftJoin {
+		return "left"
+	}
+	return "inner"
+}
+
+// Join is an equi-join: rows match when LeftKeys[i] = RightKeys[i] for every i (no
+// key is NULL), and Extra, if set, is true. Extra refers to the concatenated left
+// and right columns. Output: left columns then right columns.
+type Join struct {
+	Left, Right         Plan
+	Kind                JoinKind
+	LeftKeys, RightKeys []int
+	Extra               *expr.Expr
+	Out                 types.Schema
+}
+
+// SortKey is one ORDER BY key.
+type SortKey struct {
+	Col        int
+	Desc       bool
+	NullsFirst bool // PostgreSQL's default: NULLs last ascending, first descending
+}
+
+// Sort orders its input.
+type Sort struct {
+	Input Plan
+	Keys  []SortKey
+}
+
+// Limit skips Offset rows and then passes at most Count rows (Count < 0: all).
+type Limit struct {
+	Input  Plan
+	Offset int64
+	Count  int64
+}
+
+func (p *Scan) Schema() types.Schema {
+	if p.Columns == nil {
+		return p.Table.Columns
+	}
+	s := make(types.Schema, len(p.Columns))
+	for i, c := range p.Columns {
+		s[i] = p.Table.Columns[c]
+	}
+	return s
+}
+func (p *Values) Schema() types.Schema    { return p.Out }
+func (p *Filter) Schema() types.Schema    { return p.Input.Schema() }
+func (p *Project) Schema() types.Schema   { return p.Out }
+func (p *Unnest) Schema() types.Schema    { return p.Out }
+func (p *Aggregate) Schema() types.Schema { return p.Out }
+func (p *Join) Schema() types.Schema      { return p.Out }
+func (p *Sort) Schema() types.Schema      { return p.Input.Schema() }
+func (p *Limit) Schema() types.Schema     { return p.Input.Schema() }
+
+func (p *Scan) Inputs() []Plan      { return nil }
+func (p *Values) Inputs() []Plan    { return nil }
+func (p *Filter) Inputs() []Plan    { return []Plan{p.Input} }
+func (p *Project) Inputs() []Plan   { return []Plan{p.Input} }
+func (p *Unnest) Inputs() []Plan    { return []Plan{p.Input} }
+func (p *Aggregate) Inputs() []Plan { return []Plan{p.Input} }
+func (p *Join) Inputs() []Plan      { return []Plan{p.Left, p.Right} }
+func (p *Sort) Inputs() []Plan      { return []Plan{p.Input} }
+func (p *Limit) Inputs() []Plan     { return []Plan{p.Input} }
