@@ -75,8 +75,10 @@ type JobVertex struct {
 	MaxParallelism int `json:"max_parallelism,omitempty"`
 }
 
-// IsSource reports whether the vertex starts with a source.
-func (v *JobVertex) IsSource() bool { return len(v.Chain) > 0 && v.Chain[0].Kind == "source" }
+// IsSource reports whether the vertex starts with a source ("source" or "values").
+func (v *JobVertex) IsSource() bool {
+	return len(v.Chain) > 0 && (v.Chain[0].Kind == "source" || v.Chain[0].Kind == "values")
+}
 
 // Out returns the schema of the vertex's output.
 func (v *JobVertex) Out() types.Schema { return v.Chain[len(v.Chain)-1].Out }

@@ -37,14 +37,14 @@ const (
 // type Resolve asked for (the binder wraps arguments in casts where needed), so the
 // evaluator may assume, for example, that both sides of "+" have the same type.
 type Expr struct {
-	Kind  Kind         `json:"k"`
-	Type  types.Type   `json:"t"`
-	Col   int          `json:"c,omitempty"`
-	Value types.Value  `json:"v,omitempty"`
-	Func  string       `json:"f,omitempty"`
-	Args  []*Expr      `json:"a,omitempty"`
-	Name  string       `json:"n,omitempty"` // display name of a column reference
-	Param int          `json:"p,omitempty"`
+	Kind  Kind        `json:"k"`
+	Type  types.Type  `json:"t"`
+	Col   int         `json:"c,omitempty"`
+	Value types.Value `json:"v,omitempty"`
+	Func  string      `json:"f,omitempty"`
+	Args  []*Expr     `json:"a,omitempty"`
+	Name  string      `json:"n,omitempty"` // display name of a column reference
+	Param int         `json:"p,omitempty"`
 }
 
 // Column returns a reference to input column i of type t.

@@ -14,15 +14,15 @@ import (
 //   - String: Str
 //   - Timestamp: Int (microseconds since the Unix epoch, no time zone)
 type Value struct {
-	Type  Type            `json:"type"`
-	Null  bool            `json:"null,omitempty"`
-	Bool  bool            `json:"b,omitempty"`
-	Int   int64           `json:"i,omitempty"`
-	Float float64         `json:"f,omitempty"`
-	Str   string          `json:"str,omitempty"`
-	Dec   decimal128.Num  `json:"-"`
-	DecHi int64           `json:"dh,omitempty"` // Dec's high half, for JSON
-	DecLo uint64          `json:"dl,omitempty"` // Dec's low half, for JSON
+	Type  Type           `json:"type"`
+	Null  bool           `json:"null,omitempty"`
+	Bool  bool           `json:"b,omitempty"`
+	Int   int64          `json:"i,omitempty"`
+	Float float64        `json:"f,omitempty"`
+	Str   string         `json:"str,omitempty"`
+	Dec   decimal128.Num `json:"-"`
+	DecHi int64          `json:"dh,omitempty"` // Dec's high half, for JSON
+	DecLo uint64         `json:"dl,omitempty"` // Dec's low half, for JSON
 }
 
 // NullValue returns the NULL of type t.

@@ -1,0 +1,150 @@
+package exec
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// The Config of each built-in operator kind. The planner fills them; the
+// operator's factory decodes them. Column numbers refer to the operator's input.
+
+// FilterConfig configures kind "filter": keep rows where Cond is true.
+type FilterConfig struct {
+	Cond *expr.Expr `json:"cond"`
+}
+
+// ProjectConfig configures kind "project": one output column per expression.
+type ProjectConfig struct {
+	Exprs []*expr.Expr `json:"exprs"`
+}
+
+// UnnestConfig configures kind "unnest": input column Col (a string) is replaced
+// by one row per piece of its split, the other columns repeated. Func is
+// "string_split" (Sep is a literal separator; empty pieces are kept) or
+// "regexp_split_to_table" (Sep is a regular expression, PostgreSQL semantics).
+// A NULL string produces no rows.
+type UnnestConfig struct {
+	Col  int    `json:"col"`
+	Func string `json:"func"`
+	Sep  string `json:"sep"`
+}
+
+// AggPhase says which half of a two-phase aggregation an operator does.
+type AggPhase string
+
+const (
+	// AggComplete reads raw rows and emits final values.
+	AggComplete AggPhase = "complete"
+	// AggPartial reads raw rows and emits partial states (pre-aggregation before
+	// a hash exchange).
+	AggPartial AggPhase = "partial"
+	// AggFinal reads partial states and emits final values.
+	AggFinal AggPhase = "final"
+)
+
+// AggSpec is one aggregate. Func is "count", "sum", "min", "max" or "avg"; Arg is
+// the input column (-1 for COUNT(*)); Type is the final result type.
+type AggSpec struct {
+	Func     string     `json:"func"`
+	Arg      int        `json:"arg"`
+	Distinct bool       `json:"distinct,omitempty"`
+	Type     types.Type `json:"type"`
+}
+
+// HashAggConfig configures kind "hash_agg". Output: the GroupBy columns, then the
+// aggregates. In AggPartial the aggregates are partial states (see PartialSchema);
+// an AggFinal operator's input is a partial operator's output, with GroupBy
+// 0..n-1. Distinct aggregates only run in AggComplete. With no GroupBy, the
+// operator emits one row at end of stream even when it saw no input.
+//
+// For a bounded input the operator emits its result at end of stream. (Continuous
+// queries will emit retractions as groups change; the Batch change kinds exist
+// for that.)
+type HashAggConfig struct {
+	GroupBy []int     `json:"group_by"`
+	Aggs    []AggSpec `json:"aggs"`
+	Phase   AggPhase  `json:"phase"`
+}
+
+// PartialSchema returns the columns a partial aggregate emits for each AggSpec:
+// count -> count bigint; sum, min, max -> one column of the final type;
+// avg -> sum (double, or decimal(38, s) for decimals) and count bigint.
+func PartialSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) types.Schema {
+	out := append(types.Schema{}, groupCols...)
+	for i, a := range aggs {
+		name := fmt.Sprintf("%s_%d", a.Func, i)
+		switch a.Func {
+		case "count":
+			out = append(out, types.Field{Name: name, Type: types.Int64Type})
+		case "avg":
+			st := types.Float64Type
+			if a.Arg >= 0 && in[a.Arg].Type.ID == types.Decimal {
+				st = types.DecimalType(38, int(in[a.Arg].Type.Scale))
+			}
+			out = append(out, types.Field{Name: name + "_sum", Type: st},
+				types.Field{Name: name + "_count", Type: types.Int64Type})
+		default:
+			out = append(out, types.Field{Name: name, Type: a.Type})
+		}
+	}
+	return out
+}
+
+// JoinConfig configures kind "hash_join": input 0 is the left side, input 1 the
+// right. Rows match when every LeftKeys[i] equals RightKeys[i] (NULL keys never
+// match) and Extra (over left columns then right columns), if set, is true.
+// Kind is "inner" or "left". Output: left columns then right columns.
+type JoinConfig struct {
+	Kind      string       `json:"kind"`
+	LeftKeys  []int        `json:"left_keys"`
+	RightKeys []int        `json:"right_keys"`
+	Extra     *expr.Expr   `json:"extra,omitempty"`
+	Left      types.Schema `json:"left"`
+	Right     types.Schema `json:"right"`
+}
+
+// SortKeySpec is one sort key.
+type SortKeySpec struct {
+	Col        int  `json:"col"`
+	Desc       bool `json:"desc,omitempty"`
+	NullsFirst bool `json:"nulls_first,omitempty"`
+}
+
+// SortConfig configures kind "sort": at end of stream it emits all rows seen, in
+// key order (stable). With Limit >= 0 it keeps only the first Offset+Limit rows
+// (top-N) and emits rows Offset.. of them.
+type SortConfig struct {
+	Keys   []SortKeySpec `json:"keys"`
+	Offset int64         `json:"offset"`
+	Limit  int64         `json:"limit"`
+}
+
+// LimitConfig configures kind "limit": skip Offset rows, then pass Count rows
+// (Count < 0: all), then drop the rest.
+type LimitConfig struct {
+	Offset int64 `json:"offset"`
+	Count  int64 `json:"count"`
+}
+
+// ValuesConfig configures kind "values", a bounded source of constant rows; only
+// subtask 0 emits them.
+type ValuesConfig struct {
+	Rows [][]types.Value `json:"rows"`
+}
+
+// ResultConfig configures kind "result", the sink that hands a query's rows to
+// the client waiting for job JobID through TaskContext.Results.
+type ResultConfig struct{}
+
+// MustConfig encodes an operator config; it panics only on a programming error
+// (a config type that cannot be encoded).
+func MustConfig(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
