@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 )
@@ -85,4 +86,12 @@ func (r *Registry) NewOperator(spec OperatorSpec) (Operator, error) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownOperator, spec.Kind)
 	}
 	return f(spec)
+}
+
+func decodeConnector(spec OperatorSpec) (ConnectorSpec, error) {
+	var c ConnectorSpec
+	if err := json.Unmarshal(spec.Config, &c); err != nil {
+		return c, fmt.Errorf("exec: %s config: %w", spec.Kind, err)
+	}
+	return c, nil
 }

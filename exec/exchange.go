@@ -1,0 +1,266 @@
+package exec
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// channel is the sending end of one ExecEdge: the receiving task's inbox, and the
+// input and channel numbers the receiver knows this sender by.
+type channel struct {
+	inbox   chan<- Message
+	input   int
+	channel int
+}
+
+// send queues m for the receiver, blocking while its inbox is full (this is the
+// backpressure between tasks) until ctx is cancelled.
+func (c channel) send(ctx context.Context, b Batch, s Signal) error {
+	m := Message{Input: c.input, Channel: c.channel, Batch: b, Signal: s}
+	select {
+	case c.inbox <- m:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// edgeWriter spreads one task's output over the channels of one JobEdge. targets
+// is indexed by the receiving subtask; for a forward edge it holds only the
+// receiver with the sender's own index.
+type edgeWriter struct {
+	part    Partition
+	targets []channel
+	next    int // round-robin position for Rebalance
+}
+
+// outputCollector is the Collector at the end of a task's chain: it writes to
+// every out edge of the vertex. Batches are borrowed from the chain, so each send
+// takes its own reference (Retain), which the receiving task releases.
+type outputCollector struct {
+	edges   []*edgeWriter
+	mem     memory.Allocator
+	metrics *TaskMetrics
+	hashes  []uint64 // scratch, reused per batch
+}
+
+var _ Collector = (*outputCollector)(nil)
+
+func (o *outputCollector) Collect(ctx context.Context, b Batch) error {
+	n := b.NumRows()
+	if n == 0 {
+		return nil
+	}
+	o.metrics.RowsOut.Add(int64(n))
+	o.metrics.BatchesOut.Add(1)
+	for _, e := range o.edges {
+		switch {
+		case len(e.targets) == 1:
+			if err := sendRetained(ctx, e.targets[0], b); err != nil {
+				return err
+			}
+		case e.part.Kind == Broadcast:
+			for _, t := range e.targets {
+				if err := sendRetained(ctx, t, b); err != nil {
+					return err
+				}
+			}
+		case e.part.Kind == Hash:
+			if err := o.sendHashed(ctx, e, b); err != nil {
+				return err
+			}
+		default: // Rebalance
+			t := e.targets[e.next%len(e.targets)]
+			e.next++
+			if err := sendRetained(ctx, t, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (o *outputCollector) CollectSignal(ctx context.Context, s Signal) error {
+	for _, e := range o.edges {
+		for _, t := range e.targets {
+			if err := t.send(ctx, Batch{}, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sendRetained(ctx context.Context, c channel, b Batch) error {
+	b.Rec.Retain()
+	if err := c.send(ctx, b, Signal{}); err != nil {
+		b.Rec.Release()
+		return err
+	}
+	return nil
+}
+
+// sendHashed splits b by the hash of its key columns and sends each part to its
+// subtask.
+func (o *outputCollector) sendHashed(ctx context.Context, e *edgeWriter, b Batch) error {
+	n := b.NumRows()
+	if cap(o.hashes) < n {
+		o.hashes = make([]uint64, n)
+	}
+	h := o.hashes[:n]
+	if err := HashRows(b.Rec, e.part.Keys, h); err != nil {
+		return err
+	}
+	parts := make([][]int32, len(e.targets))
+	for i, v := range h {
+		p := v % uint64(len(e.targets))
+		parts[p] = append(parts[p], int32(i))
+	}
+	for p, idx := range parts {
+		if len(idx) == 0 {
+			continue
+		}
+		if len(idx) == n {
+			if err := sendRetained(ctx, e.targets[p], b); err != nil {
+				return err
+			}
+			continue
+		}
+		sub, err := TakeBatch(ctx, o.mem, b, idx)
+		if err != nil {
+			return err
+		}
+		if err := e.targets[p].send(ctx, sub, Signal{}); err != nil {
+			sub.Rec.Release()
+			return err
+		}
+	}
+	return nil
+}
+
+// TakeBatch returns a new batch of the rows of b at idx, in that order, allocated
+// from mem. The caller releases it.
+func TakeBatch(ctx context.Context, mem memory.Allocator, b Batch, idx []int32) (Batch, error) {
+	ib := array.NewInt32Builder(mem)
+	ib.AppendValues(idx, nil)
+	indices := ib.NewArray()
+	ib.Release()
+	defer indices.Release()
+	ctx = compute.WithAllocator(ctx, mem)
+	cols := make([]arrow.Array, b.Rec.NumCols())
+	for i := range cols {
+		c, err := compute.TakeArrayOpts(ctx, b.Rec.Column(i), indices, compute.TakeOptions{BoundsCheck: false})
+		if err != nil {
+			for _, done := range cols[:i] {
+				done.Release()
+			}
+			return Batch{}, fmt.Errorf("exec: take: %w", err)
+		}
+		cols[i] = c
+	}
+	rec := array.NewRecordBatch(b.Rec.Schema(), cols, int64(len(idx)))
+	for _, c := range cols {
+		c.Release()
+	}
+	out := Batch{Rec: rec}
+	if b.Ops != nil {
+		out.Ops = make([]ChangeKind, len(idx))
+		for i, j := range idx {
+			out.Ops[i] = b.Ops[j]
+		}
+	}
+	return out, nil
+}
+
+// HashRows writes into out (len = rows) a hash of each row's key columns. Equal
+// values of equal types hash equally in every process (no random seed), so two
+// edges partitioning join keys of the same types agree, and so will TaskManagers
+// in different processes.
+func HashRows(rec arrow.RecordBatch, keys []int, out []uint64) error {
+	for i := range out {
+		out[i] = 0x9e3779b97f4a7c15
+	}
+	for _, k := range keys {
+		col := rec.Column(k)
+		switch a := col.(type) {
+		case *array.Int64:
+			for i, v := range a.Int64Values() {
+				out[i] = mix(out[i], uint64(v))
+			}
+		case *array.Timestamp:
+			for i, v := range a.TimestampValues() {
+				out[i] = mix(out[i], uint64(v))
+			}
+		case *array.Float64:
+			for i, v := range a.Float64Values() {
+				if v == 0 {
+					v = 0 // -0 and +0 are equal
+				}
+				out[i] = mix(out[i], math.Float64bits(v))
+			}
+		case *array.Boolean:
+			for i := range out {
+				if a.Value(i) {
+					out[i] = mix(out[i], 1)
+				} else {
+					out[i] = mix(out[i], 2)
+				}
+			}
+		case *array.Decimal128:
+			for i := range out {
+				v := a.Value(i)
+				out[i] = mix(mix(out[i], uint64(v.HighBits())), v.LowBits())
+			}
+		case *array.String:
+			offs := a.ValueOffsets()
+			data := a.ValueBytes()
+			for i := range out {
+				out[i] = mix(out[i], hashBytes(data[offs[i]-offs[0]:offs[i+1]-offs[0]]))
+			}
+		case *array.Null:
+			// every row is NULL: the same hash for all
+		default:
+			return fmt.Errorf("exec: cannot hash column of type %v", col.DataType())
+		}
+		if col.NullN() > 0 {
+			for i := range out {
+				if col.IsNull(i) {
+					out[i] = mix(out[i], 0x5bd1e995)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// mix folds v into h (a splitmix64 step over their combination).
+func mix(h, v uint64) uint64 {
+	x := h ^ (v + 0x9e3779b97f4a7c15 + (h << 6) + (h >> 2))
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// hashBytes hashes a byte string eight bytes at a time.
+func hashBytes(b []byte) uint64 {
+	h := uint64(len(b)) * 0x9e3779b97f4a7c15
+	for len(b) >= 8 {
+		h = mix(h, binary.LittleEndian.Uint64(b))
+		b = b[8:]
+	}
+	var tail uint64
+	for i, c := range b {
+		tail |= uint64(c) << (8 * i)
+	}
+	return mix(h, tail)
+}
