@@ -1,0 +1,81 @@
+// Package connectors gathers Hummer's sources and sinks. Each connector is a folder
+// with one registration point, a spec of its options (connectors/spec) that CREATE
+// TABLE validates, and its own tests; this package registers them all explicitly
+// and validates a table against the connector its ENGINE names.
+package connectors
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hummer-db/hummer/connectors/file"
+	"github.com/hummer-db/hummer/connectors/memory"
+	"github.com/hummer-db/hummer/connectors/spec"
+	"github.com/hummer-db/hummer/exec"
+)
+
+// ConnectorInfo describes a connector and its options, for docs and SHOW.
+type ConnectorInfo = spec.Connector
+
+// connector is one entry of the table of connectors.
+type connector struct {
+	spec     *spec.Connector
+	validate func(exec.ConnectorSpec) error
+	// maxParallelism, if set, caps the parallelism of the connector's source.
+	maxParallelism func(exec.ConnectorSpec) int
+}
+
+func all() []connector {
+	return []connector{
+		{spec: file.Spec(), validate: file.Validate, maxParallelism: file.MaxParallelism},
+		{spec: memory.Spec(), validate: memory.Validate},
+	}
+}
+
+// Register adds every connector's source and sink to r. It returns the store the
+// memory connector's tables live in, so that the caller (a test, say) can put
+// input there and read what jobs wrote.
+func Register(r *exec.Registry) *memory.Store {
+	file.Register(r)
+	store := memory.NewStore()
+	memory.Register(r, store)
+	return store
+}
+
+// Validate checks a table's connector at CREATE TABLE time: that the ENGINE names a
+// connector (exec.ErrUnknownConnector otherwise) and that the CONNECTION URL, its
+// options and the table's columns suit it (ErrBadOption otherwise). ENGINE names
+// are lower case, as the registry knows them.
+func Validate(c exec.ConnectorSpec) error {
+	var names []string
+	for _, k := range all() {
+		if k.spec.Name == c.Connector {
+			return k.validate(c)
+		}
+		names = append(names, k.spec.Name)
+	}
+	return fmt.Errorf("%w: %q (connectors: %s)", exec.ErrUnknownConnector, c.Connector, strings.Join(names, ", "))
+}
+
+// MaxParallelism returns the most subtasks a source of the table can usefully
+// have (for JobVertex.MaxParallelism), or 0 for no limit. A file table in
+// format=csv gives 1: its records cannot be split by byte ranges.
+func MaxParallelism(c exec.ConnectorSpec) int {
+	for _, k := range all() {
+		if k.spec.Name == c.Connector && k.maxParallelism != nil {
+			return k.maxParallelism(c)
+		}
+	}
+	return 0
+}
+
+// Describe lists the connectors and their options, sorted by name.
+func Describe() []ConnectorInfo {
+	var infos []ConnectorInfo
+	for _, k := range all() {
+		infos = append(infos, *k.spec)
+	}
+	slices.SortFunc(infos, func(a, b ConnectorInfo) int { return strings.Compare(a.Name, b.Name) })
+	return infos
+}

@@ -1,0 +1,173 @@
+package file
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+var csvSchema = types.Schema{
+	{Name: "id", Type: types.Int64Type},
+	{Name: "name", Type: types.StringType},
+	{Name: "price", Type: types.DecimalType(10, 2)},
+	{Name: "ok", Type: types.BoolType},
+	{Name: "score", Type: types.Float64Type},
+	{Name: "ts", Type: types.TimestampType},
+}
+
+func TestCSV(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, tc := range []struct {
+		name    string
+		options string // after format=csv
+		schema  types.Schema
+		cols    []int
+		content string
+		want    []string
+		bad     int64
+	}{{
+		name:   "types",
+		schema: csvSchema,
+		content: "1,apple,1.005,t,1.5,2024-01-02 03:04:05.123456\n" +
+			"-2,pear,-3,FALSE,-0.25,2024-01-02\n" +
+			"3,fig,.5,1,1e3,2024-02-29T23:59:59Z\n" +
+			" 4 ,kiwi , 7.10 ,0, 2 ,2024-01-02 03:04:05+02:00\n",
+		want: []string{
+			"1|apple|1.01|true|1.5|2024-01-02T03:04:05.123456",
+			"-2|pear|-3|false|-0.25|2024-01-02T00:00:00",
+			"3|fig|0.5|true|1000|2024-02-29T23:59:59",
+			"4|kiwi |7.1|false|2|2024-01-02T01:04:05",
+		},
+	}, {
+		name:   "quoting",
+		schema: types.Schema{{Name: "a", Type: types.StringType}, {Name: "b", Type: types.StringType}},
+		content: `"x,y","say ""hi"""` + "\n" +
+			`"multi` + "\n" + `line","crlf` + "\r\n" + `inside"` + "\r\n" +
+			`"",` + "\n" + // quoted empty is '', unquoted empty is NULL
+			`,""` + "\n" +
+			`plain,"quoted"` + "\n" +
+			"\n" + // empty lines hold no record
+			`"a""",b`,
+		want: []string{`x,y|say "hi"`, "multi\nline|crlf\ninside", "|NULL", "NULL|", "plain|quoted", `a"|b`},
+	}, {
+		name:    "header",
+		options: "&header=true",
+		schema:  types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.StringType}},
+		content: "a,\"b\nwith newline\"\n1,x\n2,y\n",
+		want:    []string{"1|x", "2|y"},
+	}, {
+		name:    "delimiter",
+		options: "&delimiter=;",
+		schema:  types.Schema{{Name: "a", Type: types.StringType}, {Name: "b", Type: types.StringType}},
+		content: "a,1;b\n\"c;d\";e\n",
+		want:    []string{"a,1|b", "c;d|e"},
+	}, {
+		name:    "tab",
+		options: "&delimiter=%09",
+		schema:  types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.StringType}},
+		content: "1\tx y\n2\t\n",
+		want:    []string{"1|x y", "2|NULL"},
+	}, {
+		name:   "malformed",
+		schema: types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.DecimalType(3, 1)}},
+		content: "1,1.5\n" +
+			"2\n" + // too few fields
+			"3,1,9\n" + // too many
+			"x,1\n" + // not a bigint
+			"99999999999999999999,1\n" + // bigint overflow
+			"4,100\n" + // out of range for decimal(3,1)
+			"5,1.2.3\n" +
+			`6,"1"x` + "\n" + // text after the closing quote
+			`7,1"2` + "\n" + // a quote in an unquoted field
+			"8,-9.9\n" +
+			`9,"unterminated` + "\n10,1\n",
+		want: []string{"1|1.5", "8|-9.9"},
+		bad:  9,
+	}, {
+		name:    "projection",
+		schema:  csvSchema,
+		cols:    []int{4, 0},
+		content: "1,apple,not a decimal,t,1.5,2024-01-02\n2,pear,1,f,x,2024-01-02\n3,fig,1,f,2.5\n4,kiwi,1,f,3.5,2024-01-02\n",
+		// Unread columns are not parsed, so row 1's bad price does not matter; row 2's
+		// score does, and row 3 has a field too few.
+		want: []string{"1.5|1", "3.5|4"},
+		bad:  2,
+	}, {
+		name:    "no columns",
+		schema:  csvSchema[:2],
+		cols:    []int{},
+		content: "1,a\n2\n3,b\n",
+		want:    []string{"", ""},
+		bad:     1,
+	}, {
+		name:    "repeated column",
+		schema:  csvSchema[:2],
+		cols:    []int{1, 1, 0},
+		content: "1,a\n",
+		want:    []string{"a|a|1"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, url := writeFile(t, tc.content)
+			c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=csv" + tc.options, Schema: tc.schema, Columns: tc.cols}
+			if err := Validate(c); err != nil {
+				t.Fatal(err)
+			}
+			for n := 1; n <= 3; n++ {
+				res := readAll(t, mem, c, n)
+				got, bad := concat(res)
+				if !slices.Equal(got, tc.want) || bad != tc.bad {
+					t.Fatalf("n=%d: got %q with %d bad, want %q with %d bad", n, got, bad, tc.want, tc.bad)
+				}
+				for i, r := range res[1:] {
+					if len(r.rows) > 0 {
+						t.Errorf("n=%d: subtask %d read CSV rows; only subtask 0 may", n, i+1)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCSVLarge crosses batch boundaries with multi-line records.
+func TestCSVLarge(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var sb strings.Builder
+	var want []string
+	for i := range 3*BatchRows + 7 {
+		s := strings.Repeat("v", i%5)
+		sb.WriteString(fmtRow(i, s))
+		want = append(want, fmtWant(i, s))
+	}
+	_, url := writeFile(t, sb.String())
+	c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=csv",
+		Schema: types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.StringType}}}
+	got, bad := concat(readAll(t, mem, c, 2))
+	if !slices.Equal(got, want) || bad != 0 {
+		t.Fatalf("%s, %d bad", firstDiff(got, want), bad)
+	}
+}
+
+func fmtRow(i int, s string) string {
+	if i%3 == 0 {
+		return strconv.Itoa(i) + ",\"" + s + "\n" + s + "\"\n"
+	}
+	return strconv.Itoa(i) + "," + s + "\n"
+}
+
+func fmtWant(i int, s string) string {
+	if i%3 == 0 {
+		return strconv.Itoa(i) + "|" + s + "\n" + s
+	}
+	if s == "" {
+		return strconv.Itoa(i) + "|NULL"
+	}
+	return strconv.Itoa(i) + "|" + s
+}

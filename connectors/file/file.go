@@ -1,0 +1,178 @@
+// Package file is the file connector: a bounded source that reads one local file as
+// lines of text, CSV records or JSON objects (one per line).
+//
+//	CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file:///data/kjv.txt';
+//	CREATE TABLE t (id BIGINT, name TEXT) ENGINE=file
+//	  CONNECTION='file:///data/t.csv?format=csv&header=true';
+//
+// The file need not exist when the table is created (as with PostgreSQL's
+// file_fdw); a source that cannot read it fails at Open.
+//
+// Parallel reading: subtask i of n reads the lines that start in the byte range
+// (i*size/n, (i+1)*size/n] (subtask 0 also the line at offset 0), so every line is
+// read by exactly one subtask whatever n is. CSV is the exception: a quoted field
+// may hold a newline, so a byte offset cannot tell where a record starts without
+// reading everything before it; subtask 0 reads the whole CSV file and the other
+// subtasks emit nothing.
+package file
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+
+	"github.com/hummer-db/hummer/connectors/spec"
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Name is the connector's ENGINE name.
+const Name = "file"
+
+// Formats of the format option.
+const (
+	FormatText = "text"
+	FormatCSV  = "csv"
+	FormatJSON = "json"
+)
+
+// Spec describes the file connector and its options.
+func Spec() *spec.Connector {
+	return &spec.Connector{
+		Name:        Name,
+		URL:         "file:///absolute/path[?format=text|csv|json&header=true|false&delimiter=,]",
+		Description: "Reads a local file: lines of text, CSV records or one JSON object per line (bounded source).",
+		Source:      true,
+		Options: []spec.Option{
+			{Name: "format", Type: spec.Enum, Default: FormatText, Allowed: []string{FormatText, FormatCSV, FormatJSON},
+				Description: "text: each line is one row of the table's single TEXT column; " +
+					"csv: RFC 4180 records, columns by position, an empty unquoted field is NULL; " +
+					"json: one object per line, fields by column name (case-insensitive), a missing field is NULL."},
+			{Name: "header", Type: spec.Bool, Default: "false",
+				Description: "format=csv only: the first record is a header and is skipped."},
+			{Name: "delimiter", Type: spec.Char, Default: ",",
+				Description: `format=csv only: the field delimiter, one single-byte character (\t or tab for a tab).`},
+		},
+	}
+}
+
+// Register adds the file source to r. The connector has no sink yet.
+func Register(r *exec.Registry) {
+	r.RegisterSource(Name, func(c exec.ConnectorSpec) (exec.Source, error) {
+		cfg, err := parseConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		return newSource(cfg), nil
+	})
+}
+
+// Validate checks a file table at CREATE TABLE time: the URL's shape (file:// and an
+// absolute path), its options, and that the table's columns suit the format. It does
+// not look at the file. Errors wrap spec.ErrBadOption.
+func Validate(c exec.ConnectorSpec) error {
+	_, err := parseConfig(c)
+	return err
+}
+
+// MaxParallelism returns the most subtasks that can share the reading of a file
+// table: 1 for format=csv, whose subtask 0 reads everything (see the package
+// doc), 0 (no limit) otherwise. A bad spec gives 0; Validate reports it.
+func MaxParallelism(c exec.ConnectorSpec) int {
+	if cfg, err := parseConfig(c); err == nil && cfg.format == FormatCSV {
+		return 1
+	}
+	return 0
+}
+
+// config is a validated file table.
+type config struct {
+	path   string
+	format string
+	header bool
+	delim  byte
+	schema types.Schema // the table's columns
+	cols   []int        // the positions in schema to emit, in order
+}
+
+func parseConfig(c exec.ConnectorSpec) (config, error) {
+	s := Spec()
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return config{}, s.Errorf("bad URL %q: %v (want %s)", c.URL, err, s.URL)
+	}
+	switch {
+	case u.Scheme != "file":
+		return config{}, s.Errorf("URL %q: scheme must be file (want %s)", c.URL, s.URL)
+	case u.Opaque != "" || u.Host != "" && u.Host != "localhost":
+		return config{}, s.Errorf("URL %q: the path must be absolute, as in file:///data/in.txt", c.URL)
+	case u.User != nil:
+		return config{}, s.Errorf("URL %q: user information is not allowed", c.URL)
+	case u.Fragment != "":
+		return config{}, s.Errorf("URL %q: a '#' in a file name must be written %%23", c.URL)
+	case u.Path == "" || !path.IsAbs(u.Path):
+		return config{}, s.Errorf("URL %q: the path must be absolute, as in file:///data/in.txt", c.URL)
+	}
+	q, err := spec.ParseQuery(u.RawQuery)
+	if err != nil {
+		return config{}, err
+	}
+	opts, err := s.Parse(q)
+	if err != nil {
+		return config{}, err
+	}
+	cfg := config{
+		path:   u.Path,
+		format: opts.Get("format"),
+		header: opts.Bool("header"),
+		delim:  opts.Get("delimiter")[0],
+		schema: c.Schema,
+	}
+	if cfg.format != FormatCSV {
+		for _, name := range []string{"header", "delimiter"} {
+			if opts.IsSet(name) {
+				return config{}, s.Errorf("option %s applies only to format=csv", name)
+			}
+		}
+	}
+	if cfg.delim == '"' || cfg.delim == '\n' || cfg.delim == '\r' {
+		return config{}, s.Errorf("option delimiter: %q cannot be a delimiter", cfg.delim)
+	}
+	if err := checkSchema(s, cfg.format, c.Schema); err != nil {
+		return config{}, err
+	}
+	if c.Columns == nil {
+		cfg.cols = make([]int, len(c.Schema))
+		for i := range cfg.cols {
+			cfg.cols[i] = i
+		}
+	} else {
+		for _, col := range c.Columns {
+			if col < 0 || col >= len(c.Schema) {
+				return config{}, fmt.Errorf("file: projected column %d out of range for %d columns", col, len(c.Schema))
+			}
+		}
+		cfg.cols = c.Columns
+	}
+	return cfg, nil
+}
+
+func checkSchema(s *spec.Connector, format string, schema types.Schema) error {
+	if format == FormatText {
+		if len(schema) != 1 || schema[0].Type.ID != types.String {
+			return s.Errorf("format=text needs exactly one TEXT column, the table has %v", schema)
+		}
+		return nil
+	}
+	if len(schema) == 0 {
+		return s.Errorf("format=%s needs at least one column", format)
+	}
+	for _, f := range schema {
+		switch f.Type.ID {
+		case types.Bool, types.Int64, types.Float64, types.Decimal, types.String, types.Timestamp:
+		default:
+			return s.Errorf("format=%s cannot read column %s of type %v", format, f.Name, f.Type)
+		}
+	}
+	return nil
+}

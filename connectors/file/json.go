@@ -1,0 +1,94 @@
+package file
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// jsonParser reads one JSON object per line into the projected columns: fields
+// are matched to columns by name, exactly first and then case-insensitively; a
+// missing field or a JSON null is NULL; other fields are ignored.
+//
+// Numbers are parsed into the column's type from their literal text (so a DECIMAL
+// is exact), a string is parsed as CSV parses a field (so "2024-01-02" fills a
+// TIMESTAMP and "1.5" a DOUBLE), and a TEXT column takes a number, boolean, object
+// or array as its JSON text. A TIMESTAMP must be a string: a bare number would leave
+// its unit to guesswork.
+type jsonParser struct {
+	names []string     // the projected columns' names
+	types []types.Type // and types
+	obj   map[string]json.RawMessage
+}
+
+func newJSONParser(cols types.Schema) *jsonParser {
+	p := &jsonParser{obj: map[string]json.RawMessage{}}
+	for _, f := range cols {
+		p.names = append(p.names, f.Name)
+		p.types = append(p.types, f.Type)
+	}
+	return p
+}
+
+// parse fills vals from one line. Strings in vals may point into the line, or into
+// p, until the next call.
+func (p *jsonParser) parse(line []byte, vals []value) error {
+	clear(p.obj) // Unmarshal adds to a map rather than replacing it
+	if err := json.Unmarshal(line, &p.obj); err != nil {
+		return err
+	}
+	for i, name := range p.names {
+		raw, ok := p.obj[name]
+		if !ok {
+			for k, v := range p.obj {
+				if strings.EqualFold(k, name) {
+					raw, ok = v, true
+					break
+				}
+			}
+		}
+		if !ok {
+			vals[i].null = true
+			continue
+		}
+		if err := jsonValue(p.types[i], raw, &vals[i]); err != nil {
+			return fmt.Errorf("field %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func jsonValue(t types.Type, raw []byte, v *value) error {
+	if len(raw) == 0 {
+		return errors.New("empty value")
+	}
+	switch c := raw[0]; {
+	case c == 'n':
+		v.null = true
+		return nil
+	case c == '"':
+		s := raw[1 : len(raw)-1]
+		if bytes.IndexByte(s, '\\') >= 0 {
+			var str string
+			if err := json.Unmarshal(raw, &str); err != nil {
+				return err
+			}
+			s = []byte(str)
+		}
+		return parseValue(t, s, v)
+	case c == '{' || c == '[':
+		if t.ID != types.String {
+			return fmt.Errorf("cannot put %s into a %v column", quote(raw), t)
+		}
+		v.s = raw
+		return nil
+	case t.ID == types.Timestamp:
+		return fmt.Errorf("cannot put %s into a timestamp column (write it as a string)", quote(raw))
+	}
+	// A number, true or false: its literal text parses into every other type it fits.
+	return parseValue(t, raw, v)
+}

@@ -1,0 +1,159 @@
+package file
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// readBlock is how much a lineReader asks the file for at a time: big enough that
+// a read costs nothing per line, small enough to stay cheap for small files.
+const readBlock = 1 << 20
+
+// lineReader returns the lines of one subtask's byte range of a file, without their
+// "\n" or "\r\n". Lines that start in (start, end] belong to the range, and for
+// the range that starts the file also the line at offset 0; see the package doc.
+// Lines are slices of an internal buffer, valid until the next call.
+//
+// The buffer is plain Go memory rather than the task's Arrow allocator: it is
+// scratch space for I/O, and every byte that leaves the reader is copied into an
+// Arrow buffer.
+type lineReader struct {
+	r      io.ReaderAt
+	size   int64 // bytes of the file to read: its size when opened
+	end    int64 // lines that start at or before end belong to the range
+	buf    []byte
+	off    int64 // file offset of buf[0]
+	lo, hi int   // buf[lo:hi] is read but not yet returned
+	scan   int   // buf[lo:scan] is known to hold no '\n'
+	first  int64 // file offset of the range's first line
+	line   int64 // lines returned so far (the 1-based number of the last one)
+}
+
+// newLineReader reads the lines of r (size bytes long) that belong to the range
+// (start, end], and the line at start too when start is 0 and skipFirst is false.
+// Every subtask but the first skips the line that straddles its start: the
+// subtask before it reads that line through to its end.
+func newLineReader(r io.ReaderAt, size, start, end int64, skipFirst bool, block int) (*lineReader, error) {
+	lr := &lineReader{r: r, size: size, end: end, buf: make([]byte, block), off: start}
+	if skipFirst {
+		if err := lr.skipLine(); err != nil {
+			return nil, err
+		}
+	}
+	lr.first = lr.pos()
+	return lr, nil
+}
+
+// pos is the file offset of the next unread byte.
+func (lr *lineReader) pos() int64 { return lr.off + int64(lr.lo) }
+
+// remaining is an upper bound on the bytes left to return, short of a line that
+// runs past the range's end.
+func (lr *lineReader) remaining() int64 { return max(0, min(lr.end+1, lr.size)-lr.pos()) }
+
+func (lr *lineReader) atEOF() bool { return lr.off+int64(lr.hi) >= lr.size }
+
+// next returns the next line of the range, or ok=false after the last.
+func (lr *lineReader) next() (line []byte, ok bool, err error) {
+	if p := lr.pos(); p > lr.end || p >= lr.size {
+		return nil, false, nil
+	}
+	for {
+		if i := bytes.IndexByte(lr.buf[lr.scan:lr.hi], '\n'); i >= 0 {
+			nl := lr.scan + i
+			line = lr.buf[lr.lo:nl]
+			lr.lo, lr.scan = nl+1, nl+1
+			lr.line++
+			return dropCR(line), true, nil
+		}
+		lr.scan = lr.hi
+		if lr.atEOF() {
+			if lr.lo == lr.hi {
+				return nil, false, nil
+			}
+			// The file's last line has no newline.
+			line = lr.buf[lr.lo:lr.hi]
+			lr.lo = lr.hi
+			lr.line++
+			return dropCR(line), true, nil
+		}
+		if err := lr.fill(); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// skipLine consumes everything through the first '\n' (or to the end of the file).
+func (lr *lineReader) skipLine() error {
+	for {
+		if i := bytes.IndexByte(lr.buf[lr.scan:lr.hi], '\n'); i >= 0 {
+			lr.lo = lr.scan + i + 1
+			lr.scan = lr.lo
+			return nil
+		}
+		// Nothing read so far is needed: drop it rather than let a long line grow
+		// the buffer.
+		lr.lo, lr.scan = lr.hi, lr.hi
+		if lr.atEOF() {
+			return nil
+		}
+		if err := lr.fill(); err != nil {
+			return err
+		}
+	}
+}
+
+// fill reads more of the file after buf[hi], first moving the unreturned bytes to
+// the front of the buffer and growing it when a line fills it entirely.
+func (lr *lineReader) fill() error {
+	if lr.lo > 0 {
+		n := copy(lr.buf, lr.buf[lr.lo:lr.hi])
+		lr.off += int64(lr.lo)
+		lr.scan -= lr.lo
+		lr.hi, lr.lo = n, 0
+	}
+	if lr.hi == len(lr.buf) {
+		nb := make([]byte, 2*len(lr.buf))
+		copy(nb, lr.buf[:lr.hi])
+		lr.buf = nb
+	}
+	want := int(min(int64(len(lr.buf)-lr.hi), lr.size-lr.off-int64(lr.hi)))
+	n, err := lr.r.ReadAt(lr.buf[lr.hi:lr.hi+want], lr.off+int64(lr.hi))
+	lr.hi += n
+	if n < want {
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read at offset %d: %w", lr.off+int64(lr.hi), err)
+		}
+		// The file shrank since it was opened: stop where it now ends.
+		lr.size = lr.off + int64(lr.hi)
+	}
+	return nil
+}
+
+func dropCR(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		return line[:n-1]
+	}
+	return line
+}
+
+// countLines returns the number of '\n' in the first n bytes of r: the line number
+// base of a range that starts at n, computed only when a bad record is reported.
+func countLines(r io.ReaderAt, n int64) (int64, error) {
+	buf := make([]byte, min(n, readBlock))
+	var lines int64
+	for off := int64(0); off < n; {
+		k := int(min(int64(len(buf)), n-off))
+		got, err := r.ReadAt(buf[:k], off)
+		lines += int64(bytes.Count(buf[:got], []byte{'\n'}))
+		off += int64(got)
+		if got < k {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return lines, err
+		}
+	}
+	return lines, nil
+}

@@ -1,0 +1,398 @@
+package file
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// value is one parsed field of the row being read. Which field holds the value
+// depends on the column's type, as in types.Value; s is borrowed from the parser
+// until the row is committed.
+type value struct {
+	null bool
+	b    bool
+	i    int64 // Int64, and Timestamp in microseconds since the epoch
+	f    float64
+	d    decimal128.Num
+	s    []byte
+}
+
+var (
+	errInvalidUTF8 = errors.New("invalid UTF-8")
+	errNotNumber   = errors.New("not a number")
+)
+
+// parseValue parses the text of a field into a value of type t. Numbers, booleans
+// and timestamps may be surrounded by spaces, as PostgreSQL's input functions allow;
+// text is taken as it is.
+func parseValue(t types.Type, b []byte, v *value) error {
+	if t.ID == types.String {
+		if !utf8.Valid(b) {
+			return errInvalidUTF8
+		}
+		v.s = b
+		return nil
+	}
+	s := bytes.TrimSpace(b)
+	var ok bool
+	switch t.ID {
+	case types.Int64:
+		v.i, ok = parseInt(s)
+	case types.Float64:
+		var err error
+		v.f, err = strconv.ParseFloat(string(s), 64)
+		ok = err == nil
+	case types.Decimal:
+		var err error
+		if v.d, err = parseDecimal(s, int32(t.Precision), int32(t.Scale)); err != nil {
+			return fmt.Errorf("invalid %v %s: %v", t, quote(b), err)
+		}
+		ok = true
+	case types.Bool:
+		v.b, ok = parseBool(s)
+	case types.Timestamp:
+		v.i, ok = parseTimestamp(s)
+	}
+	if !ok {
+		return fmt.Errorf("invalid %v %s", t, quote(b))
+	}
+	return nil
+}
+
+// quote quotes a bad value for a log line, cut short if long.
+func quote(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return strconv.Quote(string(b[:max])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// parseInt parses a decimal BIGINT with an optional sign, refusing overflow.
+func parseInt(s []byte) (int64, bool) {
+	neg := false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if u > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true
+	}
+	if u > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+func parseBool(s []byte) (v, ok bool) {
+	switch {
+	case len(s) == 1:
+		switch s[0] {
+		case 't', 'T', '1':
+			return true, true
+		case 'f', 'F', '0':
+			return false, true
+		}
+	case bytes.EqualFold(s, []byte("true")):
+		return true, true
+	case bytes.EqualFold(s, []byte("false")):
+		return false, true
+	}
+	return false, false
+}
+
+// parseDecimal parses a decimal number (digits, an optional fraction and an
+// optional exponent) exactly into the unscaled value of DECIMAL(prec, scale),
+// rounding extra fraction digits half away from zero as PostgreSQL does. It never
+// goes through a float, so 1.005 is 1.01 at scale 2.
+func parseDecimal(s []byte, prec, scale int32) (decimal128.Num, error) {
+	neg := false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	// digits holds the significant digits (without leading zeros) of the number
+	// digits * 10^exp.
+	var digitBuf [48]byte
+	digits := digitBuf[:0]
+	exp, seen, i := 0, false, 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		seen = true
+		if len(digits) > 0 || s[i] != '0' {
+			digits = append(digits, s[i])
+		}
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			seen = true
+			exp--
+			if len(digits) > 0 || s[i] != '0' {
+				digits = append(digits, s[i])
+			}
+		}
+	}
+	if !seen {
+		return decimal128.Num{}, errNotNumber
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		e, ok := parseInt(s[i+1:])
+		if !ok {
+			return decimal128.Num{}, errNotNumber
+		}
+		// Bound the exponent so the arithmetic below cannot overflow; anything
+		// this far out is out of range or rounds to zero anyway.
+		exp += int(max(-1000, min(1000, e)))
+		i = len(s)
+	}
+	if i != len(s) {
+		return decimal128.Num{}, errNotNumber
+	}
+	shift := exp + int(scale) // the unscaled value is digits * 10^shift
+	roundUp := false
+	if shift < 0 {
+		keep := len(digits) + shift
+		if keep < 0 {
+			digits = digits[:0]
+		} else {
+			roundUp = keep < len(digits) && digits[keep] >= '5'
+			digits = digits[:keep]
+		}
+		shift = 0
+	}
+	if len(digits)+shift > int(prec) {
+		if len(digits) > 0 {
+			return decimal128.Num{}, errDecimalRange(prec, scale)
+		}
+		shift = 0
+	}
+	var n decimal128.Num
+	for len(digits) > 0 {
+		// Take up to 18 digits at a time: they fit a uint64.
+		k := min(len(digits), 18)
+		var chunk uint64
+		for _, c := range digits[:k] {
+			chunk = chunk*10 + uint64(c-'0')
+		}
+		n = n.Mul(decimal128.GetScaleMultiplier(k)).Add(decimal128.FromU64(chunk))
+		digits = digits[k:]
+	}
+	if shift > 0 {
+		n = n.Mul(decimal128.GetScaleMultiplier(shift))
+	}
+	if roundUp {
+		n = n.Add(decimal128.FromU64(1))
+	}
+	if !n.FitsInPrecision(prec) {
+		return decimal128.Num{}, errDecimalRange(prec, scale)
+	}
+	if neg {
+		n = n.Negate()
+	}
+	return n, nil
+}
+
+func errDecimalRange(prec, scale int32) error {
+	return fmt.Errorf("out of range for decimal(%d,%d)", prec, scale)
+}
+
+// parseTimestamp parses 'YYYY-MM-DD', 'YYYY-MM-DD HH:MM[:SS[.ffffff]]' (or with a T
+// between date and time) and RFC 3339 timestamps with a zone, which are converted
+// to UTC, into microseconds since the epoch. Fractions beyond microseconds round.
+func parseTimestamp(s []byte) (int64, bool) {
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
+		return 0, false
+	}
+	y, ok1 := digitsN(s[0:4])
+	mo, ok2 := digitsN(s[5:7])
+	d, ok3 := digitsN(s[8:10])
+	if !ok1 || !ok2 || !ok3 {
+		return 0, false
+	}
+	var h, mi, sec, micros int
+	rest := s[10:]
+	if len(rest) > 0 {
+		if rest[0] != ' ' && rest[0] != 'T' && rest[0] != 't' {
+			return 0, false
+		}
+		rest = rest[1:]
+		var ok bool
+		if len(rest) < 5 || rest[2] != ':' {
+			return 0, false
+		}
+		h, ok1 = digitsN(rest[0:2])
+		mi, ok2 = digitsN(rest[3:5])
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		rest = rest[5:]
+		if len(rest) >= 3 && rest[0] == ':' {
+			if sec, ok = digitsN(rest[1:3]); !ok {
+				return 0, false
+			}
+			rest = rest[3:]
+			if len(rest) > 0 && rest[0] == '.' {
+				k := 1
+				for k < len(rest) && rest[k] >= '0' && rest[k] <= '9' {
+					k++
+				}
+				if k == 1 {
+					return 0, false
+				}
+				micros = fraction(rest[1:k])
+				rest = rest[k:]
+			}
+		}
+		if len(rest) > 0 {
+			return parseZoned(s)
+		}
+	}
+	if mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 {
+		return 0, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, 0, time.UTC)
+	if t.Day() != d { // time.Date normalises February 30 into March
+		return 0, false
+	}
+	return t.Unix()*1_000_000 + int64(micros), true
+}
+
+// parseZoned parses a timestamp with a zone (RFC 3339, or with a space for the T).
+func parseZoned(s []byte) (int64, bool) {
+	b := []byte(string(s))
+	b[10] = 'T'
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return 0, false
+	}
+	t = t.Add(500 * time.Nanosecond).Truncate(time.Microsecond)
+	return t.UnixMicro(), true
+}
+
+func digitsN(s []byte) (int, bool) {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// fraction returns the microseconds of a second's fraction digits, rounded half up.
+func fraction(s []byte) int {
+	us := 0
+	for i := 0; i < 6; i++ {
+		us *= 10
+		if i < len(s) {
+			us += int(s[i] - '0')
+		}
+	}
+	if len(s) > 6 && s[6] >= '5' {
+		us++ // may make a whole second, which the caller's addition carries
+	}
+	return us
+}
+
+// batchBuilder builds the record batches of the projected columns row by row: a
+// parser fills vals, and commit appends them, so a record found bad half-way
+// leaves no trace in the batch.
+type batchBuilder struct {
+	schema   *arrow.Schema
+	types    []types.Type
+	builders []array.Builder
+	vals     []value // the row being parsed, one per projected column
+	rows     int
+	bytes    int // input bytes of the rows in the batch
+}
+
+func newBatchBuilder(alloc memory.Allocator, cols types.Schema) *batchBuilder {
+	bb := &batchBuilder{schema: cols.Arrow(), vals: make([]value, len(cols))}
+	for _, f := range cols {
+		bb.types = append(bb.types, f.Type)
+		bb.builders = append(bb.builders, array.NewBuilder(alloc, f.Type.Arrow()))
+	}
+	return bb
+}
+
+// reset clears vals for the next row.
+func (bb *batchBuilder) reset() { clear(bb.vals) }
+
+// commit appends vals as one row that was size bytes of input.
+func (bb *batchBuilder) commit(size int) {
+	for i, bld := range bb.builders {
+		v := &bb.vals[i]
+		if v.null {
+			bld.AppendNull()
+			continue
+		}
+		switch b := bld.(type) {
+		case *array.BooleanBuilder:
+			b.Append(v.b)
+		case *array.Int64Builder:
+			b.Append(v.i)
+		case *array.Float64Builder:
+			b.Append(v.f)
+		case *array.Decimal128Builder:
+			b.Append(v.d)
+		case *array.StringBuilder:
+			b.BinaryBuilder.Append(v.s)
+		case *array.TimestampBuilder:
+			b.Append(arrow.Timestamp(v.i))
+		}
+	}
+	bb.rows++
+	bb.bytes += size
+}
+
+// full reports whether the batch has reached its target size.
+func (bb *batchBuilder) full() bool { return bb.rows >= BatchRows || bb.bytes >= BatchBytes }
+
+// flush returns the rows committed so far as a batch and starts the next one.
+func (bb *batchBuilder) flush() arrow.RecordBatch {
+	cols := make([]arrow.Array, len(bb.builders))
+	for i, b := range bb.builders {
+		cols[i] = b.NewArray()
+	}
+	rec := array.NewRecordBatch(bb.schema, cols, int64(bb.rows))
+	for _, c := range cols {
+		c.Release()
+	}
+	bb.rows, bb.bytes = 0, 0
+	return rec
+}
+
+func (bb *batchBuilder) release() {
+	for _, b := range bb.builders {
+		b.Release()
+	}
+	bb.builders = nil
+}

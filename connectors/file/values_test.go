@@ -1,0 +1,145 @@
+package file
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+func TestParseDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		prec, scal int32
+		want       string // unscaled, "" for an error
+	}{
+		{"1.005", 10, 2, "101"}, // via a float this would be 100
+		{"-1.005", 10, 2, "-101"},
+		{"1.004", 10, 2, "100"},
+		{"0.005", 10, 2, "1"},
+		{"0.0049", 10, 2, "0"},
+		{"0.0005", 10, 2, "0"},
+		{"12", 5, 2, "1200"},
+		{"+12.", 5, 2, "1200"},
+		{".5", 5, 2, "50"},
+		{"000123.4500", 7, 2, "12345"},
+		{"1e2", 5, 0, "100"},
+		{"1.5E-1", 5, 2, "15"},
+		{"-0", 5, 2, "0"},
+		{"0e999999999999", 5, 2, "0"},
+		{"1e-999999999999", 5, 2, "0"},
+		{"999.99", 5, 2, "99999"},
+		{"999.995", 5, 2, ""}, // rounds to 1000.00, one digit too many
+		{"1000", 5, 2, ""},
+		{"1e999999999999", 5, 2, ""},
+		{"99999999999999999999999999999999999999", 38, 0, "99999999999999999999999999999999999999"},
+		{"-12345678901234567890.123456789012345678", 38, 18, "-12345678901234567890123456789012345678"},
+		{"999999999999999999999999999999999999999", 38, 0, ""},
+		{"", 5, 2, ""},
+		{"-", 5, 2, ""},
+		{".", 5, 2, ""},
+		{"1.2.3", 5, 2, ""},
+		{"1e", 5, 2, ""},
+		{"1x", 5, 2, ""},
+		{"NaN", 5, 2, ""},
+	} {
+		n, err := parseDecimal([]byte(tc.in), tc.prec, tc.scal)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("parseDecimal(%q, %d, %d) = %v, want an error", tc.in, tc.prec, tc.scal, n.BigInt())
+		case tc.want != "" && err != nil:
+			t.Errorf("parseDecimal(%q, %d, %d): %v", tc.in, tc.prec, tc.scal, err)
+		case tc.want != "" && n.BigInt().String() != tc.want:
+			t.Errorf("parseDecimal(%q, %d, %d) = %v, want %s", tc.in, tc.prec, tc.scal, n.BigInt(), tc.want)
+		}
+	}
+	// Agrees with arrow's own parser where that one is exact.
+	for _, s := range []string{"3.14159", "-271.8", "42"} {
+		want, _ := decimal128.FromString(s, 20, 4)
+		if got, _ := parseDecimal([]byte(s), 20, 4); got != want {
+			t.Errorf("parseDecimal(%q) = %v, arrow says %v", s, got.BigInt(), want.BigInt())
+		}
+	}
+}
+
+func TestParseTimestamp(t *testing.T) {
+	micros := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMicro()
+	}
+	for _, tc := range []struct {
+		in   string
+		want string // RFC 3339 in UTC, "" for an error
+	}{
+		{"2024-01-02", "2024-01-02T00:00:00Z"},
+		{"2024-01-02 03:04:05", "2024-01-02T03:04:05Z"},
+		{"2024-01-02T03:04:05", "2024-01-02T03:04:05Z"},
+		{"2024-01-02 03:04", "2024-01-02T03:04:00Z"},
+		{"2024-01-02 03:04:05.5", "2024-01-02T03:04:05.5Z"},
+		{"2024-01-02 03:04:05.123456", "2024-01-02T03:04:05.123456Z"},
+		{"2024-01-02 03:04:05.1234565", "2024-01-02T03:04:05.123457Z"},
+		{"2024-01-02 23:59:59.9999999", "2024-01-03T00:00:00Z"},
+		{"1969-12-31 23:59:59.5", "1969-12-31T23:59:59.5Z"},
+		{"2024-01-02T03:04:05Z", "2024-01-02T03:04:05Z"},
+		{"2024-01-02T03:04:05.25-01:30", "2024-01-02T04:34:05.25Z"},
+		{"2024-01-02 03:04:05+02:00", "2024-01-02T01:04:05Z"},
+		{"2024-02-29", "2024-02-29T00:00:00Z"},
+		{"2023-02-29", ""},
+		{"2024-13-01", ""},
+		{"2024-00-01", ""},
+		{"2024-01-02 24:00:00", ""},
+		{"2024-01-02 03:04:05.", ""},
+		{"2024-01-02 03:04:05 junk", ""},
+		{"2024-1-2", ""},
+		{"20240102", ""},
+		{"", ""},
+	} {
+		got, ok := parseTimestamp([]byte(tc.in))
+		switch {
+		case tc.want == "" && ok:
+			t.Errorf("parseTimestamp(%q) = %d, want an error", tc.in, got)
+		case tc.want != "" && !ok:
+			t.Errorf("parseTimestamp(%q) failed", tc.in)
+		case tc.want != "" && got != micros(tc.want):
+			t.Errorf("parseTimestamp(%q) = %v, want %s", tc.in, time.UnixMicro(got).UTC(), tc.want)
+		}
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"-0", 0, true}, {"+7", 7, true}, {"42", 42, true},
+		{"9223372036854775807", math.MaxInt64, true},
+		{"-9223372036854775808", math.MinInt64, true},
+		{"9223372036854775808", 0, false},
+		{"-9223372036854775809", 0, false},
+		{"18446744073709551616", 0, false},
+		{"", 0, false}, {"-", 0, false}, {"1.0", 0, false}, {"1e3", 0, false}, {"0x10", 0, false},
+	} {
+		if got, ok := parseInt([]byte(tc.in)); got != tc.want || ok != tc.ok {
+			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseBool(t *testing.T) {
+	for in, want := range map[string]bool{"t": true, "T": true, "true": true, "TRUE": true, "1": true,
+		"f": false, "F": false, "false": false, "False": false, "0": false} {
+		if got, ok := parseBool([]byte(in)); !ok || got != want {
+			t.Errorf("parseBool(%q) = %v, %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", "yes", "2", "tru", "truee"} {
+		if _, ok := parseBool([]byte(in)); ok {
+			t.Errorf("parseBool(%q) succeeded", in)
+		}
+	}
+}
