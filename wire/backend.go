@@ -1,0 +1,36 @@
+// Package wire serves Hummer over the PostgreSQL frontend/backend protocol (version
+// 3.0), so psql, pgx, JDBC and every other PostgreSQL client can submit SQL and read
+// results. It speaks the simple query protocol; statements run in a Session that
+// this package only knows through the two small interfaces below.
+//
+// Results travel as Arrow batches up to this package, which encodes them in
+// PostgreSQL's text format (textfmt.go) straight into the socket's write buffer.
+// Errors are given SQLSTATE codes in one place, sqlstate.go.
+package wire
+
+import (
+	"context"
+
+	"github.com/hummer-db/hummer/session"
+)
+
+// Backend opens sessions, one per client connection. *session.Engine satisfies it
+// through a small adapter in cmd/hummer.
+type Backend interface {
+	// NewSession starts the session of a client that logged in as user to database.
+	// Both are whatever the client sent: the server trusts every user.
+	NewSession(user, database string) Session
+}
+
+// Session is one client's connection state. The server calls it from one goroutine
+// at a time.
+type Session interface {
+	// Exec runs every statement of a simple-protocol query string in order, calling
+	// emit with each statement's result; emit drains or closes Result.Rows before it
+	// returns. Exec stops at the first error (its own, or one emit returns) and
+	// returns it. Exec must return promptly once ctx is cancelled: that is how a
+	// CancelRequest, a client that went away and Server.Close stop a statement.
+	Exec(ctx context.Context, query string, emit func(*session.Result) error) error
+	// Close ends the session, stopping any job it still runs.
+	Close()
+}
