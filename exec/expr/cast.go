@@ -1,0 +1,591 @@
+package expr
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// CanCast reports whether CAST(x AS to) is defined for x of type from: NULL to
+// anything; among bigint, double and decimal; bigint and boolean both ways;
+// anything to text (PostgreSQL's output format); text to every other type (the
+// text must parse, else the cast fails at run time with ErrInvalidCast).
+func CanCast(from, to types.Type) bool {
+	switch {
+	case from == to, from.ID == types.Null, from.ID == to.ID && from.ID == types.Decimal:
+		return true
+	case to.ID == types.Null:
+		return false
+	case to.ID == types.String, from.ID == types.String:
+		return true
+	case from.IsNumeric() && to.IsNumeric():
+		return true
+	case from.ID == types.Bool && to.ID == types.Int64, from.ID == types.Int64 && to.ID == types.Bool:
+		return true
+	}
+	return false
+}
+
+// castArray converts a (of type from) to type to, rounding and failing as
+// PostgreSQL's casts do.
+func castArray(a arrow.Array, from, to types.Type, mem memory.Allocator) (arrow.Array, error) {
+	if from == to {
+		a.Retain()
+		return a, nil
+	}
+	if !CanCast(from, to) {
+		return nil, newError(ErrBadExpression, "cannot cast type %s to %s", from, to)
+	}
+	n := a.Len()
+	if from.ID == types.Null || a.NullN() == n {
+		return array.MakeArrayOfNull(mem, to.Arrow(), n), nil
+	}
+	valid, nulls := validity(mem, n, a)
+	var (
+		out arrow.Array
+		err error
+	)
+	switch {
+	case to.ID == types.String:
+		out = castToText(a, from, valid, nulls, mem)
+		return out, nil
+	case from.ID == types.String:
+		out, err = castFromText(textOf(a), to, valid, nulls, mem)
+	default:
+		out, err = castFixed(a, from, to, valid, nulls, mem)
+	}
+	if err != nil && valid != nil {
+		valid.Release()
+	}
+	return out, err
+}
+
+// castFixed converts among bigint, double, decimal and boolean.
+func castFixed(a arrow.Array, from, to types.Type, valid *memory.Buffer, nulls int, mem memory.Allocator) (arrow.Array, error) {
+	n := a.Len()
+	var (
+		data *memory.Buffer
+		err  error
+	)
+	fail := func(i int, e error) bool {
+		if validAt(valid, i) {
+			err = e
+			return true
+		}
+		return false
+	}
+	switch {
+	case from.ID == types.Int64 && to.ID == types.Float64:
+		var out []float64
+		data, out = newValues[float64](mem, n)
+		for i, v := range int64Values(a) {
+			out[i] = float64(v)
+		}
+	case from.ID == types.Int64 && to.ID == types.Decimal:
+		var out []num
+		data, out = newValues[num](mem, n)
+		p, s := int(to.Precision), int(to.Scale)
+		for i, v := range int64Values(a) {
+			r, ok := mulDec(decimal128.FromI64(v), pow10(s))
+			if (!ok || !fits(r, p)) && fail(i, errNumericRange) {
+				break
+			}
+			out[i] = r
+		}
+	case from.ID == types.Int64 && to.ID == types.Bool:
+		data = newBitmap(mem, n)
+		d := data.Bytes()
+		for i, v := range int64Values(a) {
+			if v != 0 {
+				bitutil.SetBit(d, i)
+			}
+		}
+	case from.ID == types.Bool && to.ID == types.Int64:
+		var out []int64
+		data, out = newValues[int64](mem, n)
+		bits, off := boolValues(a.(*array.Boolean))
+		for i := range out {
+			if bitutil.BitIsSet(bits, off+i) {
+				out[i] = 1
+			}
+		}
+	case from.ID == types.Float64 && to.ID == types.Int64:
+		// PostgreSQL rounds with rint(): half to even, so 2.5 becomes 2.
+		var out []int64
+		data, out = newValues[int64](mem, n)
+		for i, v := range a.(*array.Float64).Float64Values() {
+			r := math.RoundToEven(v)
+			if !(r >= -(1<<63) && r < 1<<63) && fail(i, errBigintRange) {
+				break
+			}
+			out[i] = int64(r)
+		}
+	case from.ID == types.Float64 && to.ID == types.Decimal:
+		var out []num
+		data, out = newValues[num](mem, n)
+		p, s := int(to.Precision), int(to.Scale)
+		var buf [32]byte
+		for i, v := range a.(*array.Float64).Float64Values() {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				if fail(i, newError(ErrInvalidCast, "cannot convert %s to numeric", floatText(v))) {
+					break
+				}
+				continue
+			}
+			// PostgreSQL converts through 15 significant digits (DBL_DIG).
+			r, st := parseDecimal(strconv.AppendFloat(buf[:0], v, 'e', 14, 64), p, s)
+			if st != parsed && fail(i, errNumericRange) {
+				break
+			}
+			out[i] = r
+		}
+	case from.ID == types.Decimal && to.ID == types.Int64:
+		var out []int64
+		data, out = newValues[int64](mem, n)
+		s := int(from.Scale)
+		for i, v := range a.(*array.Decimal128).Values() {
+			r, ok := divDec(v, 0, pow10(s), halfAway)
+			x, isSmall := small(r)
+			if (!ok || !isSmall) && fail(i, errBigintRange) {
+				break
+			}
+			out[i] = x
+		}
+	case from.ID == types.Decimal && to.ID == types.Float64:
+		var out []float64
+		data, out = newValues[float64](mem, n)
+		s := int(from.Scale)
+		for i, v := range a.(*array.Decimal128).Values() {
+			out[i] = decToFloat(v, s)
+		}
+	case from.ID == types.Decimal && to.ID == types.Decimal:
+		var out []num
+		data, out = newValues[num](mem, n)
+		s1, s2, p := int(from.Scale), int(to.Scale), int(to.Precision)
+		for i, v := range a.(*array.Decimal128).Values() {
+			r, ok := rescale(v, s1, s2)
+			if (!ok || !fits(r, p)) && fail(i, errNumericRange) {
+				break
+			}
+			out[i] = r
+		}
+	default:
+		return nil, newError(ErrBadExpression, "cannot cast type %s to %s", from, to)
+	}
+	if err != nil {
+		data.Release()
+		return nil, err
+	}
+	return finish(to.Arrow(), n, nulls, valid, data), nil
+}
+
+// castToText writes each value in PostgreSQL's output format.
+func castToText(a arrow.Array, from types.Type, valid *memory.Buffer, nulls int, mem memory.Allocator) arrow.Array {
+	n := a.Len()
+	sb := newStringBuilder(mem, n, n*8)
+	var buf [64]byte
+	for i := range n {
+		if validAt(valid, i) {
+			sb.write(appendText(buf[:0], a, from, i))
+		}
+		sb.end()
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array()
+}
+
+// appendText appends row i of a (not NULL) in PostgreSQL's text output format.
+func appendText(dst []byte, a arrow.Array, t types.Type, i int) []byte {
+	switch t.ID {
+	case types.Bool:
+		if a.(*array.Boolean).Value(i) {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case types.Int64:
+		return strconv.AppendInt(dst, a.(*array.Int64).Value(i), 10)
+	case types.Float64:
+		return appendFloat(dst, a.(*array.Float64).Value(i))
+	case types.Decimal:
+		return appendDecimal(dst, a.(*array.Decimal128).Value(i), int(t.Scale))
+	case types.Timestamp:
+		return appendTimestamp(dst, int64(a.(*array.Timestamp).Value(i)))
+	case types.String:
+		return append(dst, a.(*array.String).Value(i)...)
+	}
+	return dst
+}
+
+// castFromText parses each row as PostgreSQL's input function for type to does.
+func castFromText(in textArg, to types.Type, valid *memory.Buffer, nulls int, mem memory.Allocator) (arrow.Array, error) {
+	n := len(in.offs) - 1
+	var (
+		data *memory.Buffer
+		err  error
+	)
+	switch to.ID {
+	case types.Int64, types.Timestamp:
+		var out []int64
+		data, out = newValues[int64](mem, n)
+		for i := range n {
+			if !validAt(valid, i) {
+				continue
+			}
+			if to.ID == types.Int64 {
+				out[i], err = parseInt(in.row(i))
+			} else {
+				out[i], err = parseTimestamp(in.row(i))
+			}
+			if err != nil {
+				break
+			}
+		}
+	case types.Float64:
+		var out []float64
+		data, out = newValues[float64](mem, n)
+		for i := range n {
+			if !validAt(valid, i) {
+				continue
+			}
+			if out[i], err = parseFloat(in.row(i)); err != nil {
+				break
+			}
+		}
+	case types.Decimal:
+		var out []num
+		data, out = newValues[num](mem, n)
+		p, s := int(to.Precision), int(to.Scale)
+		for i := range n {
+			if !validAt(valid, i) {
+				continue
+			}
+			r, st := parseDecimal(in.row(i), p, s)
+			switch st {
+			case badSyntax:
+				err = invalidInput("numeric", in.row(i))
+			case tooLarge:
+				err = errNumericRange
+			}
+			if err != nil {
+				break
+			}
+			out[i] = r
+		}
+	case types.Bool:
+		data = newBitmap(mem, n)
+		d := data.Bytes()
+		for i := range n {
+			if !validAt(valid, i) {
+				continue
+			}
+			b, ok := parseBool(in.row(i))
+			if !ok {
+				err = invalidInput("boolean", in.row(i))
+				break
+			}
+			if b {
+				bitutil.SetBit(d, i)
+			}
+		}
+	default:
+		return nil, newError(ErrBadExpression, "cannot cast type text to %s", to)
+	}
+	if err != nil {
+		data.Release()
+		return nil, err
+	}
+	return finish(to.Arrow(), n, nulls, valid, data), nil
+}
+
+func invalidInput(typ string, s []byte) error {
+	return newError(ErrInvalidCast, "invalid input syntax for type %s: %q", typ, string(s))
+}
+
+// parseInt reads bigint text: optional surrounding spaces and sign, digits only.
+func parseInt(s []byte) (int64, error) {
+	t := bytes.TrimFunc(s, isSpaceRune)
+	v, err := strconv.ParseInt(unsafeString(t), 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, newError(ErrOutOfRange, "value %q is out of range for type bigint", string(s))
+		}
+		return 0, invalidInput("bigint", s)
+	}
+	return v, nil
+}
+
+// parseFloat reads double text, including NaN and [-]Infinity.
+func parseFloat(s []byte) (float64, error) {
+	t := bytes.TrimFunc(s, isSpaceRune)
+	v, err := strconv.ParseFloat(unsafeString(t), 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, newError(ErrOutOfRange, "%q is out of range for type double precision", string(s))
+		}
+		return 0, invalidInput("double precision", s)
+	}
+	return v, nil
+}
+
+// parseBool reads boolean text as PostgreSQL does: any unambiguous prefix of
+// true, false, yes, no, on (two letters at least), off (likewise), or 1 and 0,
+// in any case.
+func parseBool(s []byte) (value, ok bool) {
+	t := bytes.TrimFunc(s, isSpaceRune)
+	prefix := func(word string, minLen int) bool {
+		return len(t) >= minLen && len(t) <= len(word) && bytes.EqualFold(t, []byte(word[:len(t)]))
+	}
+	switch {
+	case len(t) == 0:
+		return false, false
+	case prefix("true", 1), prefix("yes", 1), prefix("on", 2), string(t) == "1":
+		return true, true
+	case prefix("false", 1), prefix("no", 1), prefix("off", 2), string(t) == "0":
+		return false, true
+	}
+	return false, false
+}
+
+func isSpaceRune(r rune) bool { return r < utf8.RuneSelf && isSpace(byte(r)) }
+
+// appendFloat appends v as PostgreSQL 12+ prints a double: the shortest text
+// that reads back exactly, in exponent form below 1e-4 and from 1e15 up.
+func appendFloat(dst []byte, v float64) []byte {
+	switch {
+	case math.IsNaN(v):
+		return append(dst, "NaN"...)
+	case math.IsInf(v, 1):
+		return append(dst, "Infinity"...)
+	case math.IsInf(v, -1):
+		return append(dst, "-Infinity"...)
+	case v == 0:
+		if math.Signbit(v) {
+			return append(dst, "-0"...)
+		}
+		return append(dst, '0')
+	}
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, v, 'e', -1, 64)
+	if exp := exponent(dst[start:]); exp < -4 || exp >= 15 {
+		return dst
+	}
+	return strconv.AppendFloat(dst[:start], v, 'f', -1, 64)
+}
+
+// exponent reads the exponent of a number strconv formatted with 'e'.
+func exponent(b []byte) int {
+	i := bytes.LastIndexByte(b, 'e') + 1
+	neg := b[i] == '-'
+	exp := 0
+	for _, c := range b[i+1:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if neg {
+		return -exp
+	}
+	return exp
+}
+
+func floatText(v float64) string { return string(appendFloat(nil, v)) }
+
+const microsPerSecond = 1_000_000
+
+// appendTimestamp appends microseconds since the epoch as PostgreSQL prints a
+// timestamp: YYYY-MM-DD HH:MM:SS, then the fraction without trailing zeros.
+func appendTimestamp(dst []byte, micros int64) []byte {
+	secs, frac := micros/microsPerSecond, micros%microsPerSecond
+	if frac < 0 {
+		secs, frac = secs-1, frac+microsPerSecond
+	}
+	t := time.Unix(secs, 0).UTC()
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	bc := y <= 0
+	if bc {
+		y = 1 - y // there is no year 0: 1 BC precedes 1 AD
+	}
+	dst = appendPadded(dst, y, 4)
+	dst = append(dst, '-')
+	dst = appendPadded(dst, int(mo), 2)
+	dst = append(dst, '-')
+	dst = appendPadded(dst, d, 2)
+	dst = append(dst, ' ')
+	dst = appendPadded(dst, h, 2)
+	dst = append(dst, ':')
+	dst = appendPadded(dst, mi, 2)
+	dst = append(dst, ':')
+	dst = appendPadded(dst, s, 2)
+	if frac != 0 {
+		dst = append(dst, '.')
+		digits := 6
+		for frac%10 == 0 {
+			frac /= 10
+			digits--
+		}
+		dst = appendPadded(dst, int(frac), digits)
+	}
+	if bc {
+		dst = append(dst, " BC"...)
+	}
+	return dst
+}
+
+func appendPadded(dst []byte, v, width int) []byte {
+	var buf [20]byte
+	s := strconv.AppendInt(buf[:0], int64(v), 10)
+	for range width - len(s) {
+		dst = append(dst, '0')
+	}
+	return append(dst, s...)
+}
+
+// parseTimestamp reads 'YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]]' with optional
+// surrounding spaces. A trailing time zone (Z, +hh, -hh:mm) is accepted and
+// ignored, as PostgreSQL ignores it for timestamp without time zone. Fractions
+// finer than a microsecond are rounded.
+func parseTimestamp(s []byte) (int64, error) {
+	p := tsParser{s: bytes.TrimFunc(s, isSpaceRune)}
+	bad := func() (int64, error) { return 0, invalidInput("timestamp", s) }
+	rangeErr := func() (int64, error) {
+		return 0, newError(ErrInvalidCast, "date/time field value out of range: %q", string(s))
+	}
+	y, ok1 := p.number(1, 6)
+	okSep1 := p.skip('-')
+	mo, ok2 := p.number(1, 2)
+	okSep2 := p.skip('-')
+	d, ok3 := p.number(1, 2)
+	if !ok1 || !ok2 || !ok3 || !okSep1 || !okSep2 {
+		return bad()
+	}
+	var h, mi, sec, micros int
+	if !p.done() {
+		if !p.skip('T') && !p.skip('t') {
+			if !p.spaces() {
+				return bad()
+			}
+		}
+		var ok bool
+		if h, ok = p.number(1, 2); !ok || !p.skip(':') {
+			return bad()
+		}
+		if mi, ok = p.number(1, 2); !ok {
+			return bad()
+		}
+		if p.skip(':') {
+			if sec, ok = p.number(1, 2); !ok {
+				return bad()
+			}
+			if p.skip('.') {
+				if micros, ok = p.fraction(); !ok {
+					return bad()
+				}
+			}
+		}
+		p.spaces()
+		if !p.zone() {
+			return bad()
+		}
+	}
+	if !p.done() {
+		return bad()
+	}
+	if y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) ||
+		h > 24 || mi > 59 || sec > 60 || (h == 24 && (mi != 0 || sec != 0 || micros != 0)) {
+		return rangeErr()
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, 0, time.UTC)
+	return t.Unix()*microsPerSecond + int64(micros), nil
+}
+
+func daysIn(y, m int) int {
+	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// tsParser scans timestamp text.
+type tsParser struct {
+	s []byte
+	i int
+}
+
+func (p *tsParser) done() bool { return p.i == len(p.s) }
+
+func (p *tsParser) skip(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *tsParser) spaces() bool {
+	start := p.i
+	for p.i < len(p.s) && isSpace(p.s[p.i]) {
+		p.i++
+	}
+	return p.i > start
+}
+
+func (p *tsParser) number(minDigits, maxDigits int) (int, bool) {
+	v, n := 0, 0
+	for p.i < len(p.s) && n < maxDigits && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		v = v*10 + int(p.s[p.i]-'0')
+		p.i++
+		n++
+	}
+	return v, n >= minDigits
+}
+
+// fraction reads the digits after the point as microseconds, rounding the rest.
+func (p *tsParser) fraction() (int, bool) {
+	v, n := 0, 0
+	roundUp := false
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		switch {
+		case n < 6:
+			v = v*10 + int(p.s[p.i]-'0')
+		case n == 6:
+			roundUp = p.s[p.i] >= '5'
+		}
+		p.i++
+		n++
+	}
+	for k := n; k < 6; k++ {
+		v *= 10
+	}
+	if roundUp {
+		v++
+	}
+	return v, n > 0
+}
+
+// zone skips a time zone suffix; it reports false on a malformed one.
+func (p *tsParser) zone() bool {
+	switch {
+	case p.done():
+		return true
+	case p.skip('Z') || p.skip('z'):
+		return true
+	case p.skip('+') || p.skip('-'):
+		if _, ok := p.number(1, 2); !ok {
+			return false
+		}
+		if p.skip(':') {
+			_, ok := p.number(2, 2)
+			return ok
+		}
+		p.number(2, 2)
+		return true
+	}
+	return false
+}

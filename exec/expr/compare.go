@@ -1,0 +1,298 @@
+package expr
+
+// Comparisons and IN. Both sides have one type (the binder casts them to their
+// common type). Text compares bytewise, which is PostgreSQL's C collation;
+// doubles order NaN above every other value and equal to itself, as PostgreSQL
+// does; booleans order false before true.
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// cmpMask turns a comparison operator into the set of orderings it accepts:
+// bit 0 for less, bit 1 for equal, bit 2 for greater, so that a row's result is
+// mask>>(c+1)&1 for c = -1, 0, 1.
+func cmpMask(op string) uint8 {
+	switch op {
+	case "=":
+		return 0b010
+	case "<>":
+		return 0b101
+	case "<":
+		return 0b001
+	case "<=":
+		return 0b011
+	case ">":
+		return 0b100
+	case ">=":
+		return 0b110
+	}
+	return 0
+}
+
+func evalCompare(c *call) (arrow.Array, error) {
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	out := newBitmap(c.mem, c.n)
+	if err := compareInto(c.argType(0), cmpMask(c.e.Func), c.args[0], c.args[1], c.n, out.Bytes()); err != nil {
+		out.Release()
+		if valid != nil {
+			valid.Release()
+		}
+		return nil, err
+	}
+	return finish(arrow.FixedWidthTypes.Boolean, c.n, nulls, valid, out), nil
+}
+
+// compareInto sets bit i of out, for i < n, when row i of a and b compare as
+// mask accepts. Either side may be a one-row literal (see kernelMode). NULL
+// rows get arbitrary bits; callers mask them with validity.
+func compareInto(t types.Type, mask uint8, a, b arrow.Array, n int, out []byte) error {
+	switch t.ID {
+	case types.Int64, types.Timestamp:
+		compareOrdered(mask, int64Arg(a), int64Arg(b), n, out)
+	case types.Float64:
+		x, y := float64Arg(a), float64Arg(b)
+		for i := range n {
+			if mask>>(cmpFloat(x.at(i), y.at(i))+1)&1 != 0 {
+				bitutil.SetBit(out, i)
+			}
+		}
+	case types.Decimal:
+		x, y := decimalArg(a), decimalArg(b)
+		for i := range n {
+			if mask>>(x.at(i).Cmp(y.at(i))+1)&1 != 0 {
+				bitutil.SetBit(out, i)
+			}
+		}
+	case types.String:
+		x, y := textOf(a), textOf(b)
+		if mask == cmpMask("=") || mask == cmpMask("<>") {
+			// Equality needs no ordering: lengths differ in most rows.
+			want := mask == cmpMask("=")
+			for i := range n {
+				if bytes.Equal(x.row(i), y.row(i)) == want {
+					bitutil.SetBit(out, i)
+				}
+			}
+			return nil
+		}
+		for i := range n {
+			if mask>>(bytes.Compare(x.row(i), y.row(i))+1)&1 != 0 {
+				bitutil.SetBit(out, i)
+			}
+		}
+	case types.Bool:
+		xb, xoff := boolValues(a.(*array.Boolean))
+		yb, yoff := boolValues(b.(*array.Boolean))
+		xm, ym := rowMask(a), rowMask(b)
+		for i := range n {
+			c := b2i(bitutil.BitIsSet(xb, xoff+i&xm)) - b2i(bitutil.BitIsSet(yb, yoff+i&ym))
+			if mask>>(c+1)&1 != 0 {
+				bitutil.SetBit(out, i)
+			}
+		}
+	default:
+		return errBadType("compare", t)
+	}
+	return nil
+}
+
+// rowMask is -1 for a column and 0 for a one-row literal: row i is i & rowMask.
+func rowMask(a arrow.Array) int {
+	if a.Len() == 1 {
+		return 0
+	}
+	return -1
+}
+
+func compareOrdered[T cmp.Ordered](mask uint8, x, y vals[T], n int, out []byte) {
+	for i := range n {
+		a, b := x.at(i), y.at(i)
+		c := 0
+		if a < b {
+			c = -1
+		} else if a > b {
+			c = 1
+		}
+		if mask>>(c+1)&1 != 0 {
+			bitutil.SetBit(out, i)
+		}
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	}
+	an, bn := a != a, b != b
+	switch {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	}
+	return -1
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// evalIn computes x IN (v1, ..., vk) with SQL's NULL rules: true if some vi
+// equals x, else NULL if x or some vi is NULL, else false. Literal list items
+// are compared without broadcasting them; items that read columns are
+// evaluated as arrays.
+func evalIn(c *call) (arrow.Array, error) {
+	t := c.argType(0)
+	x, err := eval(c.e.Args[0], c.b, c.mem)
+	if err != nil {
+		return nil, err
+	}
+	defer x.Release()
+	found := newBitmap(c.mem, c.n) // some item equals x
+	defer found.Release()
+	unknown := newBitmap(c.mem, c.n) // some item is NULL on this row
+	defer unknown.Release()
+	fb, ub := found.Bytes(), unknown.Bytes()
+
+	var lits []types.Value
+	for _, item := range c.e.Args[1:] {
+		if item.Kind == KindLiteral {
+			if item.Value.Type != t && !item.Value.Null {
+				return nil, fmt.Errorf("%w: IN list literal %s is not of type %s", ErrBadExpression, FormatValue(item.Value), t)
+			}
+			if item.Value.Null {
+				bitutil.SetBitsTo(ub, 0, int64(c.n), true)
+			} else {
+				lits = append(lits, item.Value)
+			}
+			continue
+		}
+		arr, err := eval(item, c.b, c.mem)
+		if err != nil {
+			return nil, err
+		}
+		eq := newBitmap(c.mem, c.n)
+		err = compareInto(t, cmpMask("="), x, arr, c.n, eq.Bytes())
+		if err == nil {
+			orValid(fb, eq.Bytes(), arr)
+			orNulls(ub, arr)
+		}
+		eq.Release()
+		arr.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(lits) > 0 {
+		if err := inLiterals(t, x, lits, fb, c.mem); err != nil {
+			return nil, err
+		}
+	}
+	// Result: valid when x is valid and (found or no item was NULL); true when found.
+	valid := newBitmap(c.mem, c.n)
+	vb := valid.Bytes()
+	xs := sourceOf(x)
+	nulls := 0
+	for i := range c.n {
+		xv := !xs.all && (xs.valid == nil || bitutil.BitIsSet(xs.valid, xs.voff+i))
+		if xv && (bitutil.BitIsSet(fb, i) || !bitutil.BitIsSet(ub, i)) {
+			bitutil.SetBit(vb, i)
+		} else {
+			nulls++
+		}
+	}
+	out := newBitmap(c.mem, c.n)
+	copy(out.Bytes(), fb)
+	return finish(arrow.FixedWidthTypes.Boolean, c.n, nulls, valid, out), nil
+}
+
+// orValid sets bits of dst where eq is set and arr is valid.
+func orValid(dst, eq []byte, arr arrow.Array) {
+	s := sourceOf(arr)
+	for i := range arr.Len() {
+		if bitutil.BitIsSet(eq, i) && !s.all && (s.valid == nil || bitutil.BitIsSet(s.valid, s.voff+i)) {
+			bitutil.SetBit(dst, i)
+		}
+	}
+}
+
+// orNulls sets bits of dst where arr is NULL.
+func orNulls(dst []byte, arr arrow.Array) {
+	if arr.NullN() == 0 {
+		return
+	}
+	for i := range arr.Len() {
+		if arr.IsNull(i) {
+			bitutil.SetBit(dst, i)
+		}
+	}
+}
+
+// inLiterals sets bit i of found when row i of x equals one of lits (x's NULL
+// rows may get arbitrary bits). Bigint, timestamp and text lists go through a
+// hash set; the other types compare against each item.
+func inLiterals(t types.Type, x arrow.Array, lits []types.Value, found []byte, mem memory.Allocator) error {
+	switch t.ID {
+	case types.Int64, types.Timestamp:
+		set := make(map[int64]struct{}, len(lits))
+		for _, v := range lits {
+			set[v.Int] = struct{}{}
+		}
+		for i, v := range int64Values(x) {
+			if _, ok := set[v]; ok {
+				bitutil.SetBit(found, i)
+			}
+		}
+	case types.String:
+		set := make(map[string]struct{}, len(lits))
+		for _, v := range lits {
+			set[v.Str] = struct{}{}
+		}
+		offs, data := stringData(x.(*array.String))
+		for i := range len(offs) - 1 {
+			if _, ok := set[string(data[offs[i]:offs[i+1]])]; ok {
+				bitutil.SetBit(found, i)
+			}
+		}
+	default:
+		// Few distinct representations worth hashing: compare against each.
+		for _, v := range lits {
+			lit, err := ArrayOf(v, 1, mem)
+			if err != nil {
+				return err
+			}
+			eq := make([]byte, bitutil.BytesForBits(int64(x.Len())))
+			err = compareInto(t, cmpMask("="), x, lit, x.Len(), eq)
+			lit.Release()
+			if err != nil {
+				return err
+			}
+			for i := range found {
+				found[i] |= eq[i]
+			}
+		}
+	}
+	return nil
+}
+
+func errBadType(what string, t types.Type) error {
+	return newError(ErrBadExpression, "expr: %s has no kernel for type %s", what, t)
+}

@@ -1,0 +1,45 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the function catalog and the evaluator. The errors returned
+// wrap one of them and carry PostgreSQL's message text, so that the wire layer
+// can pick a SQLSTATE with errors.Is and still show the user PostgreSQL's wording.
+var (
+	// ErrUnknownFunction: no function of that name exists.
+	ErrUnknownFunction = errors.New("function does not exist")
+	// ErrArgumentType: the function exists but not for these argument types.
+	ErrArgumentType = errors.New("function does not accept these argument types")
+	// ErrDivisionByZero: "/", "%" or mod with a zero divisor.
+	ErrDivisionByZero = errors.New("division by zero")
+	// ErrInvalidCast: a value cannot be converted to the target type, typically
+	// text that does not parse.
+	ErrInvalidCast = errors.New("invalid input syntax")
+	// ErrOutOfRange: a result does not fit its type (integer overflow, a decimal
+	// beyond its precision, a double too large for bigint).
+	ErrOutOfRange = errors.New("value out of range")
+	// ErrInvalidArgument: an argument value the function rejects, such as a
+	// negative substring length or a malformed LIKE escape.
+	ErrInvalidArgument = errors.New("invalid argument value")
+	// ErrBadExpression: the tree breaks the binder's contract (an argument of the
+	// wrong type, a column index outside the batch, an unknown node kind).
+	ErrBadExpression = errors.New("malformed expression")
+)
+
+// sqlError is an error with PostgreSQL's message text that unwraps to a sentinel.
+type sqlError struct {
+	kind error
+	msg  string
+}
+
+func (e *sqlError) Error() string { return e.msg }
+func (e *sqlError) Unwrap() error { return e.kind }
+
+func newError(kind error, format string, args ...any) error {
+	return &sqlError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+var errDivisionByZero = newError(ErrDivisionByZero, "division by zero")

@@ -1,0 +1,525 @@
+package expr
+
+import (
+	"strings"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// resolver type-checks one call. It returns ok=false when the function does not
+// take these argument types; Resolve turns that into an ErrArgumentType error.
+type resolver func(args []types.Type) (sig Signature, ok bool)
+
+// catalog lists every function Resolve knows. Eval finds the kernel of each in
+// kernelFor (eval.go); a test checks that the two lists agree.
+var catalog = map[string]resolver{
+	"+": resolveArith("+"), "-": resolveArith("-"), "*": resolveArith("*"),
+	"/": resolveArith("/"), "%": resolveArith("%"), "mod": resolveArith("%"),
+	"neg": resolveNumericUnary,
+
+	"=": resolveCompare, "<>": resolveCompare, "<": resolveCompare,
+	"<=": resolveCompare, ">": resolveCompare, ">=": resolveCompare,
+
+	"and": resolveBoolN, "or": resolveBoolN, "not": resolveBool1,
+	"is_true": resolveBool1, "is_false": resolveBool1,
+	"is_not_true": resolveBool1, "is_not_false": resolveBool1,
+	"is_null": resolveAny1, "is_not_null": resolveAny1,
+
+	"in": resolveIn, "case": resolveCase, "coalesce": resolveCoalesce,
+	"nullif": resolveNullif,
+
+	"like": resolveLike, "ilike": resolveLike,
+	"lower":            fixed(types.StringType, types.StringType),
+	"upper":            fixed(types.StringType, types.StringType),
+	"length":           fixed(types.Int64Type, types.StringType),
+	"char_length":      fixed(types.Int64Type, types.StringType),
+	"character_length": fixed(types.Int64Type, types.StringType),
+	"octet_length":     fixed(types.Int64Type, types.StringType),
+	"substring":        resolveSubstring, "substr": resolveSubstring,
+	"concat": resolveConcat, "||": resolveConcatOp,
+	"trim": resolveTrim, "btrim": resolveTrim, "ltrim": resolveTrim, "rtrim": resolveTrim,
+	"replace":  fixed(types.StringType, types.StringType, types.StringType, types.StringType),
+	"strpos":   fixed(types.Int64Type, types.StringType, types.StringType),
+	"position": fixed(types.Int64Type, types.StringType, types.StringType),
+	"left":     fixed(types.StringType, types.StringType, types.Int64Type),
+	"right":    fixed(types.StringType, types.StringType, types.Int64Type),
+	"reverse":  fixed(types.StringType, types.StringType),
+
+	"abs": resolveNumericUnary, "round": resolveRound,
+	"floor": resolveFloorCeil, "ceil": resolveFloorCeil, "ceiling": resolveFloorCeil,
+}
+
+func resolve(name string, args []types.Type) (Signature, error) {
+	r, ok := catalog[name]
+	if !ok {
+		return Signature{}, newError(ErrUnknownFunction, "function %s does not exist", callText(name, args))
+	}
+	sig, ok := r(args)
+	if !ok {
+		return Signature{}, argumentError(name, args)
+	}
+	return sig, nil
+}
+
+// argumentError words a type mismatch the way PostgreSQL does for that construct.
+func argumentError(name string, args []types.Type) error {
+	switch name {
+	case "and", "or", "not":
+		for _, t := range args {
+			if t.ID != types.Bool && t.ID != types.Null {
+				return newError(ErrArgumentType, "argument of %s must be type boolean, not type %s", strings.ToUpper(name), t)
+			}
+		}
+	case "is_true", "is_false", "is_not_true", "is_not_false":
+		return newError(ErrArgumentType, "argument of IS %s must be type boolean, not type %s",
+			strings.ToUpper(strings.ReplaceAll(strings.TrimPrefix(name, "is_"), "_", " ")), args[0])
+	case "case", "coalesce":
+		if t1, t2, ok := firstMismatch(name, args); ok {
+			return newError(ErrArgumentType, "%s types %s and %s cannot be matched", strings.ToUpper(name), t1, t2)
+		}
+	}
+	if isOperator(name) {
+		if len(args) == 1 {
+			return newError(ErrArgumentType, "operator does not exist: %s %s", operatorText(name), args[0])
+		}
+		if len(args) == 2 {
+			return newError(ErrArgumentType, "operator does not exist: %s %s %s", args[0], operatorText(name), args[1])
+		}
+	}
+	return newError(ErrArgumentType, "function %s does not exist", callText(name, args))
+}
+
+// firstMismatch finds the first pair of result values of a CASE or COALESCE that
+// have no common type.
+func firstMismatch(name string, args []types.Type) (types.Type, types.Type, bool) {
+	var vals []types.Type
+	if name == "case" {
+		for i := 1; i < len(args); i += 2 {
+			vals = append(vals, args[i])
+		}
+		if len(args) > 0 {
+			vals = append(vals, args[len(args)-1])
+		}
+	} else {
+		vals = args
+	}
+	acc := types.NullType
+	for _, t := range vals {
+		c, ok := Coerce(acc, t)
+		if !ok {
+			return acc, t, true
+		}
+		acc = c
+	}
+	return types.Type{}, types.Type{}, false
+}
+
+func isOperator(name string) bool {
+	switch name {
+	case "+", "-", "*", "/", "%", "neg", "=", "<>", "<", "<=", ">", ">=", "||", "like", "ilike":
+		return true
+	}
+	return false
+}
+
+func operatorText(name string) string {
+	switch name {
+	case "neg":
+		return "-"
+	case "like":
+		return "~~"
+	case "ilike":
+		return "~~*"
+	}
+	return name
+}
+
+func callText(name string, args []types.Type) string {
+	parts := make([]string, len(args))
+	for i, t := range args {
+		parts[i] = t.String()
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// Coerce returns the common supertype of a and b, used wherever values of two
+// types meet: CASE and COALESCE results, IN lists, comparisons, join keys. NULL
+// coerces to anything; among numbers bigint < decimal < double, and two decimals
+// widen to the larger integer part plus the larger scale; text coerces to timestamp, as a string literal does in
+// PostgreSQL. Other pairs of different types have no common type. Past 38
+// digits a decimal keeps its integer digits and gives up scale (see capDecimal).
+func Coerce(a, b types.Type) (types.Type, bool) {
+	switch {
+	case a == b:
+		return a, true
+	case a.ID == types.Null:
+		return b, true
+	case b.ID == types.Null:
+		return a, true
+	case a.IsNumeric() && b.IsNumeric():
+		if a.ID == types.Float64 || b.ID == types.Float64 {
+			return types.Float64Type, true
+		}
+		da, db := asDecimal(a), asDecimal(b)
+		scale := max(da.Scale, db.Scale)
+		digits := max(da.Precision-da.Scale, db.Precision-db.Scale)
+		return capDecimal(int(digits), int(scale)), true
+	case a.ID == types.String && b.ID == types.Timestamp, a.ID == types.Timestamp && b.ID == types.String:
+		return types.TimestampType, true
+	}
+	return types.Type{}, false
+}
+
+// int64Digits is the precision of the decimal that holds every bigint.
+const int64Digits = 19
+
+// asDecimal returns the decimal type that holds every value of the numeric type t
+// exactly (not meaningful for double).
+func asDecimal(t types.Type) types.Type {
+	if t.ID == types.Int64 {
+		return types.DecimalType(int64Digits, 0)
+	}
+	return t
+}
+
+// capDecimal returns a decimal with the given integer digits and scale. Past 38
+// digits it gives up scale rather than integer digits, down to a scale of 6 (as
+// Spark does), so that large values still fit and only far decimals round.
+func capDecimal(intDigits, scale int) types.Type {
+	if intDigits+scale > maxDecimalDigits {
+		scale = max(maxDecimalDigits-intDigits, min(scale, 6))
+	}
+	return types.DecimalType(min(intDigits+scale, maxDecimalDigits), scale)
+}
+
+const maxDecimalDigits = 38
+
+// common folds Coerce over ts; every-NULL input gives NULL.
+func common(ts []types.Type) (types.Type, bool) {
+	acc := types.NullType
+	for _, t := range ts {
+		c, ok := Coerce(acc, t)
+		if !ok {
+			return types.Type{}, false
+		}
+		acc = c
+	}
+	return acc, true
+}
+
+func repeat(t types.Type, n int) []types.Type {
+	ts := make([]types.Type, n)
+	for i := range ts {
+		ts[i] = t
+	}
+	return ts
+}
+
+// accepts reports whether an argument of type have may be passed where want is
+// expected: only NULL is cast implicitly (PostgreSQL has no implicit cast from
+// bigint to text, say, so lower(bigint) is an error there too).
+func accepts(want, have types.Type) bool {
+	return have.ID == types.Null || have == want
+}
+
+// fixed returns a resolver for a function with one signature.
+func fixed(result types.Type, params ...types.Type) resolver {
+	return func(args []types.Type) (Signature, bool) {
+		if len(args) != len(params) {
+			return Signature{}, false
+		}
+		for i, p := range params {
+			if !accepts(p, args[i]) {
+				return Signature{}, false
+			}
+		}
+		return Signature{Args: append([]types.Type(nil), params...), Result: result}, true
+	}
+}
+
+// numericCommon is the common numeric type of args, bigint when all are NULL.
+func numericCommon(args []types.Type) (types.Type, bool) {
+	t, ok := common(args)
+	if !ok {
+		return types.Type{}, false
+	}
+	if t.ID == types.Null {
+		return types.Int64Type, true
+	}
+	return t, t.IsNumeric()
+}
+
+// resolveArith types the binary arithmetic operators. Both arguments are cast to
+// their common type; the result is that type, except for decimals:
+//
+//   - -   decimal(p,s), decimal(p,s) -> decimal(p+1, s)
+//   - -> decimal(2p+1, 2s)
+//     /     -> scale max(6, s), integer digits p (a divisor below 1 enlarges the
+//     quotient); rounded half away from zero at that scale. PostgreSQL picks
+//     the scale per value (at least 16 significant digits); a fixed type cannot.
+//     %     -> decimal(p, s)
+//
+// always capped at 38 digits by capDecimal, which may lower the scale (the
+// kernel then rounds half away from zero); results that do not fit fail with
+// ErrOutOfRange.
+func resolveArith(op string) resolver {
+	return func(args []types.Type) (Signature, bool) {
+		if len(args) != 2 {
+			return Signature{}, false
+		}
+		t, ok := numericCommon(args)
+		if !ok {
+			return Signature{}, false
+		}
+		return Signature{Args: []types.Type{t, t}, Result: arithResult(op, t)}, true
+	}
+}
+
+func arithResult(op string, t types.Type) types.Type {
+	if t.ID != types.Decimal {
+		return t
+	}
+	p, s := int(t.Precision), int(t.Scale)
+	switch op {
+	case "+", "-":
+		return capDecimal(p-s+1, s)
+	case "*":
+		return capDecimal(2*(p-s)+1, 2*s)
+	case "/":
+		return capDecimal(p, max(6, s))
+	}
+	return t
+}
+
+func resolveNumericUnary(args []types.Type) (Signature, bool) {
+	if len(args) != 1 {
+		return Signature{}, false
+	}
+	t, ok := numericCommon(args)
+	if !ok {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{t}, Result: t}, true
+}
+
+// resolveRound: round(x) and round(x, n). Doubles stay doubles (PostgreSQL has no
+// round(double, int); it is accepted here), bigints stay bigints, round(decimal(p,s))
+// is decimal(p-s+1, 0) and round(decimal(p,s), n) is decimal(p+1, s) with the digits
+// past n zeroed: n is a value, not part of the type, so the scale cannot follow it.
+// A binder that sees a constant n may cast the result to decimal(p+1, n).
+func resolveRound(args []types.Type) (Signature, bool) {
+	if len(args) != 1 && len(args) != 2 {
+		return Signature{}, false
+	}
+	t, ok := numericCommon(args[:1])
+	if !ok {
+		return Signature{}, false
+	}
+	if len(args) == 1 {
+		res := t
+		if t.ID == types.Decimal {
+			res = capDecimal(int(t.Precision-t.Scale)+1, 0)
+		}
+		return Signature{Args: []types.Type{t}, Result: res}, true
+	}
+	if !accepts(types.Int64Type, args[1]) {
+		return Signature{}, false
+	}
+	res := t
+	if t.ID == types.Decimal {
+		res = capDecimal(int(t.Precision-t.Scale)+1, int(t.Scale))
+	}
+	return Signature{Args: []types.Type{t, types.Int64Type}, Result: res}, true
+}
+
+// resolveFloorCeil: bigint and double keep their type; decimal(p,s) becomes
+// decimal(p-s+1, 0).
+func resolveFloorCeil(args []types.Type) (Signature, bool) {
+	if len(args) != 1 {
+		return Signature{}, false
+	}
+	t, ok := numericCommon(args)
+	if !ok {
+		return Signature{}, false
+	}
+	res := t
+	if t.ID == types.Decimal {
+		res = capDecimal(int(t.Precision-t.Scale)+1, 0)
+	}
+	return Signature{Args: []types.Type{t}, Result: res}, true
+}
+
+// commonOrText is the common type of args, text when all are NULL.
+func commonOrText(args []types.Type) (types.Type, bool) {
+	t, ok := common(args)
+	if ok && t.ID == types.Null {
+		t = types.StringType
+	}
+	return t, ok
+}
+
+func resolveCompare(args []types.Type) (Signature, bool) {
+	if len(args) != 2 {
+		return Signature{}, false
+	}
+	t, ok := commonOrText(args)
+	if !ok {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{t, t}, Result: types.BoolType}, true
+}
+
+func isBoolish(t types.Type) bool { return t.ID == types.Bool || t.ID == types.Null }
+
+func resolveBoolN(args []types.Type) (Signature, bool) {
+	if len(args) < 2 {
+		return Signature{}, false
+	}
+	for _, t := range args {
+		if !isBoolish(t) {
+			return Signature{}, false
+		}
+	}
+	return Signature{Args: repeat(types.BoolType, len(args)), Result: types.BoolType}, true
+}
+
+func resolveBool1(args []types.Type) (Signature, bool) {
+	if len(args) != 1 || !isBoolish(args[0]) {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{types.BoolType}, Result: types.BoolType}, true
+}
+
+// resolveAny1 types IS [NOT] NULL, which takes any type, NULL included, uncast.
+func resolveAny1(args []types.Type) (Signature, bool) {
+	if len(args) != 1 {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{args[0]}, Result: types.BoolType}, true
+}
+
+// resolveIn types x IN (v1, v2, ...): args[0] is x, all are cast to one type.
+func resolveIn(args []types.Type) (Signature, bool) {
+	if len(args) < 2 {
+		return Signature{}, false
+	}
+	t, ok := commonOrText(args)
+	if !ok {
+		return Signature{}, false
+	}
+	return Signature{Args: repeat(t, len(args)), Result: types.BoolType}, true
+}
+
+// resolveCase types searched CASE: [when1, then1, ..., whenN, thenN, else].
+func resolveCase(args []types.Type) (Signature, bool) {
+	if len(args) < 3 || len(args)%2 == 0 {
+		return Signature{}, false
+	}
+	var vals []types.Type
+	for i := 0; i+1 < len(args); i += 2 {
+		if !isBoolish(args[i]) {
+			return Signature{}, false
+		}
+		vals = append(vals, args[i+1])
+	}
+	vals = append(vals, args[len(args)-1])
+	t, ok := commonOrText(vals)
+	if !ok {
+		return Signature{}, false
+	}
+	sig := Signature{Args: make([]types.Type, len(args)), Result: t}
+	for i := range args {
+		if i%2 == 0 && i != len(args)-1 {
+			sig.Args[i] = types.BoolType
+		} else {
+			sig.Args[i] = t
+		}
+	}
+	return sig, true
+}
+
+func resolveCoalesce(args []types.Type) (Signature, bool) {
+	if len(args) < 1 {
+		return Signature{}, false
+	}
+	t, ok := commonOrText(args)
+	if !ok {
+		return Signature{}, false
+	}
+	return Signature{Args: repeat(t, len(args)), Result: t}, true
+}
+
+func resolveNullif(args []types.Type) (Signature, bool) {
+	if len(args) != 2 {
+		return Signature{}, false
+	}
+	t, ok := commonOrText(args)
+	if !ok {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{t, t}, Result: t}, true
+}
+
+// resolveLike types like(s, pattern, escape); the escape may be left out and
+// defaults to backslash.
+func resolveLike(args []types.Type) (Signature, bool) {
+	if len(args) != 2 && len(args) != 3 {
+		return Signature{}, false
+	}
+	for _, t := range args {
+		if !accepts(types.StringType, t) {
+			return Signature{}, false
+		}
+	}
+	return Signature{Args: repeat(types.StringType, len(args)), Result: types.BoolType}, true
+}
+
+func resolveSubstring(args []types.Type) (Signature, bool) {
+	if len(args) != 2 && len(args) != 3 {
+		return Signature{}, false
+	}
+	if !accepts(types.StringType, args[0]) {
+		return Signature{}, false
+	}
+	for _, t := range args[1:] {
+		if !accepts(types.Int64Type, t) {
+			return Signature{}, false
+		}
+	}
+	sig := Signature{Args: repeat(types.Int64Type, len(args)), Result: types.StringType}
+	sig.Args[0] = types.StringType
+	return sig, true
+}
+
+// resolveConcat: concat takes any number of arguments of any type, each cast to text.
+func resolveConcat(args []types.Type) (Signature, bool) {
+	if len(args) < 1 {
+		return Signature{}, false
+	}
+	return Signature{Args: repeat(types.StringType, len(args)), Result: types.StringType}, true
+}
+
+// resolveConcatOp: a || b needs text on at least one side (as PostgreSQL's
+// text || anynonarray); the other side is cast to text.
+func resolveConcatOp(args []types.Type) (Signature, bool) {
+	if len(args) != 2 {
+		return Signature{}, false
+	}
+	if !accepts(types.StringType, args[0]) && !accepts(types.StringType, args[1]) {
+		return Signature{}, false
+	}
+	return Signature{Args: repeat(types.StringType, 2), Result: types.StringType}, true
+}
+
+// resolveTrim: trim(s) and trim(s, characters); trim is btrim (both ends).
+func resolveTrim(args []types.Type) (Signature, bool) {
+	if len(args) != 1 && len(args) != 2 {
+		return Signature{}, false
+	}
+	for _, t := range args {
+		if !accepts(types.StringType, t) {
+			return Signature{}, false
+		}
+	}
+	return Signature{Args: repeat(types.StringType, len(args)), Result: types.StringType}, true
+}
