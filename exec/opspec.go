@@ -71,7 +71,8 @@ type HashAggConfig struct {
 
 // PartialSchema returns the columns a partial aggregate emits for each AggSpec:
 // count -> count bigint; sum, min, max -> one column of the final type;
-// avg -> sum (double, or decimal(38, s) for decimals) and count bigint.
+// avg -> sum and count bigint, the sum exact for exact inputs (decimal(38, 0) for
+// bigint, decimal(38, s) for decimal(p, s)) and double for doubles.
 func PartialSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) types.Schema {
 	out := append(types.Schema{}, groupCols...)
 	for i, a := range aggs {
@@ -81,8 +82,11 @@ func PartialSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) type
 			out = append(out, types.Field{Name: name, Type: types.Int64Type})
 		case "avg":
 			st := types.Float64Type
-			if a.Arg >= 0 && in[a.Arg].Type.ID == types.Decimal {
+			switch in[a.Arg].Type.ID {
+			case types.Decimal:
 				st = types.DecimalType(38, int(in[a.Arg].Type.Scale))
+			case types.Int64:
+				st = types.DecimalType(38, 0)
 			}
 			out = append(out, types.Field{Name: name + "_sum", Type: st},
 				types.Field{Name: name + "_count", Type: types.Int64Type})

@@ -2,10 +2,19 @@ package session
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/planner"
+	"github.com/hummer-db/hummer/sql"
 )
 
 // Config configures an Engine.
@@ -18,36 +27,269 @@ type Config struct {
 	Validate func(exec.ConnectorSpec) error
 	// Slots of the local TaskManager; 0 means one per core.
 	Slots int
+	// Alloc is the allocator of every task; nil means memory.DefaultAllocator.
+	Alloc memory.Allocator
 	Log   *slog.Logger
 }
 
 // Engine is a local-mode Hummer: the catalog, a JobManager and one TaskManager in
-// this process.
+// this process, called directly as the paper's local mode does.
 type Engine struct {
-	cfg Config
+	cfg     Config
+	catalog *sql.Catalog
+	jm      *exec.JobManager
+	slots   int
 }
 
-// Open starts an engine.
-func Open(cfg Config) (*Engine, error) { return &Engine{cfg: cfg}, nil }
+// Open starts an engine over the catalog in cfg.DataDir.
+func Open(cfg Config) (*Engine, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = runtime.NumCPU()
+	}
+	if cfg.Validate == nil {
+		cfg.Validate = func(exec.ConnectorSpec) error { return nil }
+	}
+	cat, err := sql.OpenCatalog(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	jm := exec.NewJobManager(cfg.Log)
+	jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
+		ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
+	}))
+	return &Engine{cfg: cfg, catalog: cat, jm: jm, slots: cfg.Slots}, nil
+}
 
-// Close cancels running jobs and releases the engine.
-func (e *Engine) Close() error { return nil }
+// Close cancels running jobs and waits for them to stop.
+func (e *Engine) Close() error {
+	e.jm.Close()
+	return nil
+}
+
+// JobManager returns the engine's JobManager.
+func (e *Engine) JobManager() *exec.JobManager { return e.jm }
 
 // Session is one client's connection state: its variables and running statement.
 // A Session is used by one goroutine at a time.
 type Session struct {
-	e *Engine
+	e    *Engine
+	vars map[string]types.Value
 }
 
 // NewSession starts a session with default variables.
-func (e *Engine) NewSession() *Session { return &Session{e: e} }
+func (e *Engine) NewSession() *Session {
+	return &Session{e: e, vars: defaultVars(e.slots)}
+}
 
 // Exec runs every statement of query in order, calling emit with each result; it
 // stops at the first error and returns it. A syntax error anywhere in query runs
 // nothing. emit must consume (or Close) Result.Rows before returning.
 func (s *Session) Exec(ctx context.Context, query string, emit func(*Result) error) error {
-	return errors.New("session: not implemented yet")
+	stmts, err := sql.Parse(query)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range stmts {
+		res, err := s.run(ctx, stmt, query)
+		if err != nil {
+			return err
+		}
+		err = emit(res)
+		if res.Rows != nil {
+			res.Rows.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Close ends the session, stopping any job it still runs.
+// Close ends the session.
 func (s *Session) Close() {}
+
+func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Result, error) {
+	stmt, err := sql.Bind(node, s.e.catalog, query)
+	if err != nil {
+		return nil, err
+	}
+	switch st := stmt.(type) {
+	case *sql.CreateTable:
+		t := st.Table
+		t.Engine = strings.ToLower(t.Engine) // connector names are lower case
+		if err := s.e.cfg.Validate(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns}); err != nil {
+			return nil, err
+		}
+		if err := s.e.catalog.Create(t, st.IfNotExists); err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "CREATE TABLE"}, nil
+	case *sql.DropTable:
+		for _, n := range st.Names {
+			if err := s.e.catalog.Drop(n, st.IfExists); err != nil {
+				return nil, err
+			}
+		}
+		return &Result{Tag: "DROP TABLE"}, nil
+	case *sql.ShowTables:
+		schema := types.Schema{{Name: "name", Type: types.StringType}, {Name: "engine", Type: types.StringType},
+			{Name: "connection", Type: types.StringType}}
+		var rows [][]types.Value
+		for _, t := range s.e.catalog.Tables() {
+			rows = append(rows, []types.Value{types.StringValue(t.Name), types.StringValue(t.Engine), types.StringValue(t.Connection)})
+		}
+		return s.valuesResult("SHOW", schema, rows)
+	case *sql.Describe:
+		schema := types.Schema{{Name: "column", Type: types.StringType}, {Name: "type", Type: types.StringType}}
+		var rows [][]types.Value
+		for _, c := range st.Table.Columns {
+			rows = append(rows, []types.Value{types.StringValue(c.Name), types.StringValue(c.Type.String())})
+		}
+		return s.valuesResult("DESCRIBE", schema, rows)
+	case *sql.Set:
+		if err := s.set(st.Name, st.Value); err != nil {
+			return nil, err
+		}
+		return &Result{Tag: "SET"}, nil
+	case *sql.Show:
+		v, ok := s.vars[st.Name]
+		if !ok {
+			return nil, sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", st.Name)
+		}
+		return s.valuesResult("SHOW", types.Schema{{Name: st.Name, Type: types.StringType}},
+			[][]types.Value{{types.StringValue(formatVar(v))}})
+	case *sql.Explain:
+		return s.explain(st)
+	case *sql.Query:
+		return s.query(ctx, st, node.Text())
+	}
+	return nil, sql.Errorf(sql.ErrUnsupported, 0, "statement %T is not supported", stmt)
+}
+
+func (s *Session) plan(q *sql.Query) (*planner.StreamGraph, *exec.JobGraph, error) {
+	p := sql.Optimize(q.Plan)
+	sg, err := planner.Build(p, planner.Options{Parallelism: int(s.vars["parallelism"].Int)})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sg, planner.Fuse(sg), nil
+}
+
+func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, error) {
+	_, jg, err := s.plan(q)
+	if err != nil {
+		return nil, err
+	}
+	rows := newJobRows(q.Plan.Schema())
+	job, err := s.e.jm.Submit(text, jg, rows)
+	if err != nil {
+		return nil, err
+	}
+	rows.start(s.e.jm, job)
+	return &Result{Tag: "SELECT", Rows: rows}, nil
+}
+
+func (s *Session) explain(st *sql.Explain) (*Result, error) {
+	sg, jg, err := s.plan(st.Query)
+	if err != nil {
+		return nil, err
+	}
+	var text string
+	if st.Format == "dot" {
+		text = planner.ExplainDot(sg)
+	} else {
+		eg, err := s.e.jm.Schedule(jg)
+		if err != nil {
+			return nil, err
+		}
+		text = planner.Explain(sg, jg, eg)
+	}
+	var rows [][]types.Value
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		rows = append(rows, []types.Value{types.StringValue(line)})
+	}
+	return s.valuesResult("EXPLAIN", types.Schema{{Name: "QUERY PLAN", Type: types.StringType}}, rows)
+}
+
+// valuesResult answers with rows computed here rather than by a job.
+func (s *Session) valuesResult(tag string, schema types.Schema, rows [][]types.Value) (*Result, error) {
+	alloc := s.e.cfg.Alloc
+	if alloc == nil {
+		alloc = memory.DefaultAllocator
+	}
+	rec, err := exec.ValuesRecord(alloc, schema, rows)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tag: tag, Rows: newStaticRows(schema, rec)}, nil
+}
+
+// Session variables: defaults, and which may be set.
+func defaultVars(slots int) map[string]types.Value {
+	return map[string]types.Value{
+		"parallelism":        types.IntValue(int64(slots)),
+		"application_name":   types.StringValue(""),
+		"client_encoding":    types.StringValue("UTF8"),
+		"datestyle":          types.StringValue("ISO, MDY"),
+		"timezone":           types.StringValue("UTC"),
+		"extra_float_digits": types.IntValue(1),
+		"search_path":        types.StringValue("public"),
+		"statement_timeout":  types.StringValue("0"),
+	}
+}
+
+func (s *Session) set(name string, v types.Value) error {
+	old, ok := s.vars[name]
+	if !ok {
+		return sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", name)
+	}
+	if name == "parallelism" {
+		n, err := intValue(v)
+		if err != nil || n < 1 || n > int64(s.e.slots) {
+			return sql.Errorf(sql.ErrInvalidValue, 0,
+				"parallelism must be an integer from 1 to %d (the number of slots), got %s", s.e.slots, formatVar(v))
+		}
+		s.vars[name] = types.IntValue(n)
+		return nil
+	}
+	if old.Type.ID == types.Int64 {
+		n, err := intValue(v)
+		if err != nil {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter %q: %s", name, formatVar(v))
+		}
+		s.vars[name] = types.IntValue(n)
+		return nil
+	}
+	s.vars[name] = types.StringValue(formatVar(v))
+	return nil
+}
+
+func intValue(v types.Value) (int64, error) {
+	switch v.Type.ID {
+	case types.Int64:
+		return v.Int, nil
+	case types.String:
+		return strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64)
+	}
+	return 0, fmt.Errorf("not an integer")
+}
+
+func formatVar(v types.Value) string {
+	switch v.Type.ID {
+	case types.Int64:
+		return strconv.FormatInt(v.Int, 10)
+	case types.String:
+		return v.Str
+	case types.Bool:
+		if v.Bool {
+			return "on"
+		}
+		return "off"
+	case types.Float64:
+		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}

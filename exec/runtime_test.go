@@ -1,0 +1,195 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// collectSink is a ResultSink keeping every value of column 0 (bigint).
+type collectSink struct {
+	mu   sync.Mutex
+	vals []int64
+}
+
+func (s *collectSink) Send(_ context.Context, _ string, b Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	col := b.Rec.Column(0).(*array.Int64)
+	s.vals = append(s.vals, col.Int64Values()...)
+	return nil
+}
+
+// subtaskTagger is a test operator that passes batches through after checking
+// that, behind a hash edge on column 0, every row it sees hashes to its own
+// subtask.
+type subtaskTagger struct {
+	tc     *TaskContext
+	hashed bool
+}
+
+func (o *subtaskTagger) Open(_ context.Context, tc *TaskContext) error { o.tc = tc; return nil }
+func (o *subtaskTagger) ProcessBatch(ctx context.Context, _ int, b Batch, out Collector) error {
+	if o.hashed {
+		h := make([]uint64, b.NumRows())
+		if err := HashRows(b.Rec, []int{0}, h); err != nil {
+			return err
+		}
+		for _, v := range h {
+			if int(v%uint64(o.tc.Parallelism)) != o.tc.Subtask {
+				return errors.New("row arrived at the wrong subtask")
+			}
+		}
+	}
+	return out.Collect(ctx, b)
+}
+func (o *subtaskTagger) ProcessSignal(ctx context.Context, _ int, s Signal, out Collector) error {
+	return out.CollectSignal(ctx, s)
+}
+func (o *subtaskTagger) Close(context.Context) error { return nil }
+
+// failing is a test operator whose every batch fails.
+type failing struct{ subtaskTagger }
+
+func (o *failing) ProcessBatch(context.Context, int, Batch, Collector) error {
+	return errors.New("boom")
+}
+
+func testRegistry() *Registry {
+	r := &Registry{operators: map[string]OperatorFactory{}, sources: map[string]SourceFactory{}, sinks: map[string]SinkFactory{}}
+	r.RegisterOperator("pass", func(OperatorSpec) (Operator, error) { return &subtaskTagger{}, nil })
+	r.RegisterOperator("check_hash", func(OperatorSpec) (Operator, error) { return &subtaskTagger{hashed: true}, nil })
+	r.RegisterOperator("fail", func(OperatorSpec) (Operator, error) { return &failing{}, nil })
+	r.RegisterOperator("result", func(OperatorSpec) (Operator, error) { return &resultForTest{}, nil })
+	return r
+}
+
+// resultForTest hands batches to the task's ResultSink.
+type resultForTest struct{ subtaskTagger }
+
+func (o *resultForTest) ProcessBatch(ctx context.Context, _ int, b Batch, _ Collector) error {
+	return o.tc.Results.Send(ctx, o.tc.JobID, b)
+}
+
+// valuesJob is values(n rows, 1 task) -rebalance-> pass(par) -hash-> check(par) -> result.
+func valuesJob(n, par int, middle string) *JobGraph {
+	schema := types.Schema{{Name: "x", Type: types.Int64Type}}
+	rows := make([][]types.Value, n)
+	for i := range rows {
+		rows[i] = []types.Value{types.IntValue(int64(i))}
+	}
+	op := func(kind string) OperatorSpec { return OperatorSpec{Kind: kind, Out: schema} }
+	return &JobGraph{
+		Vertices: []*JobVertex{
+			{ID: 0, Name: "values", Parallelism: 1, Chain: []OperatorSpec{{Kind: "values", Out: schema,
+				Config: MustConfig(ValuesConfig{Rows: rows})}}},
+			{ID: 1, Name: middle, Parallelism: par, Chain: []OperatorSpec{op(middle)}},
+			{ID: 2, Name: "check", Parallelism: par, Chain: []OperatorSpec{op("check_hash"), op("result")}},
+		},
+		Edges: []*JobEdge{
+			{From: 0, To: 1, Partition: Partition{Kind: Rebalance}},
+			{From: 1, To: 2, Partition: Partition{Kind: Hash, Keys: []int{0}}},
+		},
+	}
+}
+
+func TestJobRunsToEndOfStream(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, par := range []int{1, 2, 3} {
+		jm := NewJobManager(nil)
+		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{Slots: 3, Registry: testRegistry(), Alloc: mem}))
+		sink := &collectSink{}
+		job, err := jm.Submit("test", valuesJob(1000, par, "pass"), sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-job.Done()
+		if err := job.Err(); err != nil {
+			t.Fatalf("parallelism %d: %v", par, err)
+		}
+		if job.State() != JobFinished {
+			t.Errorf("state %s, want finished", job.State())
+		}
+		sort.Slice(sink.vals, func(i, j int) bool { return sink.vals[i] < sink.vals[j] })
+		if len(sink.vals) != 1000 {
+			t.Fatalf("parallelism %d: got %d rows, want 1000", par, len(sink.vals))
+		}
+		for i, v := range sink.vals {
+			if v != int64(i) {
+				t.Fatalf("parallelism %d: row %d is %d", par, i, v)
+			}
+		}
+	}
+}
+
+func TestFailedTaskFailsJobAndFreesMemory(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	jm := NewJobManager(nil)
+	jm.AddTaskManager(NewTaskManager(TaskManagerConfig{Slots: 2, Registry: testRegistry(), Alloc: mem}))
+	job, err := jm.Submit("test", valuesJob(100, 2, "fail"), &collectSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Done()
+	if job.State() != JobFailed || job.Err() == nil || job.Err().Error() != "boom" {
+		t.Fatalf("state %s err %v, want failed with boom", job.State(), job.Err())
+	}
+}
+
+func TestCancelStopsJob(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	jm := NewJobManager(nil)
+	jm.AddTaskManager(NewTaskManager(TaskManagerConfig{Slots: 2, Registry: testRegistry(), Alloc: mem}))
+	// A sink that blocks until the job is cancelled.
+	block := blockingSink{}
+	job, err := jm.Submit("test", valuesJob(100, 2, "pass"), block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Cancel(ErrJobCancelled)
+	<-job.Done()
+	if job.State() != JobCancelled {
+		t.Fatalf("state %s err %v, want cancelled", job.State(), job.Err())
+	}
+}
+
+type blockingSink struct{}
+
+func (blockingSink) Send(ctx context.Context, _ string, _ Batch) error {
+	<-ctx.Done()
+	return context.Cause(ctx)
+}
+
+func TestPlacementSpreadsReplicas(t *testing.T) {
+	slots := []SlotRef{{"tm1", 0}, {"tm1", 1}, {"tm2", 0}, {"tm2", 1}, {"tm3", 0}}
+	g, err := BuildExecutionGraph("j", valuesJob(1, 3, "pass"), slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tms := map[string]bool{}
+	for _, task := range g.Tasks {
+		if task.ID.Vertex == 1 {
+			tms[task.Slot.TaskManager] = true
+		}
+	}
+	if len(tms) != 3 {
+		t.Errorf("3 replicas of a vertex landed on %d TaskManagers, want 3", len(tms))
+	}
+	// values (1) -> pass (3): 3 channels; pass (3) -> check (3) hash: 9 channels.
+	if len(g.Edges) != 12 {
+		t.Errorf("%d channels, want 12", len(g.Edges))
+	}
+	if _, err := BuildExecutionGraph("j", valuesJob(1, 6, "pass"), slots); !errors.Is(err, ErrNoSlots) {
+		t.Errorf("parallelism 6 on 5 slots: err %v, want ErrNoSlots", err)
+	}
+}

@@ -1,0 +1,313 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/sql"
+)
+
+// Options are the session settings that shape a physical plan.
+type Options struct {
+	// Parallelism is the number of parallel instances of every vertex that can
+	// run in parallel (SET parallelism = N); at least 1.
+	Parallelism int
+}
+
+// Build turns an optimised logical plan into a StreamGraph whose last node
+// delivers the query's rows to the client ("result" sink).
+//
+// The physical choices: sources and the row-at-a-time operators after them run at
+// the session's parallelism; a GROUP BY becomes a local (partial) aggregation,
+// fused behind the operators that feed it, then a hash exchange on the group keys
+// into the final aggregation; joins hash-partition both inputs on their keys; a
+// sort or limit over parallel input runs a local top-N per instance first, then
+// gathers into one instance.
+func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
+	if opts.Parallelism < 1 {
+		opts.Parallelism = 1
+	}
+	b := &builder{g: &StreamGraph{}, opts: opts}
+	root, err := b.build(p)
+	if err != nil {
+		return nil, err
+	}
+	b.add(exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(exec.ResultConfig{}), Out: p.Schema()},
+		b.par(root), 0, in(root, exec.Forward))
+	return b.g, nil
+}
+
+type builder struct {
+	g    *StreamGraph
+	opts Options
+}
+
+type input struct {
+	node int
+	part exec.Partition
+}
+
+func in(node int, kind exec.PartitionKind, keys ...int) input {
+	return input{node: node, part: exec.Partition{Kind: kind, Keys: keys}}
+}
+
+func (b *builder) par(node int) int { return b.g.Nodes[node].Parallelism }
+
+// add appends a node fed by the given inputs (input i of the node is ins[i]).
+func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
+	kind := SourceNode
+	switch len(ins) {
+	case 1:
+		kind = OneInputNode
+	case 2:
+		kind = TwoInputNode
+	}
+	n := &StreamNode{ID: len(b.g.Nodes), Op: op, Parallelism: par, MaxParallelism: maxPar, Kind: kind}
+	b.g.Nodes = append(b.g.Nodes, n)
+	for i, x := range ins {
+		b.g.Edges = append(b.g.Edges, &StreamEdge{From: x.node, To: n.ID, Input: i, Partition: x.part})
+	}
+	return n.ID
+}
+
+// forward adds a one-input operator running beside its input.
+func (b *builder) forward(from int, kind, label string, cfg any, out types.Schema) int {
+	op := exec.OperatorSpec{Kind: kind, Label: label, Config: exec.MustConfig(cfg), Out: out}
+	return b.add(op, b.par(from), 0, in(from, exec.Forward))
+}
+
+func (b *builder) build(p sql.Plan) (int, error) {
+	switch p := p.(type) {
+	case *sql.Scan:
+		spec := exec.ConnectorSpec{Connector: p.Table.Engine, URL: p.Table.Connection,
+			Schema: p.Table.Columns, Columns: p.Columns}
+		label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
+		op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: p.Schema()}
+		return b.add(op, b.opts.Parallelism, 0), nil
+
+	case *sql.Values:
+		rows := make([][]types.Value, len(p.Rows))
+		for i, r := range p.Rows {
+			rows[i] = make([]types.Value, len(r))
+			for j, e := range r {
+				v, err := expr.EvalConst(e)
+				if err != nil {
+					return 0, err
+				}
+				rows[i][j] = v
+			}
+		}
+		op := exec.OperatorSpec{Kind: "values", Label: fmt.Sprintf("values %d row(s)", len(rows)),
+			Config: exec.MustConfig(exec.ValuesConfig{Rows: rows}), Out: p.Out}
+		return b.add(op, 1, 1), nil
+
+	case *sql.Filter:
+		from, err := b.build(p.Input)
+		if err != nil {
+			return 0, err
+		}
+		return b.forward(from, "filter", "filter "+p.Cond.String(), exec.FilterConfig{Cond: p.Cond}, p.Schema()), nil
+
+	case *sql.Project:
+		from, err := b.build(p.Input)
+		if err != nil {
+			return 0, err
+		}
+		return b.forward(from, "project", "project "+exprList(p.Exprs), exec.ProjectConfig{Exprs: p.Exprs}, p.Out), nil
+
+	case *sql.Unnest:
+		from, err := b.build(p.Input)
+		if err != nil {
+			return 0, err
+		}
+		label := fmt.Sprintf("unnest %s(%s, %s)", p.Func, p.Input.Schema()[p.Col].Name, expr.FormatValue(types.StringValue(p.Sep)))
+		return b.forward(from, "unnest", label, exec.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep}, p.Out), nil
+
+	case *sql.Aggregate:
+		return b.aggregate(p)
+
+	case *sql.Join:
+		left, err := b.build(p.Left)
+		if err != nil {
+			return 0, err
+		}
+		right, err := b.build(p.Right)
+		if err != nil {
+			return 0, err
+		}
+		cfg := exec.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
+			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}
+		label := fmt.Sprintf("hash_join %s on %s", p.Kind, joinKeys(p))
+		if p.Extra != nil {
+			label += " and " + p.Extra.String()
+		}
+		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+		return b.add(op, b.opts.Parallelism, 0,
+			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...)), nil
+
+	case *sql.Sort:
+		return b.sort(p, 0, -1)
+
+	case *sql.Limit:
+		if s, ok := p.Input.(*sql.Sort); ok {
+			return b.sort(s, p.Offset, p.Count)
+		}
+		from, err := b.build(p.Input)
+		if err != nil {
+			return 0, err
+		}
+		out := p.Schema()
+		label := fmt.Sprintf("limit %d offset %d", p.Count, p.Offset)
+		if b.par(from) > 1 {
+			local := exec.LimitConfig{Offset: 0, Count: p.Count}
+			if p.Count >= 0 {
+				local.Count = p.Offset + p.Count
+			}
+			from = b.forward(from, "limit", fmt.Sprintf("limit %d (local)", local.Count), local, out)
+		}
+		op := exec.OperatorSpec{Kind: "limit", Label: label,
+			Config: exec.MustConfig(exec.LimitConfig{Offset: p.Offset, Count: p.Count}), Out: out}
+		return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
+	}
+	return 0, fmt.Errorf("%w: plan node %T", sql.ErrUnsupported, p)
+}
+
+// gatherOrForward is the edge into a single-instance operator.
+func gatherOrForward(fromPar int) exec.PartitionKind {
+	if fromPar == 1 {
+		return exec.Forward
+	}
+	return exec.Rebalance
+}
+
+func (b *builder) sort(p *sql.Sort, offset, limit int64) (int, error) {
+	from, err := b.build(p.Input)
+	if err != nil {
+		return 0, err
+	}
+	keys := make([]exec.SortKeySpec, len(p.Keys))
+	for i, k := range p.Keys {
+		keys[i] = exec.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst}
+	}
+	out := p.Schema()
+	label := "sort " + sortKeys(p)
+	if limit >= 0 {
+		label += fmt.Sprintf(" limit %d offset %d", limit, offset)
+		if b.par(from) > 1 {
+			local := exec.SortConfig{Keys: keys, Offset: 0, Limit: offset + limit}
+			from = b.forward(from, "sort", fmt.Sprintf("sort %s limit %d (local top-n)", sortKeys(p), offset+limit), local, out)
+		}
+	} else if offset > 0 {
+		label += fmt.Sprintf(" offset %d", offset)
+	}
+	op := exec.OperatorSpec{Kind: "sort", Label: label,
+		Config: exec.MustConfig(exec.SortConfig{Keys: keys, Offset: offset, Limit: limit}), Out: out}
+	return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
+}
+
+func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
+	from, err := b.build(p.Input)
+	if err != nil {
+		return 0, err
+	}
+	inSchema := p.Input.Schema()
+	aggs := make([]exec.AggSpec, len(p.Aggs))
+	distinct := false
+	for i, a := range p.Aggs {
+		aggs[i] = exec.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type}
+		distinct = distinct || a.Distinct
+	}
+	label := func(phase exec.AggPhase, group []int, sch types.Schema) string {
+		return fmt.Sprintf("hash_agg %s group=%s aggs=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema))
+	}
+	spec := func(phase exec.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
+		return exec.OperatorSpec{Kind: "hash_agg", Label: label(phase, group, sch),
+			Config: exec.MustConfig(exec.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase}), Out: out}
+	}
+	par := b.par(from)
+	switch {
+	case par == 1:
+		return b.add(spec(exec.AggComplete, p.GroupBy, p.Out, inSchema), 1, 0, in(from, exec.Forward)), nil
+	case distinct && len(p.GroupBy) > 0:
+		return b.add(spec(exec.AggComplete, p.GroupBy, p.Out, inSchema), b.opts.Parallelism, 0,
+			in(from, exec.Hash, p.GroupBy...)), nil
+	case distinct:
+		return b.add(spec(exec.AggComplete, nil, p.Out, inSchema), 1, 1, in(from, exec.Rebalance)), nil
+	}
+	groupCols := make(types.Schema, len(p.GroupBy))
+	finalGroup := make([]int, len(p.GroupBy))
+	for i, c := range p.GroupBy {
+		groupCols[i] = inSchema[c]
+		finalGroup[i] = i
+	}
+	partialOut := exec.PartialSchema(groupCols, aggs, inSchema)
+	partial := b.add(spec(exec.AggPartial, p.GroupBy, partialOut, inSchema), par, 0, in(from, exec.Forward))
+	if len(p.GroupBy) == 0 {
+		return b.add(spec(exec.AggFinal, nil, p.Out, partialOut), 1, 1, in(partial, exec.Rebalance)), nil
+	}
+	return b.add(spec(exec.AggFinal, finalGroup, p.Out, partialOut), b.opts.Parallelism, 0,
+		in(partial, exec.Hash, finalGroup...)), nil
+}
+
+func names(s types.Schema) string {
+	n := make([]string, len(s))
+	for i, f := range s {
+		n[i] = f.Name
+	}
+	return "(" + strings.Join(n, ", ") + ")"
+}
+
+func colNames(s types.Schema, cols []int) string {
+	n := make([]string, len(cols))
+	for i, c := range cols {
+		n[i] = s[c].Name
+	}
+	return "[" + strings.Join(n, ", ") + "]"
+}
+
+func exprList(es []*expr.Expr) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func aggList(aggs []sql.AggCall, in types.Schema) string {
+	s := make([]string, len(aggs))
+	for i, a := range aggs {
+		arg := "*"
+		if a.Arg >= 0 {
+			arg = in[a.Arg].Name
+		}
+		if a.Distinct {
+			arg = "distinct " + arg
+		}
+		s[i] = a.Func + "(" + arg + ")"
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+func joinKeys(p *sql.Join) string {
+	l, r := p.Left.Schema(), p.Right.Schema()
+	s := make([]string, len(p.LeftKeys))
+	for i := range p.LeftKeys {
+		s[i] = l[p.LeftKeys[i]].Name + " = " + r[p.RightKeys[i]].Name
+	}
+	return strings.Join(s, " and ")
+}
+
+func sortKeys(p *sql.Sort) string {
+	sch := p.Schema()
+	s := make([]string, len(p.Keys))
+	for i, k := range p.Keys {
+		s[i] = sch[k.Col].Name
+		if k.Desc {
+			s[i] += " desc"
+		}
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}

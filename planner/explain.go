@@ -1,0 +1,110 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hummer-db/hummer/exec"
+)
+
+// Explain prints the three graphs of a query as text, under the headings
+// StreamGraph, JobGraph and ExecutionGraph, so a reader sees which operators
+// were fused into one task and where each task runs.
+func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph) string {
+	var b strings.Builder
+	b.WriteString("StreamGraph\n")
+	for _, n := range sg.Nodes {
+		fmt.Fprintf(&b, "  #%d %s: %s (parallelism=%d)\n", n.ID, n.Kind, n.Op.Label, n.Parallelism)
+	}
+	for _, e := range sg.Edges {
+		fmt.Fprintf(&b, "  #%d -> #%d input=%d %s\n", e.From, e.To, e.Input, e.Partition)
+	}
+	b.WriteString("JobGraph\n")
+	for _, v := range jg.Vertices {
+		fmt.Fprintf(&b, "  V%d (parallelism=%d): %s\n", v.ID, v.Parallelism, v.Name)
+		for _, op := range v.Chain {
+			fmt.Fprintf(&b, "      %s\n", op.Label)
+		}
+	}
+	for _, e := range jg.Edges {
+		fmt.Fprintf(&b, "  V%d -> V%d input=%d %s\n", e.From, e.To, e.Input, e.Partition)
+	}
+	b.WriteString("ExecutionGraph\n")
+	for _, t := range eg.Tasks {
+		fmt.Fprintf(&b, "  task %s %s on %s\n", t.ID, t.Name, t.Slot)
+	}
+	for _, line := range channelSummary(eg) {
+		b.WriteString("  " + line + "\n")
+	}
+	return b.String()
+}
+
+// channelSummary lists, per JobGraph edge, how many channels it expands to and
+// how many of them cross TaskManagers.
+func channelSummary(eg *exec.ExecutionGraph) []string {
+	type key struct{ from, to, input int }
+	type count struct {
+		n, network int
+		part       exec.Partition
+	}
+	counts := map[key]*count{}
+	for _, e := range eg.Edges {
+		k := key{e.From.Vertex, e.To.Vertex, e.Input}
+		c := counts[k]
+		if c == nil {
+			c = &count{part: e.Partition}
+			counts[k] = c
+		}
+		c.n++
+		if e.Network {
+			c.network++
+		}
+	}
+	keys := make([]key, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].from != keys[j].from {
+			return keys[i].from < keys[j].from
+		}
+		return keys[i].to < keys[j].to
+	})
+	lines := make([]string, len(keys))
+	for i, k := range keys {
+		c := counts[k]
+		lines[i] = fmt.Sprintf("V%d -> V%d input=%d %s: %d channel(s), %d over the network",
+			k.from, k.to, k.input, c.part, c.n, c.network)
+	}
+	return lines
+}
+
+// ExplainDot prints the StreamGraph as Graphviz, each JobVertex a cluster around
+// the operators fused into it.
+func ExplainDot(sg *StreamGraph) string {
+	jg, vertexOf := fuse(sg)
+	var b strings.Builder
+	b.WriteString("digraph hummer {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n")
+	nodeOfVertex := make([][]int, len(jg.Vertices))
+	for n, v := range vertexOf {
+		nodeOfVertex[v] = append(nodeOfVertex[v], n)
+	}
+	for _, v := range jg.Vertices {
+		fmt.Fprintf(&b, "  subgraph cluster_v%d {\n    label=%q;\n    style=rounded;\n", v.ID,
+			fmt.Sprintf("V%d: %d task(s)", v.ID, v.Parallelism))
+		for _, n := range nodeOfVertex[v.ID] {
+			fmt.Fprintf(&b, "    n%d [label=%q];\n", n, sg.Nodes[n].Op.Label)
+		}
+		b.WriteString("  }\n")
+	}
+	for _, e := range sg.Edges {
+		style := ""
+		if vertexOf[e.From] == vertexOf[e.To] {
+			style = ", style=bold, color=gray40"
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d [label=%q%s];\n", e.From, e.To, e.Partition.String(), style)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}

@@ -1,0 +1,77 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/sql"
+)
+
+type testCatalog map[string]*sql.Table
+
+func (c testCatalog) Table(name string) (*sql.Table, bool) {
+	t, ok := c[strings.ToLower(name)]
+	return t, ok
+}
+
+var catalog = testCatalog{
+	"docs": {Name: "docs", Engine: "file", Connection: "file:///data/kjv.txt",
+		Columns: types.Schema{{Name: "line", Type: types.StringType}}},
+	"emp": {Name: "emp", Engine: "file", Connection: "file:///data/emp.csv?format=csv",
+		Columns: types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "name", Type: types.StringType},
+			{Name: "dept_id", Type: types.Int64Type}, {Name: "salary", Type: types.DecimalType(10, 2)}}},
+	"dept": {Name: "dept", Engine: "file", Connection: "file:///data/dept.csv?format=csv",
+		Columns: types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "name", Type: types.StringType}}},
+}
+
+// TestPlanner reads testdata/*: each `explain [parallelism=N]` case plans its
+// query on two TaskManagers of two slots each and prints the three graphs;
+// `dot` prints the Graphviz form.
+func TestPlanner(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			par := 2
+			for _, arg := range d.CmdArgs {
+				if arg.Key == "parallelism" {
+					par, _ = strconv.Atoi(arg.Vals[0])
+				}
+			}
+			stmts, err := sql.Parse(d.Input)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			st, err := sql.Bind(stmts[0], catalog, d.Input)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			q, ok := st.(*sql.Query)
+			if !ok {
+				return fmt.Sprintf("not a query: %T\n", st)
+			}
+			sg, err := Build(sql.Optimize(q.Plan), Options{Parallelism: par})
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			switch d.Cmd {
+			case "explain":
+				jg := Fuse(sg)
+				slots := []exec.SlotRef{{"tm1", 0}, {"tm1", 1}, {"tm2", 0}, {"tm2", 1}}
+				eg, err := exec.BuildExecutionGraph("test", jg, slots)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return Explain(sg, jg, eg)
+			case "dot":
+				return ExplainDot(sg)
+			}
+			t.Fatalf("unknown command %q", d.Cmd)
+			return ""
+		})
+	})
+}
