@@ -61,7 +61,7 @@ func TestPlanner(t *testing.T) {
 			switch d.Cmd {
 			case "explain":
 				jg := Fuse(sg)
-				slots := []exec.SlotRef{{"tm1", 0}, {"tm1", 1}, {"tm2", 0}, {"tm2", 1}}
+				slots := []exec.SlotRef{{TaskManager: "tm1", Index: 0}, {TaskManager: "tm1", Index: 1}, {TaskManager: "tm2", Index: 0}, {TaskManager: "tm2", Index: 1}}
 				eg, err := exec.BuildExecutionGraph("test", jg, slots)
 				if err != nil {
 					return "error: " + err.Error() + "\n"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -128,10 +129,8 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 		}
 		return &Result{Tag: "CREATE TABLE"}, nil
 	case *sql.DropTable:
-		for _, n := range st.Names {
-			if err := s.e.catalog.Drop(n, st.IfExists); err != nil {
-				return nil, err
-			}
+		if err := s.e.catalog.DropTables(st.Names, st.IfExists); err != nil {
+			return nil, err
 		}
 		return &Result{Tag: "DROP TABLE"}, nil
 	case *sql.ShowTables:
@@ -155,6 +154,9 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 		}
 		return &Result{Tag: "SET"}, nil
 	case *sql.Show:
+		if st.Name == "" {
+			return s.showAll()
+		}
 		v, ok := s.vars[st.Name]
 		if !ok {
 			return nil, sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", st.Name)
@@ -241,10 +243,30 @@ func defaultVars(slots int) map[string]types.Value {
 	}
 }
 
+// showAll lists every session variable (SHOW VARIABLES).
+func (s *Session) showAll() (*Result, error) {
+	names := make([]string, 0, len(s.vars))
+	for n := range s.vars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	rows := make([][]types.Value, len(names))
+	for i, n := range names {
+		rows[i] = []types.Value{types.StringValue(n), types.StringValue(formatVar(s.vars[n]))}
+	}
+	return s.valuesResult("SHOW", types.Schema{{Name: "name", Type: types.StringType},
+		{Name: "setting", Type: types.StringType}}, rows)
+}
+
+// set assigns a session variable; a NULL value (SET x = DEFAULT) resets it.
 func (s *Session) set(name string, v types.Value) error {
 	old, ok := s.vars[name]
 	if !ok {
 		return sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", name)
+	}
+	if v.Null || v.Type.ID == types.Null {
+		s.vars[name] = defaultVars(s.e.slots)[name]
+		return nil
 	}
 	if name == "parallelism" {
 		n, err := intValue(v)

@@ -18,6 +18,9 @@ var (
 	ErrUnsupported     = errors.New("unsupported")             // 0A000
 	ErrInvalidValue    = errors.New("invalid parameter value") // 22023
 	ErrUnknownVariable = errors.New("unknown variable")        // 42704
+
+	ErrDuplicateColumn        = errors.New("duplicate column")         // 42701
+	ErrInvalidColumnReference = errors.New("invalid column reference") // 42P10
 )
 
 // Error is an error in a statement's text. Kind is one of the sentinels above;

@@ -62,8 +62,12 @@ type AggCall struct {
 	// Arg is the input column aggregated, or -1 for COUNT(*).
 	Arg      int
 	Distinct bool
-	// Type is the result type (COUNT: bigint; SUM of bigint: decimal as PostgreSQL
-	// would give numeric — see Resolve in exec/expr; AVG: double or decimal).
+	// Type is the result type, chosen by the binder (bindAggregate): COUNT
+	// bigint; SUM of bigint decimal(38,0) and of decimal(p,s) decimal(38,s) (where
+	// PostgreSQL gives numeric), of double double; AVG of bigint decimal(38,16), of
+	// decimal(p,s) decimal(38, max(s, min(16, 38-(p-s)))), of double double; MIN
+	// and MAX the argument's type. The argument column already has the type the
+	// aggregate takes.
 	Type types.Type
 }
 

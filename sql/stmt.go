@@ -11,6 +11,9 @@ type Table struct {
 	Columns    types.Schema `json:"columns"`
 	Engine     string       `json:"engine"`     // connector name
 	Connection string       `json:"connection"` // connector URL
+	// PrimaryKey names the PRIMARY KEY columns, if one was declared. It is
+	// recorded, not enforced.
+	PrimaryKey []string `json:"primary_key,omitempty"`
 }
 
 // CreateTable is CREATE TABLE [IF NOT EXISTS] t (...) ENGINE=e CONNECTION='url'.
@@ -40,7 +43,8 @@ type Set struct {
 // Show is SHOW name for a session variable (SHOW parallelism).
 type Show struct{ Name string }
 
-// Query is a SELECT, bound and rewritten.
+// Query is a bound SELECT. Bind leaves the plan as bound; the caller runs
+// Optimize on it before planning.
 type Query struct{ Plan Plan }
 
 // Explain is EXPLAIN [FORMAT='text'|'dot'] <query>.

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hummer-db/hummer/session"
+)
+
+// BenchmarkWordCount runs WordCount over ten copies of the sample corpus in an
+// embedded engine (no wire), for profiling the engine's hot path with
+// `go test -bench WordCount -cpuprofile`. Side-by-side figures against peers
+// live in bench/.
+func BenchmarkWordCount(b *testing.B) {
+	kjv, err := os.ReadFile("../../data/kjv.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	input := filepath.Join(dir, "kjv10.txt")
+	f, err := os.Create(input)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		f.Write(kjv)
+	}
+	f.Close()
+	eng, err := openEngine(dir, 0, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	s := eng.NewSession()
+	ctx := context.Background()
+	drain := func(r *session.Result) error {
+		if r.Rows == nil {
+			return nil
+		}
+		for {
+			rec, err := r.Rows.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			rec.Release()
+		}
+	}
+	if err := s.Exec(ctx, fmt.Sprintf("CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file://%s'", input), drain); err != nil {
+		b.Fatal(err)
+	}
+	q := `SELECT word, COUNT(*) AS n FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM docs) AS t WHERE word <> '' GROUP BY word`
+	b.SetBytes(int64(10 * len(kjv)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Exec(ctx, q, drain); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package sql
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Bind resolves one parsed statement against the catalog: names become column
+// positions and catalog entries, every expression is type-checked with
+// expr.Resolve (casts inserted where a function wants them), and a SELECT becomes
+// a logical Plan. query is the full text the statement was parsed from (Parse
+// records where each statement starts in it); error positions point into it.
+//
+// Errors about the statement are *Error values. The plan is not optimised: run
+// Optimize on a Query's plan before planning it.
+func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error) {
+	b := newBinder(stmt, cat, query)
+	switch s := stmt.(type) {
+	case *ast.SelectStmt:
+		p, err := b.bindQuery(s)
+		if err != nil {
+			return nil, err
+		}
+		return &Query{Plan: p}, nil
+	case *ast.ExplainStmt:
+		return b.bindExplain(s)
+	case *ast.CreateTableStmt:
+		return b.bindCreateTable(s)
+	case *ast.DropTableStmt:
+		return b.bindDropTable(s)
+	case *ast.ShowStmt:
+		return b.bindShow(s)
+	case *ast.SetStmt:
+		return b.bindSet(s)
+	case *ast.SetOprStmt:
+		return nil, b.errorf(ErrUnsupported, nil, "UNION, INTERSECT and EXCEPT are not supported")
+	}
+	return nil, b.errorf(ErrUnsupported, nil, "%s is not supported", statementName(stmt))
+}
+
+// statementName names a statement for "not supported" errors: its first words.
+func statementName(stmt ast.StmtNode) string {
+	words := strings.Fields(stmt.Text())
+	if len(words) > 2 {
+		words = words[:2]
+	}
+	if len(words) == 0 {
+		return fmt.Sprintf("%T", stmt)
+	}
+	return strings.ToUpper(strings.TrimRight(strings.Join(words, " "), ";"))
+}
+
+// binder holds what binding one statement needs to know beyond the AST.
+type binder struct {
+	cat   CatalogReader
+	query string
+	// start and text locate the statement inside query (byte offsets).
+	start int
+	text  string
+	// refs remembers, for each column reference the binder creates, where it was
+	// written and its qualified name, for errors found after binding (a column
+	// that is neither grouped nor aggregated).
+	refs map[*expr.Expr]colRef
+}
+
+type colRef struct {
+	pos  int // character position, 0 if unknown
+	name string
+}
+
+func newBinder(stmt ast.StmtNode, cat CatalogReader, query string) *binder {
+	b := &binder{cat: cat, query: query, refs: make(map[*expr.Expr]colRef)}
+	b.start = stmt.OriginTextPosition()
+	b.text = stmt.Text()
+	if b.start < 0 || b.start+len(b.text) > len(query) || query[b.start:b.start+len(b.text)] != b.text {
+		b.start = max(strings.Index(query, b.text), 0)
+	}
+	numberParams(stmt)
+	return b
+}
+
+// numberParams numbers the ? markers of a statement 0, 1, ... in text order (the
+// parser leaves them all at 0); a marker binds as parameter Order+1.
+func numberParams(stmt ast.StmtNode) {
+	v := &paramCollector{}
+	stmt.Accept(v)
+	sort.Slice(v.params, func(i, j int) bool { return v.params[i].Offset < v.params[j].Offset })
+	for i, p := range v.params {
+		p.SetOrder(i)
+	}
+}
+
+type paramCollector struct {
+	params []*test_driver.ParamMarkerExpr
+}
+
+func (v *paramCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if p, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		v.params = append(v.params, p)
+	}
+	return n, false
+}
+
+func (v *paramCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// errorf returns an *Error positioned at node (nil or an unpositioned node: no
+// position).
+func (b *binder) errorf(kind error, node ast.Node, format string, args ...any) *Error {
+	return Errorf(kind, b.pos(node), format, args...)
+}
+
+// pos is the character position of an expression node, 0 when the parser did not
+// record one (it records positions for expressions only).
+func (b *binder) pos(node ast.Node) int {
+	if node == nil {
+		return 0
+	}
+	off := node.OriginTextPosition()
+	if off <= 0 || off > len(b.query) {
+		return 0
+	}
+	return charPos(b.query, off)
+}
+
+// identPos finds where identifier name is written in the statement, for nodes
+// the parser gives no position (table names). It prefers an occurrence right
+// after one of the words in after (FROM, JOIN, ...), else takes the first; it
+// skips string literals and comments. 0 when not found.
+func (b *binder) identPos(name string, after ...string) int {
+	type tok struct {
+		text string
+		off  int
+	}
+	var toks []tok
+	s := b.text
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\'':
+			j := i + 1
+			for j < len(s) {
+				if s[j] == '\\' || s[j] == '\'' && j+1 < len(s) && s[j+1] == '\'' {
+					j += 2
+					continue
+				}
+				if s[j] == '\'' {
+					break
+				}
+				j++
+			}
+			i = j + 1
+		case c == '-' && strings.HasPrefix(s[i:], "--"):
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case c == '/' && strings.HasPrefix(s[i:], "/*"):
+			if j := strings.Index(s[i+2:], "*/"); j >= 0 {
+				i += j + 4
+			} else {
+				i = len(s)
+			}
+		case c == '"' || c == '`':
+			j := strings.IndexByte(s[i+1:], c)
+			if j < 0 {
+				j = len(s) - i - 1
+			}
+			toks = append(toks, tok{s[i+1 : i+1+j], i})
+			i += j + 2
+		case isIdentRune(rune(c)) || c >= utf8.RuneSelf:
+			j := i
+			for j < len(s) {
+				r, n := utf8.DecodeRuneInString(s[j:])
+				if !isIdentRune(r) {
+					break
+				}
+				j += n
+			}
+			if j == i {
+				j++
+			}
+			toks = append(toks, tok{s[i:j], i})
+			i = j
+		case c == ',' || c == '(':
+			toks = append(toks, tok{string(c), i})
+			i++
+		default:
+			i++
+		}
+	}
+	first := -1
+	for k, t := range toks {
+		if !strings.EqualFold(t.text, name) {
+			continue
+		}
+		if first < 0 {
+			first = t.off
+		}
+		if k > 0 {
+			for _, a := range after {
+				if strings.EqualFold(toks[k-1].text, a) {
+					return charPos(b.query, b.start+t.off)
+				}
+			}
+		}
+	}
+	if first < 0 {
+		return 0
+	}
+	return charPos(b.query, b.start+first)
+}
+
+func isIdentRune(r rune) bool {
+	return r == '_' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// tableAfter are the words a table name follows in the statements Bind reads.
+var tableAfter = []string{"from", "join", ",", "table", "exists", "desc", "describe", "columns", "fields", "in"}
+
+// column is one column visible to expressions, as a scope lists it.
+type column struct {
+	table string // qualifier: the lower-case alias or table name; "" if none
+	name  string // lower case
+	typ   types.Type
+	idx   int // position in the input expressions are bound against
+	// hidden columns are reachable only with a qualifier and are left out of *:
+	// the second column of a JOIN ... USING pair.
+	hidden bool
+}
+
+// scope is the set of columns an expression may name.
+type scope struct {
+	cols []column
+	// star lists, by position in cols, what SELECT * expands to (USING puts the
+	// merged columns first, as PostgreSQL does).
+	star []int
+}
+
+func (c column) qualified() string {
+	if c.table == "" {
+		return c.name
+	}
+	return c.table + "." + c.name
+}
+
+// lookup finds the columns called name, qualified by table unless table is "".
+func (s *scope) lookup(table, name string) []int {
+	var found []int
+	for i, c := range s.cols {
+		if c.name != name {
+			continue
+		}
+		if table == "" && !c.hidden || table != "" && c.table == table {
+			found = append(found, i)
+		}
+	}
+	return found
+}
+
+// hasTable reports whether some column is qualified by table.
+func (s *scope) hasTable(table string) bool {
+	for _, c := range s.cols {
+		if c.table == table {
+			return true
+		}
+	}
+	return false
+}
+
+// schemaScope makes the scope of a plan's output, every column qualified by table
+// and numbered from off.
+func schemaScope(schema types.Schema, table string, off int) *scope {
+	s := &scope{}
+	for i, f := range schema {
+		s.cols = append(s.cols, column{table: table, name: strings.ToLower(f.Name), typ: f.Type, idx: off + i})
+		s.star = append(s.star, i)
+	}
+	return s
+}

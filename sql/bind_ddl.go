@@ -1,0 +1,293 @@
+package sql
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// bindCreateTable binds CREATE TABLE t (cols) ENGINE=connector CONNECTION='url'.
+// Column options NULL, NOT NULL and COMMENT are accepted and ignored (a
+// connector-backed table cannot enforce NOT NULL); PRIMARY KEY is recorded, not
+// enforced; every other constraint or option is refused. The connector's own
+// options are checked by the session, not here.
+func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
+	switch {
+	case s.TemporaryKeyword != ast.TemporaryNone:
+		return nil, b.errorf(ErrUnsupported, nil, "temporary tables are not supported")
+	case s.ReferTable != nil:
+		return nil, b.errorf(ErrUnsupported, nil, "CREATE TABLE ... LIKE is not supported")
+	case s.Select != nil:
+		return nil, b.errorf(ErrUnsupported, nil, "CREATE TABLE ... AS SELECT is not supported")
+	case s.Partition != nil:
+		return nil, b.errorf(ErrUnsupported, nil, "partitioned tables are not supported")
+	}
+	name := s.Table.Name.L
+	if sc := s.Table.Schema.L; sc != "" && sc != "public" {
+		return nil, Errorf(ErrUnsupported, b.identPos(s.Table.Schema.O), "schemas are not supported")
+	}
+	if b.cat != nil && !s.IfNotExists {
+		if _, ok := b.cat.Table(name); ok {
+			return nil, Errorf(ErrDuplicateTable, b.identPos(s.Table.Name.O, "table", "exists"), "relation \"%s\" already exists", name)
+		}
+	}
+	t := &Table{Name: name}
+	for _, c := range s.Cols {
+		cname := c.Name.Name.L
+		if t.Columns.Index(cname) >= 0 {
+			return nil, Errorf(ErrDuplicateColumn, b.identPos(c.Name.Name.O, ","), "column \"%s\" specified more than once", cname)
+		}
+		typ, err := b.sqlType(c.Tp, nil)
+		if err != nil {
+			if e, ok := err.(*Error); ok && e.Pos == 0 {
+				e.Pos = b.identPos(c.Name.Name.O, "(", ",")
+			}
+			return nil, err
+		}
+		for _, o := range c.Options {
+			switch o.Tp {
+			case ast.ColumnOptionNull, ast.ColumnOptionNotNull, ast.ColumnOptionComment:
+			case ast.ColumnOptionPrimaryKey:
+				if len(t.PrimaryKey) > 0 {
+					return nil, b.errorf(ErrInvalidValue, nil, "multiple primary keys for table \"%s\" are not allowed", name)
+				}
+				t.PrimaryKey = []string{cname}
+			default:
+				return nil, Errorf(ErrUnsupported, b.identPos(c.Name.Name.O, "(", ","), "column option %s is not supported", columnOptionName(o))
+			}
+		}
+		t.Columns = append(t.Columns, types.Field{Name: cname, Type: typ})
+	}
+	if len(t.Columns) == 0 {
+		return nil, b.errorf(ErrInvalidValue, nil, "a table needs at least one column")
+	}
+	for _, k := range s.Constraints {
+		if k.Tp != ast.ConstraintPrimaryKey {
+			return nil, b.errorf(ErrUnsupported, nil, "constraints other than PRIMARY KEY are not supported")
+		}
+		if len(t.PrimaryKey) > 0 {
+			return nil, b.errorf(ErrInvalidValue, nil, "multiple primary keys for table \"%s\" are not allowed", name)
+		}
+		for _, key := range k.Keys {
+			if key.Column == nil {
+				return nil, b.errorf(ErrUnsupported, nil, "expressions in PRIMARY KEY are not supported")
+			}
+			cname := key.Column.Name.L
+			if t.Columns.Index(cname) < 0 {
+				return nil, Errorf(ErrUnknownColumn, b.identPos(key.Column.Name.O, "(", ","), "column \"%s\" named in key does not exist", cname)
+			}
+			t.PrimaryKey = append(t.PrimaryKey, cname)
+		}
+	}
+	for _, o := range s.Options {
+		switch o.Tp {
+		case ast.TableOptionEngine:
+			t.Engine = strings.ToLower(o.StrValue)
+		case ast.TableOptionConnection:
+			t.Connection = o.StrValue
+		case ast.TableOptionComment, ast.TableOptionCharset, ast.TableOptionCollate:
+		default:
+			return nil, b.errorf(ErrUnsupported, nil, "this table option is not supported (only ENGINE, CONNECTION and COMMENT are)")
+		}
+	}
+	if t.Engine == "" {
+		return nil, b.errorf(ErrInvalidValue, nil, "CREATE TABLE %s needs ENGINE=<connector> to say where its rows come from, for example ENGINE=file CONNECTION='file:///path/to/data.txt'", name)
+	}
+	return &CreateTable{Table: t, IfNotExists: s.IfNotExists}, nil
+}
+
+func columnOptionName(o *ast.ColumnOption) string {
+	switch o.Tp {
+	case ast.ColumnOptionAutoIncrement:
+		return "AUTO_INCREMENT"
+	case ast.ColumnOptionDefaultValue:
+		return "DEFAULT"
+	case ast.ColumnOptionUniqKey:
+		return "UNIQUE"
+	case ast.ColumnOptionOnUpdate:
+		return "ON UPDATE"
+	case ast.ColumnOptionGenerated:
+		return "GENERATED"
+	case ast.ColumnOptionReference:
+		return "REFERENCES"
+	case ast.ColumnOptionCollate:
+		return "COLLATE"
+	case ast.ColumnOptionCheck:
+		return "CHECK"
+	}
+	return "this"
+}
+
+// sqlType maps a parsed column or CAST type to the engine's types:
+// BIGINT/INT/INTEGER/SMALLINT/TINYINT -> bigint, BOOLEAN (which the parser reads
+// as TINYINT(1)) -> boolean, DOUBLE/FLOAT/REAL -> double, DECIMAL/NUMERIC(p,s) ->
+// decimal (MySQL's default DECIMAL is (10,0)), TEXT/VARCHAR/CHAR -> text,
+// DATETIME/TIMESTAMP/DATE -> timestamp. node positions errors (nil: none).
+func (b *binder) sqlType(ft *ptypes.FieldType, node ast.Node) (types.Type, error) {
+	switch ft.GetType() {
+	case mysql.TypeTiny:
+		if ft.GetFlen() == 1 {
+			return types.BoolType, nil
+		}
+		return types.Int64Type, nil
+	case mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
+		return types.Int64Type, nil
+	case mysql.TypeFloat, mysql.TypeDouble:
+		return types.Float64Type, nil
+	case mysql.TypeNewDecimal:
+		p, s := ft.GetFlen(), ft.GetDecimal()
+		if p == ptypes.UnspecifiedLength {
+			p = 10
+		}
+		if s == ptypes.UnspecifiedLength {
+			s = 0
+		}
+		if p < 1 || p > 38 {
+			return types.Type{}, b.errorf(ErrInvalidValue, node, "NUMERIC precision %d must be between 1 and 38", p)
+		}
+		if s > p {
+			return types.Type{}, b.errorf(ErrInvalidValue, node, "NUMERIC scale %d must be between 0 and precision %d", s, p)
+		}
+		return types.DecimalType(p, s), nil
+	case mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeString,
+		mysql.TypeTinyBlob, mysql.TypeBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		if ft.GetCharset() == "binary" {
+			return types.Type{}, b.errorf(ErrUnsupported, node, "binary strings are not supported")
+		}
+		return types.StringType, nil
+	case mysql.TypeDatetime, mysql.TypeTimestamp, mysql.TypeDate:
+		return types.TimestampType, nil
+	}
+	return types.Type{}, b.errorf(ErrUnsupported, node, "type %s is not supported", ft.String())
+}
+
+func (b *binder) bindDropTable(s *ast.DropTableStmt) (Statement, error) {
+	if s.IsView {
+		return nil, b.errorf(ErrUnsupported, nil, "views are not supported")
+	}
+	d := &DropTable{IfExists: s.IfExists}
+	for _, tn := range s.Tables {
+		name := tn.Name.L
+		if !s.IfExists && b.cat != nil {
+			if _, ok := b.cat.Table(name); !ok {
+				return nil, Errorf(ErrUnknownTable, b.identPos(tn.Name.O, tableAfter...), "table \"%s\" does not exist", name)
+			}
+		}
+		d.Names = append(d.Names, name)
+	}
+	return d, nil
+}
+
+// bindShow binds SHOW TABLES, SHOW COLUMNS FROM t (as DESCRIBE t) and SHOW
+// VARIABLES [LIKE 'name'] (as Show; an empty Name means every variable).
+func (b *binder) bindShow(s *ast.ShowStmt) (Statement, error) {
+	switch s.Tp {
+	case ast.ShowTables:
+		if s.Pattern != nil || s.Where != nil || s.DBName != "" {
+			return nil, b.errorf(ErrUnsupported, nil, "SHOW TABLES takes no LIKE, WHERE or FROM")
+		}
+		return &ShowTables{}, nil
+	case ast.ShowColumns:
+		if s.Pattern != nil || s.Where != nil {
+			return nil, b.errorf(ErrUnsupported, nil, "SHOW COLUMNS takes no LIKE or WHERE")
+		}
+		t, err := b.lookupTable(s.Table)
+		if err != nil {
+			return nil, err
+		}
+		return &Describe{Table: t}, nil
+	case ast.ShowVariables:
+		if s.Where != nil {
+			return nil, b.errorf(ErrUnsupported, nil, "SHOW VARIABLES takes no WHERE")
+		}
+		if s.Pattern == nil {
+			return &Show{}, nil
+		}
+		v, ok := s.Pattern.Pattern.(ast.ValueExpr)
+		name := ""
+		if ok {
+			name, _ = v.GetValue().(string)
+		}
+		if name == "" || strings.Contains(name, "%") {
+			return nil, b.errorf(ErrUnsupported, s.Pattern.Pattern, "SHOW VARIABLES LIKE takes a variable name, not a pattern")
+		}
+		return &Show{Name: strings.ToLower(name)}, nil
+	}
+	return nil, b.errorf(ErrUnsupported, nil, "%s is not supported", statementName(s))
+}
+
+// bindSet binds SET [SESSION] name = value. The value is a constant: a literal, a
+// constant expression, or a bare word (SET mode = fast) taken as text. DEFAULT
+// gives the NULL of the null type, meaning "reset". Names are lower-cased and not
+// checked here: the session knows its variables.
+func (b *binder) bindSet(s *ast.SetStmt) (Statement, error) {
+	if len(s.Variables) != 1 {
+		return nil, b.errorf(ErrUnsupported, nil, "SET takes one variable at a time")
+	}
+	v := s.Variables[0]
+	switch {
+	case v.Name == ast.SetNames || v.Name == ast.SetCharset:
+		return nil, b.errorf(ErrUnsupported, nil, "SET NAMES is not supported: the engine speaks UTF-8")
+	case !v.IsSystem:
+		return nil, b.errorf(ErrUnsupported, nil, "user variables (@name) are not supported")
+	case v.IsGlobal || v.IsInstance:
+		return nil, b.errorf(ErrUnsupported, nil, "SET GLOBAL is not supported; variables are per session")
+	}
+	set := &Set{Name: strings.ToLower(v.Name)}
+	switch n := v.Value.(type) {
+	case *ast.DefaultExpr:
+		set.Value = types.NullValue(types.NullType)
+		return set, nil
+	case *ast.ColumnNameExpr:
+		if n.Name.Table.O == "" {
+			set.Value = types.StringValue(n.Name.Name.O)
+			return set, nil
+		}
+	}
+	e, err := b.bindExpr(&exprCtx{scope: &scope{}, clause: "SET"}, v.Value)
+	if err != nil {
+		return nil, err
+	}
+	if !constant(e) {
+		return nil, b.errorf(ErrInvalidValue, v.Value, "SET %s takes a constant value", set.Name)
+	}
+	val, err := expr.EvalConst(e)
+	if err != nil {
+		return nil, b.errorf(ErrInvalidValue, v.Value, "%s", err.Error())
+	}
+	set.Value = val
+	return set, nil
+}
+
+// bindExplain binds EXPLAIN [FORMAT='text'|'dot'] <select>, and DESCRIBE t,
+// which the parser also reads as an ExplainStmt.
+func (b *binder) bindExplain(s *ast.ExplainStmt) (Statement, error) {
+	if show, ok := s.Stmt.(*ast.ShowStmt); ok {
+		return b.bindShow(show)
+	}
+	if s.Analyze {
+		return nil, b.errorf(ErrUnsupported, nil, "EXPLAIN ANALYZE is not supported")
+	}
+	format := strings.ToLower(s.Format)
+	switch format {
+	case "", "row", "text", "traditional", "brief":
+		format = "text"
+	case "dot":
+	default:
+		return nil, b.errorf(ErrInvalidValue, nil, "EXPLAIN FORMAT must be 'text' or 'dot', not \"%s\"", s.Format)
+	}
+	sel, ok := s.Stmt.(*ast.SelectStmt)
+	if !ok {
+		return nil, b.errorf(ErrUnsupported, nil, "EXPLAIN explains SELECT statements only")
+	}
+	p, err := b.bindQuery(sel)
+	if err != nil {
+		return nil, err
+	}
+	return &Explain{Format: format, Query: &Query{Plan: p}}, nil
+}

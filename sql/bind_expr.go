@@ -1,0 +1,603 @@
+package sql
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// kindAggRef marks, while a SELECT with aggregates is bound, a reference to
+// aggregate call Col of the aggState. It never leaves the binder: toAggSpace
+// replaces it with a column of the Aggregate node.
+const kindAggRef expr.Kind = "sql.aggref"
+
+// exprCtx is where an expression is being bound.
+type exprCtx struct {
+	scope  *scope
+	clause string    // for messages: "WHERE", "JOIN conditions", ...
+	aggs   *aggState // collects aggregate calls; nil where they are not allowed
+	inAgg  bool      // binding an aggregate's argument
+}
+
+// bindExpr binds one expression: names become column positions of ctx.scope,
+// operators and functions are resolved with expr.Resolve and their arguments
+// cast to the types it asks for.
+func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return b.bindExpr(ctx, n.Expr)
+	case *ast.ColumnNameExpr:
+		return b.bindColumn(ctx, n)
+	case *test_driver.ParamMarkerExpr:
+		return &expr.Expr{Kind: expr.KindParam, Param: n.Order + 1, Type: types.NullType}, nil
+	case *test_driver.ValueExpr:
+		v, err := b.literal(n)
+		if err != nil {
+			return nil, err
+		}
+		return expr.Literal(v), nil
+	case *ast.BinaryOperationExpr:
+		return b.bindBinary(ctx, n)
+	case *ast.UnaryOperationExpr:
+		arg, err := b.bindExpr(ctx, n.V)
+		if err != nil {
+			return nil, err
+		}
+		switch n.Op {
+		case opcode.Plus:
+			return arg, nil
+		case opcode.Minus:
+			return b.call(n, "neg", arg)
+		case opcode.Not, opcode.Not2:
+			return b.call(n, "not", arg)
+		}
+		return nil, b.errorf(ErrUnsupported, n, "operator %s is not supported", n.Op)
+	case *ast.IsNullExpr:
+		arg, err := b.bindExpr(ctx, n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		if n.Not {
+			return b.call(n, "is_not_null", arg)
+		}
+		return b.call(n, "is_null", arg)
+	case *ast.IsTruthExpr:
+		arg, err := b.bindExpr(ctx, n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		fn := "is_false"
+		if n.True != 0 {
+			fn = "is_true"
+		}
+		if n.Not {
+			fn = strings.Replace(fn, "is_", "is_not_", 1)
+		}
+		return b.call(n, fn, arg)
+	case *ast.PatternLikeOrIlikeExpr:
+		return b.bindLike(ctx, n)
+	case *ast.PatternInExpr:
+		return b.bindIn(ctx, n)
+	case *ast.BetweenExpr:
+		return b.bindBetween(ctx, n)
+	case *ast.CaseExpr:
+		return b.bindCase(ctx, n)
+	case *ast.FuncCallExpr:
+		return b.bindFunc(ctx, n)
+	case *ast.AggregateFuncExpr:
+		return b.bindAggregate(ctx, n)
+	case *ast.FuncCastExpr:
+		return b.bindCast(ctx, n)
+	case *ast.WindowFuncExpr:
+		return nil, b.errorf(ErrUnsupported, n, "window functions are not supported")
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		return nil, b.errorf(ErrUnsupported, n, "subqueries in expressions are not supported")
+	case *ast.RowExpr:
+		return nil, b.errorf(ErrUnsupported, n, "row expressions are not supported")
+	case *ast.VariableExpr:
+		return nil, b.errorf(ErrUnsupported, n, "variables in expressions are not supported")
+	case *ast.DefaultExpr:
+		return nil, b.errorf(ErrUnsupported, n, "DEFAULT is not supported here")
+	case *ast.PatternRegexpExpr:
+		return nil, b.errorf(ErrUnsupported, n, "REGEXP is not supported")
+	}
+	return nil, b.errorf(ErrUnsupported, n, "expression %s is not supported", exprText(n))
+}
+
+// exprText restores an AST expression as SQL, for messages.
+func exprText(n ast.Node) string {
+	var sb strings.Builder
+	if err := n.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &sb)); err == nil {
+		return sb.String()
+	}
+	return fmt.Sprintf("%T", n)
+}
+
+// bindColumn resolves a column name, or a $n parameter (PostgreSQL clients send
+// $1; the MySQL dialect reads it as an identifier).
+func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, error) {
+	cn := n.Name
+	if k, ok := paramNumber(cn); ok {
+		return &expr.Expr{Kind: expr.KindParam, Param: k, Type: types.NullType}, nil
+	}
+	table, name := cn.Table.L, cn.Name.L
+	sc := ctx.scope
+	if sc == nil {
+		sc = &scope{}
+	}
+	found := sc.lookup(table, name)
+	switch {
+	case len(found) == 0 && table != "" && !sc.hasTable(table):
+		return nil, b.errorf(ErrUnknownTable, n, "missing FROM-clause entry for table \"%s\"", table)
+	case len(found) == 0 && table != "":
+		return nil, b.errorf(ErrUnknownColumn, n, "column %s.%s does not exist", table, name)
+	case len(found) == 0:
+		return nil, b.errorf(ErrUnknownColumn, n, "column \"%s\" does not exist", name)
+	case len(found) > 1:
+		ref := name
+		if table != "" {
+			ref = table + "." + name
+		}
+		return nil, b.errorf(ErrAmbiguousColumn, n, "column reference \"%s\" is ambiguous", ref)
+	}
+	c := sc.cols[found[0]]
+	e := expr.Column(c.idx, c.typ, c.name)
+	b.refs[e] = colRef{pos: b.pos(n), name: c.qualified()}
+	return e, nil
+}
+
+// paramNumber recognises $n.
+func paramNumber(cn *ast.ColumnName) (int, bool) {
+	if cn.Table.O != "" || !strings.HasPrefix(cn.Name.O, "$") {
+		return 0, false
+	}
+	k, err := strconv.Atoi(cn.Name.O[1:])
+	return k, err == nil && k >= 1
+}
+
+// literal converts a parsed constant to a typed value: integers are bigint,
+// decimal literals (1.5) decimal as PostgreSQL's numeric, 1e3 double, quoted
+// strings text, TRUE/FALSE boolean, NULL the null type.
+func (b *binder) literal(n *test_driver.ValueExpr) (types.Value, error) {
+	switch n.Kind() {
+	case test_driver.KindNull:
+		return types.NullValue(types.NullType), nil
+	case test_driver.KindInt64:
+		if n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
+			return types.BoolValue(n.GetInt64() != 0), nil
+		}
+		return types.IntValue(n.GetInt64()), nil
+	case test_driver.KindUint64:
+		return types.DecimalValue(types.DecimalType(20, 0), decimal128.FromU64(n.GetUint64())), nil
+	case test_driver.KindFloat32, test_driver.KindFloat64:
+		return types.FloatValue(n.GetFloat64()), nil
+	case test_driver.KindString, test_driver.KindBytes:
+		return types.StringValue(n.GetString()), nil
+	case test_driver.KindMysqlDecimal:
+		return decimalLiteral(n.GetMysqlDecimal().String())
+	}
+	return types.Value{}, b.errorf(ErrUnsupported, n, "literal %s is not supported", exprText(n))
+}
+
+// decimalLiteral types 12.50 as decimal(4,2): as many digits as written. Beyond
+// 38 digits it falls back to double, which is what the literal can still mean.
+func decimalLiteral(s string) (types.Value, error) {
+	intPart, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	scale := len(frac)
+	prec := max(len(strings.TrimLeft(intPart, "0"))+scale, 1)
+	if prec > 38 {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return types.Value{}, Errorf(ErrInvalidValue, 0, "invalid number %s", s)
+		}
+		return types.FloatValue(f), nil
+	}
+	t := types.DecimalType(prec, scale)
+	num, err := decimal128.FromString(s, int32(prec), int32(scale))
+	if err != nil {
+		return types.Value{}, Errorf(ErrInvalidValue, 0, "invalid number %s", s)
+	}
+	return types.DecimalValue(t, num), nil
+}
+
+// call resolves fn over args, casting each argument to the type Resolve wants.
+// node positions the error if the call does not type-check.
+func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr, error) {
+	ts := make([]types.Type, len(args))
+	for i, a := range args {
+		ts[i] = a.Type
+	}
+	sig, err := expr.Resolve(fn, ts)
+	if err != nil {
+		return nil, b.resolveError(node, fn, err)
+	}
+	cast := make([]*expr.Expr, len(args))
+	for i, a := range args {
+		cast[i] = expr.Cast(a, sig.Args[i])
+	}
+	return expr.Call(fn, sig.Result, cast...), nil
+}
+
+// resolveError classifies a Resolve failure as PostgreSQL does: a boolean
+// operator or CASE/COALESCE given the wrong types is a datatype mismatch (42804),
+// any other call that does not exist for its argument types is an undefined
+// function (42883: "operator does not exist: text + bigint").
+func (b *binder) resolveError(node ast.Node, fn string, err error) *Error {
+	kind := ErrUnknownFunction
+	if errors.Is(err, expr.ErrArgumentType) {
+		switch fn {
+		case "and", "or", "not", "is_true", "is_false", "is_not_true", "is_not_false", "case", "coalesce":
+			kind = ErrType
+		}
+	}
+	return b.errorf(kind, node, "%s", err.Error())
+}
+
+var binaryOps = map[opcode.Op]string{
+	opcode.LogicAnd: "and", opcode.LogicOr: "or",
+	opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
+	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%",
+}
+
+func isComparison(fn string) bool {
+	switch fn {
+	case "=", "<>", "<", "<=", ">", ">=":
+		return true
+	}
+	return false
+}
+
+func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Expr, error) {
+	fn, ok := binaryOps[n.Op]
+	if !ok {
+		return nil, b.errorf(ErrUnsupported, n, "operator %s is not supported", n.Op)
+	}
+	l, err := b.bindExpr(ctx, n.L)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.bindExpr(ctx, n.R)
+	if err != nil {
+		return nil, err
+	}
+	if isComparison(fn) {
+		args, err := b.adaptLiterals(n, []*expr.Expr{l, r})
+		if err != nil {
+			return nil, err
+		}
+		l, r = args[0], args[1]
+	}
+	return b.call(n, fn, l, r)
+}
+
+// adaptLiterals gives string literals compared with values of another type that
+// type, as PostgreSQL types a quoted literal ('5', '2024-01-01') from its context:
+// bigint_col = '5' compares numbers. A literal that does not convert is an error
+// here, at bind time, rather than on every row.
+func (b *binder) adaptLiterals(node ast.Node, args []*expr.Expr) ([]*expr.Expr, error) {
+	target := types.NullType
+	for _, a := range args {
+		if isStringLiteral(a) {
+			continue
+		}
+		t, ok := expr.Coerce(target, a.Type)
+		if !ok {
+			return args, nil // Resolve reports the mismatch
+		}
+		target = t
+	}
+	if target.ID == types.Null || target.ID == types.String || !expr.CanCast(types.StringType, target) {
+		return args, nil
+	}
+	out := make([]*expr.Expr, len(args))
+	for i, a := range args {
+		out[i] = a
+		if !isStringLiteral(a) || a.Value.Null {
+			continue
+		}
+		v, err := expr.EvalConst(expr.Cast(a, target))
+		if err != nil {
+			return nil, b.errorf(ErrInvalidValue, node, "%s", err.Error())
+		}
+		out[i] = expr.Literal(v)
+	}
+	return out, nil
+}
+
+func isStringLiteral(e *expr.Expr) bool {
+	return e.Kind == expr.KindLiteral && e.Type.ID == types.String
+}
+
+func (b *binder) bindLike(ctx *exprCtx, n *ast.PatternLikeOrIlikeExpr) (*expr.Expr, error) {
+	s, err := b.bindExpr(ctx, n.Expr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.bindExpr(ctx, n.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	esc := "\\"
+	if n.Escape != 0 {
+		esc = string(rune(n.Escape))
+	}
+	fn := "like"
+	if !n.IsLike {
+		fn = "ilike"
+	}
+	e, err := b.call(n, fn, s, p, expr.Literal(types.StringValue(esc)))
+	if err != nil || !n.Not {
+		return e, err
+	}
+	return b.call(n, "not", e)
+}
+
+func (b *binder) bindIn(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr, error) {
+	if n.Sel != nil {
+		return nil, b.errorf(ErrUnsupported, n, "IN (subquery) is not supported")
+	}
+	args := make([]*expr.Expr, 0, len(n.List)+1)
+	for _, a := range append([]ast.ExprNode{n.Expr}, n.List...) {
+		e, err := b.bindExpr(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, e)
+	}
+	args, err := b.adaptLiterals(n, args)
+	if err != nil {
+		return nil, err
+	}
+	e, err := b.call(n, "in", args...)
+	if err != nil || !n.Not {
+		return e, err
+	}
+	return b.call(n, "not", e)
+}
+
+// bindBetween rewrites x BETWEEN a AND b into x >= a AND x <= b.
+func (b *binder) bindBetween(ctx *exprCtx, n *ast.BetweenExpr) (*expr.Expr, error) {
+	var args [3]*expr.Expr
+	for i, a := range []ast.ExprNode{n.Expr, n.Left, n.Right} {
+		e, err := b.bindExpr(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = e
+	}
+	lo, err := b.compare(n, ">=", args[0], args[1])
+	if err != nil {
+		return nil, err
+	}
+	hi, err := b.compare(n, "<=", args[0], args[2])
+	if err != nil {
+		return nil, err
+	}
+	e, err := b.call(n, "and", lo, hi)
+	if err != nil || !n.Not {
+		return e, err
+	}
+	return b.call(n, "not", e)
+}
+
+// compare builds a comparison of two bound expressions.
+func (b *binder) compare(node ast.Node, fn string, l, r *expr.Expr) (*expr.Expr, error) {
+	args, err := b.adaptLiterals(node, []*expr.Expr{l, r})
+	if err != nil {
+		return nil, err
+	}
+	return b.call(node, fn, args[0], args[1])
+}
+
+// bindCase builds the searched form case(when1, then1, ..., else); a simple CASE
+// x WHEN v compares with "=", and a missing ELSE is NULL.
+func (b *binder) bindCase(ctx *exprCtx, n *ast.CaseExpr) (*expr.Expr, error) {
+	var value *expr.Expr
+	if n.Value != nil {
+		v, err := b.bindExpr(ctx, n.Value)
+		if err != nil {
+			return nil, err
+		}
+		value = v
+	}
+	var args []*expr.Expr
+	for _, w := range n.WhenClauses {
+		cond, err := b.bindExpr(ctx, w.Expr)
+		if err != nil {
+			return nil, err
+		}
+		if value != nil {
+			if cond, err = b.compare(w.Expr, "=", value, cond); err != nil {
+				return nil, err
+			}
+		}
+		then, err := b.bindExpr(ctx, w.Result)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, cond, then)
+	}
+	els := expr.Literal(types.NullValue(types.NullType))
+	if n.ElseClause != nil {
+		e, err := b.bindExpr(ctx, n.ElseClause)
+		if err != nil {
+			return nil, err
+		}
+		els = e
+	}
+	return b.call(n, "case", append(args, els)...)
+}
+
+// srfNames are the set-returning functions; the SELECT binder handles them at the
+// top of a select item, and nowhere else.
+var srfNames = map[string]bool{"unnest": true, "regexp_split_to_table": true, "string_to_table": true, "string_split": true}
+
+// funcAliases maps MySQL spellings to the engine's function names.
+var funcAliases = map[string]string{
+	"ifnull": "coalesce", "lcase": "lower", "ucase": "upper", "substr": "substring",
+	"mid": "substring", "character_length": "char_length", "ceiling": "ceil", "mod": "%",
+	"btrim": "trim",
+}
+
+func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error) {
+	name := n.FnName.L
+	if srfNames[name] {
+		if name == "string_split" {
+			return nil, b.errorf(ErrUnsupported, n, "string_split is supported only as unnest(string_split(s, separator)) in a select list")
+		}
+		if ctx.clause == "SELECT" {
+			return nil, b.errorf(ErrUnsupported, n, "a set-returning function must be a whole select item, not part of an expression")
+		}
+		return nil, b.errorf(ErrUnsupported, n, "set-returning functions are not allowed in %s", ctx.where())
+	}
+	args := make([]*expr.Expr, 0, len(n.Args))
+	bindArgs := func(nodes []ast.ExprNode) error {
+		for _, a := range nodes {
+			e, err := b.bindExpr(ctx, a)
+			if err != nil {
+				return err
+			}
+			args = append(args, e)
+		}
+		return nil
+	}
+	switch name {
+	case ast.DateLiteral, ast.TimestampLiteral:
+		// DATE '...' and TIMESTAMP '...': a text literal cast (and checked) now.
+		if err := bindArgs(n.Args); err != nil {
+			return nil, err
+		}
+		v, err := expr.EvalConst(expr.Cast(args[0], types.TimestampType))
+		if err != nil {
+			return nil, b.errorf(ErrInvalidValue, n, "%s", err.Error())
+		}
+		return expr.Literal(v), nil
+	case ast.TimeLiteral:
+		return nil, b.errorf(ErrUnsupported, n, "type time is not supported")
+	case "trim":
+		return b.bindTrim(ctx, n)
+	case "if":
+		if len(n.Args) != 3 {
+			break
+		}
+		if err := bindArgs(n.Args); err != nil {
+			return nil, err
+		}
+		return b.call(n, "case", args...)
+	case "position", "locate", "instr":
+		if len(n.Args) != 2 {
+			break
+		}
+		if err := bindArgs(n.Args); err != nil {
+			return nil, err
+		}
+		if name != "instr" { // position(sub IN s), locate(sub, s); instr(s, sub)
+			args[0], args[1] = args[1], args[0]
+		}
+		return b.call(n, "strpos", args...)
+	case "concat":
+		if b.isPipes(n) {
+			name = "||"
+		}
+	}
+	if err := bindArgs(n.Args); err != nil {
+		return nil, err
+	}
+	if a, ok := funcAliases[name]; ok {
+		name = a
+	}
+	return b.call(n, name, args...)
+}
+
+// isPipes tells a || b from concat(a, b): the parser (PIPES_AS_CONCAT) makes both
+// a concat call, but only the function is written starting with its name.
+// PostgreSQL's || yields NULL for a NULL operand; concat skips NULLs.
+func (b *binder) isPipes(n *ast.FuncCallExpr) bool {
+	off := n.OriginTextPosition()
+	if off < 0 || off >= len(b.query) {
+		return false
+	}
+	rest := strings.TrimLeft(b.query[off:], " \t\r\n")
+	return len(rest) < 6 || !strings.EqualFold(rest[:6], "concat")
+}
+
+// bindTrim maps TiDB's TRIM forms: TRIM(s), TRIM(chars FROM s), and
+// TRIM(BOTH|LEADING|TRAILING [chars] FROM s).
+func (b *binder) bindTrim(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error) {
+	fn := "trim"
+	nodes := n.Args
+	if len(nodes) == 3 {
+		d, ok := nodes[2].(*ast.TrimDirectionExpr)
+		if !ok {
+			return nil, b.errorf(ErrUnsupported, n, "this form of TRIM is not supported")
+		}
+		switch d.Direction {
+		case ast.TrimLeading:
+			fn = "ltrim"
+		case ast.TrimTrailing:
+			fn = "rtrim"
+		}
+		nodes = nodes[:2]
+	}
+	args := make([]*expr.Expr, len(nodes))
+	for i, a := range nodes {
+		e, err := b.bindExpr(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = e
+	}
+	return b.call(n, fn, args...)
+}
+
+func (b *binder) bindCast(ctx *exprCtx, n *ast.FuncCastExpr) (*expr.Expr, error) {
+	if n.FunctionType == ast.CastBinaryOperator {
+		return nil, b.errorf(ErrUnsupported, n, "BINARY is not supported")
+	}
+	arg, err := b.bindExpr(ctx, n.Expr)
+	if err != nil {
+		return nil, err
+	}
+	to, err := b.sqlType(n.Tp, n)
+	if err != nil {
+		return nil, err
+	}
+	if !expr.CanCast(arg.Type, to) {
+		return nil, b.errorf(ErrType, n, "cannot cast type %s to %s", arg.Type, to)
+	}
+	if arg.Type == to {
+		return arg, nil
+	}
+	return &expr.Expr{Kind: expr.KindCast, Type: to, Args: []*expr.Expr{arg}}, nil
+}
+
+// where names ctx's clause for messages.
+func (ctx *exprCtx) where() string {
+	if ctx.clause == "" {
+		return "this context"
+	}
+	return ctx.clause
+}
+
+// boolean checks that a WHERE, HAVING or ON condition is boolean (an untyped
+// NULL becomes a boolean NULL).
+func (b *binder) boolean(e *expr.Expr, clause string, node ast.Node) (*expr.Expr, error) {
+	switch e.Type.ID {
+	case types.Bool:
+		return e, nil
+	case types.Null:
+		return expr.Cast(e, types.BoolType), nil
+	}
+	return nil, b.errorf(ErrType, node, "argument of %s must be type boolean, not type %s", clause, e.Type)
+}

@@ -1,0 +1,527 @@
+package sql
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// selectItem is one output column of a SELECT being bound.
+type selectItem struct {
+	name string
+	// e is the item over the FROM scope (with aggregate markers until the
+	// aggregation is built); for a set-returning item, the string it splits.
+	e   *expr.Expr
+	srf *srfCall
+}
+
+// srfCall is a set-returning select item: Unnest's Func and Sep.
+type srfCall struct {
+	fn, sep string
+}
+
+// bindQuery binds a SELECT into a plan, in PostgreSQL's order of evaluation:
+// FROM, WHERE, GROUP BY and aggregates, HAVING, the select list (with at most one
+// set-returning function, applied by an Unnest node), DISTINCT, ORDER BY, LIMIT.
+//
+// With aggregates the shape is Project (group keys and aggregate arguments) ->
+// Aggregate -> Filter (HAVING) -> Project (select list). ORDER BY expressions that
+// are not output columns are computed as hidden columns after the select list and
+// dropped by a final Project.
+func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
+	if err := b.checkSelect(sel); err != nil {
+		return nil, err
+	}
+	input, sc, err := b.bindFromWhere(sel)
+	if err != nil {
+		return nil, err
+	}
+	ctx := &exprCtx{scope: sc, clause: "SELECT"}
+	hasAgg := sel.GroupBy != nil || sel.Having != nil || hasAggregate(sel)
+	if hasAgg {
+		ctx.aggs = &aggState{}
+	}
+	items, err := b.bindSelectList(ctx, sel.Fields.Fields)
+	if err != nil {
+		return nil, err
+	}
+	var groups []*expr.Expr
+	if sel.GroupBy != nil {
+		if groups, err = b.bindGroupBy(sc, sel.GroupBy, items); err != nil {
+			return nil, err
+		}
+	}
+	var having *expr.Expr
+	if sel.Having != nil {
+		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs}, sel.Having.Expr)
+		if err != nil {
+			return nil, err
+		}
+		if having, err = b.boolean(h, "HAVING", sel.Having.Expr); err != nil {
+			return nil, err
+		}
+	}
+	var keys []SortKey
+	var hidden []*expr.Expr
+	var hiddenAt ast.Node // the first ORDER BY item computed as a hidden column
+	if sel.OrderBy != nil {
+		octx := &exprCtx{scope: sc, clause: "ORDER BY", aggs: ctx.aggs}
+		if keys, hidden, hiddenAt, err = b.bindOrderBy(octx, sel.OrderBy, items); err != nil {
+			return nil, err
+		}
+	}
+	if hasAgg {
+		post := make([]*expr.Expr, 0, len(items)+len(hidden)+1)
+		for _, it := range items {
+			post = append(post, it.e)
+		}
+		post = append(post, hidden...)
+		if having != nil {
+			post = append(post, having)
+		}
+		agg, conv, err := b.buildAggregate(input, groups, ctx.aggs, post)
+		if err != nil {
+			return nil, err
+		}
+		input = agg
+		for i := range items {
+			items[i].e = conv[i]
+		}
+		copy(hidden, conv[len(items):])
+		if having != nil {
+			input = &Filter{Input: input, Cond: conv[len(conv)-1]}
+		}
+	}
+	if sel.Distinct && len(hidden) > 0 {
+		return nil, b.errorf(ErrInvalidColumnReference, hiddenAt, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+	}
+	return b.buildOutput(sel, input, items, hidden, keys)
+}
+
+// checkSelect refuses the SELECT features the engine does not have.
+func (b *binder) checkSelect(sel *ast.SelectStmt) error {
+	switch {
+	case sel.Kind != ast.SelectStmtKindSelect:
+		return b.errorf(ErrUnsupported, nil, "%s statements are not supported", sel.Kind.String())
+	case sel.With != nil:
+		return b.errorf(ErrUnsupported, nil, "WITH is not supported")
+	case len(sel.WindowSpecs) > 0:
+		return b.errorf(ErrUnsupported, nil, "window functions are not supported")
+	case sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone:
+		return b.errorf(ErrUnsupported, nil, "locking clauses are not supported")
+	case sel.SelectIntoOpt != nil:
+		return b.errorf(ErrUnsupported, nil, "SELECT INTO is not supported")
+	case sel.GroupBy != nil && sel.GroupBy.Rollup:
+		return b.errorf(ErrUnsupported, nil, "WITH ROLLUP is not supported")
+	}
+	return nil
+}
+
+func (b *binder) bindSelectList(ctx *exprCtx, fields []*ast.SelectField) ([]selectItem, error) {
+	var items []selectItem
+	sc := ctx.scope
+	starPos := 0
+	colItem := func(i int) {
+		c := sc.cols[i]
+		e := expr.Column(c.idx, c.typ, c.name)
+		b.refs[e] = colRef{pos: starPos, name: c.qualified()}
+		items = append(items, selectItem{name: c.name, e: e})
+	}
+	nsrf := 0
+	for _, f := range fields {
+		if wc := f.WildCard; wc != nil {
+			starPos = 0
+			if f.Offset > 0 && f.Offset < len(b.query) {
+				starPos = charPos(b.query, f.Offset)
+			}
+			table := wc.Table.L
+			if table == "" {
+				if len(sc.cols) == 0 {
+					return nil, b.errorf(ErrSyntax, nil, "SELECT * with no tables specified is not valid")
+				}
+				for _, i := range sc.star {
+					colItem(i)
+				}
+				continue
+			}
+			if !sc.hasTable(table) {
+				return nil, Errorf(ErrUnknownTable, b.identPos(wc.Table.O), "missing FROM-clause entry for table \"%s\"", table)
+			}
+			for i, c := range sc.cols {
+				if c.table == table {
+					colItem(i)
+				}
+			}
+			continue
+		}
+		srf, arg, err := b.bindSRF(ctx, f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := f.AsName.L
+		if srf != nil {
+			if nsrf++; nsrf > 1 {
+				return nil, b.errorf(ErrUnsupported, f.Expr, "only one set-returning function per select list is supported")
+			}
+			if name == "" {
+				name = srfName(f.Expr)
+			}
+			items = append(items, selectItem{name: name, e: arg, srf: srf})
+			continue
+		}
+		e, err := b.bindExpr(ctx, f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		if name == "" {
+			name = b.exprName(f.Expr)
+		}
+		items = append(items, selectItem{name: name, e: e})
+	}
+	return items, nil
+}
+
+func srfName(n ast.ExprNode) string {
+	for {
+		p, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		n = p.Expr
+	}
+	return n.(*ast.FuncCallExpr).FnName.L
+}
+
+// bindSRF recognises a set-returning select item: unnest(string_split(s, sep)),
+// string_to_table(s, sep) (the same split) or regexp_split_to_table(s, pattern).
+// It returns nil for any other expression. The separator must be a constant
+// string; the pattern must compile as a regular expression.
+func (b *binder) bindSRF(ctx *exprCtx, n ast.ExprNode) (*srfCall, *expr.Expr, error) {
+	for {
+		p, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		n = p.Expr
+	}
+	f, ok := n.(*ast.FuncCallExpr)
+	if !ok || !srfNames[f.FnName.L] || f.FnName.L == "string_split" {
+		return nil, nil, nil
+	}
+	call := &srfCall{fn: "string_split"}
+	args := f.Args
+	switch f.FnName.L {
+	case "unnest":
+		var inner *ast.FuncCallExpr
+		if len(args) == 1 {
+			inner, _ = args[0].(*ast.FuncCallExpr)
+		}
+		if inner == nil || inner.FnName.L != "string_split" {
+			return nil, nil, b.errorf(ErrUnsupported, f, "unnest is supported only as unnest(string_split(s, separator))")
+		}
+		f, args = inner, inner.Args
+	case "regexp_split_to_table":
+		call.fn = "regexp_split_to_table"
+	}
+	if len(args) != 2 {
+		return nil, nil, b.errorf(ErrUnknownFunction, f, "function %s takes 2 arguments", f.FnName.L)
+	}
+	s, err := b.bindExpr(ctx, args[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	sep, err := b.bindExpr(ctx, args[1])
+	if err != nil {
+		return nil, nil, err
+	}
+	if !accepts(types.StringType, s.Type) || !accepts(types.StringType, sep.Type) {
+		return nil, nil, b.errorf(ErrUnknownFunction, f, "function %s(%s, %s) does not exist", f.FnName.L, s.Type, sep.Type)
+	}
+	if !constant(sep) {
+		return nil, nil, b.errorf(ErrInvalidValue, args[1], "the separator of %s must be a constant string", f.FnName.L)
+	}
+	v, err := expr.EvalConst(expr.Cast(sep, types.StringType))
+	if err != nil || v.Null {
+		return nil, nil, b.errorf(ErrInvalidValue, args[1], "the separator of %s must be a constant string, not NULL", f.FnName.L)
+	}
+	call.sep = v.Str
+	if call.fn == "regexp_split_to_table" {
+		if _, err := regexp.Compile(call.sep); err != nil {
+			return nil, nil, b.errorf(ErrInvalidValue, args[1], "invalid regular expression: %v", err)
+		}
+	}
+	return call, expr.Cast(s, types.StringType), nil
+}
+
+// accepts reports whether an argument of type have may be passed as want: only
+// NULL converts implicitly.
+func accepts(want, have types.Type) bool { return have == want || have.ID == types.Null }
+
+// bindGroupBy binds GROUP BY items as PostgreSQL does: an integer is a select
+// list position, a bare name is an input column if there is one and otherwise a
+// select list alias, anything else an expression over the input.
+func (b *binder) bindGroupBy(sc *scope, gb *ast.GroupByClause, items []selectItem) ([]*expr.Expr, error) {
+	gctx := &exprCtx{scope: sc, clause: "GROUP BY"}
+	var groups []*expr.Expr
+	for _, by := range gb.Items {
+		var item *selectItem
+		if k, ok := ordinal(by.Expr); ok {
+			if k < 1 || k > len(items) {
+				return nil, Errorf(ErrInvalidColumnReference, b.ordinalPos(by.Expr, k), "GROUP BY position %d is not in select list", k)
+			}
+			item = &items[k-1]
+		} else if c, ok := by.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.L == "" {
+			if _, param := paramNumber(c.Name); !param && len(sc.lookup("", c.Name.Name.L)) == 0 {
+				for i := range items {
+					if items[i].name == c.Name.Name.L {
+						item = &items[i]
+						break
+					}
+				}
+			}
+		}
+		var e *expr.Expr
+		if item != nil {
+			if item.srf != nil {
+				return nil, b.errorf(ErrUnsupported, by.Expr, "set-returning functions are not allowed in GROUP BY")
+			}
+			if hasAggRef(item.e) {
+				return nil, b.errorf(ErrGrouping, by.Expr, "aggregate functions are not allowed in GROUP BY")
+			}
+			e = item.e
+		} else {
+			var err error
+			if e, err = b.bindExpr(gctx, by.Expr); err != nil {
+				return nil, err
+			}
+		}
+		dup := false
+		for _, g := range groups {
+			dup = dup || sameExpr(g, e)
+		}
+		if !dup {
+			groups = append(groups, e)
+		}
+	}
+	return groups, nil
+}
+
+// ordinal recognises a select list position: ORDER BY 2, GROUP BY 1.
+func ordinal(n ast.ExprNode) (int, bool) {
+	switch n := n.(type) {
+	case *ast.PositionExpr:
+		if n.P == nil {
+			return n.N, true
+		}
+	case *test_driver.ValueExpr:
+		if n.Kind() == test_driver.KindInt64 && n.GetType().GetFlag()&mysql.IsBooleanFlag == 0 {
+			return int(n.GetInt64()), true
+		}
+	}
+	return 0, false
+}
+
+// ordinalPos places an error about GROUP BY or ORDER BY position k: the parser
+// records no position for it, so look for the number after BY.
+func (b *binder) ordinalPos(n ast.ExprNode, k int) int {
+	if p := b.pos(n); p > 0 {
+		return p
+	}
+	return b.identPos(strconv.Itoa(k), "by")
+}
+
+// bindOrderBy binds ORDER BY as PostgreSQL does: a position or an output column
+// name picks that column; any other expression is bound over the input, reusing
+// a select item that computes the same thing or adding a hidden column.
+func (b *binder) bindOrderBy(ctx *exprCtx, ob *ast.OrderByClause, items []selectItem) (keys []SortKey, hidden []*expr.Expr, hiddenAt ast.Node, err error) {
+	for _, by := range ob.Items {
+		col := -1
+		if k, ok := ordinal(by.Expr); ok {
+			if k < 1 || k > len(items) {
+				return nil, nil, nil, Errorf(ErrInvalidColumnReference, b.ordinalPos(by.Expr, k), "ORDER BY position %d is not in select list", k)
+			}
+			col = k - 1
+		} else if c, ok := by.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.L == "" {
+			for i, it := range items {
+				if it.name != c.Name.Name.L {
+					continue
+				}
+				if col >= 0 && (items[col].srf != nil || it.srf != nil || !sameExpr(items[col].e, it.e)) {
+					return nil, nil, nil, b.errorf(ErrAmbiguousColumn, by.Expr, "ORDER BY \"%s\" is ambiguous", it.name)
+				}
+				if col < 0 {
+					col = i
+				}
+			}
+		}
+		if col < 0 {
+			e, err := b.bindExpr(ctx, by.Expr)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			for i, it := range items {
+				if it.srf == nil && sameExpr(it.e, e) {
+					col = i
+					break
+				}
+			}
+			for i, h := range hidden {
+				if col < 0 && sameExpr(h, e) {
+					col = len(items) + i
+				}
+			}
+			if col < 0 {
+				if hiddenAt == nil {
+					hiddenAt = by.Expr
+				}
+				hidden = append(hidden, e)
+				col = len(items) + len(hidden) - 1
+			}
+		}
+		keys = append(keys, SortKey{Col: col, Desc: by.Desc, NullsFirst: by.Desc})
+	}
+	return keys, hidden, hiddenAt, nil
+}
+
+// buildOutput builds the select list's Project (plus Unnest for a set-returning
+// item), DISTINCT, ORDER BY, LIMIT, and the Project that drops hidden ORDER BY
+// columns.
+func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem, hidden []*expr.Expr, keys []SortKey) (Plan, error) {
+	exprs := make([]*expr.Expr, 0, len(items)+len(hidden))
+	out := make(types.Schema, 0, len(items)+len(hidden))
+	srf := -1
+	for i, it := range items {
+		if it.e.Type.ID == types.Null {
+			// PostgreSQL resolves an untyped NULL output column as text.
+			it.e = expr.Cast(it.e, types.StringType)
+		}
+		exprs = append(exprs, it.e)
+		out = append(out, types.Field{Name: it.name, Type: it.e.Type})
+		if it.srf != nil {
+			srf = i
+		}
+	}
+	for _, h := range hidden {
+		exprs = append(exprs, h)
+		out = append(out, types.Field{Name: "?column?", Type: h.Type})
+	}
+	var top Plan = &Project{Input: input, Exprs: exprs, Out: out}
+	if srf >= 0 {
+		top = &Unnest{Input: top, Col: srf, Func: items[srf].srf.fn, Sep: items[srf].srf.sep, Out: out}
+	}
+	if sel.Distinct {
+		groupBy := make([]int, len(out))
+		for i := range groupBy {
+			groupBy[i] = i
+		}
+		top = &Aggregate{Input: top, GroupBy: groupBy, Out: out}
+	}
+	if len(keys) > 0 {
+		top = &Sort{Input: top, Keys: keys}
+	}
+	if sel.Limit != nil {
+		l, err := b.bindLimit(sel.Limit)
+		if err != nil {
+			return nil, err
+		}
+		l.Input = top
+		top = l
+	}
+	if len(hidden) > 0 {
+		n := len(items)
+		drop := make([]*expr.Expr, n)
+		for i := range drop {
+			drop[i] = expr.Column(i, out[i].Type, out[i].Name)
+		}
+		top = &Project{Input: top, Exprs: drop, Out: out[:n:n]}
+	}
+	return top, nil
+}
+
+func (b *binder) bindLimit(l *ast.Limit) (*Limit, error) {
+	lim := &Limit{Count: -1}
+	value := func(n ast.ExprNode, what string) (int64, error) {
+		v, ok := n.(*test_driver.ValueExpr)
+		if !ok {
+			return 0, b.errorf(ErrUnsupported, n, "%s must be an integer constant", what)
+		}
+		switch v.Kind() {
+		case test_driver.KindInt64:
+			if v.GetInt64() < 0 {
+				return 0, b.errorf(ErrInvalidValue, n, "%s must not be negative", what)
+			}
+			return v.GetInt64(), nil
+		case test_driver.KindUint64:
+			return int64(min(v.GetUint64(), 1<<63-1)), nil
+		}
+		return 0, b.errorf(ErrUnsupported, n, "%s must be an integer constant", what)
+	}
+	var err error
+	if l.Count != nil {
+		if lim.Count, err = value(l.Count, "LIMIT"); err != nil {
+			return nil, err
+		}
+	}
+	if l.Offset != nil {
+		if lim.Offset, err = value(l.Offset, "OFFSET"); err != nil {
+			return nil, err
+		}
+	}
+	return lim, nil
+}
+
+// exprName is PostgreSQL's name for an unaliased select item: a column's name,
+// a function's name, "case", else "?column?".
+func (b *binder) exprName(n ast.ExprNode) string {
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return b.exprName(n.Expr)
+	case *ast.ColumnNameExpr:
+		if _, ok := paramNumber(n.Name); !ok {
+			return n.Name.Name.L
+		}
+	case *ast.FuncCallExpr:
+		switch n.FnName.L {
+		case ast.TimestampLiteral:
+			return "timestamp"
+		case ast.DateLiteral:
+			return "date"
+		case "concat":
+			if b.isPipes(n) {
+				return "?column?"
+			}
+		}
+		return n.FnName.L
+	case *ast.AggregateFuncExpr:
+		return strings.ToLower(n.F)
+	case *ast.FuncCastExpr:
+		if name := b.exprName(n.Expr); name != "?column?" {
+			return name
+		}
+		if t, err := b.sqlType(n.Tp, n); err == nil {
+			return t.ID.String()
+		}
+	case *ast.CaseExpr:
+		return "case"
+	case *test_driver.ValueExpr:
+		if n.Kind() == test_driver.KindInt64 && n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
+			return "bool"
+		}
+	}
+	return "?column?"
+}
+
+// exprDisplayName names an intermediate column computed by e.
+func exprDisplayName(e *expr.Expr) string {
+	if e.Kind == expr.KindColumn && e.Name != "" {
+		return e.Name
+	}
+	return "?column?"
+}

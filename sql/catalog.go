@@ -1,0 +1,189 @@
+package sql
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// CatalogReader is what Bind needs of a catalog: table lookup by name. Names are
+// case-insensitive.
+type CatalogReader interface {
+	Table(name string) (*Table, bool)
+}
+
+// catalogFile is the name of the catalog's file inside its data directory.
+const catalogFile = "catalog.json"
+
+// Catalog is the set of tables, kept in memory and persisted as JSON in a data
+// directory so that tables survive a restart. It is safe for concurrent use by
+// many sessions. Table names are stored lower case.
+//
+// The *Table values it hands out are shared and must not be modified.
+type Catalog struct {
+	dir string // "" keeps the catalog in memory only
+
+	mu     sync.RWMutex
+	tables map[string]*Table // by lower-case name
+}
+
+var _ CatalogReader = (*Catalog)(nil)
+
+// catalogJSON is the file format.
+type catalogJSON struct {
+	Tables []*Table `json:"tables"`
+}
+
+// OpenCatalog opens (creating if needed) the catalog kept in dir. An empty dir
+// gives a catalog that lives in memory only, for tests and throwaway engines.
+func OpenCatalog(dir string) (*Catalog, error) {
+	c := &Catalog{dir: dir, tables: make(map[string]*Table)}
+	if dir == "" {
+		return c, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, catalogFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	var f catalogJSON
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("catalog: %s: %w", filepath.Join(dir, catalogFile), err)
+	}
+	for _, t := range f.Tables {
+		c.tables[strings.ToLower(t.Name)] = t
+	}
+	return c, nil
+}
+
+// Table returns the table called name (any case).
+func (c *Catalog) Table(name string) (*Table, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, ok := c.tables[strings.ToLower(name)]
+	return t, ok
+}
+
+// Tables returns every table, sorted by name.
+func (c *Catalog) Tables() []*Table {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.sortedLocked()
+}
+
+// sortedLocked lists the tables by name. Lock should be held.
+func (c *Catalog) sortedLocked() []*Table {
+	ts := make([]*Table, 0, len(c.tables))
+	for _, t := range c.tables {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	return ts
+}
+
+// Create adds t, whose name is lower-cased, and persists the catalog. A table of
+// that name already existing is an *Error of kind ErrDuplicateTable, unless
+// ifNotExists, in which case Create does nothing.
+func (c *Catalog) Create(t *Table, ifNotExists bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Name = strings.ToLower(t.Name)
+	if _, ok := c.tables[t.Name]; ok {
+		if ifNotExists {
+			return nil
+		}
+		return Errorf(ErrDuplicateTable, 0, "relation \"%s\" already exists", t.Name)
+	}
+	c.tables[t.Name] = t
+	if err := c.saveLocked(); err != nil {
+		delete(c.tables, t.Name)
+		return err
+	}
+	return nil
+}
+
+// Drop removes the table called name and persists the catalog. A missing table is
+// an *Error of kind ErrUnknownTable unless ifExists.
+func (c *Catalog) Drop(name string, ifExists bool) error {
+	return c.DropTables([]string{name}, ifExists)
+}
+
+// DropTables removes every named table, or none: with a missing table and not
+// ifExists, it returns an *Error of kind ErrUnknownTable and changes nothing (as
+// PostgreSQL's DROP TABLE a, b).
+func (c *Catalog) DropTables(names []string, ifExists bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	removed := make(map[string]*Table)
+	for _, n := range names {
+		n = strings.ToLower(n)
+		t, ok := c.tables[n]
+		if !ok {
+			if _, gone := removed[n]; gone || ifExists {
+				continue
+			}
+			return Errorf(ErrUnknownTable, 0, "table \"%s\" does not exist", n)
+		}
+		removed[n] = t
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	for n := range removed {
+		delete(c.tables, n)
+	}
+	if err := c.saveLocked(); err != nil {
+		for n, t := range removed {
+			c.tables[n] = t
+		}
+		return err
+	}
+	return nil
+}
+
+// saveLocked writes the catalog atomically: a temporary file in the same
+// directory, synced, then renamed over the old one. Lock should be held.
+func (c *Catalog) saveLocked() error {
+	if c.dir == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(catalogJSON{Tables: c.sortedLocked()}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	f, err := os.CreateTemp(c.dir, catalogFile+".tmp*")
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(c.dir, catalogFile))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("catalog: %w", err)
+	}
+	// Make the rename itself durable.
+	if d, err := os.Open(c.dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

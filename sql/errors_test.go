@@ -1,0 +1,132 @@
+package sql
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestErrors checks the kind, the position and the message of errors on user
+// input. at is the text the position must point at (the error's Pos is where
+// at starts in the query, the first occurrence after skip bytes); "" means no
+// position (Pos 0).
+func TestErrors(t *testing.T) {
+	cat := newTestCatalog(t)
+	cases := []struct {
+		query string
+		kind  error
+		at    string
+		skip  int
+		msg   string
+	}{
+		// Syntax errors point at the offending token, in multi-statement and
+		// non-ASCII text too (positions count characters, as PostgreSQL's).
+		{query: "SELECT * FORM docs", kind: ErrSyntax, at: "FORM", msg: `syntax error at or near "FORM"`},
+		{query: "SELECT line FORM docs", kind: ErrSyntax, at: "docs", msg: `syntax error at or near "docs"`}, // FORM reads as an alias
+		{query: "SELEC 1", kind: ErrSyntax, at: "SELEC", msg: `syntax error at or near "SELEC"`},
+		{query: "SELECT * FROM docs WHERE", kind: ErrSyntax, msg: "syntax error at end of input"},
+		{query: "SELECT 1;\nSELECT line FROM docs WHER line = 'é'", kind: ErrSyntax, at: "line = ", msg: `syntax error at or near "line"`},
+		{query: "SELECT 'é', (  FROM t", kind: ErrSyntax, at: "FROM", msg: `syntax error at or near "FROM"`},
+		{query: "SELECT a FROM t ORDER BY a NULLS FIRST", kind: ErrSyntax, at: "NULLS"},
+
+		{query: "SELECT * FROM nope", kind: ErrUnknownTable, at: "nope", msg: `relation "nope" does not exist`},
+		{query: "SELECT nope FROM nope", kind: ErrUnknownTable, at: "nope", skip: 10},
+		{query: "SELECT 'é' AS x, line FROM docs, Nope", kind: ErrUnknownTable, at: "Nope", msg: `relation "nope" does not exist`},
+		{query: "SELECT 1; SELECT * FROM docs JOIN nope ON true", kind: ErrUnknownTable, at: "nope"},
+		{query: "SELECT x.line FROM docs", kind: ErrUnknownTable, at: "x.line"},
+
+		{query: "SELECT nope FROM docs", kind: ErrUnknownColumn, at: "nope", msg: `column "nope" does not exist`},
+		{query: "SELECT line FROM docs WHERE length(linee) > 1", kind: ErrUnknownColumn, at: "linee"},
+		{query: "SELECT docs.nope FROM docs", kind: ErrUnknownColumn, at: "docs.nope", msg: "column docs.nope does not exist"},
+		{query: "SELECT id FROM orders o JOIN customers c ON o.customer_id = c.id", kind: ErrAmbiguousColumn, at: "id", msg: `column reference "id" is ambiguous`},
+		{query: "SELECT 1 FROM orders o JOIN customers c ON id = 1", kind: ErrAmbiguousColumn, at: "id = 1"},
+
+		{query: "SELECT region, name FROM customers GROUP BY region", kind: ErrGrouping, at: "name",
+			msg: `column "customers.name" must appear in the GROUP BY clause or be used in an aggregate function`},
+		{query: "SELECT c.region, c.name FROM customers c GROUP BY 1", kind: ErrGrouping, at: "c.name",
+			msg: `column "c.name" must appear in the GROUP BY clause or be used in an aggregate function`},
+		{query: "SELECT count(*) FROM docs WHERE count(*) > 1", kind: ErrGrouping, at: "count(*) >", msg: "aggregate functions are not allowed in WHERE"},
+
+		{query: "SELECT line FROM docs WHERE 1", kind: ErrType, at: "1", msg: "argument of WHERE must be type boolean, not type bigint"},
+		{query: "SELECT line FROM docs WHERE line", kind: ErrType, at: "line", skip: 10},
+		{query: "SELECT count(*) FROM docs HAVING count(*)", kind: ErrType, at: "count(*)", skip: 10, msg: "argument of HAVING must be type boolean, not type bigint"},
+		{query: "SELECT 1 FROM orders o JOIN customers c ON o.id + c.id", kind: ErrType, at: "o.id +", msg: "argument of JOIN/ON must be type boolean, not type bigint"},
+		{query: "SELECT 1 AND line FROM docs", kind: ErrType, at: "1 AND", msg: "argument of AND must be type boolean, not type bigint"},
+		{query: "SELECT CASE WHEN true THEN 1 ELSE 'x' END", kind: ErrType, at: "CASE"},
+		{query: "SELECT CAST(ts AS DOUBLE) FROM orders", kind: ErrType, at: "CAST", msg: "cannot cast type timestamp to double"},
+		{query: "SELECT line + 1 FROM docs", kind: ErrUnknownFunction, at: "line +", msg: "operator does not exist: text + bigint"},
+		{query: "SELECT lower(1)", kind: ErrUnknownFunction, at: "lower", msg: "function lower(bigint) does not exist"},
+		{query: "SELECT nosuch(line) FROM docs", kind: ErrUnknownFunction, at: "nosuch", msg: "function nosuch(text) does not exist"},
+		{query: "SELECT id FROM orders WHERE id = 'abc'", kind: ErrInvalidValue, at: "id =", skip: 20},
+
+		{query: "SELECT * FROM orders o JOIN customers c ON o.amount > c.score", kind: ErrUnsupported, at: "o.amount", msg: "only equi-joins are supported: the join needs a condition left_column = right_column"},
+		{query: "SELECT * FROM orders, customers", kind: ErrUnsupported},
+		{query: "SELECT (SELECT 1)", kind: ErrUnsupported, at: "(SELECT"},
+		{query: "SELECT line FROM docs UNION SELECT line FROM docs", kind: ErrUnsupported},
+		{query: "SELECT rank() OVER (ORDER BY line) FROM docs", kind: ErrUnsupported, at: "rank"},
+		{query: "SELECT unnest(string_split(line, ' ')), unnest(string_split(line, ',')) FROM docs", kind: ErrUnsupported, at: "unnest", skip: 10},
+		{query: "CREATE TABLE t (a INT)", kind: ErrInvalidValue},
+		{query: "CREATE TABLE docs (a INT) ENGINE=file", kind: ErrDuplicateTable, at: "docs"},
+		{query: "DROP TABLE nope", kind: ErrUnknownTable, at: "nope", msg: `table "nope" does not exist`},
+	}
+	for _, c := range cases {
+		t.Run(c.query, func(t *testing.T) {
+			err := bindAll(cat, c.query)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v (%T), want an *Error", err, err)
+			}
+			if !errors.Is(err, c.kind) {
+				t.Errorf("kind: got %v, want %v (%s)", e.Kind, c.kind, e.Msg)
+			}
+			want := 0
+			if c.at != "" {
+				i := strings.Index(c.query[c.skip:], c.at)
+				if i < 0 {
+					t.Fatalf("bad case: %q not in query", c.at)
+				}
+				want = charPos(c.query, c.skip+i)
+			}
+			if c.kind == ErrSyntax && c.at == "" {
+				want = len([]rune(c.query)) + 1
+			}
+			if e.Pos != want {
+				t.Errorf("pos: got %d, want %d (%s)\n%s", e.Pos, want, e.Msg, formatError(c.query, err))
+			}
+			if c.msg != "" && e.Msg != c.msg {
+				t.Errorf("msg: got %q, want %q", e.Msg, c.msg)
+			}
+		})
+	}
+}
+
+// bindAll parses and binds every statement, returning the first error.
+func bindAll(cat CatalogReader, query string) error {
+	stmts, err := Parse(query)
+	if err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if _, err := Bind(s, cat, query); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestParseMultiStatement(t *testing.T) {
+	q := "SELECT 1; SELECT 'é';\n  SELECT line FROM docs"
+	stmts, err := Parse(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stmts) != 3 {
+		t.Fatalf("got %d statements", len(stmts))
+	}
+	for _, s := range stmts {
+		off := s.OriginTextPosition()
+		if q[off:off+len(s.Text())] != s.Text() {
+			t.Errorf("statement %q recorded at %d", s.Text(), off)
+		}
+	}
+}

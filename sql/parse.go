@@ -1,0 +1,142 @@
+package sql
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+
+	// The parser needs a driver for literal values; the test driver is the small
+	// one, with no dependency on the rest of TiDB.
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// sqlMode makes the MySQL dialect read three things as PostgreSQL clients write
+// them: "x" is an identifier (ANSI_QUOTES), a || b is concatenation
+// (PIPES_AS_CONCAT), not OR, and a backslash in a string literal is just a
+// backslash (NO_BACKSLASH_ESCAPES, PostgreSQL's standard_conforming_strings), so
+// that '\s+' reaches regexp_split_to_table intact.
+const sqlMode = mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBackslashEscapes
+
+// Parse parses every statement of query. On failure it returns an *Error of kind
+// ErrSyntax whose Pos points at the offending token, and no statements: a syntax
+// error anywhere means nothing runs.
+//
+// Each statement's OriginTextPosition is set to the byte offset at which its text
+// (Text()) starts in query, so that Bind can place errors in a multi-statement
+// query.
+func Parse(query string) ([]ast.StmtNode, error) {
+	p := parser.New()
+	p.SetSQLMode(sqlMode)
+	stmts, _, err := p.ParseSQL(query)
+	if err != nil {
+		return nil, syntaxError(query, err)
+	}
+	cursor := 0
+	for _, s := range stmts {
+		text := s.Text()
+		if i := strings.Index(query[cursor:], text); i >= 0 && text != "" {
+			s.SetOriginTextPosition(cursor + i)
+			cursor += i + len(text)
+		} else {
+			s.SetOriginTextPosition(cursor)
+		}
+	}
+	return stmts, nil
+}
+
+// tidbSyntaxError matches the scanner's message: the rest of the query from the
+// offending token, truncated at 2048 bytes with the full length given.
+var tidbSyntaxError = regexp.MustCompile(`(?s)^line (\d+) column (\d+) near "(.*)"(.*?)(?:\(total length (\d+)\))?\s*$`)
+
+// syntaxError turns the parser's "line L column C near ..." into PostgreSQL's
+// `syntax error at or near "tok"` with a character position.
+func syntaxError(query string, err error) *Error {
+	m := tidbSyntaxError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return Errorf(ErrSyntax, 0, "syntax error: %s", err.Error())
+	}
+	rest := m[3]
+	restLen := len(rest)
+	if m[5] != "" {
+		restLen, _ = strconv.Atoi(m[5])
+	}
+	off := len(query) - restLen
+	if off < 0 || off > len(query) || !strings.HasPrefix(query[off:], rest) {
+		// Not a suffix of the query as we know it: fall back to line and column.
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		off = lineColOffset(query, line, col)
+	}
+	tok := firstToken(query[off:])
+	if tok == "" {
+		return Errorf(ErrSyntax, charPos(query, len(query)), "syntax error at end of input")
+	}
+	return Errorf(ErrSyntax, charPos(query, off), "syntax error at or near \"%s\"", tok)
+}
+
+// lineColOffset converts a 1-based line and column to a byte offset, clamped to
+// the query.
+func lineColOffset(query string, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(query[off:], '\n')
+		if i < 0 {
+			return len(query)
+		}
+		off += i + 1
+	}
+	return min(off+max(col-1, 0), len(query))
+}
+
+// firstToken returns the SQL token s starts with, roughly as the lexer reads it:
+// a word, a number, a quoted string or identifier, or one punctuation character.
+func firstToken(s string) string {
+	s = strings.TrimLeft(s, " \t\r\n")
+	if s == "" {
+		return ""
+	}
+	isWord := func(r rune) bool {
+		return r == '_' || r == '$' || r >= 0x80 || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+	}
+	switch c := s[0]; {
+	case c == '\'' || c == '"' || c == '`':
+		if end := strings.IndexByte(s[1:], c); end >= 0 {
+			return s[:end+2]
+		}
+		return s
+	case c == '.' || isWord(rune(c)):
+		i := 0
+		for i < len(s) {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if !isWord(r) && !(r == '.' && i == 0) {
+				break
+			}
+			i += n
+		}
+		return s[:i]
+	}
+	for _, op := range []string{"<=>", "<>", "<=", ">=", "!=", "||", "&&", "::", ":="} {
+		if strings.HasPrefix(s, op) {
+			return op
+		}
+	}
+	_, n := utf8.DecodeRuneInString(s)
+	return s[:n]
+}
+
+// charPos converts a byte offset in query into PostgreSQL's 1-based character
+// position.
+func charPos(query string, off int) int {
+	if off < 0 {
+		return 0
+	}
+	if off > len(query) {
+		off = len(query)
+	}
+	return utf8.RuneCountInString(query[:off]) + 1
+}

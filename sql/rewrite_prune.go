@@ -1,0 +1,376 @@
+package sql
+
+import (
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// pruneRoot prunes a whole plan, whose every output column is needed, and makes
+// sure the result has exactly p's schema, names included: removing a Project
+// that only renamed columns must not rename the query's result.
+func pruneRoot(p Plan) Plan {
+	want := p.Schema()
+	need := make([]bool, len(want))
+	for i := range need {
+		need[i] = true
+	}
+	q, m := prune(p, need)
+	if !isIdentityMap(m, len(q.Schema())) {
+		exprs := make([]*expr.Expr, len(m))
+		in := q.Schema()
+		for i, j := range m {
+			exprs[i] = expr.Column(j, in[j].Type, in[j].Name)
+		}
+		return &Project{Input: q, Exprs: exprs, Out: want}
+	}
+	return rename(q, want)
+}
+
+func isIdentityMap(m []int, width int) bool {
+	if len(m) != width {
+		return false
+	}
+	for i, j := range m {
+		if i != j {
+			return false
+		}
+	}
+	return true
+}
+
+// rename gives p's output the names of want (same width and types): in the
+// node that defines them if there is one above any Scan, else by a Project on
+// top.
+func rename(p Plan, want types.Schema) Plan {
+	have := p.Schema()
+	same := true
+	for i := range have {
+		same = same && have[i].Name == want[i].Name
+	}
+	if same {
+		return p
+	}
+	if q, ok := renameInPlace(p, want); ok {
+		return q
+	}
+	exprs := make([]*expr.Expr, len(have))
+	for i, f := range have {
+		exprs[i] = expr.Column(i, f.Type, f.Name)
+	}
+	return &Project{Input: p, Exprs: exprs, Out: want}
+}
+
+func renameInPlace(p Plan, want types.Schema) (Plan, bool) {
+	switch n := p.(type) {
+	case *Project:
+		c := *n
+		c.Out = want
+		return &c, true
+	case *Aggregate:
+		c := *n
+		c.Out = want
+		return &c, true
+	case *Unnest:
+		c := *n
+		c.Out = want
+		return &c, true
+	case *Values:
+		c := *n
+		c.Out = want
+		return &c, true
+	case *Join:
+		c := *n
+		c.Out = want
+		return &c, true
+	case *Filter:
+		in, ok := renameInPlace(n.Input, want)
+		return &Filter{Input: in, Cond: n.Cond}, ok
+	case *Sort:
+		in, ok := renameInPlace(n.Input, want)
+		return &Sort{Input: in, Keys: n.Keys}, ok
+	case *Limit:
+		in, ok := renameInPlace(n.Input, want)
+		return &Limit{Input: in, Offset: n.Offset, Count: n.Count}, ok
+	}
+	return p, false
+}
+
+// prune rewrites p to compute at least the output columns marked in need (one
+// flag per column of p's output). It returns the new plan and where each needed
+// column went (m[i] = its new position, -1 for a column not needed); the new
+// plan may keep columns that were not asked for.
+func prune(p Plan, need []bool) (Plan, []int) {
+	switch n := p.(type) {
+	case *Scan:
+		return pruneScan(n, need)
+	case *Values:
+		m := make([]int, len(need))
+		var keep []int
+		for i := range need {
+			m[i] = -1
+			if need[i] {
+				m[i] = len(keep)
+				keep = append(keep, i)
+			}
+		}
+		c := &Values{Rows: make([][]*expr.Expr, len(n.Rows)), Out: pick(n.Out, keep)}
+		for r, row := range n.Rows {
+			c.Rows[r] = make([]*expr.Expr, len(keep))
+			for j, i := range keep {
+				c.Rows[r][j] = row[i]
+			}
+		}
+		return c, m
+	case *Filter:
+		inNeed := append([]bool{}, need...)
+		columnSet(n.Cond, inNeed)
+		in, m := prune(n.Input, inNeed)
+		return &Filter{Input: in, Cond: remapCols(n.Cond, m)}, m
+	case *Project:
+		return pruneProject(n, need)
+	case *Unnest:
+		inNeed := append([]bool{}, need...)
+		inNeed[n.Col] = true
+		in, m := prune(n.Input, inNeed)
+		out := append(types.Schema{}, in.Schema()...)
+		out[m[n.Col]] = n.Out[n.Col]
+		for i, j := range m {
+			if j >= 0 {
+				out[j].Name = n.Out[i].Name
+			}
+		}
+		return &Unnest{Input: in, Col: m[n.Col], Func: n.Func, Sep: n.Sep, Out: out}, m
+	case *Aggregate:
+		return pruneAggregate(n, need)
+	case *Join:
+		return pruneJoin(n, need)
+	case *Sort:
+		inNeed := append([]bool{}, need...)
+		for _, k := range n.Keys {
+			inNeed[k.Col] = true
+		}
+		in, m := prune(n.Input, inNeed)
+		keys := make([]SortKey, len(n.Keys))
+		for i, k := range n.Keys {
+			keys[i] = k
+			keys[i].Col = m[k.Col]
+		}
+		return &Sort{Input: in, Keys: keys}, m
+	case *Limit:
+		in, m := prune(n.Input, need)
+		c := *n
+		c.Input = in
+		return &c, m
+	}
+	return p, identity(len(need))
+}
+
+func identity(n int) []int {
+	m := make([]int, n)
+	for i := range m {
+		m[i] = i
+	}
+	return m
+}
+
+func pick(s types.Schema, cols []int) types.Schema {
+	out := make(types.Schema, len(cols))
+	for i, c := range cols {
+		out[i] = s[c]
+	}
+	return out
+}
+
+// pruneScan narrows the columns a table source reads. It keeps at least one
+// column, so that batches still carry their rows to count.
+func pruneScan(n *Scan, need []bool) (Plan, []int) {
+	cols := n.Columns
+	if cols == nil {
+		cols = identity(len(n.Table.Columns))
+	}
+	m := make([]int, len(need))
+	var keep []int
+	for i, c := range cols {
+		m[i] = -1
+		if need[i] {
+			m[i] = len(keep)
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == 0 {
+		keep = cols[:1]
+	}
+	if len(keep) == len(n.Table.Columns) && isIdentityMap(keep, len(keep)) {
+		keep = nil
+	}
+	return &Scan{Table: n.Table, Columns: keep}, m
+}
+
+// pruneProject keeps the needed expressions, then merges the Project into a
+// Project or Values below it, or drops it when it passes its input through.
+func pruneProject(n *Project, need []bool) (Plan, []int) {
+	m := make([]int, len(need))
+	var exprs []*expr.Expr
+	var out types.Schema
+	inNeed := make([]bool, len(n.Input.Schema()))
+	for i, e := range n.Exprs {
+		m[i] = -1
+		if need[i] {
+			m[i] = len(exprs)
+			exprs = append(exprs, e)
+			out = append(out, n.Out[i])
+			columnSet(e, inNeed)
+		}
+	}
+	in, im := prune(n.Input, inNeed)
+	if len(exprs) == 0 {
+		// Nothing is read: the input, narrowed as far as it goes, serves (a
+		// Project of no columns would leave batches with no column to count rows).
+		return in, m
+	}
+	for i, e := range exprs {
+		exprs[i] = remapCols(e, im)
+	}
+	switch c := in.(type) {
+	case *Project:
+		if canMerge(exprs, c.Exprs) {
+			merged := make([]*expr.Expr, len(exprs))
+			for i, e := range exprs {
+				merged[i] = foldExpr(substitute(e, c.Exprs))
+			}
+			exprs, in = merged, c.Input
+		}
+	case *Values:
+		v := &Values{Rows: make([][]*expr.Expr, len(c.Rows)), Out: out}
+		for r, row := range c.Rows {
+			v.Rows[r] = make([]*expr.Expr, len(exprs))
+			for i, e := range exprs {
+				v.Rows[r][i] = foldExpr(substitute(e, row))
+			}
+		}
+		return v, m
+	}
+	if isIdentityProject(exprs, in) {
+		// The input's columns are this Project's: m stays valid.
+		return in, m
+	}
+	return &Project{Input: in, Exprs: exprs, Out: out}, m
+}
+
+// canMerge reports whether outer may read inner's expressions directly: each
+// computed (non-column, non-literal) inner expression is read at most once, so
+// merging never computes anything twice.
+func canMerge(outer, inner []*expr.Expr) bool {
+	uses := make([]int, len(inner))
+	for _, e := range outer {
+		for _, c := range e.Columns(nil) {
+			uses[c]++
+		}
+	}
+	for i, e := range inner {
+		if uses[i] > 1 && e.Kind != expr.KindColumn && e.Kind != expr.KindLiteral {
+			return false
+		}
+	}
+	return true
+}
+
+func isIdentityProject(exprs []*expr.Expr, in Plan) bool {
+	s := in.Schema()
+	if len(exprs) != len(s) {
+		return false
+	}
+	for i, e := range exprs {
+		if e.Kind != expr.KindColumn || e.Col != i || e.Type != s[i].Type {
+			return false
+		}
+	}
+	return true
+}
+
+// pruneAggregate drops aggregates nobody reads. Group columns always stay: they
+// define the groups.
+func pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
+	ng := len(n.GroupBy)
+	inNeed := make([]bool, len(n.Input.Schema()))
+	for _, g := range n.GroupBy {
+		inNeed[g] = true
+	}
+	m := make([]int, len(need))
+	var aggs []AggCall
+	out := append(types.Schema{}, n.Out[:ng]...)
+	for i := range m {
+		m[i] = -1
+		if i < ng {
+			m[i] = i
+		}
+	}
+	for j, a := range n.Aggs {
+		if !need[ng+j] {
+			continue
+		}
+		m[ng+j] = ng + len(aggs)
+		aggs = append(aggs, a)
+		out = append(out, n.Out[ng+j])
+		if a.Arg >= 0 {
+			inNeed[a.Arg] = true
+		}
+	}
+	in, im := prune(n.Input, inNeed)
+	groupBy := make([]int, ng)
+	for i, g := range n.GroupBy {
+		groupBy[i] = im[g]
+	}
+	for i := range aggs {
+		if aggs[i].Arg >= 0 {
+			aggs[i].Arg = im[aggs[i].Arg]
+		}
+	}
+	return &Aggregate{Input: in, GroupBy: groupBy, Aggs: aggs, Out: out}, m
+}
+
+func pruneJoin(n *Join, need []bool) (Plan, []int) {
+	nl := len(n.Left.Schema())
+	needL := append([]bool{}, need[:nl]...)
+	needR := append([]bool{}, need[nl:]...)
+	for _, k := range n.LeftKeys {
+		needL[k] = true
+	}
+	for _, k := range n.RightKeys {
+		needR[k] = true
+	}
+	if n.Extra != nil {
+		for _, c := range n.Extra.Columns(nil) {
+			if c < nl {
+				needL[c] = true
+			} else {
+				needR[c-nl] = true
+			}
+		}
+	}
+	l, lm := prune(n.Left, needL)
+	r, rm := prune(n.Right, needR)
+	newNL := len(l.Schema())
+	m := make([]int, len(need))
+	for i := range m {
+		switch {
+		case i < nl:
+			m[i] = lm[i]
+		case rm[i-nl] >= 0:
+			m[i] = newNL + rm[i-nl]
+		default:
+			m[i] = -1
+		}
+	}
+	c := &Join{Left: l, Right: r, Kind: n.Kind, Out: append(append(types.Schema{}, l.Schema()...), r.Schema()...)}
+	for i := range n.LeftKeys {
+		c.LeftKeys = append(c.LeftKeys, lm[n.LeftKeys[i]])
+		c.RightKeys = append(c.RightKeys, rm[n.RightKeys[i]])
+	}
+	if n.Extra != nil {
+		c.Extra = remapCols(n.Extra, m)
+	}
+	// Keep the join's own column names (a Join's Out may differ from its inputs'
+	// schemas only in names, which the root restores anyway).
+	return c, m
+}

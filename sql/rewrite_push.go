@@ -1,0 +1,145 @@
+package sql
+
+import (
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// pushFilters returns a plan equivalent to p filtered by preds (conjuncts over
+// p's output columns), with every filter of p and every pred moved as close to
+// the sources as it may go.
+func pushFilters(p Plan, preds []*expr.Expr) Plan {
+	switch n := p.(type) {
+	case *Filter:
+		return pushFilters(n.Input, append(conjuncts(n.Cond), preds...))
+	case *Project:
+		down := make([]*expr.Expr, len(preds))
+		for i, c := range preds {
+			down[i] = substitute(c, n.Exprs)
+		}
+		c := *n
+		c.Input = pushFilters(n.Input, down)
+		return &c
+	case *Sort:
+		c := *n
+		c.Input = pushFilters(n.Input, preds)
+		return &c
+	case *Unnest:
+		var down, stay []*expr.Expr
+		for _, c := range preds {
+			if reads(c, n.Col) {
+				stay = append(stay, c)
+			} else {
+				down = append(down, c)
+			}
+		}
+		c := *n
+		c.Input = pushFilters(n.Input, down)
+		return filterOver(&c, stay)
+	case *Aggregate:
+		// A condition on group columns only keeps or drops whole groups, so it can
+		// filter the input instead. Without GROUP BY there is one group that
+		// exists even over no rows: nothing moves.
+		var down, stay []*expr.Expr
+		for _, c := range preds {
+			cols := c.Columns(nil)
+			ok := len(n.GroupBy) > 0 && len(cols) > 0
+			for _, col := range cols {
+				ok = ok && col < len(n.GroupBy)
+			}
+			if ok {
+				down = append(down, remapCols(c, n.GroupBy))
+			} else {
+				stay = append(stay, c)
+			}
+		}
+		c := *n
+		c.Input = pushFilters(n.Input, down)
+		return filterOver(&c, stay)
+	case *Join:
+		return pushJoin(n, preds)
+	case *Limit:
+		c := *n
+		c.Input = pushFilters(n.Input, nil)
+		return filterOver(&c, preds)
+	}
+	return filterOver(p, preds)
+}
+
+// pushJoin places conditions above a join: one side's conditions filter that side
+// (for a left join, only the left side: filtering the right would turn
+// NULL-extended rows into missing ones); an inner join takes conditions on both
+// sides into Extra. Single-sided conjuncts of Extra also move down: either side
+// of an inner join, the right side of a left join (a right row that fails never
+// matches; a left row that fails must still be NULL-extended, so those stay).
+func pushJoin(n *Join, preds []*expr.Expr) Plan {
+	nl := len(n.Left.Schema())
+	var left, right, extra, stay []*expr.Expr
+	side := func(c *expr.Expr) int { // -1 left, 1 right, 0 both or none
+		cols := c.Columns(nil)
+		if len(cols) == 0 {
+			return 0
+		}
+		l, r := false, false
+		for _, col := range cols {
+			l = l || col < nl
+			r = r || col >= nl
+		}
+		switch {
+		case l && !r:
+			return -1
+		case r && !l:
+			return 1
+		}
+		return 0
+	}
+	for _, c := range preds {
+		switch s := side(c); {
+		case s < 0:
+			left = append(left, c)
+		case s > 0 && n.Kind == InnerJoin:
+			right = append(right, shift(c, -nl))
+		case n.Kind == InnerJoin && len(c.Columns(nil)) > 0:
+			extra = append(extra, c)
+		default:
+			stay = append(stay, c)
+		}
+	}
+	for _, c := range conjuncts(n.Extra) {
+		switch s := side(c); {
+		case s < 0 && n.Kind == InnerJoin:
+			left = append(left, c)
+		case s > 0:
+			right = append(right, shift(c, -nl))
+		default:
+			extra = append(extra, c)
+		}
+	}
+	c := *n
+	c.Left = pushFilters(n.Left, left)
+	c.Right = pushFilters(n.Right, right)
+	c.Extra = and(extra...)
+	return filterOver(&c, stay)
+}
+
+// reads reports whether e reads column col.
+func reads(e *expr.Expr, col int) bool {
+	for _, c := range e.Columns(nil) {
+		if c == col {
+			return true
+		}
+	}
+	return false
+}
+
+// filterOver puts a Filter of preds over p, or returns p when there are none.
+func filterOver(p Plan, preds []*expr.Expr) Plan {
+	if len(preds) == 0 {
+		return p
+	}
+	cond := and(preds...)
+	if cond.Type.ID != types.Bool {
+		cond = expr.Cast(cond, types.BoolType)
+	}
+	return &Filter{Input: p, Cond: cond}
+}
