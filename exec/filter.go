@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -225,13 +226,24 @@ func gatherArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Arra
 		}
 		ob := newBuffer(mem, (n+1)*4)
 		dst := arrow.Int32Traits.CastFromBytes(ob.Bytes())
-		db := newBuffer(mem, total)
+		// Eight bytes of slack let short strings (most words) move as one 8-byte
+		// load and store instead of a copy call; the bytes past a string are
+		// overwritten by the next one. The source side may read past a string's
+		// end only within its buffer (Arrow pads buffers to 64 bytes).
+		db := newBuffer(mem, total+8)
 		out := db.Bytes()
 		pos := int32(0)
 		for j, i := range idx {
 			dst[j] = pos
-			if i >= 0 {
-				pos += int32(copy(out[pos:], data[offs[i]:offs[i+1]]))
+			if i < 0 {
+				continue
+			}
+			lo, hi := offs[i], offs[i+1]
+			if hi-lo <= 8 && int(lo)+8 <= len(data) {
+				binary.LittleEndian.PutUint64(out[pos:pos+8], binary.LittleEndian.Uint64(data[lo:lo+8]))
+				pos += hi - lo
+			} else {
+				pos += int32(copy(out[pos:], data[lo:hi]))
 			}
 		}
 		dst[n] = pos

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"regexp"
 	"regexp/syntax"
 
@@ -181,9 +182,8 @@ func asciiSet(re *syntax.Regexp) (*[256]bool, bool) {
 // literalSplitter splits on every occurrence of sep (not empty).
 func literalSplitter(sep string) func(w *pieceWriter, row int32, s []byte) {
 	if len(sep) == 1 {
-		var set [256]bool
-		set[sep[0]] = true
-		return func(w *pieceWriter, row int32, s []byte) { splitByteSet(w, row, s, &set) }
+		c := sep[0]
+		return func(w *pieceWriter, row int32, s []byte) { splitByte(w, row, s, c) }
 	}
 	bsep := []byte(sep)
 	return func(w *pieceWriter, row int32, s []byte) {
@@ -206,6 +206,33 @@ func splitByteSet(w *pieceWriter, row int32, s []byte, set *[256]bool) {
 		if set[c] {
 			w.piece(row, s[start:j])
 			start = j + 1
+		}
+	}
+	w.piece(row, s[start:])
+}
+
+// splitByte splits at every byte c, finding them eight bytes at a time: x is
+// zero exactly in the bytes equal to c, and the SWAR test below sets the high
+// bit of exactly those bytes (the add cannot carry across bytes because the low
+// seven bits are masked first).
+func splitByte(w *pieceWriter, row int32, s []byte, c byte) {
+	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	rep := uint64(c) * 0x0101010101010101
+	start, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:]) ^ rep
+		m := ^(((x & lo7) + lo7) | x | lo7) & hi
+		for m != 0 {
+			j := i + bits.TrailingZeros64(m)>>3
+			w.piece(row, s[start:j])
+			start = j + 1
+			m &= m - 1
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] == c {
+			w.piece(row, s[start:i])
+			start = i + 1
 		}
 	}
 	w.piece(row, s[start:])

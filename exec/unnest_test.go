@@ -156,7 +156,7 @@ func (c opTestChain) CollectSignal(ctx context.Context, s Signal) error {
 // (already lower-cased) into words and pre-aggregate count(*) by word, as the
 // partial half of a two-phase aggregation does before the exchange.
 func BenchmarkUnnestCount(b *testing.B) {
-	raw, err := os.ReadFile("../../shared/data/kjv.txt")
+	raw, err := os.ReadFile("../data/kjv.txt")
 	if err != nil {
 		b.Skipf("corpus: %v", err)
 	}

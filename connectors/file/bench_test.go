@@ -22,7 +22,7 @@ func (discard) CollectSignal(context.Context, exec.Signal) error { return nil }
 // BenchmarkText reads ten copies of the WordCount corpus (44 MB) as text with one
 // subtask: the input path of WordCount. Recorded figures belong in bench/.
 func BenchmarkText(b *testing.B) {
-	kjv, err := os.ReadFile("../../../shared/data/kjv.txt")
+	kjv, err := os.ReadFile("../../data/kjv.txt")
 	if err != nil {
 		b.Skip("no corpus:", err)
 	}

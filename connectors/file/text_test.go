@@ -106,10 +106,10 @@ func TestText(t *testing.T) {
 func TestTextKJV(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	path := "../../../shared/data/kjv.txt"
+	path := "../../data/kjv.txt"
 	content, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("the WordCount corpus should be beside the repository: %v", err)
+		t.Fatalf("the WordCount corpus is data/kjv.txt in the repository: %v", err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -78,6 +78,13 @@ func compareInto(t types.Type, mask uint8, a, b arrow.Array, n int, out []byte) 
 		if mask == cmpMask("=") || mask == cmpMask("<>") {
 			// Equality needs no ordering: lengths differ in most rows.
 			want := mask == cmpMask("=")
+			if x.m == 0 && y.m != 0 {
+				x, y = y, x
+			}
+			if y.m == 0 && x.m != 0 {
+				equalsLiteral(x, y.row(0), n, want, out)
+				return nil
+			}
 			for i := range n {
 				if bytes.Equal(x.row(i), y.row(i)) == want {
 					bitutil.SetBit(out, i)
@@ -295,4 +302,18 @@ func inLiterals(t types.Type, x arrow.Array, lits []types.Value, found []byte, m
 
 func errBadType(what string, t types.Type) error {
 	return newError(ErrBadExpression, "expr: %s has no kernel for type %s", what, t)
+}
+
+// equalsLiteral sets bit i of out when (row i of column x equals lit) == want.
+// The lengths, read from the offsets alone, decide most rows (all of them for
+// the common `s <> ”`).
+func equalsLiteral(x textArg, lit []byte, n int, want bool, out []byte) {
+	offs, data, l := x.offs, x.data, int32(len(lit))
+	for i := range n {
+		lo, hi := offs[i], offs[i+1]
+		eq := hi-lo == l && (l == 0 || bytes.Equal(data[lo:hi], lit))
+		if eq == want {
+			bitutil.SetBit(out, i)
+		}
+	}
 }

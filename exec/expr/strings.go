@@ -6,6 +6,7 @@ package expr
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -98,18 +99,16 @@ func evalCaseMap(c *call) (arrow.Array, error) {
 	}
 	valid, nulls := validity(c.mem, c.n, c.args[0])
 	src := in.all()
-	if isASCII(src) {
+	data, d := newValues[uint8](c.mem, len(src))
+	if asciiCaseMap(d, src, c.e.Func == "upper") {
 		offs, o := newValues[int32](c.mem, c.n+1)
 		base := in.offs[0]
 		for i, v := range in.offs {
 			o[i] = v - base
 		}
-		data, d := newValues[uint8](c.mem, len(src))
-		for i, ch := range src {
-			d[i] = table[ch]
-		}
 		return finish(arrow.BinaryTypes.String, c.n, nulls, valid, offs, data), nil
 	}
+	data.Release()
 	sb := newStringBuilder(c.mem, c.n, len(src))
 	for i := range c.n {
 		s := in.row(i)
@@ -381,4 +380,42 @@ func evalReverse(c *call) (arrow.Array, error) {
 	}
 	sb.valid, sb.nulls = valid, nulls
 	return sb.array(), nil
+}
+
+// asciiCaseMap writes src lower-cased (or upper-cased) into dst, eight bytes at a
+// time, and reports true; if src has a byte outside ASCII it stops and reports
+// false, leaving dst partly written. For a byte b < 0x80, b+0x3f has its high bit
+// set iff b >= 'A', and b+0x25 iff b > 'Z' (no carry can cross into the next
+// byte), so the two sums mark the upper-case letters, whose 0x20 bit is then set.
+func asciiCaseMap(dst, src []byte, upper bool) bool {
+	const hi = 0x8080808080808080
+	addA, addZ := uint64(0x3f3f3f3f3f3f3f3f), uint64(0x2525252525252525) // 'A'..'Z'
+	if upper {
+		addA, addZ = 0x1f1f1f1f1f1f1f1f, 0x0505050505050505 // 'a'..'z'
+	}
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		w := binary.LittleEndian.Uint64(src[i:])
+		if w&hi != 0 {
+			return false
+		}
+		m := ((w + addA) &^ (w + addZ)) & hi
+		if upper {
+			w &^= m >> 2
+		} else {
+			w |= m >> 2
+		}
+		binary.LittleEndian.PutUint64(dst[i:], w)
+	}
+	table := &lowerASCII
+	if upper {
+		table = &upperASCII
+	}
+	for ; i < len(src); i++ {
+		if src[i] >= utf8.RuneSelf {
+			return false
+		}
+		dst[i] = table[src[i]]
+	}
+	return true
 }
