@@ -126,7 +126,11 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 		}
 		j.mu.Unlock()
 		close(j.done)
-		jm.log.Info("job ended", "job", id, "state", j.State(), "err", j.Err())
+		if j.Err() != nil {
+			jm.log.Info("job ended", "job", id, "state", j.State(), "err", j.Err())
+		} else {
+			jm.log.Debug("job ended", "job", id, "state", j.State())
+		}
 	}()
 	return j, nil
 }

@@ -413,33 +413,31 @@ func hashKey(p []byte, seed uint64) (h, first uint64) {
 
 // keyTable maps keys to dense ids 0, 1, 2, ... in order of first insertion. Keys
 // live in one byte arena, so a table of a million words is a handful of
-// allocations. Open addressing with linear probing, at most half full. A slot
-// holds, in 16 bytes, the high 24 bits of the key's hash, its length (capped at
-// 255), id+1 (0 = empty) and the key's first 8 bytes: a key of up to 8 bytes
-// (most words) is found or refuted without leaving the slot's cache line;
-// longer keys compare the rest in the arena.
+// allocations. Open addressing with linear probing, at most half full. A slot is
+// 8 bytes: the high 24 bits of the key's hash, its length (capped at 255) and
+// id+1 (0 = empty), so a vocabulary of 100k words probes a 1 MiB slot array that
+// stays in L2. Each key's first 8 bytes are kept per id in words: a key of up to
+// 8 bytes (most words) is compared with one more load, which for frequent words
+// (low ids, inserted first) is a cache hit; longer keys compare the rest in the
+// arena.
 type keyTable struct {
 	seed   uint64
-	slots  []keySlot
+	slots  []uint64
 	mask   uint64
 	arena  []byte
 	starts []int // key g is arena[starts[g]:starts[g]+lens[g]]
 	lens   []uint32
 	hashes []uint64
+	words  []uint64 // words[g] is key g's first 8 bytes, zero-padded
 	// nullID is the id of the NULL key of a raw table, or -1.
 	nullID int32
 	// touched keeps touch's loads from being optimised away.
 	touched uint64
 }
 
-type keySlot struct {
-	meta uint64 // hash>>40<<40 | min(len, 255)<<32 | id+1
-	word uint64
-}
-
 func newKeyTable() *keyTable {
 	t := &keyTable{seed: maphash.Comparable(maphash.MakeSeed(), 0), nullID: -1}
-	t.slots = make([]keySlot, 1024)
+	t.slots = make([]uint64, 1024)
 	t.mask = uint64(len(t.slots) - 1)
 	return t
 }
@@ -447,11 +445,12 @@ func newKeyTable() *keyTable {
 // len returns the number of keys.
 func (t *keyTable) len() int { return len(t.starts) }
 
-func (t *keyTable) add(key []byte, h uint64) uint32 {
+func (t *keyTable) add(key []byte, h, w uint64) uint32 {
 	g := uint32(len(t.starts))
 	t.starts = append(t.starts, len(t.arena))
 	t.lens = append(t.lens, uint32(len(key)))
 	t.hashes = append(t.hashes, h)
+	t.words = append(t.words, w)
 	t.arena = append(t.arena, key...)
 	return g
 }
@@ -460,9 +459,12 @@ func slotTag(h uint64, n int) uint64 {
 	return h>>40<<40 | uint64(min(n, 255))<<32
 }
 
-// longEqual reports whether key g, which matches key in length (up to 255) and
-// first word, equals it.
-func (t *keyTable) longEqual(g uint32, key []byte) bool {
+// equal reports whether key g, whose slot tag (hash bits and length up to 255)
+// matches key's, equals key, whose first 8 bytes are w.
+func (t *keyTable) equal(g uint32, key []byte, w uint64) bool {
+	if t.words[g] != w {
+		return false
+	}
 	if len(key) <= 8 {
 		return true
 	}
@@ -477,17 +479,17 @@ func (t *keyTable) longEqual(g uint32, key []byte) bool {
 func (t *keyTable) findOrInsert(key []byte, h, w uint64) uint32 {
 	tag := slotTag(h, len(key))
 	for p := h & t.mask; ; p = (p + 1) & t.mask {
-		sl := &t.slots[p]
-		if sl.meta == 0 {
-			g := t.add(key, h)
-			sl.meta, sl.word = tag|uint64(g+1), w
+		m := t.slots[p]
+		if m&^0xffffffff == tag && t.equal(uint32(m)-1, key, w) {
+			return uint32(m) - 1
+		}
+		if m == 0 {
+			g := t.add(key, h, w)
+			t.slots[p] = tag | uint64(g+1)
 			if uint64(len(t.starts))*2 > t.mask {
 				t.grow()
 			}
 			return g
-		}
-		if sl.meta&^0xffffffff == tag && sl.word == w && t.longEqual(uint32(sl.meta)-1, key) {
-			return uint32(sl.meta) - 1
 		}
 	}
 }
@@ -496,28 +498,28 @@ func (t *keyTable) findOrInsert(key []byte, h, w uint64) uint32 {
 func (t *keyTable) find(key []byte, h, w uint64) int32 {
 	tag := slotTag(h, len(key))
 	for p := h & t.mask; ; p = (p + 1) & t.mask {
-		sl := &t.slots[p]
-		if sl.meta == 0 {
+		m := t.slots[p]
+		if m == 0 {
 			return -1
 		}
-		if sl.meta&^0xffffffff == tag && sl.word == w && t.longEqual(uint32(sl.meta)-1, key) {
-			return int32(uint32(sl.meta) - 1)
+		if m&^0xffffffff == tag && t.equal(uint32(m)-1, key, w) {
+			return int32(uint32(m) - 1)
 		}
 	}
 }
 
 func (t *keyTable) grow() {
-	slots := make([]keySlot, 2*len(t.slots))
+	slots := make([]uint64, 2*len(t.slots))
 	mask := uint64(len(slots) - 1)
-	for _, sl := range t.slots {
-		if sl.meta == 0 {
+	for _, m := range t.slots {
+		if m == 0 {
 			continue
 		}
-		p := t.hashes[uint32(sl.meta)-1] & mask
-		for slots[p].meta != 0 {
+		p := t.hashes[uint32(m)-1] & mask
+		for slots[p] != 0 {
 			p = (p + 1) & mask
 		}
-		slots[p] = sl
+		slots[p] = m
 	}
 	t.slots, t.mask = slots, mask
 }
@@ -526,7 +528,7 @@ func (t *keyTable) grow() {
 // has an empty arena entry and no slot.
 func (t *keyTable) nullGroup() uint32 {
 	if t.nullID < 0 {
-		t.nullID = int32(t.add(nil, 0))
+		t.nullID = int32(t.add(nil, 0, 0))
 	}
 	return uint32(t.nullID)
 }
@@ -561,7 +563,7 @@ func (t *keyTable) touch(hs []uint64) {
 	var sum uint64
 	slots, mask := t.slots, t.mask
 	for _, h := range hs {
-		sum += slots[h&mask].meta
+		sum += slots[h&mask]
 	}
 	t.touched = sum
 }

@@ -291,14 +291,21 @@ func startTestServer(t *testing.T) string {
 
 func connectPgx(t *testing.T, ctx context.Context, addr string) *pgx.Conn {
 	t.Helper()
+	conn, err := pgx.ConnectConfig(ctx, pgxConfig(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// pgxConfig is the client configuration of the tests: the simple query protocol,
+// since the server does not speak the extended one yet.
+func pgxConfig(t *testing.T, addr string) *pgx.ConnConfig {
+	t.Helper()
 	cfg, err := pgx.ParseConfig("postgres://hummer@" + addr + "/hummer?sslmode=disable")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return cfg
 }
