@@ -1,0 +1,285 @@
+// Command wordcount is the WordCount benchmark of issue 3: Hummer through its real user
+// path (`hummer serve` and a PostgreSQL client) against DuckDB, mawk and a hand-written
+// Go counter, interleaved in one run on 10 and 50 copies of kjv.txt. It checks every
+// result against a reference, writes results/ (JSON and a PNG plot) and regenerates
+// README.md from them.
+//
+// Run it from bench/ (`make bench` does): go run ./cmd/wordcount -repo ..
+// With -render FILE it only redraws the plot and README from a results file.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hummer-db/hummer/bench/counts"
+)
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.repo, "repo", "..", "the Hummer repository (holds cmd/hummer and data/kjv.txt)")
+	flag.StringVar(&cfg.hummer, "hummer", "", "a hummer binary to use instead of building one from -repo")
+	copies := flag.String("copies", "10,50", "input sizes, in copies of kjv.txt")
+	flag.IntVar(&cfg.reps, "reps", 5, "interleaved runs of every contender per input; medians are reported")
+	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
+	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
+	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
+	render := flag.String("render", "", "only redraw the plot and README from this results JSON")
+	flag.Parse()
+	var err error
+	if *render != "" {
+		err = rerender(*render, cfg)
+	} else {
+		for f := range strings.SplitSeq(*copies, ",") {
+			n, perr := strconv.Atoi(strings.TrimSpace(f))
+			if perr != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "wordcount: -copies: %q is not a positive number\n", f)
+				os.Exit(2)
+			}
+			cfg.copies = append(cfg.copies, n)
+		}
+		err = run(context.Background(), cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wordcount:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	repo, hummer, results, readme, work string
+	copies                              []int
+	reps                                int
+}
+
+func run(ctx context.Context, cfg config) error {
+	start := time.Now()
+	cpus := runtime.NumCPU()
+	rep := &report{
+		Date:    start.UTC().Format(time.RFC3339),
+		Machine: readMachine(cpus),
+		Reps:    cfg.reps,
+	}
+	rep.Machine.LoadAvg = loadAvg()
+	work := cfg.work
+	if work == "" {
+		var err error
+		if work, err = os.MkdirTemp("", "hummer-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+	}
+	repo, err := filepath.Abs(cfg.repo)
+	if err != nil {
+		return err
+	}
+
+	// Binaries: the contenders run as compiled programs, never under `go run`.
+	hummerBin := cfg.hummer
+	if hummerBin == "" {
+		hummerBin = filepath.Join(work, "hummer")
+		if err := goBuild(repo, hummerBin, "./cmd/hummer"); err != nil {
+			return err
+		}
+	}
+	duckwc, gowc, measure := filepath.Join(work, "duckwc"), filepath.Join(work, "gowc"), filepath.Join(work, "measure")
+	for bin, pkg := range map[string]string{duckwc: "./cmd/duckwc", gowc: "./cmd/gowc", measure: "./cmd/measure"} {
+		if err := goBuild(".", bin, pkg); err != nil {
+			return err
+		}
+	}
+	if rep.Versions, err = readVersions(repo, duckwc); err != nil {
+		return err
+	}
+	duckSQL, err := output(duckwc, "-print", "%s")
+	if err != nil {
+		return err
+	}
+
+	// Inputs, their reference counts, and a first read so that every contender finds
+	// them in the page cache.
+	kjv, err := os.ReadFile(filepath.Join(repo, "data", "kjv.txt"))
+	if err != nil {
+		return err
+	}
+	var inputs []*input
+	for _, n := range cfg.copies {
+		in := &input{Copies: n, Path: filepath.Join(work, fmt.Sprintf("kjv-x%d.txt", n)), Table: fmt.Sprintf("kjv_x%d", n)}
+		in.Bytes = int64(n * len(kjv))
+		if err := os.WriteFile(in.Path, slices.Repeat(kjv, n), 0o644); err != nil {
+			return err
+		}
+		progress("reference counts of %d x kjv.txt (%.0f MB)", n, float64(in.Bytes)/1e6)
+		if in.Ref, err = counts.Reference(in.Path); err != nil {
+			return err
+		}
+		inputs = append(inputs, in)
+		rep.Inputs = append(rep.Inputs, inputReport{Copies: n, Bytes: in.Bytes, Reference: counts.Of(in.Ref)})
+	}
+
+	h, err := startHummer(ctx, hummerBin, work)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	for _, in := range inputs {
+		if err := h.createTable(ctx, in.Table, in.Path); err != nil {
+			return err
+		}
+	}
+	cs := contenders(h, measure, duckwc, strings.TrimSpace(duckSQL), gowc, cpus)
+	floor, _, err := runChild(ctx, measure, filepath.Join(work, "measure.json"), "true")
+	if err != nil {
+		return err
+	}
+	rep.Machine.RSSFloorMiB = mib(floor.PeakRSS)
+	for _, c := range cs {
+		rep.Contenders = append(rep.Contenders, contenderReport{Name: c.Name, Notes: c.Notes, Query: c.Query})
+	}
+
+	others, err := startOtherWork(h.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, in := range inputs {
+		// Hummer's one warm-up: its first query pays for lazily built state (and
+		// the page cache is warm for everyone).
+		if _, _, err := h.run(ctx, cpus, fmt.Sprintf(wordCountSQL, in.Table)); err != nil {
+			return fmt.Errorf("hummer warm-up on %d copies: %w", in.Copies, err)
+		}
+		wants := make([]counts.Digest, len(cs))
+		for i, c := range cs {
+			wants[i] = counts.Of(c.Want(in.Ref))
+		}
+		for r := range cfg.reps {
+			// Interleaved, and rotated each repetition so that no contender always
+			// runs right after the same other one.
+			for k := range cs {
+				i := (k + r) % len(cs)
+				c := cs[i]
+				m, got, err := c.Run(ctx, in)
+				if err == nil && got != wants[i] {
+					err = fmt.Errorf("wrong result: got %v, want %v", got, wants[i])
+				}
+				run := runReport{Contender: c.Name, Copies: in.Copies, Rep: r + 1,
+					WallS: m.Wall.Seconds(), CPUS: m.CPU.Seconds(), PeakRSSMiB: mib(m.PeakRSS), Result: got}
+				if m.RSSBefore != 0 {
+					run.RSSBeforeMiB = mib(m.RSSBefore)
+				}
+				if err != nil {
+					run.Error = err.Error()
+					failed++
+					progress("%d x, run %d/%d, %-22s FAILED: %v", in.Copies, r+1, cfg.reps, c.Name, err)
+				} else {
+					progress("%d x, run %d/%d, %-22s %6.3f s wall %6.3f s CPU %7.1f MiB peak RSS",
+						in.Copies, r+1, cfg.reps, c.Name, m.Wall.Seconds(), m.CPU.Seconds(), mib(m.PeakRSS))
+				}
+				rep.Runs = append(rep.Runs, run)
+			}
+		}
+	}
+	runs, other, steal, err := others.done()
+	if err != nil {
+		return err
+	}
+	rep.Machine.RunsS, rep.Machine.OtherCPUS, rep.Machine.StealS = round(runs.Seconds(), 1), round(other.Seconds(), 1), round(steal.Seconds(), 1)
+	rep.DurationS = round(time.Since(start).Seconds(), 1)
+	rep.summarise()
+
+	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
+		return err
+	}
+	stamp := start.UTC().Format("20060102-150405")
+	for _, name := range []string{"wordcount-" + stamp + ".json", "latest.json"} {
+		if err := rep.writeJSON(filepath.Join(cfg.results, name)); err != nil {
+			return err
+		}
+	}
+	if err := publish(rep, cfg); err != nil {
+		return err
+	}
+	rep.writeTable(os.Stdout)
+	if failed > 0 {
+		return fmt.Errorf("%d runs failed (see the table and %s)", failed, filepath.Join(cfg.results, "latest.json"))
+	}
+	return nil
+}
+
+// publish draws the plot and regenerates the README from rep.
+func publish(rep *report, cfg config) error {
+	if err := plotThroughput(rep, filepath.Join(cfg.results, plotFile)); err != nil {
+		return err
+	}
+	if cfg.readme == "" {
+		return nil
+	}
+	return os.WriteFile(cfg.readme, []byte(rep.readme(cfg.results)), 0o644)
+}
+
+func rerender(path string, cfg config) error {
+	rep, err := readReport(path)
+	if err != nil {
+		return err
+	}
+	rep.summarise() // from the runs, so changes to the summary apply too
+	if err := publish(rep, cfg); err != nil {
+		return err
+	}
+	rep.writeTable(os.Stdout)
+	return nil
+}
+
+func goBuild(dir, out, pkg string) error {
+	progress("go build -o %s %s (in %s)", out, pkg, dir)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return nil
+}
+
+func output(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+func readVersions(repo, duckwc string) (versions, error) {
+	var v versions
+	v.Go = runtime.Version()
+	d, err := output(duckwc, "-version")
+	if err != nil {
+		return v, err
+	}
+	v.DuckDB = strings.TrimSpace(d)
+	m, err := exec.Command("mawk", "-W", "version").CombinedOutput()
+	if err != nil {
+		return v, fmt.Errorf("mawk -W version: %w (install it: apt-get install -y mawk)", err)
+	}
+	v.Mawk, _, _ = strings.Cut(string(m), "\n")
+	g, err := output("git", "-C", repo, "describe", "--always", "--dirty")
+	if err != nil {
+		g = "unknown (not a git checkout)"
+	}
+	v.Hummer = strings.TrimSpace(g)
+	return v, nil
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func mib(b int64) float64 { return round(float64(b)/(1<<20), 1) }
