@@ -31,7 +31,7 @@ func BenchmarkWordCount(b *testing.B) {
 		f.Write(kjv)
 	}
 	f.Close()
-	eng, err := openEngine(dir, 0, nil, nil)
+	eng, err := openEngine(dir, 2, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,11 +57,17 @@ func BenchmarkWordCount(b *testing.B) {
 		b.Fatal(err)
 	}
 	q := `SELECT word, COUNT(*) AS n FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM docs) AS t WHERE word <> '' GROUP BY word`
-	b.SetBytes(int64(10 * len(kjv)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := s.Exec(ctx, q, drain); err != nil {
-			b.Fatal(err)
-		}
+	for _, par := range []int{2, 1} {
+		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
+			if err := s.Exec(ctx, fmt.Sprintf("SET parallelism = %d", par), drain); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(10 * len(kjv)))
+			for i := 0; i < b.N; i++ {
+				if err := s.Exec(ctx, q, drain); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
