@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -133,50 +132,17 @@ func (o *outputCollector) sendHashed(ctx context.Context, e *edgeWriter, b Batch
 			}
 			continue
 		}
-		sub, err := TakeBatch(ctx, o.mem, b, idx)
+		rec, err := gatherRecord(o.mem, b.Rec, idx)
 		if err != nil {
 			return err
 		}
+		sub := Batch{Rec: rec, Ops: gatherOps(b.Ops, idx)}
 		if err := e.targets[p].send(ctx, sub, Signal{}); err != nil {
 			sub.Rec.Release()
 			return err
 		}
 	}
 	return nil
-}
-
-// TakeBatch returns a new batch of the rows of b at idx, in that order, allocated
-// from mem. The caller releases it.
-func TakeBatch(ctx context.Context, mem memory.Allocator, b Batch, idx []int32) (Batch, error) {
-	ib := array.NewInt32Builder(mem)
-	ib.AppendValues(idx, nil)
-	indices := ib.NewArray()
-	ib.Release()
-	defer indices.Release()
-	ctx = compute.WithAllocator(ctx, mem)
-	cols := make([]arrow.Array, b.Rec.NumCols())
-	for i := range cols {
-		c, err := compute.TakeArrayOpts(ctx, b.Rec.Column(i), indices, compute.TakeOptions{BoundsCheck: false})
-		if err != nil {
-			for _, done := range cols[:i] {
-				done.Release()
-			}
-			return Batch{}, fmt.Errorf("exec: take: %w", err)
-		}
-		cols[i] = c
-	}
-	rec := array.NewRecordBatch(b.Rec.Schema(), cols, int64(len(idx)))
-	for _, c := range cols {
-		c.Release()
-	}
-	out := Batch{Rec: rec}
-	if b.Ops != nil {
-		out.Ops = make([]ChangeKind, len(idx))
-		for i, j := range idx {
-			out.Ops[i] = b.Ops[j]
-		}
-	}
-	return out, nil
 }
 
 // HashRows writes into out (len = rows) a hash of each row's key columns. Equal

@@ -76,7 +76,10 @@ type pieceWriter struct {
 	data []byte  // output string bytes
 	pos  int32   // bytes used in data
 	offs []int32 // offs[k+1] is the end of piece k
-	rep  []int32 // rep[k] is the input row of piece k
+	rep  []int32 // rep[k] is the input row of piece k, when keepRows
+	// keepRows is set when other columns or change kinds must be repeated per
+	// piece; a batch of the split column alone (WordCount's) needs no rep.
+	keepRows bool
 }
 
 func (w *pieceWriter) piece(row int32, p []byte) {
@@ -92,7 +95,9 @@ func (w *pieceWriter) piece(row int32, p []byte) {
 	}
 	w.pos = int32(pos)
 	w.offs = append(w.offs, w.pos)
-	w.rep = append(w.rep, row)
+	if w.keepRows {
+		w.rep = append(w.rep, row)
+	}
 }
 
 // splitterFor returns the function that splits one string for fn and sep.
@@ -319,6 +324,7 @@ func (o *unnestOp) ProcessBatch(ctx context.Context, input int, b Batch, out Col
 	w.data, w.pos = db.Bytes(), 0
 	w.offs = append(w.offs[:0], 0)
 	w.rep = w.rep[:0]
+	w.keepRows = rec.NumCols() > 1 || b.Ops != nil
 	valid, voff := validityOf(str)
 	for i := range n {
 		if valid != nil && !bitutil.BitIsSet(valid, voff+i) {
@@ -327,7 +333,7 @@ func (o *unnestOp) ProcessBatch(ctx context.Context, input int, b Batch, out Col
 		o.split(w, int32(i), data[offs[i]:offs[i+1]])
 	}
 	w.data = nil
-	k := len(w.rep)
+	k := len(w.offs) - 1
 	if k == 0 {
 		return nil
 	}
@@ -361,7 +367,11 @@ func (o *unnestOp) ProcessBatch(ctx context.Context, input int, b Batch, out Col
 		return fmt.Errorf("unnest: %w", err)
 	}
 	defer out2.Release()
-	return out.Collect(ctx, Batch{Rec: out2, Ops: gatherOps(b.Ops, w.rep)})
+	var ops []ChangeKind
+	if b.Ops != nil {
+		ops = gatherOps(b.Ops, w.rep)
+	}
+	return out.Collect(ctx, Batch{Rec: out2, Ops: ops})
 }
 
 func (o *unnestOp) ProcessSignal(ctx context.Context, input int, s Signal, out Collector) error {
