@@ -216,11 +216,11 @@ func appendText(dst []byte, a arrow.Array, t types.Type, i int) []byte {
 	case types.Int64:
 		return strconv.AppendInt(dst, a.(*array.Int64).Value(i), 10)
 	case types.Float64:
-		return appendFloat(dst, a.(*array.Float64).Value(i))
+		return types.AppendFloat(dst, a.(*array.Float64).Value(i))
 	case types.Decimal:
-		return appendDecimal(dst, a.(*array.Decimal128).Value(i), int(t.Scale))
+		return types.AppendDecimal(dst, a.(*array.Decimal128).Value(i), int(t.Scale))
 	case types.Timestamp:
-		return appendTimestamp(dst, int64(a.(*array.Timestamp).Value(i)))
+		return types.AppendTimestamp(dst, int64(a.(*array.Timestamp).Value(i)))
 	case types.String:
 		return append(dst, a.(*array.String).Value(i)...)
 	}
@@ -359,96 +359,9 @@ func parseBool(s []byte) (value, ok bool) {
 
 func isSpaceRune(r rune) bool { return r < utf8.RuneSelf && isSpace(byte(r)) }
 
-// appendFloat appends v as PostgreSQL 12+ prints a double: the shortest text
-// that reads back exactly, in exponent form below 1e-4 and from 1e15 up.
-func appendFloat(dst []byte, v float64) []byte {
-	switch {
-	case math.IsNaN(v):
-		return append(dst, "NaN"...)
-	case math.IsInf(v, 1):
-		return append(dst, "Infinity"...)
-	case math.IsInf(v, -1):
-		return append(dst, "-Infinity"...)
-	case v == 0:
-		if math.Signbit(v) {
-			return append(dst, "-0"...)
-		}
-		return append(dst, '0')
-	}
-	start := len(dst)
-	dst = strconv.AppendFloat(dst, v, 'e', -1, 64)
-	if exp := exponent(dst[start:]); exp < -4 || exp >= 15 {
-		return dst
-	}
-	return strconv.AppendFloat(dst[:start], v, 'f', -1, 64)
-}
-
-// exponent reads the exponent of a number strconv formatted with 'e'.
-func exponent(b []byte) int {
-	i := bytes.LastIndexByte(b, 'e') + 1
-	neg := b[i] == '-'
-	exp := 0
-	for _, c := range b[i+1:] {
-		exp = exp*10 + int(c-'0')
-	}
-	if neg {
-		return -exp
-	}
-	return exp
-}
-
-func floatText(v float64) string { return string(appendFloat(nil, v)) }
+func floatText(v float64) string { return string(types.AppendFloat(nil, v)) }
 
 const microsPerSecond = 1_000_000
-
-// appendTimestamp appends microseconds since the epoch as PostgreSQL prints a
-// timestamp: YYYY-MM-DD HH:MM:SS, then the fraction without trailing zeros.
-func appendTimestamp(dst []byte, micros int64) []byte {
-	secs, frac := micros/microsPerSecond, micros%microsPerSecond
-	if frac < 0 {
-		secs, frac = secs-1, frac+microsPerSecond
-	}
-	t := time.Unix(secs, 0).UTC()
-	y, mo, d := t.Date()
-	h, mi, s := t.Clock()
-	bc := y <= 0
-	if bc {
-		y = 1 - y // there is no year 0: 1 BC precedes 1 AD
-	}
-	dst = appendPadded(dst, y, 4)
-	dst = append(dst, '-')
-	dst = appendPadded(dst, int(mo), 2)
-	dst = append(dst, '-')
-	dst = appendPadded(dst, d, 2)
-	dst = append(dst, ' ')
-	dst = appendPadded(dst, h, 2)
-	dst = append(dst, ':')
-	dst = appendPadded(dst, mi, 2)
-	dst = append(dst, ':')
-	dst = appendPadded(dst, s, 2)
-	if frac != 0 {
-		dst = append(dst, '.')
-		digits := 6
-		for frac%10 == 0 {
-			frac /= 10
-			digits--
-		}
-		dst = appendPadded(dst, int(frac), digits)
-	}
-	if bc {
-		dst = append(dst, " BC"...)
-	}
-	return dst
-}
-
-func appendPadded(dst []byte, v, width int) []byte {
-	var buf [20]byte
-	s := strconv.AppendInt(buf[:0], int64(v), 10)
-	for range width - len(s) {
-		dst = append(dst, '0')
-	}
-	return append(dst, s...)
-}
 
 // parseTimestamp reads 'YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]]' with optional
 // surrounding spaces. A trailing time zone (Z, +hh, -hh:mm) is accepted and

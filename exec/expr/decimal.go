@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/hummer-db/hummer/exec/types"
 )
 
 type num = decimal128.Num
@@ -211,36 +213,6 @@ func roundDigits(n num, scale int, digits int64, mode roundMode) (num, bool) {
 	return mulDec(q, pow10(int(drop)))
 }
 
-// appendDecimal appends n at scale as PostgreSQL prints numerics: every digit of
-// the scale, a leading zero before the point.
-func appendDecimal(dst []byte, n num, scale int) []byte {
-	var digits []byte
-	var stack [40]byte
-	neg := n.Sign() < 0
-	if x, ok := small(n); ok {
-		digits = strconv.AppendUint(stack[:0], absU(x), 10)
-	} else {
-		b := n.BigInt()
-		digits = b.Abs(b).Append(stack[:0], 10)
-	}
-	if neg {
-		dst = append(dst, '-')
-	}
-	if scale <= 0 {
-		return append(dst, digits...)
-	}
-	if len(digits) <= scale {
-		dst = append(dst, '0', '.')
-		for range scale - len(digits) {
-			dst = append(dst, '0')
-		}
-		return append(dst, digits...)
-	}
-	dst = append(dst, digits[:len(digits)-scale]...)
-	dst = append(dst, '.')
-	return append(dst, digits[len(digits)-scale:]...)
-}
-
 // decToFloat converts n at scale to the nearest double.
 func decToFloat(n num, scale int) float64 {
 	if x, ok := small(n); ok && scale < len(pow10Float) && absU(x) <= 1<<53 {
@@ -248,7 +220,7 @@ func decToFloat(n num, scale int) float64 {
 		return float64(x) / pow10Float[scale]
 	}
 	var buf [48]byte
-	f, _ := strconv.ParseFloat(string(appendDecimal(buf[:0], n, scale)), 64)
+	f, _ := strconv.ParseFloat(string(types.AppendDecimal(buf[:0], n, scale)), 64)
 	return f
 }
 

@@ -26,17 +26,17 @@ func FormatValue(v types.Value) string {
 	case types.Int64:
 		return strconv.FormatInt(v.Int, 10)
 	case types.Float64:
-		s := string(appendFloat(nil, v.Float))
+		s := string(types.AppendFloat(nil, v.Float))
 		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
 			return "CAST('" + s + "' AS double)"
 		}
 		return s
 	case types.Decimal:
-		return string(appendDecimal(nil, v.Decimal(), int(v.Type.Scale)))
+		return string(types.AppendDecimal(nil, v.Decimal(), int(v.Type.Scale)))
 	case types.String:
 		return "'" + strings.ReplaceAll(v.Str, "'", "''") + "'"
 	case types.Timestamp:
-		return "TIMESTAMP '" + string(appendTimestamp(nil, v.Int)) + "'"
+		return "TIMESTAMP '" + string(types.AppendTimestamp(nil, v.Int)) + "'"
 	}
 	return "?"
 }
