@@ -11,8 +11,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// channel is the sending end of one ExecEdge: the receiving task's inbox, and the
-// input and channel numbers the receiver knows this sender by.
+// sender is the sending end of one ExecEdge. send queues a batch (taking over the
+// caller's reference on success) or a signal for the receiving task, blocking
+// while the receiver applies backpressure, until ctx is cancelled. A local
+// channel and a network channel (NetSender) both are one.
+type sender interface {
+	send(ctx context.Context, b Batch, s Signal) error
+}
+
+// channel is the sending end of an ExecEdge within one TaskManager: the receiving
+// task's inbox, and the input and channel numbers the receiver knows this sender
+// by.
 type channel struct {
 	inbox   chan<- Message
 	input   int
@@ -36,7 +45,7 @@ func (c channel) send(ctx context.Context, b Batch, s Signal) error {
 // receiver with the sender's own index.
 type edgeWriter struct {
 	part    Partition
-	targets []channel
+	targets []sender
 	next    int // round-robin position for Rebalance
 }
 
@@ -97,7 +106,7 @@ func (o *outputCollector) CollectSignal(ctx context.Context, s Signal) error {
 	return nil
 }
 
-func sendRetained(ctx context.Context, c channel, b Batch) error {
+func sendRetained(ctx context.Context, c sender, b Batch) error {
 	b.Rec.Retain()
 	if err := c.send(ctx, b, Signal{}); err != nil {
 		b.Rec.Release()

@@ -49,6 +49,9 @@ type ExecutionGraph struct {
 	Job   *JobGraph   `json:"job"`
 	Tasks []*ExecTask `json:"tasks"`
 	Edges []*ExecEdge `json:"edges"`
+	// DataAddrs maps each TaskManager of the job to the address its network
+	// channels are sent to.
+	DataAddrs map[string]string `json:"data_addrs,omitempty"`
 }
 
 // Task returns the task with the given id, or nil.

@@ -77,8 +77,8 @@ type Job struct {
 	Started   time.Time
 	Graph     *ExecutionGraph
 
-	deployment *Deployment
-	done       chan struct{}
+	deployments []*Deployment // one per TaskManager running tasks of the job
+	done        chan struct{}
 
 	mu    sync.Mutex
 	state JobState
@@ -101,38 +101,90 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 	if err != nil {
 		return nil, err
 	}
-	if len(tms) != 1 {
-		return nil, fmt.Errorf("exec: local mode runs one TaskManager, have %d", len(tms))
-	}
-	d, err := tms[0].Deploy(context.Background(), g, results)
-	if err != nil {
-		return nil, err
+	g.DataAddrs = map[string]string{}
+	for _, tm := range tms {
+		if a := tm.DataAddr(); a != "" {
+			g.DataAddrs[tm.ID()] = a
+		}
 	}
 	j := &Job{ID: id, Statement: statement, Started: time.Now(), Graph: g,
-		deployment: d, done: make(chan struct{}), state: JobRunning}
+		done: make(chan struct{}), state: JobRunning}
+	// Deploy on every TaskManager that holds a task of the job; if one refuses,
+	// stop those already started.
+	for _, tm := range tms {
+		if !hasTaskOn(g, tm.ID()) {
+			continue
+		}
+		d, err := tm.Deploy(context.Background(), g, results)
+		if err != nil {
+			for _, started := range j.deployments {
+				started.Cancel(fmt.Errorf("%w: deployment failed", ErrJobCancelled))
+				<-started.Done()
+			}
+			return nil, err
+		}
+		j.deployments = append(j.deployments, d)
+	}
 	jm.mu.Lock()
 	jm.jobs[id] = j
 	jm.mu.Unlock()
-	go func() {
-		<-d.Done()
-		j.mu.Lock()
-		switch err := d.Err(); {
-		case err == nil:
-			j.state = JobFinished
-		case errors.Is(err, ErrJobCancelled):
-			j.state, j.err = JobCancelled, err
-		default:
-			j.state, j.err = JobFailed, err
-		}
-		j.mu.Unlock()
-		close(j.done)
-		if j.Err() != nil {
-			jm.log.Info("job ended", "job", id, "state", j.State(), "err", j.Err())
-		} else {
-			jm.log.Debug("job ended", "job", id, "state", j.State())
-		}
-	}()
+	go j.watch(jm.log)
 	return j, nil
+}
+
+func hasTaskOn(g *ExecutionGraph, tm string) bool {
+	for _, t := range g.Tasks {
+		if t.Slot.TaskManager == tm {
+			return true
+		}
+	}
+	return false
+}
+
+// watch waits for every deployment of the job; the first failure cancels the
+// others and becomes the job's error.
+func (j *Job) watch(log *slog.Logger) {
+	failed := make(chan error, len(j.deployments))
+	var wg sync.WaitGroup
+	for _, d := range j.deployments {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-d.Done()
+			if err := d.Err(); err != nil {
+				failed <- err
+			}
+		}()
+	}
+	var first error
+	go func() {
+		wg.Wait()
+		close(failed)
+	}()
+	for err := range failed {
+		if first == nil {
+			first = err
+			for _, d := range j.deployments {
+				d.Cancel(err)
+			}
+		}
+	}
+	j.mu.Lock()
+	switch {
+	case first == nil:
+		j.state = JobFinished
+	case errors.Is(first, ErrJobCancelled):
+		j.state, j.err = JobCancelled, first
+	default:
+		j.state, j.err = JobFailed, first
+	}
+	j.mu.Unlock()
+	close(j.done)
+	if first != nil {
+		log.Info("job ended", "job", j.ID, "state", j.State(), "err", first)
+	} else {
+		log.Debug("job ended", "job", j.ID, "state", j.State())
+	}
 }
 
 // Jobs returns the jobs the JobManager knows, in submission order.
@@ -185,7 +237,19 @@ func (j *Job) State() JobState {
 }
 
 // Cancel stops the job; cause should wrap ErrJobCancelled.
-func (j *Job) Cancel(cause error) { j.deployment.Cancel(cause) }
+func (j *Job) Cancel(cause error) {
+	for _, d := range j.deployments {
+		d.Cancel(cause)
+	}
+}
 
 // Metrics returns each task's counters.
-func (j *Job) Metrics() map[TaskID]*TaskMetrics { return j.deployment.Metrics() }
+func (j *Job) Metrics() map[TaskID]*TaskMetrics {
+	m := map[TaskID]*TaskMetrics{}
+	for _, d := range j.deployments {
+		for id, tm := range d.Metrics() {
+			m[id] = tm
+		}
+	}
+	return m
+}

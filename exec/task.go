@@ -17,6 +17,16 @@ type streamTask struct {
 	// channels[i] is the number of channels feeding input i.
 	channels []int
 	out      *outputCollector
+	// net are the task's network channels to other TaskManagers.
+	net []*lazySender
+}
+
+// closeNet closes the task's network channels: after its end of stream went out
+// this is their clean end; after a failure the receivers see the channel break.
+func (t *streamTask) closeNet() {
+	for _, s := range t.net {
+		s.close()
+	}
 }
 
 // chainLink feeds one operator of a fused chain: its Collect is the previous

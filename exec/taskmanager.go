@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -25,6 +26,9 @@ type TaskManagerConfig struct {
 	// Alloc is the allocator every task gets; nil means memory.DefaultAllocator.
 	Alloc memory.Allocator
 	Log   *slog.Logger
+	// Data receives the network channels of tasks placed here from other
+	// TaskManagers; nil in a single-TaskManager (local) deployment.
+	Data *DataServer
 }
 
 // TaskManager owns one node's slots and runs the tasks deployed to it. As in the
@@ -83,38 +87,85 @@ func (d *Deployment) Cancel(cause error) { d.cancel(cause) }
 // Metrics returns each task's counters.
 func (d *Deployment) Metrics() map[TaskID]*TaskMetrics { return d.metrics }
 
-// Deploy builds the tasks of g placed on this TaskManager and starts them. Every
-// task of g must be placed here (edges between TaskManagers need network tasks,
-// which a local TaskManager does not build). If any operator fails to build,
-// nothing starts. The tasks stop when they finish, fail, or ctx is cancelled.
+// DataAddr returns the address other TaskManagers send this one's network
+// channels to, or "" without a data server.
+func (tm *TaskManager) DataAddr() string {
+	if tm.cfg.Data == nil {
+		return ""
+	}
+	return tm.cfg.Data.Addr().String()
+}
+
+// Deploy builds the tasks of g placed on this TaskManager and starts them. An edge
+// between two tasks here is a queue; an edge to or from a task on another
+// TaskManager is a network channel: the sending task dials the receiving
+// TaskManager's data address (g.DataAddrs) when it starts, and the receiving task's
+// inbox is registered on this TaskManager's data server before anything runs. If
+// any operator fails to build, nothing starts. The tasks stop when they finish,
+// fail, or ctx is cancelled.
 func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results ResultSink) (*Deployment, error) {
 	tasks := map[TaskID]*streamTask{}
 	d := &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{}}
+	fail := func(err error) (*Deployment, error) {
+		for _, built := range tasks {
+			built.close(ctx)
+		}
+		if tm.cfg.Data != nil {
+			tm.cfg.Data.CloseJob(g.JobID)
+		}
+		return nil, err
+	}
 	for _, et := range g.Tasks {
 		if et.Slot.TaskManager != tm.cfg.ID {
-			return nil, fmt.Errorf("exec: task %s is placed on %s, not on %s", et.Name, et.Slot.TaskManager, tm.cfg.ID)
+			continue
 		}
 		t, err := tm.buildTask(g, et, results)
 		if err != nil {
-			for _, built := range tasks {
-				built.close(ctx)
-			}
-			return nil, err
+			return fail(err)
 		}
 		tasks[et.ID] = t
 		d.metrics[et.ID] = t.tc.Metrics
 	}
-	// Wire the channels: each sender's edge writers point at the receivers' inboxes.
-	for _, et := range g.Tasks {
-		t := tasks[et.ID]
-		v := g.Job.Vertices[et.ID.Vertex]
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("exec: no task of job %s is placed on %s", g.JobID, tm.cfg.ID)
+	}
+	// Inputs from other TaskManagers: register the receiving inboxes first.
+	var receivers []*NetReceiver
+	for id, t := range tasks {
+		for _, ee := range g.Inputs(id) {
+			if _, local := tasks[ee.From]; local {
+				continue
+			}
+			if tm.cfg.Data == nil {
+				return fail(fmt.Errorf("exec: task %s has an input from another TaskManager, and %s has no data server", t.tc.TaskName, tm.cfg.ID))
+			}
+			r, err := tm.cfg.Data.Register(EdgeChannelKey(g.JobID, ee), t.inbox, t.tc.Alloc)
+			if err != nil {
+				return fail(err)
+			}
+			receivers = append(receivers, r)
+		}
+	}
+	// Outputs: each sender's edge writers point at local inboxes or network channels.
+	for id, t := range tasks {
+		v := g.Job.Vertices[id.Vertex]
 		for _, je := range g.Job.Outputs(v.ID) {
 			w := &edgeWriter{part: je.Partition}
-			for _, ee := range g.Outputs(et.ID) {
+			for _, ee := range g.Outputs(id) {
 				if ee.To.Vertex != je.To || ee.Input != je.Input {
 					continue
 				}
-				w.targets = append(w.targets, channel{inbox: tasks[ee.To].inbox, input: ee.Input, channel: ee.Channel})
+				if to, local := tasks[ee.To]; local {
+					w.targets = append(w.targets, channel{inbox: to.inbox, input: ee.Input, channel: ee.Channel})
+					continue
+				}
+				addr, ok := g.DataAddrs[g.Task(ee.To).Slot.TaskManager]
+				if !ok {
+					return fail(fmt.Errorf("exec: no data address for TaskManager %s", g.Task(ee.To).Slot.TaskManager))
+				}
+				ns := &lazySender{cfg: DialConfig{Addr: addr, Key: EdgeChannelKey(g.JobID, ee), From: id, Alloc: t.tc.Alloc}}
+				t.net = append(t.net, ns)
+				w.targets = append(w.targets, ns)
 			}
 			t.out.edges = append(t.out.edges, w)
 		}
@@ -122,33 +173,92 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 	ctx, cancel := context.WithCancelCause(ctx)
 	d.cancel = cancel
 	var (
-		wg   sync.WaitGroup
-		once sync.Once
+		wg       sync.WaitGroup
+		once     sync.Once
+		finished atomic.Bool // every task has stopped
 	)
+	failTask := func(err error) {
+		once.Do(func() {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx) // a cancellation, not this task's own failure
+			}
+			d.err = err
+			cancel(err)
+		})
+	}
 	for _, t := range tasks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := t.run(ctx); err != nil {
-				once.Do(func() {
-					if ctx.Err() != nil {
-						err = context.Cause(ctx) // a cancellation, not this task's own failure
-					}
-					d.err = err
-					cancel(err)
-				})
+			err := t.run(ctx)
+			t.closeNet()
+			if err != nil {
+				failTask(err)
+			}
+		}()
+	}
+	// A network channel that breaks before its end of stream (its sender's
+	// TaskManager died, say) fails the job; otherwise its receiving task would wait
+	// for that end of stream forever.
+	var watchers sync.WaitGroup
+	for _, r := range receivers {
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			select {
+			case <-r.Done():
+				if err := r.Err(); err != nil && !finished.Load() {
+					failTask(fmt.Errorf("%s: %w", r.Key(), err))
+				}
+			case <-ctx.Done():
 			}
 		}()
 	}
 	go func() {
 		wg.Wait()
+		finished.Store(true)
+		if tm.cfg.Data != nil {
+			tm.cfg.Data.CloseJob(g.JobID) // stops receivers still waiting; then no one writes to an inbox
+		}
+		cancel(nil)
+		watchers.Wait()
 		for _, t := range tasks {
 			t.drain()
 		}
-		cancel(nil)
 		close(d.done)
 	}()
 	return d, nil
+}
+
+// lazySender is the sending end of a network channel, connected when the task
+// first sends: TaskManagers deploy a job's tasks in no particular order, and the
+// receiving TaskManager waits a while for its side to be registered.
+type lazySender struct {
+	cfg DialConfig
+	mu  sync.Mutex
+	s   *NetSender
+}
+
+func (l *lazySender) send(ctx context.Context, b Batch, sig Signal) error {
+	if l.s == nil {
+		s, err := DialChannel(ctx, l.cfg)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.s = s
+		l.mu.Unlock()
+	}
+	return l.s.send(ctx, b, sig)
+}
+
+// close closes the connection if it was made; safe from any goroutine.
+func (l *lazySender) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.s != nil {
+		l.s.Close()
+	}
 }
 
 // buildTask builds the operators of one task and its inbox; the output edges are

@@ -26,8 +26,13 @@ type Config struct {
 	Registry *exec.Registry
 	// Validate checks a connector's options at CREATE TABLE time.
 	Validate func(exec.ConnectorSpec) error
-	// Slots of the local TaskManager; 0 means one per core.
+	// Slots of each TaskManager; 0 means one per core.
 	Slots int
+	// TaskManagers is the number of TaskManagers the engine runs in this process
+	// (0 or 1: local mode, edges are queues). With more, each TaskManager gets its
+	// own data server on loopback and edges between them are network channels,
+	// exactly as between processes: a cluster in one process, for tests.
+	TaskManagers int
 	// Alloc is the allocator of every task; nil means memory.DefaultAllocator.
 	Alloc memory.Allocator
 	Log   *slog.Logger
@@ -39,7 +44,8 @@ type Engine struct {
 	cfg     Config
 	catalog *sql.Catalog
 	jm      *exec.JobManager
-	slots   int
+	slots   int // in all TaskManagers
+	data    []*exec.DataServer
 }
 
 // Open starts an engine over the catalog in cfg.DataDir.
@@ -57,16 +63,35 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	jm := exec.NewJobManager(cfg.Log)
-	jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
-		ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
-	}))
-	return &Engine{cfg: cfg, catalog: cat, jm: jm, slots: cfg.Slots}, nil
+	e := &Engine{cfg: cfg, catalog: cat, jm: exec.NewJobManager(cfg.Log)}
+	if cfg.TaskManagers <= 1 {
+		e.jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
+			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
+		}))
+		e.slots = cfg.Slots
+		return e, nil
+	}
+	for i := 0; i < cfg.TaskManagers; i++ {
+		data, err := exec.ListenData(exec.DataServerConfig{Addr: "127.0.0.1:0", Log: cfg.Log})
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.data = append(e.data, data)
+		e.jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
+			ID: data.Addr().String(), Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log, Data: data,
+		}))
+		e.slots += cfg.Slots
+	}
+	return e, nil
 }
 
 // Close cancels running jobs and waits for them to stop.
 func (e *Engine) Close() error {
 	e.jm.Close()
+	for _, d := range e.data {
+		d.Close()
+	}
 	return nil
 }
 

@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hummer-db/hummer/session"
@@ -108,4 +114,60 @@ func TestConcurrentSessions(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestClusterWordCount runs WordCount over the King James Bible on three
+// TaskManagers joined by network channels, with parallelism 3, and compares every
+// count with a plain Go word count.
+func TestClusterWordCount(t *testing.T) {
+	kjv, err := filepath.Abs("../../data/kjv.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(kjv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, w := range strings.Fields(strings.ToLower(string(text))) {
+		want[w]++
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	eng, err := openCluster(t.TempDir(), 3, 1, nil, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	s := eng.NewSession()
+	defer s.Close()
+	ctx := context.Background()
+	var out strings.Builder
+	err = s.Exec(ctx, fmt.Sprintf(`CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file://%s';
+		SET parallelism = 3;
+		SELECT word, COUNT(*) FROM (SELECT regexp_split_to_table(lower(line), '[[:space:]]+') AS word FROM docs) AS t
+		WHERE word <> '' GROUP BY word`, kjv), func(r *session.Result) error {
+		if r.Rows == nil {
+			return nil
+		}
+		for {
+			rec, err := r.Rows.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			words := rec.Column(0).(*array.String)
+			counts := rec.Column(1).(*array.Int64)
+			for i := 0; i < int(rec.NumRows()); i++ {
+				fmt.Fprintf(&out, "%s|%d\n", words.Value(i), counts.Value(i))
+			}
+			rec.Release()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, out.String(), want)
 }

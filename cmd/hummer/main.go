@@ -57,15 +57,22 @@ func main() {
 // openEngine starts a local-mode engine with every connector registered.
 // alloc may be nil (the default allocator).
 func openEngine(dataDir string, slots int, log *slog.Logger, alloc memory.Allocator) (*session.Engine, error) {
+	return openCluster(dataDir, 1, slots, log, alloc)
+}
+
+// openCluster starts an engine of tms TaskManagers in this process, joined by
+// network channels on loopback when there is more than one.
+func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.Allocator) (*session.Engine, error) {
 	reg := exec.NewRegistry()
 	connectors.Register(reg)
 	return session.Open(session.Config{
-		DataDir:  dataDir,
-		Registry: reg,
-		Validate: connectors.Validate,
-		Slots:    slots,
-		Log:      log,
-		Alloc:    alloc,
+		DataDir:      dataDir,
+		Registry:     reg,
+		Validate:     connectors.Validate,
+		Slots:        slots,
+		TaskManagers: tms,
+		Log:          log,
+		Alloc:        alloc,
 	})
 }
 

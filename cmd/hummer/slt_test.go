@@ -43,10 +43,15 @@ func TestSQLLogic(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no slt files: %v", err)
 	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".slt"), func(t *testing.T) {
-			runSLT(t, f)
-		})
+	// Every file runs in local mode (one TaskManager, 2 slots) and on a cluster of
+	// three TaskManagers in this process, whose edges are network channels.
+	for _, tms := range []int{1, 3} {
+		for _, f := range files {
+			name := fmt.Sprintf("%s/tms=%d", strings.TrimSuffix(filepath.Base(f), ".slt"), tms)
+			t.Run(name, func(t *testing.T) {
+				runSLT(t, f, tms)
+			})
+		}
 	}
 }
 
@@ -119,9 +124,9 @@ func parseSLT(t *testing.T, path string) []*sltRecord {
 	return recs
 }
 
-func runSLT(t *testing.T, path string) {
+func runSLT(t *testing.T, path string, tms int) {
 	recs := parseSLT(t, path)
-	addr := startTestServer(t)
+	addr := startClusterServer(t, tms)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn := connectPgx(t, ctx, addr)
@@ -265,8 +270,19 @@ func writeSLT(t *testing.T, path string, recs []*sltRecord) {
 // allocator, and the test fails if any Arrow memory is still held at the end.
 func startTestServer(t *testing.T) string {
 	t.Helper()
+	return startClusterServer(t, 1)
+}
+
+// startClusterServer is startTestServer with tms TaskManagers: two slots for a
+// single one, one slot each otherwise.
+func startClusterServer(t *testing.T, tms int) string {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	eng, err := openEngine(t.TempDir(), 2, nil, mem)
+	slots := 2
+	if tms > 1 {
+		slots = 1
+	}
+	eng, err := openCluster(t.TempDir(), tms, slots, nil, mem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,82 @@
+package exec
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestJobAcrossTaskManagers runs a job on three TaskManagers in one process, each
+// with its own data server on loopback, so every edge between them is a network
+// channel: the rows must arrive exactly as on one TaskManager, the hash exchange
+// must route each row to its subtask, and no memory or connection may be left.
+func TestJobAcrossTaskManagers(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	jm := NewJobManager(nil)
+	for i := 0; i < 3; i++ {
+		data, err := ListenData(DataServerConfig{Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer data.Close()
+		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{
+			ID: fmt.Sprintf("tm%d", i), Slots: 1, Registry: testRegistry(), Alloc: mem, Data: data,
+		}))
+	}
+	sink := &collectSink{}
+	job, err := jm.Submit("test", valuesJob(5000, 3, "pass"), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Done()
+	if err := job.Err(); err != nil {
+		t.Fatal(err)
+	}
+	network := 0
+	for _, e := range job.Graph.Edges {
+		if e.Network {
+			network++
+		}
+	}
+	if network == 0 {
+		t.Fatal("no edge crossed TaskManagers")
+	}
+	sort.Slice(sink.vals, func(i, j int) bool { return sink.vals[i] < sink.vals[j] })
+	if len(sink.vals) != 5000 {
+		t.Fatalf("got %d rows, want 5000", len(sink.vals))
+	}
+	for i, v := range sink.vals {
+		if v != int64(i) {
+			t.Fatalf("row %d is %d", i, v)
+		}
+	}
+}
+
+// TestFailureAcrossTaskManagers: a task failing on one TaskManager fails the job
+// and stops the tasks on the others.
+func TestFailureAcrossTaskManagers(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	jm := NewJobManager(nil)
+	for i := 0; i < 2; i++ {
+		data, err := ListenData(DataServerConfig{Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer data.Close()
+		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{
+			ID: fmt.Sprintf("tm%d", i), Slots: 1, Registry: testRegistry(), Alloc: mem, Data: data,
+		}))
+	}
+	job, err := jm.Submit("test", valuesJob(1000, 2, "fail"), &collectSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Done()
+	if job.State() != JobFailed || job.Err() == nil || job.Err().Error() != "boom" {
+		t.Fatalf("state %s err %v, want failed with boom", job.State(), job.Err())
+	}
+}
