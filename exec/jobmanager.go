@@ -28,7 +28,7 @@ type JobManager struct {
 	log *slog.Logger
 
 	mu   sync.Mutex
-	tms  []*TaskManager
+	tms  []Worker
 	jobs map[string]*Job
 	seq  int
 }
@@ -41,11 +41,45 @@ func NewJobManager(log *slog.Logger) *JobManager {
 	return &JobManager{log: log, jobs: map[string]*Job{}}
 }
 
+// Worker is a TaskManager as the JobManager sees it: a *TaskManager in this
+// process, or a client of one in another process (exec/control).
+type Worker interface {
+	ID() string
+	Slots() []SlotRef
+	// DataAddr is where other TaskManagers send its network channels ("" for none).
+	DataAddr() string
+	// Deploy starts the tasks of g placed on this worker; rows of "result" tasks
+	// go to results.
+	Deploy(ctx context.Context, g *ExecutionGraph, results ResultSink) (*Deployment, error)
+}
+
+var _ Worker = (*TaskManager)(nil)
+
 // AddTaskManager registers a TaskManager and its slots.
-func (jm *JobManager) AddTaskManager(tm *TaskManager) {
+func (jm *JobManager) AddTaskManager(tm Worker) {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	jm.tms = append(jm.tms, tm)
+}
+
+// RemoveTaskManager forgets the TaskManager with the given id (it stopped
+// heartbeating, or left); its jobs are failed by whoever noticed.
+func (jm *JobManager) RemoveTaskManager(id string) {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	for i, tm := range jm.tms {
+		if tm.ID() == id {
+			jm.tms = append(jm.tms[:i], jm.tms[i+1:]...)
+			return
+		}
+	}
+}
+
+// TaskManagers returns the registered TaskManagers.
+func (jm *JobManager) TaskManagers() []Worker {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	return append([]Worker(nil), jm.tms...)
 }
 
 // Slots returns every registered slot.
@@ -94,7 +128,7 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 	jm.seq++
 	id := strconv.Itoa(jm.seq)
 	slots := jm.slots()
-	tms := append([]*TaskManager(nil), jm.tms...)
+	tms := append([]Worker(nil), jm.tms...)
 	jm.mu.Unlock()
 
 	g, err := BuildExecutionGraph(id, job, slots)

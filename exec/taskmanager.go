@@ -68,11 +68,32 @@ func (tm *TaskManager) Slots() []SlotRef {
 }
 
 // Deployment is the set of tasks of one job running on one TaskManager.
+// TaskManager.Deploy makes one for tasks in this process; NewDeployment makes one
+// whose tasks run elsewhere.
 type Deployment struct {
 	done    chan struct{}
 	err     error // the first task failure; set before done closes
 	cancel  context.CancelCauseFunc
 	metrics map[TaskID]*TaskMetrics
+}
+
+// NewDeployment returns a deployment of tasks that run out of this process:
+// cancel asks them to stop, and the caller calls finish once, when they have
+// stopped, with their error (nil when they finished) and their final counters.
+func NewDeployment(cancel func(cause error)) (d *Deployment, finish func(err error, metrics map[TaskID]*TaskMetrics)) {
+	d = &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{}}
+	d.cancel = func(cause error) { cancel(cause) }
+	var once sync.Once
+	finish = func(err error, metrics map[TaskID]*TaskMetrics) {
+		once.Do(func() {
+			d.err = err
+			for id, m := range metrics {
+				d.metrics[id] = m
+			}
+			close(d.done)
+		})
+	}
+	return d, finish
 }
 
 // Done is closed when every task has stopped.

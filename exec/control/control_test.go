@@ -1,0 +1,186 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// collect is a ResultSink keeping (x, count) rows.
+type collect struct {
+	mu   sync.Mutex
+	rows map[int64]int64
+}
+
+func (c *collect) Send(_ context.Context, _ string, b exec.Batch) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	xs := b.Rec.Column(0).(*array.Int64)
+	ns := b.Rec.Column(1).(*array.Int64)
+	for i := 0; i < b.NumRows(); i++ {
+		c.rows[xs.Value(i)] += ns.Value(i)
+	}
+	return nil
+}
+
+// countJob is values (one task) -hash-> count(*) group by x (par tasks) -> result.
+func countJob(n, mod, par int) *exec.JobGraph {
+	x := types.Schema{{Name: "x", Type: types.Int64Type}}
+	rows := make([][]types.Value, n)
+	for i := range rows {
+		rows[i] = []types.Value{types.IntValue(int64(i % mod))}
+	}
+	out := types.Schema{{Name: "x", Type: types.Int64Type}, {Name: "n", Type: types.Int64Type}}
+	agg := exec.HashAggConfig{GroupBy: []int{0}, Phase: exec.AggComplete,
+		Aggs: []exec.AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}}
+	return &exec.JobGraph{
+		Vertices: []*exec.JobVertex{
+			{ID: 0, Name: "values", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "values", Out: x,
+				Config: exec.MustConfig(exec.ValuesConfig{Rows: rows})}}},
+			{ID: 1, Name: "agg", Parallelism: par, Chain: []exec.OperatorSpec{
+				{Kind: "hash_agg", Out: out, Config: exec.MustConfig(agg)},
+				{Kind: "result", Out: out, Config: exec.MustConfig(exec.ResultConfig{})}}},
+		},
+		Edges: []*exec.JobEdge{{From: 0, To: 1, Partition: exec.Partition{Kind: exec.Hash, Keys: []int{0}}}},
+	}
+}
+
+type cluster struct {
+	jm     *exec.JobManager
+	srv    *JobManagerServer
+	cancel []context.CancelFunc
+	done   []chan struct{}
+}
+
+// startCluster runs a JobManager and n TaskManagers in this process, talking over
+// gRPC and network channels on loopback, as separate processes would.
+func startCluster(t *testing.T, n int, mem memory.Allocator) *cluster {
+	t.Helper()
+	c := &cluster{jm: exec.NewJobManager(nil)}
+	jmData, err := exec.ListenData(exec.DataServerConfig{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.srv = NewJobManagerServer(JobManagerConfig{JM: c.jm, Data: jmData,
+		HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go c.srv.Serve(ln)
+	for i := 0; i < n; i++ {
+		data, err := exec.ListenData(exec.DataServerConfig{Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := exec.NewTaskManager(exec.TaskManagerConfig{ID: data.Addr().String(), Slots: 1,
+			Registry: exec.NewRegistry(), Alloc: mem, Data: data})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			RunTaskManager(ctx, TaskManagerConfig{JobManager: ln.Addr().String(), TM: tm})
+			data.Close()
+		}()
+		c.cancel = append(c.cancel, cancel)
+		c.done = append(c.done, done)
+	}
+	t.Cleanup(func() {
+		for i, cancel := range c.cancel {
+			cancel()
+			<-c.done[i]
+		}
+		c.srv.Close()
+		jmData.Close()
+	})
+	c.waitFor(t, n)
+	return c
+}
+
+// waitFor waits until n TaskManagers are registered.
+func (c *cluster) waitFor(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(c.jm.TaskManagers()) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d TaskManagers registered, want %d", len(c.jm.TaskManagers()), n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func TestJobOnRemoteTaskManagers(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := startCluster(t, 3, mem)
+	sink := &collect{rows: map[int64]int64{}}
+	job, err := c.jm.Submit("test", countJob(3000, 7, 3), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Done()
+	if err := job.Err(); err != nil {
+		t.Fatal(err)
+	}
+	tms := map[string]bool{}
+	for _, task := range job.Graph.Tasks {
+		tms[task.Slot.TaskManager] = true
+	}
+	if len(tms) != 3 {
+		t.Errorf("tasks ran on %d TaskManagers, want 3", len(tms))
+	}
+	var keys []int64
+	for k, n := range sink.rows {
+		keys = append(keys, k)
+		want := int64(3000 / 7)
+		if k < 3000%7 {
+			want++
+		}
+		if n != want {
+			t.Errorf("count(%d) = %d, want %d", k, n, want)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	if fmt.Sprint(keys) != "[0 1 2 3 4 5 6]" {
+		t.Errorf("groups %v", keys)
+	}
+	rows := int64(0)
+	for _, m := range job.Metrics() {
+		rows += m.RowsIn.Load()
+	}
+	if rows == 0 {
+		t.Error("no task metrics came back from the TaskManagers")
+	}
+}
+
+// TestLostTaskManager: a TaskManager that goes away is removed, and a job that
+// then needs more slots than remain is refused.
+func TestLostTaskManager(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := startCluster(t, 2, mem)
+	c.cancel[1]()
+	<-c.done[1]
+	c.waitFor(t, 1)
+	if _, err := c.jm.Submit("test", countJob(10, 2, 2), &collect{rows: map[int64]int64{}}); err == nil {
+		t.Fatal("a job of parallelism 2 was accepted on one slot")
+	}
+	job, err := c.jm.Submit("test", countJob(10, 2, 1), &collect{rows: map[int64]int64{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Done()
+	if err := job.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,125 @@
+package control
+
+import (
+	"github.com/hummer-db/hummer/exec"
+)
+
+// The Session stream: a TaskManager opens it to the JobManager and keeps it open
+// for its life. Only the TaskManager dials (it knows the JobManager's address;
+// the JobManager learns the TaskManager's), and a broken stream is how either
+// side learns the other is gone.
+
+// FromTaskManager is one message on the stream from a TaskManager. Exactly one
+// field is set.
+type FromTaskManager struct {
+	Register  *Register  `json:"register,omitempty"`
+	Heartbeat *Heartbeat `json:"heartbeat,omitempty"`
+	DeployAck *DeployAck `json:"deploy_ack,omitempty"`
+	JobDone   *JobDone   `json:"job_done,omitempty"`
+}
+
+// FromJobManager is one message on the stream from the JobManager. Exactly one
+// field is set.
+type FromJobManager struct {
+	Registered *Registered `json:"registered,omitempty"`
+	Deploy     *Deploy     `json:"deploy,omitempty"`
+	Cancel     *Cancel     `json:"cancel,omitempty"`
+}
+
+// Register is a TaskManager's first message.
+type Register struct {
+	// ID names the TaskManager in placements and EXPLAIN ANALYZE; it is its data
+	// address, unique in the cluster.
+	ID       string `json:"id"`
+	Slots    int    `json:"slots"`
+	DataAddr string `json:"data_addr"`
+}
+
+// Registered answers Register.
+type Registered struct {
+	// HeartbeatMillis is how often the TaskManager must send a Heartbeat.
+	HeartbeatMillis int `json:"heartbeat_ms"`
+	// ResultPort is the port of the JobManager's data server, where result tasks
+	// send their rows; its host is the one the TaskManager dialed.
+	ResultPort string `json:"result_port"`
+}
+
+// Heartbeat says the TaskManager is alive.
+type Heartbeat struct{}
+
+// Deploy asks a TaskManager to run its tasks of Graph.
+type Deploy struct {
+	Request int                  `json:"request"`
+	Graph   *exec.ExecutionGraph `json:"graph"`
+	// ResultKey names the channel the TaskManager sends its result tasks' rows on,
+	// to the JobManager's data server; it ends the channel with EndOfStream once
+	// its tasks finished.
+	ResultKey exec.ChannelKey `json:"result_key"`
+}
+
+// DeployAck answers Deploy: Error is empty when the tasks started.
+type DeployAck struct {
+	Request int    `json:"request"`
+	Error   string `json:"error,omitempty"`
+	Code    string `json:"code,omitempty"`
+}
+
+// Cancel asks a TaskManager to stop its tasks of a job.
+type Cancel struct {
+	JobID  string `json:"job"`
+	Reason string `json:"reason"`
+}
+
+// JobDone reports that a TaskManager's tasks of a job have stopped.
+type JobDone struct {
+	JobID string `json:"job"`
+	// Error is empty when the tasks finished; Code is its SQLSTATE.
+	Error     string         `json:"error,omitempty"`
+	Code      string         `json:"code,omitempty"`
+	Cancelled bool           `json:"cancelled,omitempty"`
+	Metrics   []TaskCounters `json:"metrics,omitempty"`
+}
+
+// TaskCounters are one task's final exec.TaskMetrics.
+type TaskCounters struct {
+	Task       exec.TaskID `json:"task"`
+	RowsIn     int64       `json:"rows_in"`
+	RowsOut    int64       `json:"rows_out"`
+	BatchesIn  int64       `json:"batches_in"`
+	BatchesOut int64       `json:"batches_out"`
+	BadRecords int64       `json:"bad_records"`
+}
+
+func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
+	out := make([]TaskCounters, 0, len(m))
+	for id, t := range m {
+		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
+			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load()})
+	}
+	return out
+}
+
+func metricsOf(cs []TaskCounters) map[exec.TaskID]*exec.TaskMetrics {
+	m := map[exec.TaskID]*exec.TaskMetrics{}
+	for _, c := range cs {
+		t := &exec.TaskMetrics{}
+		t.RowsIn.Store(c.RowsIn)
+		t.RowsOut.Store(c.RowsOut)
+		t.BatchesIn.Store(c.BatchesIn)
+		t.BatchesOut.Store(c.BatchesOut)
+		t.BadRecords.Store(c.BadRecords)
+		m[c.Task] = t
+	}
+	return m
+}
+
+// RemoteError is an error of a task that ran in another process, with the
+// SQLSTATE it had there (the wire server honours SQLState()).
+type RemoteError struct {
+	Msg, Code string
+}
+
+func (e *RemoteError) Error() string { return e.Msg }
+
+// SQLState returns the error's SQLSTATE.
+func (e *RemoteError) SQLState() string { return e.Code }
