@@ -28,6 +28,9 @@ type Config struct {
 	Validate func(exec.ConnectorSpec) error
 	// Slots of each TaskManager; 0 means one per core.
 	Slots int
+	// JobManager, when set, is the JobManager of a cluster whose TaskManagers run
+	// in other processes (hummer jobmanager); the engine then runs none itself.
+	JobManager *exec.JobManager
 	// TaskManagers is the number of TaskManagers the engine runs in this process
 	// (0 or 1: local mode, edges are queues). With more, each TaskManager gets its
 	// own data server on loopback and edges between them are network channels,
@@ -44,7 +47,6 @@ type Engine struct {
 	cfg     Config
 	catalog *sql.Catalog
 	jm      *exec.JobManager
-	slots   int // in all TaskManagers
 	data    []*exec.DataServer
 }
 
@@ -63,12 +65,14 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.JobManager != nil {
+		return &Engine{cfg: cfg, catalog: cat, jm: cfg.JobManager}, nil
+	}
 	e := &Engine{cfg: cfg, catalog: cat, jm: exec.NewJobManager(cfg.Log)}
 	if cfg.TaskManagers <= 1 {
 		e.jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
 		}))
-		e.slots = cfg.Slots
 		return e, nil
 	}
 	for i := 0; i < cfg.TaskManagers; i++ {
@@ -81,7 +85,6 @@ func Open(cfg Config) (*Engine, error) {
 		e.jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
 			ID: data.Addr().String(), Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log, Data: data,
 		}))
-		e.slots += cfg.Slots
 	}
 	return e, nil
 }
@@ -95,6 +98,10 @@ func (e *Engine) Close() error {
 	return nil
 }
 
+// slots returns the number of slots the cluster has now (TaskManagers of a
+// distributed cluster come and go).
+func (e *Engine) slots() int { return max(1, len(e.jm.Slots())) }
+
 // JobManager returns the engine's JobManager.
 func (e *Engine) JobManager() *exec.JobManager { return e.jm }
 
@@ -107,7 +114,7 @@ type Session struct {
 
 // NewSession starts a session with default variables.
 func (e *Engine) NewSession() *Session {
-	return &Session{e: e, vars: defaultVars(e.slots)}
+	return &Session{e: e, vars: defaultVars(e.slots())}
 }
 
 // Exec runs every statement of query in order, calling emit with each result; it
@@ -290,14 +297,14 @@ func (s *Session) set(name string, v types.Value) error {
 		return sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", name)
 	}
 	if v.Null || v.Type.ID == types.Null {
-		s.vars[name] = defaultVars(s.e.slots)[name]
+		s.vars[name] = defaultVars(s.e.slots())[name]
 		return nil
 	}
 	if name == "parallelism" {
 		n, err := intValue(v)
-		if err != nil || n < 1 || n > int64(s.e.slots) {
+		if slots := s.e.slots(); err != nil || n < 1 || n > int64(slots) {
 			return sql.Errorf(sql.ErrInvalidValue, 0,
-				"parallelism must be an integer from 1 to %d (the number of slots), got %s", s.e.slots, formatVar(v))
+				"parallelism must be an integer from 1 to %d (the number of slots), got %s", slots, formatVar(v))
 		}
 		s.vars[name] = types.IntValue(n)
 		return nil

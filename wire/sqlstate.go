@@ -81,6 +81,13 @@ var sentinelCodes = []struct {
 
 // codeOf returns the code of the first sentinel or SQLState() error in err's chain,
 // or "" when there is none.
+// SQLState returns the SQLSTATE the server would answer err with; a TaskManager
+// process uses it to report a task's failure to the JobManager with its code.
+func SQLState(err error) string {
+	code, _, _, _ := pgErrorFields(err)
+	return code
+}
+
 func codeOf(err error) string {
 	if err == nil {
 		return ""

@@ -105,31 +105,43 @@ func checkCounts(t *testing.T, out string, want map[string]int) {
 	}
 }
 
-// startHummer builds the hummer binary and runs `hummer serve` on a free port
-// until the test ends; it returns the address once the server accepts
-// connections.
-func startHummer(t *testing.T) string {
+// buildHummer builds the hummer binary once per test into a temporary directory.
+func buildHummer(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "hummer")
+	bin := filepath.Join(t.TempDir(), "hummer")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startProcess runs bin with args until the test ends (SIGINT, then SIGKILL after
+// 10s), and returns a channel closed when it exits.
+func startProcess(t *testing.T, bin string, args ...string) <-chan struct{} {
+	t.Helper()
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "--pg-addr", addr, "--data-dir", filepath.Join(dir, "data"))
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		select {
@@ -139,25 +151,45 @@ func startHummer(t *testing.T) string {
 			<-exited
 		}
 		if t.Failed() {
-			t.Logf("hummer serve log:\n%s", logs.String())
+			t.Logf("%s %s log:\n%s", filepath.Base(bin), args[0], logs.String())
 		}
 	})
+	return exited
+}
+
+// waitUntil polls ready until it holds, failing the test after 30s or when the
+// process exits first.
+func waitUntil(t *testing.T, what string, exited <-chan struct{}, ready func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return addr
-		}
+	for !ready() {
 		select {
-		case err := <-exited:
-			t.Fatalf("hummer serve exited: %v\n%s", err, logs.String())
+		case <-exited:
+			t.Fatalf("the process exited before %s", what)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("hummer serve did not accept connections within 30s:\n%s", logs.String())
+			t.Fatalf("no %s within 30s", what)
 		}
 	}
+}
+
+// startHummer builds the hummer binary and runs `hummer serve` on a free port
+// until the test ends; it returns the address once the server accepts
+// connections.
+func startHummer(t *testing.T) string {
+	t.Helper()
+	bin := buildHummer(t)
+	addr := freeAddr(t)
+	exited := startProcess(t, bin, "serve", "--pg-addr", addr, "--data-dir", filepath.Join(t.TempDir(), "data"))
+	waitUntil(t, "PostgreSQL port", exited, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return addr
 }
 
 // psql runs statements with the real psql binary in unaligned, tuples-only mode

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hummer-db/hummer/connectors"
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/control"
 	"github.com/hummer-db/hummer/session"
 	"github.com/hummer-db/hummer/wire"
 )
@@ -29,6 +30,8 @@ const usage = `hummer — a streaming SQL engine
 Usage:
   hummer serve [--pg-addr 127.0.0.1:4566] [--data-dir ./hummer-data] [--init SQL] [--slots N]
   hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql)
+  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data]
+  hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0]
 `
 
 func main() {
@@ -42,6 +45,10 @@ func main() {
 		err = serve(os.Args[2:])
 	case "sql":
 		err = runSQL(os.Args[2:], os.Stdout)
+	case "jobmanager":
+		err = jobManager(os.Args[2:])
+	case "taskmanager":
+		err = taskManager(os.Args[2:])
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:
@@ -98,7 +105,12 @@ func serve(args []string) error {
 			return fmt.Errorf("--init: %w", err)
 		}
 	}
-	ln, err := net.Listen("tcp", *pgAddr)
+	return servePG(eng, *pgAddr, *dataDir, log)
+}
+
+// servePG answers the PostgreSQL wire protocol on addr until SIGINT or SIGTERM.
+func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -109,12 +121,85 @@ func serve(args []string) error {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	log.Info("hummer serving", "pg-addr", ln.Addr().String(), "data-dir", *dataDir)
+	log.Info("hummer serving", "pg-addr", ln.Addr().String(), "data-dir", dataDir)
 	fmt.Fprintf(os.Stderr, "hummer is ready: psql -h %s -p %s -U hummer\n", host(ln.Addr()), port(ln.Addr()))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil
+}
+
+// jobManager runs the JobManager of a distributed cluster: the PostgreSQL
+// frontend, the catalog, planning and scheduling; TaskManagers register with it
+// on --rpc-addr and run the tasks.
+func jobManager(args []string) error {
+	fs := flag.NewFlagSet("jobmanager", flag.ExitOnError)
+	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
+	rpcAddr := fs.String("rpc-addr", "127.0.0.1:6123", "address TaskManagers register at (control plane)")
+	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
+	fs.Parse(args)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	rpcHost, _, err := net.SplitHostPort(*rpcAddr)
+	if err != nil {
+		return fmt.Errorf("--rpc-addr: %w", err)
+	}
+	// Result rows come back from the TaskManagers on a data server beside the RPC port.
+	data, err := exec.ListenData(exec.DataServerConfig{Addr: net.JoinHostPort(rpcHost, "0"), Log: log})
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	jm := exec.NewJobManager(log)
+	ctl := control.NewJobManagerServer(control.JobManagerConfig{JM: jm, Data: data, Log: log})
+	rpcLn, err := net.Listen("tcp", *rpcAddr)
+	if err != nil {
+		return err
+	}
+	go ctl.Serve(rpcLn)
+	defer ctl.Close()
+	log.Info("jobmanager accepting TaskManagers", "rpc-addr", rpcLn.Addr().String())
+
+	reg := exec.NewRegistry()
+	connectors.Register(reg)
+	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
+		JobManager: jm, Log: log})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	return servePG(eng, *pgAddr, *dataDir, log)
+}
+
+// taskManager runs a TaskManager: it registers with the JobManager, heartbeats,
+// and runs the tasks deployed to it in its slots; network channels of other
+// TaskManagers arrive on --data-addr.
+func taskManager(args []string) error {
+	fs := flag.NewFlagSet("taskmanager", flag.ExitOnError)
+	jmAddr := fs.String("jobmanager", "", "the JobManager's --rpc-addr")
+	slots := fs.Int("slots", 0, "task slots (0: one per core)")
+	fs.String("data-dir", "./hummer-data", "directory for the TaskManager's local state")
+	dataAddr := fs.String("data-addr", "127.0.0.1:0", "address other TaskManagers send network channels to")
+	fs.Parse(args)
+	if *jmAddr == "" {
+		return errors.New("taskmanager: --jobmanager is required")
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	data, err := exec.ListenData(exec.DataServerConfig{Addr: *dataAddr, Log: log})
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	reg := exec.NewRegistry()
+	connectors.Register(reg)
+	id := data.Addr().String()
+	tm := exec.NewTaskManager(exec.TaskManagerConfig{ID: id, Slots: *slots, Registry: reg, Data: data,
+		Log: log.With("tm", id)})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))
+	return control.RunTaskManager(ctx, control.TaskManagerConfig{JobManager: *jmAddr, TM: tm,
+		Code: wire.SQLState, Log: log})
 }
 
 func runSQL(args []string, stdout io.Writer) error {

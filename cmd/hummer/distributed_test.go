@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDistributedWordCount starts one `hummer jobmanager` and three `hummer
+// taskmanager` processes, then drives WordCount over the King James Bible with
+// parallelism 3 through psql: the counts must equal a plain Go word count, and
+// the plan must place the tasks on all three TaskManagers.
+func TestDistributedWordCount(t *testing.T) {
+	bin := buildHummer(t)
+	pgAddr, rpcAddr := freeAddr(t), freeAddr(t)
+	jm := startProcess(t, bin, "jobmanager", "--pg-addr", pgAddr, "--rpc-addr", rpcAddr,
+		"--data-dir", filepath.Join(t.TempDir(), "jm"))
+	for i := 0; i < 3; i++ {
+		startProcess(t, bin, "taskmanager", "--jobmanager", rpcAddr, "--slots", "1",
+			"--data-dir", filepath.Join(t.TempDir(), fmt.Sprintf("tm%d", i)))
+	}
+	// Three slots exist once all three TaskManagers have registered.
+	waitUntil(t, "three registered TaskManagers", jm, func() bool {
+		out, err := psqlErr(pgAddr, "SET parallelism = 3;")
+		return err == nil && !strings.Contains(out, "ERROR")
+	})
+
+	kjv, _ := filepath.Abs("../../data/kjv.txt")
+	text, err := os.ReadFile(kjv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(text), "\n"), "\n") {
+		for _, w := range strings.Split(strings.ToLower(line), " ") {
+			if w != "" {
+				want[w]++
+			}
+		}
+	}
+	psql(t, pgAddr, fmt.Sprintf("CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file://%s'", kjv))
+	query := `SELECT word, COUNT(*) AS n
+		FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM docs) AS t
+		WHERE word <> '' GROUP BY word`
+	checkCounts(t, psql(t, pgAddr, "SET parallelism = 3;\n"+query+";"), want)
+
+	plan := psql(t, pgAddr, "SET parallelism = 3;\nEXPLAIN "+query+";")
+	tms := map[string]bool{}
+	for _, line := range strings.Split(plan, "\n") {
+		if _, after, ok := strings.Cut(line, " on "); ok && strings.Contains(line, "task ") {
+			tm, _, _ := strings.Cut(after, "/slot")
+			tms[tm] = true
+		}
+	}
+	if len(tms) != 3 {
+		t.Errorf("EXPLAIN places tasks on %d TaskManagers, want 3:\n%s", len(tms), plan)
+	}
+}
