@@ -130,4 +130,6 @@ type TaskMetrics struct {
 	BatchesOut atomic.Int64
 	// BadRecords counts malformed input records a source skipped.
 	BadRecords atomic.Int64
+	// NetBytesOut counts the bytes the task sent over network channels.
+	NetBytesOut atomic.Int64
 }

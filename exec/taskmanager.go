@@ -184,7 +184,8 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 				if !ok {
 					return fail(fmt.Errorf("exec: no data address for TaskManager %s", g.Task(ee.To).Slot.TaskManager))
 				}
-				ns := &lazySender{cfg: DialConfig{Addr: addr, Key: EdgeChannelKey(g.JobID, ee), From: id, Alloc: t.tc.Alloc}}
+				ns := &lazySender{cfg: DialConfig{Addr: addr, Key: EdgeChannelKey(g.JobID, ee), From: id, Alloc: t.tc.Alloc},
+					metrics: t.tc.Metrics}
 				t.net = append(t.net, ns)
 				w.targets = append(w.targets, ns)
 			}
@@ -255,9 +256,10 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 // first sends: TaskManagers deploy a job's tasks in no particular order, and the
 // receiving TaskManager waits a while for its side to be registered.
 type lazySender struct {
-	cfg DialConfig
-	mu  sync.Mutex
-	s   *NetSender
+	cfg     DialConfig
+	metrics *TaskMetrics // NetBytesOut grows by what each send writes
+	mu      sync.Mutex
+	s       *NetSender
 }
 
 func (l *lazySender) send(ctx context.Context, b Batch, sig Signal) error {
@@ -270,7 +272,10 @@ func (l *lazySender) send(ctx context.Context, b Batch, sig Signal) error {
 		l.s = s
 		l.mu.Unlock()
 	}
-	return l.s.send(ctx, b, sig)
+	before := l.s.Stats().Bytes.Load()
+	err := l.s.send(ctx, b, sig)
+	l.metrics.NetBytesOut.Add(l.s.Stats().Bytes.Load() - before)
+	return err
 }
 
 // close closes the connection if it was made; safe from any goroutine.

@@ -10,8 +10,10 @@ import (
 
 // Explain prints the three graphs of a query as text, under the headings
 // StreamGraph, JobGraph and ExecutionGraph, so a reader sees which operators
-// were fused into one task and where each task runs.
-func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph) string {
+// were fused into one task and where each task runs. With metrics (EXPLAIN
+// ANALYZE, after the job ran) each task also shows its TaskManager, the rows it
+// took in and gave out, and the bytes it sent over network channels.
+func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metrics map[exec.TaskID]*exec.TaskMetrics) string {
 	var b strings.Builder
 	b.WriteString("StreamGraph\n")
 	for _, n := range sg.Nodes {
@@ -32,7 +34,15 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph) string
 	}
 	b.WriteString("ExecutionGraph\n")
 	for _, t := range eg.Tasks {
-		fmt.Fprintf(&b, "  task %s %s on %s\n", t.ID, t.Name, t.Slot)
+		fmt.Fprintf(&b, "  task %s %s on %s", t.ID, t.Name, t.Slot)
+		if m := metrics[t.ID]; m != nil {
+			fmt.Fprintf(&b, " tm=%s rows_in=%d rows_out=%d net_bytes_out=%d",
+				t.Slot.TaskManager, m.RowsIn.Load(), m.RowsOut.Load(), m.NetBytesOut.Load())
+			if bad := m.BadRecords.Load(); bad > 0 {
+				fmt.Fprintf(&b, " bad_records=%d", bad)
+			}
+		}
+		b.WriteString("\n")
 	}
 	for _, line := range channelSummary(eg) {
 		b.WriteString("  " + line + "\n")

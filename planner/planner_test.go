@@ -66,7 +66,7 @@ func TestPlanner(t *testing.T) {
 				if err != nil {
 					return "error: " + err.Error() + "\n"
 				}
-				return Explain(sg, jg, eg)
+				return Explain(sg, jg, eg, nil)
 			case "dot":
 				return ExplainDot(sg)
 			}

@@ -2,7 +2,9 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"sort"
@@ -196,7 +198,7 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 		return s.valuesResult("SHOW", types.Schema{{Name: st.Name, Type: types.StringType}},
 			[][]types.Value{{types.StringValue(formatVar(v))}})
 	case *sql.Explain:
-		return s.explain(st)
+		return s.explain(ctx, st, node.Text())
 	case *sql.Query:
 		return s.query(ctx, st, node.Text())
 	}
@@ -226,23 +228,44 @@ func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, 
 	return &Result{Tag: "SELECT", Rows: rows}, nil
 }
 
-func (s *Session) explain(st *sql.Explain) (*Result, error) {
+func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*Result, error) {
 	sg, jg, err := s.plan(st.Query)
 	if err != nil {
 		return nil, err
 	}
-	var text string
-	if st.Format == "dot" {
-		text = planner.ExplainDot(sg)
-	} else {
+	var plan string
+	switch {
+	case st.Format == "dot":
+		plan = planner.ExplainDot(sg)
+	case st.Analyze:
+		// Run the query, discarding its rows, then show what every task did.
+		rows := newJobRows(st.Query.Plan.Schema())
+		job, err := s.e.jm.Submit(text, jg, rows)
+		if err != nil {
+			return nil, err
+		}
+		rows.start(s.e.jm, job)
+		defer rows.Close()
+		for {
+			rec, err := rows.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			rec.Release()
+		}
+		plan = planner.Explain(sg, jg, job.Graph, job.Metrics())
+	default:
 		eg, err := s.e.jm.Schedule(jg)
 		if err != nil {
 			return nil, err
 		}
-		text = planner.Explain(sg, jg, eg)
+		plan = planner.Explain(sg, jg, eg, nil)
 	}
 	var rows [][]types.Value
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimRight(plan, "\n"), "\n") {
 		rows = append(rows, []types.Value{types.StringValue(line)})
 	}
 	return s.valuesResult("EXPLAIN", types.Schema{{Name: "QUERY PLAN", Type: types.StringType}}, rows)

@@ -264,16 +264,16 @@ func (b *binder) bindSet(s *ast.SetStmt) (Statement, error) {
 	return set, nil
 }
 
-// bindExplain binds EXPLAIN [FORMAT='text'|'dot'] <select>, and DESCRIBE t,
+// bindExplain binds EXPLAIN [ANALYZE] [FORMAT='text'|'dot'] <select>, and DESCRIBE t,
 // which the parser also reads as an ExplainStmt.
 func (b *binder) bindExplain(s *ast.ExplainStmt) (Statement, error) {
 	if show, ok := s.Stmt.(*ast.ShowStmt); ok {
 		return b.bindShow(show)
 	}
-	if s.Analyze {
-		return nil, b.errorf(ErrUnsupported, nil, "EXPLAIN ANALYZE is not supported")
-	}
 	format := strings.ToLower(s.Format)
+	if s.Analyze && format == "dot" {
+		return nil, b.errorf(ErrUnsupported, nil, "EXPLAIN ANALYZE prints text only")
+	}
 	switch format {
 	case "", "row", "text", "traditional", "brief":
 		format = "text"
@@ -289,5 +289,5 @@ func (b *binder) bindExplain(s *ast.ExplainStmt) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Explain{Format: format, Query: &Query{Plan: p}}, nil
+	return &Explain{Format: format, Analyze: s.Analyze, Query: &Query{Plan: p}}, nil
 }

@@ -168,7 +168,7 @@ func formatStatement(st Statement, optimize bool) string {
 	case *Query:
 		return plan(st.Plan)
 	case *Explain:
-		return fmt.Sprintf("Explain format=%s\n%s", st.Format, plan(st.Query.Plan))
+		return fmt.Sprintf("Explain format=%s analyze=%v\n%s", st.Format, st.Analyze, plan(st.Query.Plan))
 	case *CreateTable:
 		tb := st.Table
 		s := fmt.Sprintf("CreateTable %s %s engine=%s connection=%q", tb.Name, schemaText(tb.Columns), tb.Engine, tb.Connection)

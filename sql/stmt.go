@@ -47,10 +47,12 @@ type Show struct{ Name string }
 // Optimize on it before planning.
 type Query struct{ Plan Plan }
 
-// Explain is EXPLAIN [FORMAT='text'|'dot'] <query>.
+// Explain is EXPLAIN [ANALYZE] [FORMAT='text'|'dot'] <query>. With Analyze the
+// query runs and the plan shows what each task did.
 type Explain struct {
-	Format string // "text" or "dot"
-	Query  *Query
+	Format  string // "text" or "dot"
+	Analyze bool
+	Query   *Query
 }
 
 func (*CreateTable) statement() {}

@@ -88,13 +88,15 @@ type TaskCounters struct {
 	BatchesIn  int64       `json:"batches_in"`
 	BatchesOut int64       `json:"batches_out"`
 	BadRecords int64       `json:"bad_records"`
+	NetBytes   int64       `json:"net_bytes_out"`
 }
 
 func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 	out := make([]TaskCounters, 0, len(m))
 	for id, t := range m {
 		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
-			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load()})
+			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
+			NetBytes: t.NetBytesOut.Load()})
 	}
 	return out
 }
@@ -108,6 +110,7 @@ func metricsOf(cs []TaskCounters) map[exec.TaskID]*exec.TaskMetrics {
 		t.BatchesIn.Store(c.BatchesIn)
 		t.BatchesOut.Store(c.BatchesOut)
 		t.BadRecords.Store(c.BadRecords)
+		t.NetBytesOut.Store(c.NetBytes)
 		m[c.Task] = t
 	}
 	return m
