@@ -50,7 +50,7 @@ type ExecutionGraph struct {
 	Tasks []*ExecTask `json:"tasks"`
 	Edges []*ExecEdge `json:"edges"`
 	// DataAddrs maps each TaskManager of the job to the address its network
-	// channels are sent to.
+	// channels are sent to, on the job's network (Job.Network).
 	DataAddrs map[string]string `json:"data_addrs,omitempty"`
 }
 

@@ -97,6 +97,10 @@ type JobEdge struct {
 type JobGraph struct {
 	Vertices []*JobVertex `json:"vertices"`
 	Edges    []*JobEdge   `json:"edges"`
+	// Network names the network the job's channels between TaskManagers use
+	// (SET network = 'batch'): each TaskManager declares its networks with
+	// --network NAME=ADDR. Empty means the default one (--data-addr).
+	Network string `json:"network,omitempty"`
 }
 
 // Inputs returns the edges into vertex id.

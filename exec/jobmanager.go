@@ -46,8 +46,9 @@ func NewJobManager(log *slog.Logger) *JobManager {
 type Worker interface {
 	ID() string
 	Slots() []SlotRef
-	// DataAddr is where other TaskManagers send its network channels ("" for none).
-	DataAddr() string
+	// DataAddrs maps each network the worker is on to the address other
+	// TaskManagers send its network channels to; "" names the default network.
+	DataAddrs() map[string]string
 	// Deploy starts the tasks of g placed on this worker; rows of "result" tasks
 	// go to results.
 	Deploy(ctx context.Context, g *ExecutionGraph, results ResultSink) (*Deployment, error)
@@ -137,8 +138,12 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 	}
 	g.DataAddrs = map[string]string{}
 	for _, tm := range tms {
-		if a := tm.DataAddr(); a != "" {
+		a, ok := tm.DataAddrs()[job.Network]
+		switch {
+		case ok:
 			g.DataAddrs[tm.ID()] = a
+		case job.Network != "" && hasTaskOn(g, tm.ID()):
+			return nil, fmt.Errorf("%w: TaskManager %s is not on network %q", ErrNoSlots, tm.ID(), job.Network)
 		}
 	}
 	j := &Job{ID: id, Statement: statement, Started: time.Now(), Graph: g,

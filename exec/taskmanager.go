@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,11 @@ type TaskManagerConfig struct {
 	// Data receives the network channels of tasks placed here from other
 	// TaskManagers; nil in a single-TaskManager (local) deployment.
 	Data *DataServer
+	// Networks are further networks the TaskManager is on, each with its own data
+	// server on its own interface (--network NAME=ADDR). A job on a named network
+	// receives on that server and sends from that interface, so its traffic stays
+	// on that network (the paper's per-edge network isolation).
+	Networks map[string]*DataServer
 }
 
 // TaskManager owns one node's slots and runs the tasks deployed to it. As in the
@@ -108,13 +114,31 @@ func (d *Deployment) Cancel(cause error) { d.cancel(cause) }
 // Metrics returns each task's counters.
 func (d *Deployment) Metrics() map[TaskID]*TaskMetrics { return d.metrics }
 
-// DataAddr returns the address other TaskManagers send this one's network
-// channels to, or "" without a data server.
-func (tm *TaskManager) DataAddr() string {
-	if tm.cfg.Data == nil {
-		return ""
+// DataAddrs returns, per network ("" for the default), the address other
+// TaskManagers send this one's network channels to.
+func (tm *TaskManager) DataAddrs() map[string]string {
+	addrs := map[string]string{}
+	if tm.cfg.Data != nil {
+		addrs[""] = tm.cfg.Data.Addr().String()
 	}
-	return tm.cfg.Data.Addr().String()
+	for name, d := range tm.cfg.Networks {
+		addrs[name] = d.Addr().String()
+	}
+	return addrs
+}
+
+// dataServer returns the data server of a network, and the local address senders
+// on it leave from ("" for the default network: any).
+func (tm *TaskManager) dataServer(network string) (*DataServer, string, error) {
+	if network == "" {
+		return tm.cfg.Data, "", nil
+	}
+	d, ok := tm.cfg.Networks[network]
+	if !ok {
+		return nil, "", fmt.Errorf("exec: TaskManager %s is not on network %q", tm.cfg.ID, network)
+	}
+	host, _, err := net.SplitHostPort(d.Addr().String())
+	return d, host, err
 }
 
 // Deploy builds the tasks of g placed on this TaskManager and starts them. An edge
@@ -127,12 +151,16 @@ func (tm *TaskManager) DataAddr() string {
 func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results ResultSink) (*Deployment, error) {
 	tasks := map[TaskID]*streamTask{}
 	d := &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{}}
+	data, localAddr, err := tm.dataServer(g.Job.Network)
+	if err != nil {
+		return nil, err
+	}
 	fail := func(err error) (*Deployment, error) {
 		for _, built := range tasks {
 			built.close(ctx)
 		}
-		if tm.cfg.Data != nil {
-			tm.cfg.Data.CloseJob(g.JobID)
+		if data != nil {
+			data.CloseJob(g.JobID)
 		}
 		return nil, err
 	}
@@ -157,10 +185,10 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 			if _, local := tasks[ee.From]; local {
 				continue
 			}
-			if tm.cfg.Data == nil {
+			if data == nil {
 				return fail(fmt.Errorf("exec: task %s has an input from another TaskManager, and %s has no data server", t.tc.TaskName, tm.cfg.ID))
 			}
-			r, err := tm.cfg.Data.Register(EdgeChannelKey(g.JobID, ee), t.inbox, t.tc.Alloc)
+			r, err := data.Register(EdgeChannelKey(g.JobID, ee), t.inbox, t.tc.Alloc)
 			if err != nil {
 				return fail(err)
 			}
@@ -184,7 +212,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 				if !ok {
 					return fail(fmt.Errorf("exec: no data address for TaskManager %s", g.Task(ee.To).Slot.TaskManager))
 				}
-				ns := &lazySender{cfg: DialConfig{Addr: addr, Key: EdgeChannelKey(g.JobID, ee), From: id, Alloc: t.tc.Alloc},
+				ns := &lazySender{cfg: DialConfig{Addr: addr, LocalAddr: localAddr, Key: EdgeChannelKey(g.JobID, ee), From: id, Alloc: t.tc.Alloc},
 					metrics: t.tc.Metrics}
 				t.net = append(t.net, ns)
 				w.targets = append(w.targets, ns)
@@ -239,8 +267,8 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 	go func() {
 		wg.Wait()
 		finished.Store(true)
-		if tm.cfg.Data != nil {
-			tm.cfg.Data.CloseJob(g.JobID) // stops receivers still waiting; then no one writes to an inbox
+		if data != nil {
+			data.CloseJob(g.JobID) // stops receivers still waiting; then no one writes to an inbox
 		}
 		cancel(nil)
 		watchers.Wait()

@@ -211,7 +211,9 @@ func (s *Session) plan(q *sql.Query) (*planner.StreamGraph, *exec.JobGraph, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	return sg, planner.Fuse(sg), nil
+	jg := planner.Fuse(sg)
+	jg.Network = s.vars["network"].Str
+	return sg, jg, nil
 }
 
 func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, error) {
@@ -288,6 +290,7 @@ func (s *Session) valuesResult(tag string, schema types.Schema, rows [][]types.V
 func defaultVars(slots int) map[string]types.Value {
 	return map[string]types.Value{
 		"parallelism":        types.IntValue(int64(slots)),
+		"network":            types.StringValue(""),
 		"application_name":   types.StringValue(""),
 		"client_encoding":    types.StringValue("UTF8"),
 		"datestyle":          types.StringValue("ISO, MDY"),

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,6 +33,7 @@ Usage:
   hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql)
   hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data]
   hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0]
+                     [--network NAME=ADDR ...]
 `
 
 func main() {
@@ -180,6 +182,15 @@ func taskManager(args []string) error {
 	slots := fs.Int("slots", 0, "task slots (0: one per core)")
 	fs.String("data-dir", "./hummer-data", "directory for the TaskManager's local state")
 	dataAddr := fs.String("data-addr", "127.0.0.1:0", "address other TaskManagers send network channels to")
+	networks := map[string]string{}
+	fs.Func("network", "a further network NAME=ADDR for jobs that SET network = 'NAME' (repeatable)", func(v string) error {
+		name, addr, ok := strings.Cut(v, "=")
+		if !ok || name == "" || addr == "" {
+			return fmt.Errorf("want NAME=ADDR, got %q", v)
+		}
+		networks[name] = addr
+		return nil
+	})
 	fs.Parse(args)
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
@@ -190,11 +201,20 @@ func taskManager(args []string) error {
 		return err
 	}
 	defer data.Close()
+	named := map[string]*exec.DataServer{}
+	for name, addr := range networks {
+		d, err := exec.ListenData(exec.DataServerConfig{Addr: addr, Log: log})
+		if err != nil {
+			return fmt.Errorf("--network %s: %w", name, err)
+		}
+		defer d.Close()
+		named[name] = d
+	}
 	reg := exec.NewRegistry()
 	connectors.Register(reg)
 	id := data.Addr().String()
 	tm := exec.NewTaskManager(exec.TaskManagerConfig{ID: id, Slots: *slots, Registry: reg, Data: data,
-		Log: log.With("tm", id)})
+		Networks: named, Log: log.With("tm", id)})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))

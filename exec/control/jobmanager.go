@@ -166,8 +166,8 @@ type remoteWorker struct {
 
 var _ exec.Worker = (*remoteWorker)(nil)
 
-func (w *remoteWorker) ID() string       { return w.reg.ID }
-func (w *remoteWorker) DataAddr() string { return w.reg.DataAddr }
+func (w *remoteWorker) ID() string                   { return w.reg.ID }
+func (w *remoteWorker) DataAddrs() map[string]string { return w.reg.DataAddrs }
 
 func (w *remoteWorker) Slots() []exec.SlotRef {
 	s := make([]exec.SlotRef, w.reg.Slots)

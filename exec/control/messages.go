@@ -30,9 +30,11 @@ type FromJobManager struct {
 type Register struct {
 	// ID names the TaskManager in placements and EXPLAIN ANALYZE; it is its data
 	// address, unique in the cluster.
-	ID       string `json:"id"`
-	Slots    int    `json:"slots"`
-	DataAddr string `json:"data_addr"`
+	ID    string `json:"id"`
+	Slots int    `json:"slots"`
+	// DataAddrs maps each network the TaskManager is on ("" the default) to its
+	// data address there.
+	DataAddrs map[string]string `json:"data_addrs"`
 }
 
 // Registered answers Register.

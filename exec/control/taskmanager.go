@@ -89,7 +89,7 @@ func serveSession(ctx context.Context, cfg TaskManagerConfig, conn *grpc.ClientC
 	a := &agent{cfg: cfg, stream: stream, resultHost: jmHost, jobs: map[string]*exec.Deployment{}}
 	defer a.stopAll()
 	if err := a.send(&FromTaskManager{Register: &Register{
-		ID: cfg.TM.ID(), Slots: len(cfg.TM.Slots()), DataAddr: cfg.TM.DataAddr(),
+		ID: cfg.TM.ID(), Slots: len(cfg.TM.Slots()), DataAddrs: cfg.TM.DataAddrs(),
 	}}); err != nil {
 		return err
 	}
