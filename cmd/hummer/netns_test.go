@@ -60,8 +60,8 @@ func TestNetworkIsolation(t *testing.T) {
 	}
 	for _, ns := range []string{nsA, nsB} {
 		inNS(ns, "ip", "link", "set", "lo", "up")
-		inNS(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-		inNS(ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+		// No IPv6 chatter (router solicitations) on the links being measured.
+		inNS(ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6")
 	}
 	link("hc"+sfx+"a", "", "10.77.0.1/30", "hc"+sfx+"A", nsA, "10.77.0.2/30")  // control, host <-> A
 	link("hc"+sfx+"b", "", "10.77.0.5/30", "hc"+sfx+"B", nsB, "10.77.0.6/30")  // control, host <-> B
