@@ -64,19 +64,18 @@ func (g *ExecutionGraph) Task(id TaskID) *ExecTask {
 	return nil
 }
 
-// BuildExecutionGraph expands job into tasks and channels and places the tasks.
-//
-// Placement follows the paper: round-robin over the slots, which are ordered so
-// that consecutive slots belong to different TaskManagers (tm0 slot0, tm1 slot0,
-// ..., tm0 slot1, ...); subtask i of every vertex goes to slot i. Replicas of one
-// vertex therefore spread over TaskManagers, and the slot holding subtask i of a
-// source also holds subtask i of the operators fed by it forward, as Flink's slot
-// sharing does. A vertex's parallelism may not exceed the number of slots.
+// BuildExecutionGraph expands job into tasks and channels and places the tasks
+// on slots, given in order of preference (see PlaceSlots): subtask i of every
+// vertex goes to slots[i]. With slots ordered round-robin over TaskManagers,
+// replicas of one vertex spread over TaskManagers, and the slot holding subtask i
+// of a source also holds subtask i of the operators fed by it forward, as Flink's
+// slot sharing does. A vertex's parallelism may not exceed the number of slots;
+// every vertex must have one (see JobGraph.WithParallelism).
 func BuildExecutionGraph(jobID string, job *JobGraph, slots []SlotRef) (*ExecutionGraph, error) {
 	if len(slots) == 0 {
 		return nil, fmt.Errorf("%w: the cluster has no TaskManager slots", ErrNoSlots)
 	}
-	order := interleaveSlots(slots)
+	order := slots
 	g := &ExecutionGraph{JobID: jobID, Job: job}
 	for _, v := range job.Vertices {
 		if v.Parallelism < 1 {
@@ -121,6 +120,14 @@ func BuildExecutionGraph(jobID string, job *JobGraph, slots []SlotRef) (*Executi
 		}
 	}
 	return g, nil
+}
+
+// PlaceSlots orders slots for placement, as the paper places tasks: the free
+// slots first, then those already running other jobs; within each, round-robin
+// across TaskManagers (tm0 slot0, tm1 slot0, ..., tm0 slot1, ...) in the order
+// the TaskManagers first appear.
+func PlaceSlots(free, busy []SlotRef) []SlotRef {
+	return append(interleaveSlots(free), interleaveSlots(busy)...)
 }
 
 // interleaveSlots orders slots round-robin across TaskManagers, keeping the order

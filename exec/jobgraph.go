@@ -63,6 +63,34 @@ func (p Partition) String() string {
 	return string(p.Kind)
 }
 
+// AutoParallelism, as a vertex's Parallelism, leaves the choice to the
+// JobManager: the slots free when the job is submitted, within the job's
+// MinParallelism and MaxParallelism, the same for every such vertex (so forward
+// edges keep joining equal parallelism).
+const AutoParallelism = 0
+
+// WithParallelism returns a copy of g whose AutoParallelism vertices run with
+// parallelism auto (clamped to the job's bounds and each vertex's own cap).
+func (g *JobGraph) WithParallelism(auto int) *JobGraph {
+	if g.MaxParallelism > 0 {
+		auto = min(auto, g.MaxParallelism)
+	}
+	auto = max(auto, g.MinParallelism, 1)
+	c := *g
+	c.Vertices = make([]*JobVertex, len(g.Vertices))
+	for i, v := range g.Vertices {
+		cv := *v
+		if cv.Parallelism == AutoParallelism {
+			cv.Parallelism = auto
+			if cv.MaxParallelism > 0 {
+				cv.Parallelism = min(cv.Parallelism, cv.MaxParallelism)
+			}
+		}
+		c.Vertices[i] = &cv
+	}
+	return &c
+}
+
 // JobVertex is one node of the JobGraph: a chain of operators fused by the planner
 // into one task per parallel instance. Chain[0] is a "source" for source vertices.
 type JobVertex struct {
@@ -97,6 +125,10 @@ type JobEdge struct {
 type JobGraph struct {
 	Vertices []*JobVertex `json:"vertices"`
 	Edges    []*JobEdge   `json:"edges"`
+	// MinParallelism and MaxParallelism bound the parallelism the JobManager
+	// gives vertices whose Parallelism is AutoParallelism (0: no bound).
+	MinParallelism int `json:"min_parallelism,omitempty"`
+	MaxParallelism int `json:"max_parallelism,omitempty"`
 	// Network names the network the job's channels between TaskManagers use
 	// (SET network = 'batch'): each TaskManager declares its networks with
 	// --network NAME=ADDR. Empty means the default one (--data-addr).

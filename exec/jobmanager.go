@@ -31,6 +31,8 @@ type JobManager struct {
 	tms  []Worker
 	jobs map[string]*Job
 	seq  int
+	// busy counts, per slot, the running jobs with a task there.
+	busy map[SlotRef]int
 }
 
 // NewJobManager returns a JobManager with no TaskManagers.
@@ -38,7 +40,7 @@ func NewJobManager(log *slog.Logger) *JobManager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &JobManager{log: log, jobs: map[string]*Job{}}
+	return &JobManager{log: log, jobs: map[string]*Job{}, busy: map[SlotRef]int{}}
 }
 
 // Worker is a TaskManager as the JobManager sees it: a *TaskManager in this
@@ -102,7 +104,39 @@ func (jm *JobManager) slots() []SlotRef {
 // Schedule returns the ExecutionGraph job would get now, without running it (for
 // EXPLAIN).
 func (jm *JobManager) Schedule(job *JobGraph) (*ExecutionGraph, error) {
-	return BuildExecutionGraph("explain", job, jm.Slots())
+	jm.mu.Lock()
+	job, slots := jm.place(job)
+	jm.mu.Unlock()
+	return BuildExecutionGraph("explain", job, slots)
+}
+
+// place resolves job's automatic parallelism to the number of free slots and
+// returns the slots in placement order (PlaceSlots). Lock should be held.
+func (jm *JobManager) place(job *JobGraph) (*JobGraph, []SlotRef) {
+	var free, busy []SlotRef
+	for _, s := range jm.slots() {
+		if jm.busy[s] > 0 {
+			busy = append(busy, s)
+		} else {
+			free = append(free, s)
+		}
+	}
+	return job.WithParallelism(len(free)), PlaceSlots(free, busy)
+}
+
+// occupy counts job g as running on the slots of its tasks (delta 1), or no
+// longer (delta -1). Lock should be held.
+func (jm *JobManager) occupy(g *ExecutionGraph, delta int) {
+	seen := map[SlotRef]bool{}
+	for _, t := range g.Tasks {
+		if !seen[t.Slot] {
+			seen[t.Slot] = true
+			jm.busy[t.Slot] += delta
+			if jm.busy[t.Slot] <= 0 {
+				delete(jm.busy, t.Slot)
+			}
+		}
+	}
 }
 
 // Job is a submitted job.
@@ -114,6 +148,7 @@ type Job struct {
 
 	deployments []*Deployment // one per TaskManager running tasks of the job
 	done        chan struct{}
+	onEnd       func() // frees the job's slots, before done closes
 
 	mu    sync.Mutex
 	state JobState
@@ -128,13 +163,20 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 	jm.mu.Lock()
 	jm.seq++
 	id := strconv.Itoa(jm.seq)
-	slots := jm.slots()
+	job, slots := jm.place(job)
 	tms := append([]Worker(nil), jm.tms...)
-	jm.mu.Unlock()
-
 	g, err := BuildExecutionGraph(id, job, slots)
+	if err == nil {
+		jm.occupy(g, 1) // before unlocking, so a job submitted at once sees these slots busy
+	}
+	jm.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	release := func() {
+		jm.mu.Lock()
+		jm.occupy(g, -1)
+		jm.mu.Unlock()
 	}
 	g.DataAddrs = map[string]string{}
 	for _, tm := range tms {
@@ -143,6 +185,7 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 		case ok:
 			g.DataAddrs[tm.ID()] = a
 		case job.Network != "" && hasTaskOn(g, tm.ID()):
+			release()
 			return nil, fmt.Errorf("%w: TaskManager %s is not on network %q", ErrNoSlots, tm.ID(), job.Network)
 		}
 	}
@@ -160,6 +203,7 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 				started.Cancel(fmt.Errorf("%w: deployment failed", ErrJobCancelled))
 				<-started.Done()
 			}
+			release()
 			return nil, err
 		}
 		j.deployments = append(j.deployments, d)
@@ -167,6 +211,7 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 	jm.mu.Lock()
 	jm.jobs[id] = j
 	jm.mu.Unlock()
+	j.onEnd = release
 	go j.watch(jm.log)
 	return j, nil
 }
@@ -218,6 +263,7 @@ func (j *Job) watch(log *slog.Logger) {
 		j.state, j.err = JobFailed, first
 	}
 	j.mu.Unlock()
+	j.onEnd()
 	close(j.done)
 	if first != nil {
 		log.Info("job ended", "job", j.ID, "state", j.State(), "err", first)

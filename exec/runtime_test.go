@@ -172,7 +172,7 @@ func (blockingSink) Send(ctx context.Context, _ string, _ Batch) error {
 
 func TestPlacementSpreadsReplicas(t *testing.T) {
 	slots := []SlotRef{{"tm1", 0}, {"tm1", 1}, {"tm2", 0}, {"tm2", 1}, {"tm3", 0}}
-	g, err := BuildExecutionGraph("j", valuesJob(1, 3, "pass"), slots)
+	g, err := BuildExecutionGraph("j", valuesJob(1, 3, "pass"), PlaceSlots(slots, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,58 @@ func TestPlacementSpreadsReplicas(t *testing.T) {
 	if len(g.Edges) != 12 {
 		t.Errorf("%d channels, want 12", len(g.Edges))
 	}
-	if _, err := BuildExecutionGraph("j", valuesJob(1, 6, "pass"), slots); !errors.Is(err, ErrNoSlots) {
+	if _, err := BuildExecutionGraph("j", valuesJob(1, 6, "pass"), PlaceSlots(slots, nil)); !errors.Is(err, ErrNoSlots) {
 		t.Errorf("parallelism 6 on 5 slots: err %v, want ErrNoSlots", err)
+	}
+}
+
+// TestAutoParallelismTakesFreeSlots: a job that leaves parallelism to the
+// JobManager gets the slots no running job uses, within its min and max, and is
+// placed on them first.
+func TestAutoParallelismTakesFreeSlots(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	jm := NewJobManager(nil)
+	jm.AddTaskManager(NewTaskManager(TaskManagerConfig{ID: "tm", Slots: 4, Registry: testRegistry(), Alloc: mem}))
+	blocker, err := jm.Submit("blocker", valuesJob(10, 2, "pass"), blockingSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := map[SlotRef]bool{}
+	for _, task := range blocker.Graph.Tasks {
+		busy[task.Slot] = true
+	}
+	auto := func(min, max int) *JobGraph {
+		g := valuesJob(10, AutoParallelism, "pass")
+		g.MinParallelism, g.MaxParallelism = min, max
+		return g
+	}
+	for _, tc := range []struct {
+		min, max, want int
+	}{{0, 0, 2}, {0, 1, 1}, {3, 0, 3}} {
+		eg, err := jm.Schedule(auto(tc.min, tc.max))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := eg.Job.Vertices[1].Parallelism
+		if got != tc.want {
+			t.Errorf("min %d max %d: parallelism %d, want %d", tc.min, tc.max, got, tc.want)
+		}
+		if tc.want <= 2 {
+			for _, task := range eg.Tasks {
+				if busy[task.Slot] {
+					t.Errorf("min %d max %d: task %s placed on busy %s while free slots remain", tc.min, tc.max, task.Name, task.Slot)
+				}
+			}
+		}
+	}
+	blocker.Cancel(ErrJobCancelled)
+	<-blocker.Done()
+	eg, err := jm.Schedule(auto(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eg.Job.Vertices[1].Parallelism; got != 4 {
+		t.Errorf("after the blocker ended: parallelism %d, want 4", got)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // Options are the session settings that shape a physical plan.
 type Options struct {
 	// Parallelism is the number of parallel instances of every vertex that can
-	// run in parallel (SET parallelism = N); at least 1.
+	// run in parallel (SET parallelism = N), or exec.AutoParallelism to let the
+	// JobManager choose (the free slots) when the job is submitted.
 	Parallelism int
 }
 
@@ -27,8 +28,8 @@ type Options struct {
 // sort or limit over parallel input runs a local top-N per instance first, then
 // gathers into one instance.
 func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
-	if opts.Parallelism < 1 {
-		opts.Parallelism = 1
+	if opts.Parallelism < 0 {
+		opts.Parallelism = exec.AutoParallelism
 	}
 	b := &builder{g: &StreamGraph{}, opts: opts}
 	root, err := b.build(p)

@@ -17,14 +17,14 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 	var b strings.Builder
 	b.WriteString("StreamGraph\n")
 	for _, n := range sg.Nodes {
-		fmt.Fprintf(&b, "  #%d %s: %s (parallelism=%d)\n", n.ID, n.Kind, n.Op.Label, n.Parallelism)
+		fmt.Fprintf(&b, "  #%d %s: %s (parallelism=%s)\n", n.ID, n.Kind, n.Op.Label, parText(n.Parallelism))
 	}
 	for _, e := range sg.Edges {
 		fmt.Fprintf(&b, "  #%d -> #%d input=%d %s\n", e.From, e.To, e.Input, e.Partition)
 	}
 	b.WriteString("JobGraph\n")
 	for _, v := range jg.Vertices {
-		fmt.Fprintf(&b, "  V%d (parallelism=%d): %s\n", v.ID, v.Parallelism, v.Name)
+		fmt.Fprintf(&b, "  V%d (parallelism=%s): %s\n", v.ID, parText(v.Parallelism), v.Name)
 		for _, op := range v.Chain {
 			fmt.Fprintf(&b, "      %s\n", op.Label)
 		}
@@ -48,6 +48,15 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		b.WriteString("  " + line + "\n")
 	}
 	return b.String()
+}
+
+// parText prints a planned parallelism; the JobManager chooses "auto" ones when
+// the job is submitted (the ExecutionGraph shows its choice).
+func parText(p int) string {
+	if p == exec.AutoParallelism {
+		return "auto"
+	}
+	return fmt.Sprint(p)
 }
 
 // channelSummary lists, per JobGraph edge, how many channels it expands to and

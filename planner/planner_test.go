@@ -62,7 +62,7 @@ func TestPlanner(t *testing.T) {
 			case "explain":
 				jg := Fuse(sg)
 				slots := []exec.SlotRef{{TaskManager: "tm1", Index: 0}, {TaskManager: "tm1", Index: 1}, {TaskManager: "tm2", Index: 0}, {TaskManager: "tm2", Index: 1}}
-				eg, err := exec.BuildExecutionGraph("test", jg, slots)
+				eg, err := exec.BuildExecutionGraph("test", jg.WithParallelism(len(slots)), exec.PlaceSlots(slots, nil))
 				if err != nil {
 					return "error: " + err.Error() + "\n"
 				}

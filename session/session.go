@@ -116,7 +116,7 @@ type Session struct {
 
 // NewSession starts a session with default variables.
 func (e *Engine) NewSession() *Session {
-	return &Session{e: e, vars: defaultVars(e.slots())}
+	return &Session{e: e, vars: defaultVars()}
 }
 
 // Exec runs every statement of query in order, calling emit with each result; it
@@ -207,12 +207,18 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 
 func (s *Session) plan(q *sql.Query) (*planner.StreamGraph, *exec.JobGraph, error) {
 	p := sql.Optimize(q.Plan)
-	sg, err := planner.Build(p, planner.Options{Parallelism: int(s.vars["parallelism"].Int)})
+	par := exec.AutoParallelism
+	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
+		par = int(v.Int)
+	}
+	sg, err := planner.Build(p, planner.Options{Parallelism: par})
 	if err != nil {
 		return nil, nil, err
 	}
 	jg := planner.Fuse(sg)
 	jg.Network = s.vars["network"].Str
+	jg.MinParallelism = int(s.vars["min_parallelism"].Int)
+	jg.MaxParallelism = int(s.vars["max_parallelism"].Int)
 	return sg, jg, nil
 }
 
@@ -287,9 +293,11 @@ func (s *Session) valuesResult(tag string, schema types.Schema, rows [][]types.V
 }
 
 // Session variables: defaults, and which may be set.
-func defaultVars(slots int) map[string]types.Value {
+func defaultVars() map[string]types.Value {
 	return map[string]types.Value{
-		"parallelism":        types.IntValue(int64(slots)),
+		"parallelism":        types.StringValue("auto"),
+		"min_parallelism":    types.IntValue(0),
+		"max_parallelism":    types.IntValue(0),
 		"network":            types.StringValue(""),
 		"application_name":   types.StringValue(""),
 		"client_encoding":    types.StringValue("UTF8"),
@@ -323,14 +331,18 @@ func (s *Session) set(name string, v types.Value) error {
 		return sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", name)
 	}
 	if v.Null || v.Type.ID == types.Null {
-		s.vars[name] = defaultVars(s.e.slots())[name]
+		s.vars[name] = defaultVars()[name]
 		return nil
 	}
 	if name == "parallelism" {
+		if v.Type.ID == types.String && strings.EqualFold(strings.TrimSpace(v.Str), "auto") {
+			s.vars[name] = types.StringValue("auto")
+			return nil
+		}
 		n, err := intValue(v)
 		if slots := s.e.slots(); err != nil || n < 1 || n > int64(slots) {
 			return sql.Errorf(sql.ErrInvalidValue, 0,
-				"parallelism must be an integer from 1 to %d (the number of slots), got %s", slots, formatVar(v))
+				"parallelism must be 'auto' or an integer from 1 to %d (the number of slots), got %s", slots, formatVar(v))
 		}
 		s.vars[name] = types.IntValue(n)
 		return nil
