@@ -13,6 +13,12 @@ import (
 // channel: the rows must arrive exactly as on one TaskManager, the hash exchange
 // must route each row to its subtask, and no memory or connection may be left.
 func TestJobAcrossTaskManagers(t *testing.T) {
+	for _, mode := range []string{NetworkFused, NetworkOwn} {
+		t.Run(mode, func(t *testing.T) { jobAcrossTaskManagers(t, mode) })
+	}
+}
+
+func jobAcrossTaskManagers(t *testing.T, networkTasks string) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	jm := NewJobManager(nil)
@@ -27,7 +33,9 @@ func TestJobAcrossTaskManagers(t *testing.T) {
 		}))
 	}
 	sink := &collectSink{}
-	job, err := jm.Submit("test", valuesJob(5000, 3, "pass"), sink)
+	g := valuesJob(5000, 3, "pass")
+	g.NetworkTasks = networkTasks
+	job, err := jm.Submit("test", g, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +66,12 @@ func TestJobAcrossTaskManagers(t *testing.T) {
 // TestFailureAcrossTaskManagers: a task failing on one TaskManager fails the job
 // and stops the tasks on the others.
 func TestFailureAcrossTaskManagers(t *testing.T) {
+	for _, mode := range []string{NetworkFused, NetworkOwn} {
+		t.Run(mode, func(t *testing.T) { failureAcrossTaskManagers(t, mode) })
+	}
+}
+
+func failureAcrossTaskManagers(t *testing.T, networkTasks string) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	jm := NewJobManager(nil)
@@ -71,7 +85,9 @@ func TestFailureAcrossTaskManagers(t *testing.T) {
 			ID: fmt.Sprintf("tm%d", i), Slots: 1, Registry: testRegistry(), Alloc: mem, Data: data,
 		}))
 	}
-	job, err := jm.Submit("test", valuesJob(1000, 2, "fail"), &collectSink{})
+	g := valuesJob(1000, 2, "fail")
+	g.NetworkTasks = networkTasks
+	job, err := jm.Submit("test", g, &collectSink{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 // keys (keys.go) with one state array per aggregate (hashagg_funcs.go).
 //
 // Per batch: the key columns are encoded (or, for one text column, read in
-// place), hashed in one loop and probed in a second, giving a group id per row;
-// then each aggregate folds the batch with one loop over the group ids. At end
+// place), then hashed and probed in one loop, giving a group id per row; then
+// each aggregate folds the batch with one loop over the group ids. At end
 // of stream on input 0 the groups are emitted, in order of first appearance, in
 // batches of at most outBatchRows rows, and EndOfStream is forwarded.
 //

@@ -7,12 +7,14 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec/types"
 )
@@ -665,4 +667,71 @@ func aggTestKeyOf(obj string, dst *[]any) error {
 	}
 	*dst = []any{m["k"], m["f"]}
 	return nil
+}
+
+// BenchmarkHashAggWords is the partial hash_agg of WordCount alone: count(*) by
+// word over the words of ten copies of the King James Bible (lower-cased, split on
+// ' ', empty words dropped), in batches of the words of 64 KiB of text as the file
+// source makes them. Unlike BenchmarkUnnestCount, most words are already in the
+// table, as in the end-to-end query.
+func BenchmarkHashAggWords(b *testing.B) {
+	raw, err := os.ReadFile("../data/kjv.txt")
+	if err != nil {
+		b.Skipf("corpus: %v", err)
+	}
+	text := strings.ToLower(string(raw))
+	mem := memory.NewGoAllocator()
+	word := types.Schema{{Name: "word", Type: types.StringType}}
+	var batches []Batch
+	rows := 0
+	for len(text) > 0 {
+		n := min(len(text), 64<<10)
+		if i := strings.LastIndexByte(text[:n], '\n'); i > 0 && n < len(text) {
+			n = i + 1
+		}
+		sb := array.NewStringBuilder(mem)
+		for _, line := range strings.Split(text[:n], "\n") {
+			for _, w := range strings.Split(line, " ") {
+				if w != "" {
+					sb.Append(w)
+				}
+			}
+		}
+		text = text[n:]
+		col := sb.NewArray()
+		sb.Release()
+		rows += col.Len()
+		batches = append(batches, Batch{Rec: array.NewRecordBatch(word.Arrow(), []arrow.Array{col}, int64(col.Len()))})
+		col.Release()
+	}
+	defer opTestRelease(batches)
+	const copies = 10
+	aggs := []AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}
+	out := PartialSchema(word, aggs, word)
+	b.SetBytes(int64(copies * len(raw)))
+	b.ReportAllocs()
+	ctx := context.Background()
+	for b.Loop() {
+		agg := opTestNew(b, "hash_agg", HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Phase: AggPartial}, out)
+		if err := agg.Open(ctx, opTestTC(mem)); err != nil {
+			b.Fatal(err)
+		}
+		for range copies {
+			for _, bt := range batches {
+				if err := agg.ProcessBatch(ctx, 0, bt, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		groups := 0
+		sink := opTestFunc(func(bt Batch) error { groups += bt.NumRows(); return nil })
+		if err := agg.ProcessSignal(ctx, 0, Signal{Kind: EndOfStream}, sink); err != nil {
+			b.Fatal(err)
+		}
+		agg.Close(ctx)
+		if groups < 10000 {
+			b.Fatalf("%d words", groups)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*copies*rows), "ns/row")
 }

@@ -43,6 +43,12 @@ func (k ChangeKind) String() string {
 	return "?"
 }
 
+// How a network edge's sending side runs (JobGraph.NetworkTasks).
+const (
+	NetworkFused = "fused"
+	NetworkOwn   = "own"
+)
+
 // Batch is the unit of data on every edge: an Arrow record batch plus the change
 // kind of each row. The change kinds are kept beside the record rather than as a
 // column so that operators that do not care (most of them) see the user's columns

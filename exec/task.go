@@ -17,8 +17,10 @@ type streamTask struct {
 	// channels[i] is the number of channels feeding input i.
 	channels []int
 	out      *outputCollector
-	// net are the task's network channels to other TaskManagers.
-	net []*lazySender
+	// net are the task's network channels to other TaskManagers, and netTasks
+	// the network tasks that feed them when they run on their own (NetworkOwn).
+	net      []*lazySender
+	netTasks []*netTask
 }
 
 // closeNet closes the task's network channels: after its end of stream went out

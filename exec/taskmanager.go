@@ -215,7 +215,13 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 				ns := &lazySender{cfg: DialConfig{Addr: addr, LocalAddr: localAddr, Key: EdgeChannelKey(g.JobID, ee), From: id, Alloc: t.tc.Alloc},
 					metrics: t.tc.Metrics}
 				t.net = append(t.net, ns)
-				w.targets = append(w.targets, ns)
+				if g.Job.NetworkTasks == NetworkOwn {
+					nt := &netTask{inbox: make(chan Message, QueueCapacity), out: ns, done: make(chan struct{})}
+					t.netTasks = append(t.netTasks, nt)
+					w.targets = append(w.targets, nt)
+				} else {
+					w.targets = append(w.targets, ns)
+				}
 			}
 			t.out.edges = append(t.out.edges, w)
 		}
@@ -237,14 +243,29 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 		})
 	}
 	for _, t := range tasks {
+		for _, nt := range t.netTasks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := nt.run(ctx); err != nil {
+					failTask(err)
+				}
+			}()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			err := t.run(ctx)
-			t.closeNet()
 			if err != nil {
-				failTask(err)
+				failTask(err) // also stops this task's network tasks
 			}
+			for _, nt := range t.netTasks {
+				select { // the network tasks send what the task queued, end of stream last
+				case <-nt.done:
+				case <-ctx.Done():
+				}
+			}
+			t.closeNet()
 		}()
 	}
 	// A network channel that breaks before its end of stream (its sender's
@@ -278,6 +299,57 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 		close(d.done)
 	}()
 	return d, nil
+}
+
+// netTask is a network task of its own (NetworkOwn): the producing task queues
+// messages for it as for a local channel, and its goroutine writes them to the
+// network channel, ending after the end of stream.
+type netTask struct {
+	inbox chan Message
+	out   *lazySender
+	done  chan struct{} // closed when run returns
+}
+
+func (n *netTask) send(ctx context.Context, b Batch, s Signal) error {
+	select {
+	case n.inbox <- Message{Batch: b, Signal: s}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (n *netTask) run(ctx context.Context) error {
+	defer close(n.done)
+	defer func() { // release what a failure or cancellation left queued
+		for {
+			select {
+			case m := <-n.inbox:
+				if m.IsData() {
+					m.Batch.Rec.Release()
+				}
+			default:
+				return
+			}
+		}
+	}()
+	for {
+		var m Message
+		select {
+		case m = <-n.inbox:
+		case <-ctx.Done():
+			return nil
+		}
+		if err := n.out.send(ctx, m.Batch, m.Signal); err != nil {
+			if m.IsData() {
+				m.Batch.Rec.Release()
+			}
+			return err
+		}
+		if m.Signal.Kind == EndOfStream {
+			return nil
+		}
+	}
 }
 
 // lazySender is the sending end of a network channel, connected when the task

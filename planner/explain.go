@@ -95,6 +95,13 @@ func channelSummary(eg *exec.ExecutionGraph) []string {
 		c := counts[k]
 		lines[i] = fmt.Sprintf("V%d -> V%d input=%d %s: %d channel(s), %d over the network",
 			k.from, k.to, k.input, c.part, c.n, c.network)
+		if c.network > 0 {
+			tasks := eg.Job.NetworkTasks
+			if tasks == "" {
+				tasks = exec.NetworkFused
+			}
+			lines[i] += " (network tasks: " + tasks + ")"
+		}
 	}
 	return lines
 }

@@ -217,6 +217,7 @@ func (s *Session) plan(q *sql.Query) (*planner.StreamGraph, *exec.JobGraph, erro
 	}
 	jg := planner.Fuse(sg)
 	jg.Network = s.vars["network"].Str
+	jg.NetworkTasks = s.vars["network_task"].Str
 	jg.MinParallelism = int(s.vars["min_parallelism"].Int)
 	jg.MaxParallelism = int(s.vars["max_parallelism"].Int)
 	return sg, jg, nil
@@ -299,6 +300,7 @@ func defaultVars() map[string]types.Value {
 		"min_parallelism":    types.IntValue(0),
 		"max_parallelism":    types.IntValue(0),
 		"network":            types.StringValue(""),
+		"network_task":       types.StringValue(exec.NetworkFused),
 		"application_name":   types.StringValue(""),
 		"client_encoding":    types.StringValue("UTF8"),
 		"datestyle":          types.StringValue("ISO, MDY"),
@@ -332,6 +334,14 @@ func (s *Session) set(name string, v types.Value) error {
 	}
 	if v.Null || v.Type.ID == types.Null {
 		s.vars[name] = defaultVars()[name]
+		return nil
+	}
+	if name == "network_task" {
+		mode := strings.ToLower(strings.TrimSpace(formatVar(v)))
+		if mode != exec.NetworkFused && mode != exec.NetworkOwn {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "network_task must be 'fused' or 'own', got %s", formatVar(v))
+		}
+		s.vars[name] = types.StringValue(mode)
 		return nil
 	}
 	if name == "parallelism" {

@@ -118,8 +118,15 @@ func TestConcurrentSessions(t *testing.T) {
 
 // TestClusterWordCount runs WordCount over the King James Bible on three
 // TaskManagers joined by network channels, with parallelism 3, and compares every
-// count with a plain Go word count.
+// count with a plain Go word count: with the network edges' sending side fused
+// into the producing tasks, and with network tasks of their own.
 func TestClusterWordCount(t *testing.T) {
+	for _, mode := range []string{"fused", "own"} {
+		t.Run(mode, func(t *testing.T) { clusterWordCount(t, mode) })
+	}
+}
+
+func clusterWordCount(t *testing.T, networkTask string) {
 	kjv, err := filepath.Abs("../../data/kjv.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +152,9 @@ func TestClusterWordCount(t *testing.T) {
 	var out strings.Builder
 	err = s.Exec(ctx, fmt.Sprintf(`CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file://%s';
 		SET parallelism = 3;
+		SET network_task = '%s';
 		SELECT word, COUNT(*) FROM (SELECT regexp_split_to_table(lower(line), '[[:space:]]+') AS word FROM docs) AS t
-		WHERE word <> '' GROUP BY word`, kjv), func(r *session.Result) error {
+		WHERE word <> '' GROUP BY word`, kjv, networkTask), func(r *session.Result) error {
 		if r.Rows == nil {
 			return nil
 		}

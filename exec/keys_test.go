@@ -1,0 +1,236 @@
+package exec
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// keyTestKeys returns n random keys that stress the table's comparisons: every
+// length from 0 to 40 and a few past 255 (the slot keeps lengths up to 255),
+// NUL bytes (so zero padding alone cannot tell "a" from "a\x00"), keys that
+// share their first 8 or 16 bytes, and repeats.
+func keyTestKeys(r *rand.Rand, n int) []string {
+	prefix16 := "0123456789abcdef"
+	long := strings.Repeat("x", 300)
+	keys := []string{"", "\x00", "a", "a\x00", "a\x00\x00", prefix16[:8], prefix16[:8] + "\x00",
+		prefix16, prefix16 + "\x00", long[:255], long[:256], long[:299] + "y", long}
+	for len(keys) < n {
+		var k string
+		switch r.IntN(4) {
+		case 0: // a repeat
+			k = keys[r.IntN(len(keys))]
+		case 1: // a shared first 8 or 16 bytes
+			k = prefix16[:8*(1+r.IntN(2))] + fmt.Sprint(r.IntN(50))
+		default:
+			b := make([]byte, r.IntN(41))
+			for i := range b {
+				b[i] = "ab\x00"[r.IntN(3)]
+			}
+			k = string(b)
+		}
+		keys = append(keys, k)
+	}
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	return keys
+}
+
+// keyTestRaw returns the raw keys of strs. With tight, the bytes sit in a slice
+// without spare capacity, so the table cannot load words past the last key.
+func keyTestRaw(strs []string, tight bool) *rowKeys {
+	k := &rowKeys{n: len(strs), raw: true, offs: make([]int32, len(strs)+1)}
+	var data []byte
+	for i, s := range strs {
+		data = append(data, s...)
+		k.offs[i+1] = int32(len(data))
+	}
+	if tight {
+		data = bytes.Clone(data)
+	}
+	k.data = data
+	return k
+}
+
+func TestKeyTableRaw(t *testing.T) {
+	for _, tight := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tight=%v", tight), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(1, 2))
+			tb := newKeyTable()
+			ids := map[string]uint32{}
+			var order []string
+			// Batches of growing size make the table grow in and between batches.
+			for batch := range 12 {
+				strs := keyTestKeys(r, 1<<batch)
+				gids := make([]uint32, len(strs))
+				tb.insertRows(keyTestRaw(strs, tight), gids)
+				for i, s := range strs {
+					want, ok := ids[s]
+					if !ok {
+						want = uint32(len(order))
+						ids[s] = want
+						order = append(order, s)
+					}
+					if gids[i] != want {
+						t.Fatalf("batch %d: key %q got id %d, want %d", batch, s, gids[i], want)
+					}
+				}
+			}
+			if tb.len() != len(order) {
+				t.Fatalf("%d keys, want %d", tb.len(), len(order))
+			}
+			for g, s := range order {
+				if got := string(tb.key(uint32(g))); got != s {
+					t.Fatalf("key %d is %q, want %q", g, got, s)
+				}
+			}
+			probe := append(keyTestKeys(r, 500), "absent", "0123456789abcdef-absent", strings.Repeat("x", 257))
+			lids := make([]int32, len(probe))
+			tb.lookupRows(keyTestRaw(probe, tight), lids)
+			for i, s := range probe {
+				want := int32(-1)
+				if g, ok := ids[s]; ok {
+					want = int32(g)
+				}
+				if lids[i] != want {
+					t.Errorf("lookup %q: %d, want %d", s, lids[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestKeyTableNulls(t *testing.T) {
+	mem := opTestMem()
+	defer mem.AssertSize(t, 0)
+	b := array.NewStringBuilder(mem)
+	b.AppendValues([]string{"a", "", "b", "", "a", ""}, []bool{true, false, true, true, true, false})
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	var k rowKeys
+	if err := k.encode([]arrow.Array{col}, nil, col.Len()); err != nil {
+		t.Fatal(err)
+	}
+	tb := newKeyTable()
+	gids := make([]uint32, col.Len())
+	tb.insertRows(&k, gids)
+	// NULL rows share one id, apart from the empty string's.
+	if want := []uint32{0, 1, 2, 3, 0, 1}; fmt.Sprint(gids) != fmt.Sprint(want) {
+		t.Fatalf("gids %v, want %v", gids, want)
+	}
+	ids := make([]int32, col.Len())
+	tb.lookupRows(&k, ids)
+	if want := []int32{0, -1, 2, 3, 0, -1}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("lookup %v, want %v", ids, want)
+	}
+	kc, err := tb.decodeKeys(mem, []arrow.DataType{arrow.BinaryTypes.String}, 0, tb.len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseArrays(kc)
+	if got := fmt.Sprint(kc[0]); got != `["a" (null) "b" ""]` {
+		t.Errorf("keys %s", got)
+	}
+}
+
+// TestKeyTableEncoded checks keys of several columns, which the table sees as
+// encoded byte strings of 10 to 40-odd bytes.
+func TestKeyTableEncoded(t *testing.T) {
+	mem := opTestMem()
+	defer mem.AssertSize(t, 0)
+	r := rand.New(rand.NewPCG(3, 4))
+	tb := newKeyTable()
+	ids := map[string]uint32{}
+	types := []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String}
+	for range 20 {
+		n := 1 + r.IntN(3000)
+		ib := array.NewInt64Builder(mem)
+		sb := array.NewStringBuilder(mem)
+		for range n {
+			if r.IntN(10) == 0 {
+				ib.AppendNull()
+			} else {
+				ib.Append(int64(r.IntN(100)))
+			}
+			sb.Append(strings.Repeat("s", r.IntN(30)))
+		}
+		cols := []arrow.Array{ib.NewArray(), sb.NewArray()}
+		ib.Release()
+		sb.Release()
+		var k rowKeys
+		if err := k.encode(cols, nil, n); err != nil {
+			t.Fatal(err)
+		}
+		gids := make([]uint32, n)
+		tb.insertRows(&k, gids)
+		for i := range n {
+			key := fmt.Sprint(cols[0].(*array.Int64).IsNull(i), cols[0].(*array.Int64).Value(i), cols[1].(*array.String).Value(i))
+			want, ok := ids[key]
+			if !ok {
+				want = uint32(len(ids))
+				ids[key] = want
+			}
+			if gids[i] != want {
+				t.Fatalf("row %d (%s): id %d, want %d", i, key, gids[i], want)
+			}
+		}
+		releaseArrays(cols)
+	}
+	kc, err := tb.decodeKeys(mem, types, 0, tb.len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseArrays(kc)
+	for g := range tb.len() {
+		key := fmt.Sprint(kc[0].IsNull(g), kc[0].(*array.Int64).Value(g), kc[1].(*array.String).Value(g))
+		if ids[key] != uint32(g) {
+			t.Fatalf("key %d decodes to %s, which has id %d", g, key, ids[key])
+		}
+	}
+}
+
+// TestKeyTableCollisions gives keys that the slot's tag and first word cannot
+// tell apart one hash, so that only the rest of the comparison separates them.
+func TestKeyTableCollisions(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	keys := []string{"a", "a\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+		"0123456789abcdef", "0123456789abcdeg", "0123456789abcdef1", "0123456789abcdef2",
+		long[:256], long[:300], long[:299] + "y", long[:255] + "y"}
+	tb := newKeyTable()
+	for pass := range 2 {
+		for i, k := range keys {
+			_, w0, w1 := hashKey([]byte(k), tb.seed)
+			if g := tb.findOrInsertHashed([]byte(k), 42, w0, w1); g != uint32(i) {
+				t.Fatalf("pass %d: %q got id %d, want %d", pass, k, g, i)
+			}
+		}
+	}
+}
+
+// TestKeyTableFindShort checks that keys of up to 16 bytes already in the table
+// take findShort's fast path when the buffer has room to load them as words.
+func TestKeyTableFindShort(t *testing.T) {
+	var strs []string
+	for _, s := range keyTestKeys(rand.New(rand.NewPCG(5, 6)), 2000) {
+		if len(s) <= 16 {
+			strs = append(strs, s)
+		}
+	}
+	tb := newKeyTable()
+	k := keyTestRaw(strs, false)
+	k.data = append(k.data, make([]byte, 16)...)[:len(k.data)]
+	gids := make([]uint32, len(strs))
+	tb.insertRows(k, gids)
+	got := make([]uint32, len(strs))
+	if i := tb.findShort(k.data[:cap(k.data)], k.offs, got, 0); i != len(strs) {
+		t.Fatalf("findShort stopped at row %d (%q), want %d", i, strs[i], len(strs))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(gids) {
+		t.Errorf("findShort ids differ from insertRows'")
+	}
+}
