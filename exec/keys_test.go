@@ -198,8 +198,8 @@ func TestKeyTableEncoded(t *testing.T) {
 // tell apart one hash, so that only the rest of the comparison separates them.
 func TestKeyTableCollisions(t *testing.T) {
 	long := strings.Repeat("x", 300)
-	keys := []string{"a", "a\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00\x00",
-		"0123456789abcdef", "0123456789abcdeg", "0123456789abcdef1", "0123456789abcdef2",
+	keys := []string{"a", "b", "a\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+		"0123456789abcdef", "0123456789abcdeg", "1123456789abcdef", "0123456789abcdef1", "0123456789abcdef2",
 		long[:256], long[:300], long[:299] + "y", long[:255] + "y"}
 	tb := newKeyTable()
 	for pass := range 2 {
@@ -232,5 +232,17 @@ func TestKeyTableFindShort(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(gids) {
 		t.Errorf("findShort ids differ from insertRows'")
+	}
+
+	// A key in the home slot of another, with its tag and first word, is not it.
+	tb = newKeyTable()
+	a, b := "01234567a", "01234567b"
+	ha, _, _ := hashKey([]byte(a), tb.seed)
+	_, w0, w1 := hashKey([]byte(b), tb.seed)
+	tb.findOrInsertHashed([]byte(b), ha, w0, w1)
+	k = keyTestRaw([]string{a}, false)
+	k.data = append(k.data, make([]byte, 16)...)[:len(k.data)]
+	if i := tb.findShort(k.data[:cap(k.data)], k.offs, got[:1], 0); i != 0 {
+		t.Errorf("findShort took %q for %q", b, a)
 	}
 }
