@@ -19,9 +19,10 @@ test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-# WordCount against DuckDB, mawk and a hand-written Go counter (bench/README.md). bench/
-# is its own module, so DuckDB's cgo never enters the engine's build; it writes
-# bench/results/ and regenerates bench/README.md. BENCH_FLAGS: e.g. -reps 3 -copies 10.
+# WordCount against DuckDB, mawk and a hand-written Go counter, then 3 TaskManagers on
+# loopback against local mode (bench/README.md). bench/ is its own module, so DuckDB's
+# cgo never enters the engine's build; it writes bench/results/ and regenerates
+# bench/README.md. BENCH_FLAGS: e.g. -reps 3 -copies 10 -suites distributed.
 bench: build
 	@command -v mawk >/dev/null || (apt-get update && apt-get install -y mawk)
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) $(BENCH_FLAGS)

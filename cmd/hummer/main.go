@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -201,6 +202,11 @@ func taskManager(args []string) error {
 		return err
 	}
 	defer data.Close()
+	if *slots > 0 {
+		// One slot is one core: a TaskManager of n slots runs on n cores, so
+		// several TaskManagers on one host share its cores as their slots say.
+		runtime.GOMAXPROCS(*slots)
+	}
 	named := map[string]*exec.DataServer{}
 	for name, addr := range networks {
 		d, err := exec.ListenData(exec.DataServerConfig{Addr: addr, Log: log})

@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,84 +21,190 @@ import (
 	"github.com/hummer-db/hummer/bench/counts"
 )
 
-// hummerServer is one `hummer serve` process and a pgx connection to it, used the way
-// a user would: SQL over the PostgreSQL wire protocol, simple query protocol.
+// hummerServer is a Hummer deployment and a pgx connection to it, used the way a user
+// would: SQL over the PostgreSQL wire protocol, simple query protocol. It is either
+// one `hummer serve` process, or a cluster of one `hummer jobmanager` and some `hummer
+// taskmanager` processes; procs[0] is the one serving PostgreSQL.
 type hummerServer struct {
+	procs []*proc
+	conn  *pgx.Conn
+}
+
+// proc is one hummer process; its stdout and stderr go to its log file.
+type proc struct {
 	cmd  *exec.Cmd
-	conn *pgx.Conn
 	log  *os.File
 	done chan struct{} // closed when the process has exited
 	err  error         // why it exited; read after done is closed
 }
 
-// readyLine is what `hummer serve` prints once it listens.
-var readyLine = regexp.MustCompile(`hummer is ready: psql -h (\S+) -p (\d+)`)
+var (
+	// readyLine is what `hummer serve` and `hummer jobmanager` print once they listen.
+	readyLine = regexp.MustCompile(`hummer is ready: psql -h (\S+) -p (\d+)`)
+	// rpcLine is the JobManager's log line with its control-plane address.
+	rpcLine = regexp.MustCompile(`msg="jobmanager accepting TaskManagers" rpc-addr=(\S+)`)
+)
 
-// startHummer starts `bin serve` on a free loopback port with a fresh data
-// directory under dir, and connects to it. The server's log goes to dir/hummer.log.
-func startHummer(ctx context.Context, bin, dir string) (*hummerServer, error) {
-	log, err := os.Create(dir + "/hummer.log")
+// startProc starts bin with args, logging to logPath, and waits until every one of
+// wait has matched a line the process wrote to stderr; it returns the submatches of
+// each, in the order of wait.
+func startProc(bin, logPath string, wait []*regexp.Regexp, args ...string) (*proc, [][]string, error) {
+	log, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--pg-addr", "127.0.0.1:0", "--data-dir", dir+"/hummer-data")
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		log.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	cmd.Stdout = log
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	s := &hummerServer{cmd: cmd, log: log, done: make(chan struct{})}
-	addr := make(chan string, 1)
+	p := &proc{cmd: cmd, log: log, done: make(chan struct{})}
+	matched := make(chan [][]string, 1)
 	go func() {
+		found, left := make([][]string, len(wait)), len(wait)
+		if left == 0 {
+			matched <- found
+		}
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			fmt.Fprintln(log, sc.Text())
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1] + ":" + m[2]:
-				default:
+			for i, re := range wait {
+				if m := re.FindStringSubmatch(sc.Text()); m != nil && found[i] == nil {
+					found[i] = m
+					if left--; left == 0 {
+						matched <- found
+					}
 				}
 			}
 		}
 		io.Copy(log, stderr)
-		s.err = cmd.Wait()
-		close(s.done)
+		p.err = cmd.Wait()
+		close(p.done)
 	}()
-	var hostPort string
+	name := strings.Join(append([]string{filepath.Base(bin)}, args[:1]...), " ")
 	select {
-	case hostPort = <-addr:
-	case <-s.done:
-		return nil, fmt.Errorf("hummer serve exited before it was ready (%v):\n%s", s.err, tail(log.Name()))
+	case m := <-matched:
+		return p, m, nil
+	case <-p.done:
+		log.Close()
+		return nil, nil, fmt.Errorf("%s exited before it was ready (%v):\n%s", name, p.err, tail(logPath))
 	case <-time.After(time.Minute):
-		s.Close()
-		return nil, fmt.Errorf("hummer serve not ready after a minute:\n%s", tail(log.Name()))
+		p.close()
+		return nil, nil, fmt.Errorf("%s not ready after a minute:\n%s", name, tail(logPath))
 	}
-	s.conn, err = pgx.Connect(ctx, "postgres://hummer@"+hostPort+"/hummer?sslmode=disable&default_query_exec_mode=simple_protocol")
+}
+
+// close ends the process with SIGTERM (SIGKILL after 10 s) and waits for it.
+func (p *proc) close() error {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	return p.log.Close()
+}
+
+// startHummer starts `bin serve` on a free loopback port with a fresh data directory
+// under dir and connects to it; slots > 0 sets --slots (otherwise one per core). The
+// server's log goes to dir/NAME.log.
+func startHummer(ctx context.Context, bin, dir, name string, slots int) (*hummerServer, error) {
+	args := []string{"serve", "--pg-addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, name+"-data")}
+	if slots > 0 {
+		args = append(args, "--slots", strconv.Itoa(slots))
+	}
+	p, m, err := startProc(bin, filepath.Join(dir, name+".log"), []*regexp.Regexp{readyLine}, args...)
 	if err != nil {
+		return nil, err
+	}
+	s := &hummerServer{procs: []*proc{p}}
+	if err := s.connect(ctx, m[0][1]+":"+m[0][2]); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Close ends the server and waits for it.
+// startCluster starts `bin jobmanager` and tms `bin taskmanager --slots 1`, all on
+// loopback with free ports, connects to the JobManager and waits until the
+// TaskManagers have registered: until `SET parallelism = tms` succeeds, which it does
+// not while fewer slots exist. Logs go to dir/NAME-jm.log and dir/NAME-tmI.log.
+func startCluster(ctx context.Context, bin, dir, name string, tms int) (*hummerServer, error) {
+	jm, m, err := startProc(bin, filepath.Join(dir, name+"-jm.log"), []*regexp.Regexp{rpcLine, readyLine},
+		"jobmanager", "--pg-addr", "127.0.0.1:0", "--rpc-addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, name+"-jm-data"))
+	if err != nil {
+		return nil, err
+	}
+	s := &hummerServer{procs: []*proc{jm}}
+	rpcAddr, pgAddr := m[0][1], m[1][1]+":"+m[1][2]
+	for i := range tms {
+		tm, _, err := startProc(bin, filepath.Join(dir, fmt.Sprintf("%s-tm%d.log", name, i)), nil,
+			"taskmanager", "--jobmanager", rpcAddr, "--slots", "1", "--data-addr", "127.0.0.1:0",
+			"--data-dir", filepath.Join(dir, fmt.Sprintf("%s-tm%d-data", name, i)))
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.procs = append(s.procs, tm)
+	}
+	if err := s.connect(ctx, pgAddr); err != nil {
+		s.Close()
+		return nil, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := s.exec(ctx, fmt.Sprintf("SET parallelism = %d", tms))
+		if err == nil {
+			return s, nil
+		}
+		for _, p := range s.procs {
+			select {
+			case <-p.done:
+				s.Close()
+				return nil, fmt.Errorf("%s exited (%v) before %d TaskManagers registered:\n%s", p.cmd.Args[1], p.err, tms, tail(p.log.Name()))
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			s.Close()
+			return nil, fmt.Errorf("%d TaskManagers not registered after a minute (SET parallelism = %d: %v):\n%s", tms, tms, err, tail(jm.log.Name()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *hummerServer) connect(ctx context.Context, hostPort string) (err error) {
+	s.conn, err = pgx.Connect(ctx, "postgres://hummer@"+hostPort+"/hummer?sslmode=disable&default_query_exec_mode=simple_protocol")
+	return err
+}
+
+// pids returns the process ids of the deployment, PostgreSQL's first.
+func (s *hummerServer) pids() []int {
+	var ids []int
+	for _, p := range s.procs {
+		ids = append(ids, p.cmd.Process.Pid)
+	}
+	return ids
+}
+
+// Close ends the deployment's processes, TaskManagers before the JobManager, and
+// waits for them.
 func (s *hummerServer) Close() error {
 	if s.conn != nil {
 		s.conn.Close(context.Background())
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
+	var errs []error
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		errs = append(errs, s.procs[i].close())
 	}
-	return s.log.Close()
+	return errors.Join(errs...)
 }
 
 // exec runs a statement whose result does not matter.
@@ -105,23 +214,26 @@ func (s *hummerServer) exec(ctx context.Context, sql string) error {
 }
 
 // run runs query at the given parallelism and measures it: wall time at the client
-// until the last row arrived, and the server process's CPU time and peak RSS across
-// the query. It digests every (word, count) row received.
+// until the last row arrived, and the CPU time and peak RSS of the deployment's
+// processes across the query, each summed over them. It digests every (word, count)
+// row received.
 func (s *hummerServer) run(ctx context.Context, parallelism int, query string) (measurement, counts.Digest, error) {
 	var m measurement
 	var d counts.Digest
 	if err := s.exec(ctx, fmt.Sprintf("SET parallelism = %d", parallelism)); err != nil {
 		return m, d, err
 	}
-	pid := s.cmd.Process.Pid
-	if err := resetPeakRSS(pid); err != nil {
-		return m, d, fmt.Errorf("resetting the server's peak RSS: %w", err)
+	pids := s.pids()
+	for _, pid := range pids {
+		if err := resetPeakRSS(pid); err != nil {
+			return m, d, fmt.Errorf("resetting the peak RSS of process %d: %w", pid, err)
+		}
 	}
-	rssBefore, _, err := procMem(pid)
+	rssBefore, _, err := sumMem(pids)
 	if err != nil {
 		return m, d, err
 	}
-	cpu0, err := procCPU(pid)
+	cpu0, err := sumCPU(pids)
 	if err != nil {
 		return m, d, err
 	}
@@ -144,16 +256,95 @@ func (s *hummerServer) run(ctx context.Context, parallelism int, query string) (
 	if err := rows.Err(); err != nil {
 		return m, d, err
 	}
-	cpu1, err := procCPU(pid)
+	cpu1, err := sumCPU(pids)
 	if err != nil {
 		return m, d, err
 	}
-	_, peak, err := procMem(pid)
+	_, peak, err := sumMem(pids)
 	if err != nil {
 		return m, d, err
 	}
 	m.CPU, m.PeakRSS, m.RSSBefore = cpu1-cpu0, peak, rssBefore
 	return m, d, nil
+}
+
+// analysis is what EXPLAIN ANALYZE reports of one run of a query.
+type analysis struct {
+	Tasks        int      `json:"tasks"`
+	TaskManagers []string `json:"task_managers"` // distinct, in order of appearance
+	RowsIn       int64    `json:"rows_in"`       // over all tasks
+	NetBytesOut  int64    `json:"net_bytes_out"` // over all tasks
+	Channels     string   `json:"channels"`      // its per-edge lines, e.g. "V0 -> V1 input=0 hash[0]: 9 channel(s), 6 over the network"
+}
+
+// analyze runs EXPLAIN ANALYZE query at the given parallelism and sums what its
+// tasks report.
+func (s *hummerServer) analyze(ctx context.Context, parallelism int, query string) (analysis, error) {
+	if err := s.exec(ctx, fmt.Sprintf("SET parallelism = %d", parallelism)); err != nil {
+		return analysis{}, err
+	}
+	rows, err := s.conn.Query(ctx, "EXPLAIN ANALYZE "+query)
+	if err != nil {
+		return analysis{}, err
+	}
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return analysis{}, err
+		}
+		lines = append(lines, line)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return analysis{}, err
+	}
+	return parseAnalysis(lines)
+}
+
+// parseAnalysis reads EXPLAIN ANALYZE's task lines (`... tm=ADDR rows_in=N rows_out=N
+// net_bytes_out=N`) and its ExecutionGraph's channel counts.
+func parseAnalysis(lines []string) (analysis, error) {
+	var a analysis
+	var channels []string
+	inExec := false
+	for _, line := range lines {
+		t := strings.TrimSpace(line)
+		if t == "ExecutionGraph" {
+			inExec = true
+			continue
+		}
+		if inExec && strings.Contains(t, " over the network") {
+			channels = append(channels, t)
+		}
+		if !strings.Contains(t, " tm=") {
+			continue
+		}
+		a.Tasks++
+		for _, f := range strings.Fields(t) {
+			k, v, ok := strings.Cut(f, "=")
+			if !ok {
+				continue
+			}
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "tm":
+				if !slices.Contains(a.TaskManagers, v) {
+					a.TaskManagers = append(a.TaskManagers, v)
+				}
+			case "rows_in":
+				a.RowsIn += n
+			case "net_bytes_out":
+				a.NetBytesOut += n
+			}
+		}
+	}
+	if a.Tasks == 0 {
+		return a, fmt.Errorf("EXPLAIN ANALYZE shows no task with tm=:\n%s", strings.Join(lines, "\n"))
+	}
+	a.Channels = strings.Join(channels, "; ")
+	return a, nil
 }
 
 // createTable declares table over the text file at path.

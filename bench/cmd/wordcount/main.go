@@ -1,8 +1,9 @@
-// Command wordcount is the WordCount benchmark of issue 3: Hummer through its real user
+// Command wordcount is the WordCount benchmark of issues 3 and 4: Hummer through its real user
 // path (`hummer serve` and a PostgreSQL client) against DuckDB, mawk and a hand-written
-// Go counter, interleaved in one run on 10 and 50 copies of kjv.txt. It checks every
-// result against a reference, writes results/ (JSON and a PNG plot) and regenerates
-// README.md from them.
+// Go counter, interleaved in one run on 10 and 50 copies of kjv.txt; then, at
+// parallelism 3, a cluster of one JobManager and three TaskManagers on loopback
+// against local mode (`hummer serve --slots 3`). It checks every result against a
+// reference, writes results/ (JSON and a PNG plot) and regenerates README.md from them.
 //
 // Run it from bench/ (`make bench` does): go run ./cmd/wordcount -repo ..
 // With -render FILE it only redraws the plot and README from a results file.
@@ -33,6 +34,7 @@ func main() {
 	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
 	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
 	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
+	suites := flag.String("suites", suiteEngines+","+suiteDistributed, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode)")
 	render := flag.String("render", "", "only redraw the plot and README from this results JSON")
 	flag.Parse()
 	var err error
@@ -47,6 +49,15 @@ func main() {
 			}
 			cfg.copies = append(cfg.copies, n)
 		}
+		cfg.suites = map[string]bool{}
+		for f := range strings.SplitSeq(*suites, ",") {
+			f = strings.TrimSpace(f)
+			if f != suiteEngines && f != suiteDistributed {
+				fmt.Fprintf(os.Stderr, "wordcount: -suites: unknown suite %q\n", f)
+				os.Exit(2)
+			}
+			cfg.suites[f] = true
+		}
 		err = run(context.Background(), cfg)
 	}
 	if err != nil {
@@ -59,7 +70,14 @@ type config struct {
 	repo, hummer, results, readme, work string
 	copies                              []int
 	reps                                int
+	suites                              map[string]bool
 }
+
+// The suites of the benchmark, for -suites.
+const (
+	suiteEngines     = "engines"     // issue 3: Hummer against DuckDB, mawk and the Go counter
+	suiteDistributed = "distributed" // issue 4: three TaskManagers over loopback against local mode
+)
 
 func run(ctx context.Context, cfg config) error {
 	start := time.Now()
@@ -126,36 +144,84 @@ func run(ctx context.Context, cfg config) error {
 		rep.Inputs = append(rep.Inputs, inputReport{Copies: n, Bytes: in.Bytes, Reference: counts.Of(in.Ref)})
 	}
 
-	h, err := startHummer(ctx, hummerBin, work)
-	if err != nil {
+	failed := 0
+	b := bins{hummer: hummerBin, measure: measure, duckwc: duckwc, gowc: gowc, duckSQL: strings.TrimSpace(duckSQL)}
+	if cfg.suites[suiteEngines] {
+		n, err := runEngines(ctx, cfg, rep, b, work, inputs)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
+	if cfg.suites[suiteDistributed] {
+		n, err := runDistributed(ctx, cfg, rep, hummerBin, work, inputs)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
+	rep.DurationS = round(time.Since(start).Seconds(), 1)
+	rep.summarise()
+
+	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
 		return err
+	}
+	stamp := start.UTC().Format("20060102-150405")
+	for _, name := range []string{"wordcount-" + stamp + ".json", "latest.json"} {
+		if err := rep.writeJSON(filepath.Join(cfg.results, name)); err != nil {
+			return err
+		}
+	}
+	if err := publish(rep, cfg); err != nil {
+		return err
+	}
+	rep.writeTable(os.Stdout)
+	if failed > 0 {
+		return fmt.Errorf("%d runs failed (see the table and %s)", failed, filepath.Join(cfg.results, "latest.json"))
+	}
+	return nil
+}
+
+// bins are the compiled programs the benchmark runs.
+type bins struct {
+	hummer, measure, duckwc, gowc string
+	duckSQL                       string // duckwc's query, %s for the input
+}
+
+// runEngines is issue 3's benchmark: Hummer against DuckDB, mawk and the Go counter.
+// It appends its runs to rep and returns how many failed.
+func runEngines(ctx context.Context, cfg config, rep *report, b bins, work string, inputs []*input) (int, error) {
+	cpus := rep.Machine.CPUs
+	h, err := startHummer(ctx, b.hummer, work, "hummer", 0)
+	if err != nil {
+		return 0, err
 	}
 	defer h.Close()
 	for _, in := range inputs {
 		if err := h.createTable(ctx, in.Table, in.Path); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	cs := contenders(h, measure, duckwc, strings.TrimSpace(duckSQL), gowc, cpus)
-	floor, _, err := runChild(ctx, measure, filepath.Join(work, "measure.json"), "true")
+	cs := contenders(h, b.measure, b.duckwc, b.duckSQL, b.gowc, cpus)
+	floor, _, err := runChild(ctx, b.measure, filepath.Join(work, "measure.json"), "true")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rep.Machine.RSSFloorMiB = mib(floor.PeakRSS)
 	for _, c := range cs {
 		rep.Contenders = append(rep.Contenders, contenderReport{Name: c.Name, Notes: c.Notes, Query: c.Query})
 	}
 
-	others, err := startOtherWork(h.cmd.Process.Pid)
+	others, err := startOtherWork(h.pids())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	failed := 0
 	for _, in := range inputs {
 		// Hummer's one warm-up: its first query pays for lazily built state (and
 		// the page cache is warm for everyone).
 		if _, _, err := h.run(ctx, cpus, fmt.Sprintf(wordCountSQL, in.Table)); err != nil {
-			return fmt.Errorf("hummer warm-up on %d copies: %w", in.Copies, err)
+			return 0, fmt.Errorf("hummer warm-up on %d copies: %w", in.Copies, err)
 		}
 		wants := make([]counts.Digest, len(cs))
 		for i, c := range cs {
@@ -190,35 +256,18 @@ func run(ctx context.Context, cfg config) error {
 	}
 	runs, other, steal, err := others.done()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rep.Machine.RunsS, rep.Machine.OtherCPUS, rep.Machine.StealS = round(runs.Seconds(), 1), round(other.Seconds(), 1), round(steal.Seconds(), 1)
-	rep.DurationS = round(time.Since(start).Seconds(), 1)
-	rep.summarise()
-
-	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
-		return err
-	}
-	stamp := start.UTC().Format("20060102-150405")
-	for _, name := range []string{"wordcount-" + stamp + ".json", "latest.json"} {
-		if err := rep.writeJSON(filepath.Join(cfg.results, name)); err != nil {
-			return err
-		}
-	}
-	if err := publish(rep, cfg); err != nil {
-		return err
-	}
-	rep.writeTable(os.Stdout)
-	if failed > 0 {
-		return fmt.Errorf("%d runs failed (see the table and %s)", failed, filepath.Join(cfg.results, "latest.json"))
-	}
-	return nil
+	return failed, nil
 }
 
 // publish draws the plot and regenerates the README from rep.
 func publish(rep *report, cfg config) error {
-	if err := plotThroughput(rep, filepath.Join(cfg.results, plotFile)); err != nil {
-		return err
+	if len(rep.Contenders) > 0 {
+		if err := plotThroughput(rep, filepath.Join(cfg.results, plotFile)); err != nil {
+			return err
+		}
 	}
 	if cfg.readme == "" {
 		return nil

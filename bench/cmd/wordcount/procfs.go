@@ -71,6 +71,32 @@ func procMem(pid int) (rss, peak int64, err error) {
 	return rss, peak, nil
 }
 
+// sumCPU returns the CPU time that the processes pids have used so far, summed.
+func sumCPU(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		cpu, err := procCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += cpu
+	}
+	return sum, nil
+}
+
+// sumMem returns the RSS and the peak RSS of the processes pids, each summed. The sum
+// of peaks bounds the peak of the sum from above: the processes need not peak at once.
+func sumMem(pids []int) (rss, peak int64, err error) {
+	for _, pid := range pids {
+		r, p, err := procMem(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		rss, peak = rss+r, peak+p
+	}
+	return rss, peak, nil
+}
+
 // machine describes the computer the benchmark ran on.
 type machine struct {
 	CPUs     int     `json:"cpus"`
@@ -165,17 +191,17 @@ func ownCPU() time.Duration {
 }
 
 // otherWork measures the CPU time that processes other than this one, its children
-// and the Hummer server use between its creation and a call to done.
+// and the Hummer servers use between its creation and a call to done.
 type otherWork struct {
-	start  time.Time
-	server int
-	cpu    cpuTimes
-	own    time.Duration
+	start   time.Time
+	servers []int
+	cpu     cpuTimes
+	own     time.Duration
 }
 
-func startOtherWork(server int) (*otherWork, error) {
-	w := &otherWork{start: time.Now(), server: server, own: ownCPU()}
-	srv, err := procCPU(server)
+func startOtherWork(servers []int) (*otherWork, error) {
+	w := &otherWork{start: time.Now(), servers: servers, own: ownCPU()}
+	srv, err := sumCPU(servers)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +218,7 @@ func (w *otherWork) done() (elapsed, other, steal time.Duration, err error) {
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	srv, err := procCPU(w.server)
+	srv, err := sumCPU(w.servers)
 	if err != nil {
 		return 0, 0, 0, err
 	}

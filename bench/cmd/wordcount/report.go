@@ -25,6 +25,8 @@ type report struct {
 	Runs       []runReport       `json:"runs"`
 	Summary    []summaryRow      `json:"summary"`
 	Goals      []goal            `json:"goals"`
+
+	Distributed *distributedReport `json:"distributed,omitempty"` // issue 4's suite, if it ran
 }
 
 type versions struct {
@@ -114,6 +116,9 @@ func (r *report) summarise() {
 				s.VsDuckDB, s.VsGo = ratio(s.MBPerS, duck.MBPerS), ratio(s.MBPerS, gow.MBPerS)
 			}
 		}
+		if len(r.Contenders) == 0 { // that suite did not run
+			continue
+		}
 		h2, h1 := r.row(nameHummer2, in.Copies), r.row(nameHummer1, in.Copies)
 		add := func(name string, value float64, target string, pass bool) {
 			r.Goals = append(r.Goals, goal{Name: name, Copies: in.Copies, Value: round(value, 2), Target: target, Pass: pass && value > 0})
@@ -133,6 +138,9 @@ func (r *report) summarise() {
 		s := &r.Summary[i]
 		s.WallS, s.MBPerS, s.CPUS = round(s.WallS, 3), round(s.MBPerS, 1), round(s.CPUS, 2)
 		s.VsDuckDB, s.VsGo = round(s.VsDuckDB, 2), round(s.VsGo, 2)
+	}
+	if r.Distributed != nil {
+		r.Distributed.summarise(r.Inputs)
 	}
 }
 
@@ -206,6 +214,10 @@ func (r *report) writeTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%dx\t%.2f\t%s\t%s\n", g.Name, g.Copies, g.Value, g.Target, passMark(g.Pass))
 	}
 	tw.Flush()
+	if r.Distributed != nil {
+		fmt.Fprintln(w)
+		r.Distributed.writeTable(w)
+	}
 }
 
 func passMark(ok bool) string {

@@ -71,3 +71,62 @@ func TestSummariseAndGoals(t *testing.T) {
 		t.Error("the plot must come before the table")
 	}
 }
+
+func TestParseAnalysis(t *testing.T) {
+	out := `StreamGraph
+   #0 Source: source docs [file] (line) (parallelism=3)
+ ExecutionGraph
+   task 0.0 source -> project -> unnest -> filter -> hash_agg[1/3] on 127.0.0.1:42087/slot0 tm=127.0.0.1:42087 rows_in=9524 rows_out=22502 net_bytes_out=286206
+   task 0.1 source -> project -> unnest -> filter -> hash_agg[2/3] on 127.0.0.1:41179/slot0 tm=127.0.0.1:41179 rows_in=10918 rows_out=26693 net_bytes_out=344062
+   task 1.0 hash_agg -> result[1/3] on 127.0.0.1:42087/slot0 tm=127.0.0.1:42087 rows_in=25201 rows_out=0 net_bytes_out=0
+   V0 -> V1 input=0 hash[0]: 9 channel(s), 6 over the network`
+	a, err := parseAnalysis(strings.Split(out, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Tasks != 3 || len(a.TaskManagers) != 2 || a.RowsIn != 9524+10918+25201 || a.NetBytesOut != 286206+344062 ||
+		a.Channels != "V0 -> V1 input=0 hash[0]: 9 channel(s), 6 over the network" {
+		t.Errorf("%+v", a)
+	}
+	if _, err := parseAnalysis([]string{"StreamGraph"}); err == nil {
+		t.Error("no tasks: want an error")
+	}
+}
+
+func TestDistributedSummary(t *testing.T) {
+	r := &report{Reps: 3, Inputs: []inputReport{{Copies: 10, Bytes: 100e6}, {Copies: 50, Bytes: 500e6}}}
+	d := &distributedReport{Parallelism: 3, TaskManagers: 3, Modes: distModes()}
+	r.Distributed = d
+	add := func(mode string, copies int, walls ...float64) {
+		for i, w := range walls {
+			d.Runs = append(d.Runs, runReport{Contender: mode, Copies: copies, Rep: i + 1, WallS: w, CPUS: w, PeakRSSMiB: 50, RSSBeforeMiB: 40})
+		}
+	}
+	add(modeLocal, 10, 1, 1, 5)
+	add(modeCluster, 10, 1.25, 1.25, 0.1) // 0.8 of local's throughput
+	add(modeLocal, 50, 5, 5, 5)
+	add(modeCluster, 50, 5.5, 5, 5) // equal medians
+	d.Analyses = []analysisReport{{Mode: modeCluster, Copies: 10, analysis: analysis{Tasks: 6, NetBytesOut: 2e6, TaskManagers: []string{"a", "b", "c"}}}}
+	r.summarise()
+	if len(r.Goals) != 0 {
+		t.Errorf("goals of a suite that did not run: %+v", r.Goals)
+	}
+	if c := d.row(modeCluster, 10); c.MBPerS != 80 || c.VsLocal != 0.8 || c.NetBytes != 2e6 {
+		t.Errorf("cluster row %+v", c)
+	}
+	want := map[int]bool{10: false, 50: true}
+	if len(d.Goals) != 2 {
+		t.Fatalf("goals %+v", d.Goals)
+	}
+	for _, g := range d.Goals {
+		if g.Pass != want[g.Copies] {
+			t.Errorf("goal %+v", g)
+		}
+	}
+	md := r.readme("results")
+	for _, s := range []string{"| 3 TaskManagers | 10 x kjv (100 MB) | 80.0 | 1.250 | 1.25 | 50.0 | 2.0 | 0.80 |", "0.80 ❌ | 1.00 ✅ |", "has 0 cores"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("README lacks %q:\n%s", s, md)
+		}
+	}
+}
