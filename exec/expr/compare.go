@@ -53,7 +53,8 @@ func evalCompare(c *call) (arrow.Array, error) {
 }
 
 // compareInto sets bit i of out, for i < n, when row i of a and b compare as
-// mask accepts. Either side may be a one-row literal (see kernelMode). NULL
+// mask accepts. out must start zeroed (a new bitmap); whole bytes of it may be
+// written at once. Either side may be a one-row literal (see kernelMode). NULL
 // rows get arbitrary bits; callers mask them with validity.
 func compareInto(t types.Type, mask uint8, a, b arrow.Array, n int, out []byte) error {
 	switch t.ID {
@@ -122,7 +123,30 @@ func rowMask(a arrow.Array) int {
 }
 
 func compareOrdered[T cmp.Ordered](mask uint8, x, y vals[T], n int, out []byte) {
-	for i := range n {
+	lt, eq, gt := mask&1, mask>>1&1, mask>>2&1
+	if y.m == 0 && x.m != 0 && len(x.v) >= n {
+		// Column against a literal, the common case (x > 3): the literal is read
+		// once and the column walked as a plain slice.
+		compareColumnLiteral(lt, eq, gt, x.v[:n], y.v[0], out)
+		return
+	}
+	full := n / 8
+	for j := 0; j < full; j++ {
+		// Eight rows make one output byte, without a branch per row.
+		var b byte
+		for k := 0; k < 8; k++ {
+			a, c := x.at(j*8+k), y.at(j*8+k)
+			bit := eq
+			if a < c {
+				bit = lt
+			} else if a > c {
+				bit = gt
+			}
+			b |= bit << k
+		}
+		out[j] = b
+	}
+	for i := full * 8; i < n; i++ {
 		a, b := x.at(i), y.at(i)
 		c := 0
 		if a < b {
@@ -315,5 +339,34 @@ func equalsLiteral(x textArg, lit []byte, n int, want bool, out []byte) {
 		if eq == want {
 			bitutil.SetBit(out, i)
 		}
+	}
+}
+
+// compareColumnLiteral sets bit i of out (zeroed) to lt, eq or gt as xs[i]
+// compares with c, eight rows to an output byte.
+func compareColumnLiteral[T cmp.Ordered](lt, eq, gt byte, xs []T, c T, out []byte) {
+	full := len(xs) / 8
+	for j := 0; j < full; j++ {
+		var b byte
+		for k, a := range xs[j*8 : j*8+8] {
+			bit := eq
+			if a < c {
+				bit = lt
+			} else if a > c {
+				bit = gt
+			}
+			b |= bit << k
+		}
+		out[j] = b
+	}
+	for i := full * 8; i < len(xs); i++ {
+		a := xs[i]
+		bit := eq
+		if a < c {
+			bit = lt
+		} else if a > c {
+			bit = gt
+		}
+		out[i/8] |= bit << (i % 8)
 	}
 }
