@@ -21,17 +21,7 @@ func TestJobAcrossTaskManagers(t *testing.T) {
 func jobAcrossTaskManagers(t *testing.T, networkTasks string) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	jm := NewJobManager(nil)
-	for i := 0; i < 3; i++ {
-		data, err := ListenData(DataServerConfig{Addr: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer data.Close()
-		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{
-			ID: fmt.Sprintf("tm%d", i), Slots: 1, Registry: testRegistry(), Alloc: mem, Data: data,
-		}))
-	}
+	jm := clusterInProcess(t, 3, mem)
 	sink := &collectSink{}
 	g := valuesJob(5000, 3, "pass")
 	g.NetworkTasks = networkTasks
@@ -74,17 +64,7 @@ func TestFailureAcrossTaskManagers(t *testing.T) {
 func failureAcrossTaskManagers(t *testing.T, networkTasks string) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	jm := NewJobManager(nil)
-	for i := 0; i < 2; i++ {
-		data, err := ListenData(DataServerConfig{Addr: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer data.Close()
-		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{
-			ID: fmt.Sprintf("tm%d", i), Slots: 1, Registry: testRegistry(), Alloc: mem, Data: data,
-		}))
-	}
+	jm := clusterInProcess(t, 2, mem)
 	g := valuesJob(1000, 2, "fail")
 	g.NetworkTasks = networkTasks
 	job, err := jm.Submit("test", g, &collectSink{})
@@ -95,4 +75,22 @@ func failureAcrossTaskManagers(t *testing.T, networkTasks string) {
 	if job.State() != JobFailed || job.Err() == nil || job.Err().Error() != "boom" {
 		t.Fatalf("state %s err %v, want failed with boom", job.State(), job.Err())
 	}
+}
+
+// clusterInProcess returns a JobManager with n TaskManagers of one slot, each
+// with its own data server on loopback; the servers close when the test ends.
+func clusterInProcess(t *testing.T, n int, mem memory.Allocator) *JobManager {
+	t.Helper()
+	jm := NewJobManager(nil)
+	for i := 0; i < n; i++ {
+		data, err := ListenData(DataServerConfig{Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { data.Close() })
+		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{
+			ID: fmt.Sprintf("tm%d", i), Slots: 1, Registry: testRegistry(), Alloc: mem, Data: data,
+		}))
+	}
+	return jm
 }
