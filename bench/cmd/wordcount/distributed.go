@@ -248,8 +248,8 @@ func (d *distributedReport) readme(r *report, p func(string, ...any)) {
 	}
 	p("")
 	p("**This machine has %d cores**: parallelism %d oversubscribes them, in both modes alike (%d tasks, %d reading and pre-aggregating and %d finishing the aggregation, run at once on %d cores). "+
-		"Alike up to one difference: each process's Go runtime sizes GOMAXPROCS to the cores, so local mode multiplexes its tasks on %d threads while the cluster's %d TaskManagers run up to %d for the kernel to share out.",
-		r.Machine.CPUs, d.Parallelism, 2*d.Parallelism, d.Parallelism, d.Parallelism, r.Machine.CPUs, r.Machine.CPUs, d.TaskManagers, d.TaskManagers*r.Machine.CPUs)
+		"Local mode multiplexes its tasks on %d threads (one per core); each of the cluster's %d TaskManagers runs on as many cores as it has slots (GOMAXPROCS = --slots = 1), %d threads in all for the kernel to share out, plus the JobManager's.",
+		r.Machine.CPUs, d.Parallelism, 2*d.Parallelism, d.Parallelism, d.Parallelism, r.Machine.CPUs, r.Machine.CPUs, d.TaskManagers, d.TaskManagers)
 	p("")
 	for _, m := range d.Modes {
 		p("- **%s**: %s.", m.Name, m.Notes)
