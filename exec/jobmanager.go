@@ -191,22 +191,42 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 	}
 	j := &Job{ID: id, Statement: statement, Started: time.Now(), Graph: g,
 		done: make(chan struct{}), state: JobRunning}
-	// Deploy on every TaskManager that holds a task of the job; if one refuses,
-	// stop those already started.
+	// Deploy on every TaskManager that holds a task of the job, all at once (each
+	// deployment of a remote one is a round trip); if one refuses, stop the others.
+	type deployed struct {
+		d   *Deployment
+		err error
+	}
+	var deploys []chan deployed
 	for _, tm := range tms {
 		if !hasTaskOn(g, tm.ID()) {
 			continue
 		}
-		d, err := tm.Deploy(context.Background(), g, results)
-		if err != nil {
-			for _, started := range j.deployments {
-				started.Cancel(fmt.Errorf("%w: deployment failed", ErrJobCancelled))
-				<-started.Done()
+		ch := make(chan deployed, 1)
+		deploys = append(deploys, ch)
+		go func() {
+			d, err := tm.Deploy(context.Background(), g, results)
+			ch <- deployed{d, err}
+		}()
+	}
+	var firstErr error
+	for _, ch := range deploys {
+		r := <-ch
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
 			}
-			release()
-			return nil, err
+			continue
 		}
-		j.deployments = append(j.deployments, d)
+		j.deployments = append(j.deployments, r.d)
+	}
+	if firstErr != nil {
+		for _, started := range j.deployments {
+			started.Cancel(fmt.Errorf("%w: deployment failed", ErrJobCancelled))
+			<-started.Done()
+		}
+		release()
+		return nil, firstErr
 	}
 	jm.mu.Lock()
 	jm.jobs[id] = j
