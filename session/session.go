@@ -43,8 +43,10 @@ type Config struct {
 	Log   *slog.Logger
 }
 
-// Engine is a local-mode Hummer: the catalog, a JobManager and one TaskManager in
-// this process, called directly as the paper's local mode does.
+// Engine is the part of Hummer a client talks to: the catalog and a JobManager.
+// In local mode the JobManager calls one TaskManager in this process directly,
+// as the paper's local mode does; given Config.JobManager it schedules on the
+// TaskManagers of a cluster instead.
 type Engine struct {
 	cfg     Config
 	catalog *sql.Catalog
