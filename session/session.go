@@ -153,6 +153,11 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 	if err != nil {
 		return nil, err
 	}
+	return s.runBound(ctx, stmt, node.Text())
+}
+
+// runBound runs a bound statement whose text is text.
+func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string) (*Result, error) {
 	switch st := stmt.(type) {
 	case *sql.CreateTable:
 		t := st.Table
@@ -170,15 +175,14 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 		}
 		return &Result{Tag: "DROP TABLE"}, nil
 	case *sql.ShowTables:
-		schema := types.Schema{{Name: "name", Type: types.StringType}, {Name: "engine", Type: types.StringType},
-			{Name: "connection", Type: types.StringType}}
+		schema := showTablesSchema
 		var rows [][]types.Value
 		for _, t := range s.e.catalog.Tables() {
 			rows = append(rows, []types.Value{types.StringValue(t.Name), types.StringValue(t.Engine), types.StringValue(t.Connection)})
 		}
 		return s.valuesResult("SHOW", schema, rows)
 	case *sql.Describe:
-		schema := types.Schema{{Name: "column", Type: types.StringType}, {Name: "type", Type: types.StringType}}
+		schema := describeSchema
 		var rows [][]types.Value
 		for _, c := range st.Table.Columns {
 			rows = append(rows, []types.Value{types.StringValue(c.Name), types.StringValue(c.Type.String())})
@@ -200,9 +204,9 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 		return s.valuesResult("SHOW", types.Schema{{Name: st.Name, Type: types.StringType}},
 			[][]types.Value{{types.StringValue(formatVar(v))}})
 	case *sql.Explain:
-		return s.explain(ctx, st, node.Text())
+		return s.explain(ctx, st, text)
 	case *sql.Query:
-		return s.query(ctx, st, node.Text())
+		return s.query(ctx, st, text)
 	}
 	return nil, sql.Errorf(sql.ErrUnsupported, 0, "statement %T is not supported", stmt)
 }
@@ -279,7 +283,7 @@ func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*R
 	for _, line := range strings.Split(strings.TrimRight(plan, "\n"), "\n") {
 		rows = append(rows, []types.Value{types.StringValue(line)})
 	}
-	return s.valuesResult("EXPLAIN", types.Schema{{Name: "QUERY PLAN", Type: types.StringType}}, rows)
+	return s.valuesResult("EXPLAIN", explainSchema, rows)
 }
 
 // valuesResult answers with rows computed here rather than by a job.
@@ -324,8 +328,7 @@ func (s *Session) showAll() (*Result, error) {
 	for i, n := range names {
 		rows[i] = []types.Value{types.StringValue(n), types.StringValue(formatVar(s.vars[n]))}
 	}
-	return s.valuesResult("SHOW", types.Schema{{Name: "name", Type: types.StringType},
-		{Name: "setting", Type: types.StringType}}, rows)
+	return s.valuesResult("SHOW", showAllSchema, rows)
 }
 
 // set assigns a session variable; a NULL value (SET x = DEFAULT) resets it.

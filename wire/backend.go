@@ -1,10 +1,12 @@
 // Package wire serves Hummer over the PostgreSQL frontend/backend protocol (version
 // 3.0), so psql, pgx, JDBC and every other PostgreSQL client can submit SQL and read
-// results. It speaks the simple query protocol; statements run in a Session that
-// this package only knows through the two small interfaces below.
+// results. It speaks the simple query protocol, and the extended one (extended.go)
+// with sessions that also implement Preparer; statements run in a Session that
+// this package only knows through the small interfaces below.
 //
 // Results travel as Arrow batches up to this package, which encodes them in
-// PostgreSQL's text format (textfmt.go) straight into the socket's write buffer.
+// PostgreSQL's text format (textfmt.go), or binary where an extended-protocol client
+// asks for it (binary.go), straight into the socket's write buffer.
 // Errors are given SQLSTATE codes in one place, sqlstate.go.
 package wire
 

@@ -45,6 +45,11 @@ type conn struct {
 	// are skipped until Sync, as the protocol prescribes.
 	ignoreTillSync bool
 
+	// The extended protocol's prepared statements and portals, by name ("" is the
+	// unnamed one).
+	stmts   map[string]*extStatement
+	portals map[string]*extPortal
+
 	mu       sync.Mutex
 	stmtStop context.CancelFunc // cancels the running statement; nil when idle. mu.
 }
@@ -93,6 +98,7 @@ func (c *conn) serve() {
 	c.log.Debug("connection ready")
 	c.sess = c.srv.backend.NewSession(user, database)
 	defer c.sess.Close()
+	defer c.closePortals() // before the session closes
 	c.readyForQuery()
 	if c.flush() != nil {
 		return
@@ -205,6 +211,7 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 		switch msg.(type) {
 		case *pgproto3.Sync:
 			c.ignoreTillSync = false
+			c.closePortals()
 			c.readyForQuery()
 			return c.flush()
 		case *pgproto3.Terminate:
@@ -214,6 +221,10 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 	}
 	switch m := msg.(type) {
 	case *pgproto3.Query:
+		// As in PostgreSQL, a simple query ends the implicit transaction of the
+		// extended protocol and replaces the unnamed statement.
+		c.closePortals()
+		delete(c.stmts, "")
 		c.simpleQuery(m.String)
 		c.readyForQuery()
 		err := c.flush()
@@ -224,15 +235,14 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 	case *pgproto3.Terminate:
 		return errTerminate
 	case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute, *pgproto3.Close:
-		// The extended query protocol is not implemented yet. It will live in its own
-		// file, with handle dispatching these messages to it.
-		c.send(&pgproto3.ErrorResponse{
-			Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: codeFeatureNotSupported,
-			Message: "the extended query protocol is not supported yet; use the simple query protocol",
-		})
-		c.ignoreTillSync = true
-		return c.flush()
+		c.extended(msg)
+		// Replies wait for Sync or Flush, but a large output buffer goes now.
+		if len(c.out) >= flushThreshold {
+			return c.flush()
+		}
+		return c.writeErr
 	case *pgproto3.Sync:
+		c.closePortals()
 		c.readyForQuery()
 		return c.flush()
 	case *pgproto3.Flush:

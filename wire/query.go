@@ -94,7 +94,7 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 			return err
 		}
 		n := b.NumRows()
-		err = c.sendBatch(b, len(schema))
+		err = c.sendBatch(b, len(schema), nil)
 		b.Release()
 		if err != nil {
 			return err
@@ -111,15 +111,20 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 }
 
 // sendBatch encodes b's rows as DataRow messages straight into the output buffer,
-// flushing whenever it grows past flushThreshold.
-func (c *conn) sendBatch(b arrow.RecordBatch, ncols int) error {
+// flushing whenever it grows past flushThreshold. formats gives each column's
+// format code; nil means text for all.
+func (c *conn) sendBatch(b arrow.RecordBatch, ncols int, formats []int16) error {
 	if int(b.NumCols()) != ncols {
 		return fmt.Errorf("wire: batch has %d columns, schema %d", b.NumCols(), ncols)
 	}
 	appenders, nullable := c.appenders[:0], c.nullable[:0]
 	for j := range ncols {
 		col := b.Column(j)
-		appenders = append(appenders, appenderFor(col))
+		if formats != nil && formats[j] == pgproto3.BinaryFormat {
+			appenders = append(appenders, binaryAppenderFor(col))
+		} else {
+			appenders = append(appenders, appenderFor(col))
+		}
 		if col.NullN() > 0 || col.DataType().ID() == arrow.NULL {
 			nullable = append(nullable, col) // this column may hold NULLs
 		} else {

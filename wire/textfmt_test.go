@@ -236,7 +236,7 @@ func BenchmarkSendBatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.out = c.out[:0]
-		if err := c.sendBatch(batch, 3); err != nil {
+		if err := c.sendBatch(batch, 3, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -314,8 +314,9 @@ func connectPgx(t *testing.T, ctx context.Context, addr string) *pgx.Conn {
 	return conn
 }
 
-// pgxConfig is the client configuration of the tests: the simple query protocol,
-// since the server does not speak the extended one yet.
+// pgxConfig is the client configuration of these tests: the simple query
+// protocol, whose results arrive as text, as the .slt files compare them (the
+// extended protocol has its own tests in extended_test.go).
 func pgxConfig(t *testing.T, addr string) *pgx.ConnConfig {
 	t.Helper()
 	cfg, err := pgx.ParseConfig("postgres://hummer@" + addr + "/hummer?sslmode=disable")
