@@ -15,9 +15,12 @@ build:
 run: build
 	$(BIN) serve --pg-addr $(PG_ADDR) --data-dir ./hummer-data --init "$(SAMPLE)"
 
+# The runtime, the control plane and the wire server are concurrent: their tests
+# also run under the race detector.
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/
 
 # WordCount against DuckDB, mawk and a hand-written Go counter, then 3 TaskManagers on
 # loopback against local mode (bench/README.md). bench/ is its own module, so DuckDB's
