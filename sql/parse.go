@@ -30,6 +30,7 @@ const sqlMode = mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBac
 // (Text()) starts in query, so that Bind can place errors in a multi-statement
 // query.
 func Parse(query string) ([]ast.StmtNode, error) {
+	query = showVariable.ReplaceAllStringFunc(query, rewriteShow)
 	p := parser.New()
 	p.SetSQLMode(sqlMode)
 	stmts, _, err := p.ParseSQL(query)
@@ -47,6 +48,27 @@ func Parse(query string) ([]ast.StmtNode, error) {
 		}
 	}
 	return stmts, nil
+}
+
+// showVariable matches PostgreSQL's `SHOW name` as a whole statement, which the
+// MySQL grammar lacks; rewriteShow turns it into the MySQL spelling
+// `SHOW VARIABLES LIKE 'name'` (the same length or longer: positions of errors in
+// later statements shift by the difference).
+var showVariable = regexp.MustCompile(`(?i)(^|;)(\s*)SHOW\s+([a-z_][a-z0-9_]*)(\s*)(;|$)`)
+
+// mysqlShow lists the words after SHOW that MySQL's own statements start with.
+var mysqlShow = map[string]bool{"tables": true, "databases": true, "variables": true, "columns": true,
+	"fields": true, "processlist": true, "status": true, "warnings": true, "errors": true, "engines": true,
+	"full": true, "create": true, "index": true, "indexes": true, "keys": true, "grants": true,
+	"triggers": true, "schemas": true, "session": true, "global": true, "collation": true, "charset": true,
+	"plugins": true, "privileges": true, "profiles": true, "events": true}
+
+func rewriteShow(m string) string {
+	g := showVariable.FindStringSubmatch(m)
+	if mysqlShow[strings.ToLower(g[3])] {
+		return m
+	}
+	return g[1] + g[2] + "SHOW VARIABLES LIKE '" + strings.ToLower(g[3]) + "'" + g[4] + g[5]
 }
 
 // tidbSyntaxError matches the scanner's message: the rest of the query from the
