@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hummer-db/hummer/connectors/file"
+	"github.com/hummer-db/hummer/connectors/kafka"
 	"github.com/hummer-db/hummer/connectors/memory"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
@@ -29,6 +30,7 @@ type connector struct {
 func all() []connector {
 	return []connector{
 		{spec: file.Spec(), validate: file.Validate, maxParallelism: file.MaxParallelism},
+		{spec: kafka.Spec(), validate: kafka.Validate},
 		{spec: memory.Spec(), validate: memory.Validate},
 	}
 }
@@ -38,6 +40,7 @@ func all() []connector {
 // input there and read what jobs wrote.
 func Register(r *exec.Registry) *memory.Store {
 	file.Register(r)
+	kafka.Register(r)
 	store := memory.NewStore()
 	memory.Register(r, store)
 	return store

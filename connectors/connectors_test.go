@@ -24,7 +24,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{connector: "file", url: "file:///data/kjv.txt"},
 		{connector: "memory", url: "memory://t"},
-		{connector: "kafka", url: "kafka://x", err: exec.ErrUnknownConnector, msg: `"kafka" (connectors: file, memory)`},
+		{connector: "kinesis", url: "kinesis://x", err: exec.ErrUnknownConnector, msg: `"kinesis" (connectors: file, kafka, memory)`},
 		{connector: "file", url: "file:///data/kjv.txt?format=xml", err: ErrBadOption, msg: "not one of text, csv, json"},
 		{connector: "memory", url: "memory://", err: ErrBadOption},
 	} {
@@ -65,7 +65,7 @@ func TestDescribe(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"file", "memory"}; !slices.Equal(names, want) {
+	if want := []string{"file", "kafka", "memory"}; !slices.Equal(names, want) {
 		t.Errorf("connectors %v, want %v", names, want)
 	}
 }
@@ -78,7 +78,7 @@ func TestRegister(t *testing.T) {
 	r := exec.NewRegistry()
 	store := Register(r)
 	defer store.Close()
-	if got, want := r.Connectors(), []string{"file", "memory"}; !slices.Equal(got, want) {
+	if got, want := r.Connectors(), []string{"file", "kafka", "memory"}; !slices.Equal(got, want) {
 		t.Errorf("registered %v, want %v", got, want)
 	}
 	if _, err := r.NewSink(exec.ConnectorSpec{Connector: "file", URL: "file:///x", Schema: lines}); !errors.Is(err, exec.ErrUnknownConnector) {

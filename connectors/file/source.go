@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
 )
@@ -212,7 +213,7 @@ func (s *source) runText(ctx context.Context, out exec.Collector) error {
 			break
 		}
 		if !utf8.Valid(line) {
-			s.badRecord(s.lr.line, errInvalidUTF8)
+			s.badRecord(s.lr.line, records.ErrInvalidUTF8)
 			continue
 		}
 		if b.Len() > 0 && (b.Len() >= BatchRows || b.DataLen()+len(line) > BatchBytes) {
@@ -259,8 +260,8 @@ func (s *source) runCount(ctx context.Context, out exec.Collector) error {
 // bad value in another column does not make the record bad.
 func (s *source) runCSV(ctx context.Context, out exec.Collector) error {
 	p := &csvParser{lr: s.lr, delim: s.cfg.delim}
-	bb := newBatchBuilder(s.alloc, s.out)
-	defer bb.release()
+	bb := records.NewBuilder(s.alloc, s.out)
+	defer bb.Release()
 	skipHeader := s.cfg.header
 	for {
 		ok, bad := p.next()
@@ -281,31 +282,31 @@ func (s *source) runCSV(ctx context.Context, out exec.Collector) error {
 			s.badRecord(p.rec.line, bad)
 			continue
 		}
-		bb.commit(p.rec.bytes)
-		if bb.full() {
-			if err := s.emit(ctx, out, bb.flush()); err != nil {
+		bb.Commit(p.rec.bytes)
+		if bb.Rows() >= BatchRows || bb.Bytes() >= BatchBytes {
+			if err := s.emit(ctx, out, bb.Flush()); err != nil {
 				return err
 			}
 		}
 	}
-	if bb.rows > 0 {
-		return s.emit(ctx, out, bb.flush())
+	if bb.Rows() > 0 {
+		return s.emit(ctx, out, bb.Flush())
 	}
 	return nil
 }
 
-func (s *source) csvRow(p *csvParser, bb *batchBuilder) error {
+func (s *source) csvRow(p *csvParser, bb *records.Builder) error {
 	if n := p.rec.numFields(); n != len(s.cfg.schema) {
 		return fmt.Errorf("%d fields, the table has %d columns", n, len(s.cfg.schema))
 	}
-	bb.reset()
+	bb.Reset()
 	for i, col := range s.cfg.cols {
 		f, quoted := p.rec.field(col)
 		if len(f) == 0 && !quoted {
-			bb.vals[i].null = true
+			bb.SetNull(i)
 			continue
 		}
-		if err := parseValue(bb.types[i], f, &bb.vals[i]); err != nil {
+		if err := bb.ParseField(i, f); err != nil {
 			return fmt.Errorf("column %s: %w", s.out[i].Name, err)
 		}
 	}
@@ -314,9 +315,9 @@ func (s *source) csvRow(p *csvParser, bb *batchBuilder) error {
 
 // runJSON parses one object per line; blank lines are skipped.
 func (s *source) runJSON(ctx context.Context, out exec.Collector) error {
-	p := newJSONParser(s.out)
-	bb := newBatchBuilder(s.alloc, s.out)
-	defer bb.release()
+	p := records.NewJSONParser(s.out)
+	bb := records.NewBuilder(s.alloc, s.out)
+	defer bb.Release()
 	for {
 		line, ok, err := s.lr.next()
 		if err != nil {
@@ -328,20 +329,20 @@ func (s *source) runJSON(ctx context.Context, out exec.Collector) error {
 		if isBlank(line) {
 			continue
 		}
-		bb.reset()
-		if err := p.parse(line, bb.vals); err != nil {
+		bb.Reset()
+		if err := p.Parse(line, bb); err != nil {
 			s.badRecord(s.lr.line, err)
 			continue
 		}
-		bb.commit(len(line) + 1)
-		if bb.full() {
-			if err := s.emit(ctx, out, bb.flush()); err != nil {
+		bb.Commit(len(line) + 1)
+		if bb.Rows() >= BatchRows || bb.Bytes() >= BatchBytes {
+			if err := s.emit(ctx, out, bb.Flush()); err != nil {
 				return err
 			}
 		}
 	}
-	if bb.rows > 0 {
-		return s.emit(ctx, out, bb.flush())
+	if bb.Rows() > 0 {
+		return s.emit(ctx, out, bb.Flush())
 	}
 	return nil
 }

@@ -1,4 +1,7 @@
-package file
+// Package records parses the text of records (CSV fields, JSON objects) into the
+// typed values of a table's columns and builds Arrow record batches of them. The
+// file and kafka connectors share it, so a value reads the same from either.
+package records
 
 import (
 	"bytes"
@@ -29,8 +32,9 @@ type value struct {
 	s    []byte
 }
 
+// ErrInvalidUTF8 is the error for text that is not valid UTF-8.
 var (
-	errInvalidUTF8 = errors.New("invalid UTF-8")
+	ErrInvalidUTF8 = errors.New("invalid UTF-8")
 	errNotNumber   = errors.New("not a number")
 )
 
@@ -40,7 +44,7 @@ var (
 func parseValue(t types.Type, b []byte, v *value) error {
 	if t.ID == types.String {
 		if !utf8.Valid(b) {
-			return errInvalidUTF8
+			return ErrInvalidUTF8
 		}
 		v.s = b
 		return nil
@@ -57,7 +61,7 @@ func parseValue(t types.Type, b []byte, v *value) error {
 	case types.Decimal:
 		var err error
 		if v.d, err = parseDecimal(s, int32(t.Precision), int32(t.Scale)); err != nil {
-			return fmt.Errorf("invalid %v %s: %v", t, quote(b), err)
+			return fmt.Errorf("invalid %v %s: %v", t, Quote(b), err)
 		}
 		ok = true
 	case types.Bool:
@@ -66,13 +70,13 @@ func parseValue(t types.Type, b []byte, v *value) error {
 		v.i, ok = parseTimestamp(s)
 	}
 	if !ok {
-		return fmt.Errorf("invalid %v %s", t, quote(b))
+		return fmt.Errorf("invalid %v %s", t, Quote(b))
 	}
 	return nil
 }
 
-// quote quotes a bad value for a log line, cut short if long.
-func quote(b []byte) string {
+// Quote quotes a bad value for a log line, cut short if long.
+func Quote(b []byte) string {
 	const max = 64
 	if len(b) > max {
 		return strconv.Quote(string(b[:max])) + "..."
@@ -322,10 +326,10 @@ func fraction(s []byte) int {
 	return us
 }
 
-// batchBuilder builds the record batches of the projected columns row by row: a
-// parser fills vals, and commit appends them, so a record found bad half-way
-// leaves no trace in the batch.
-type batchBuilder struct {
+// Builder builds the record batches of the projected columns row by row: a
+// parser fills the row being read (ParseField, SetNull, JSONParser.Parse) and
+// Commit appends it, so a record found bad half-way leaves no trace in the batch.
+type Builder struct {
 	schema   *arrow.Schema
 	types    []types.Type
 	builders []array.Builder
@@ -334,8 +338,10 @@ type batchBuilder struct {
 	bytes    int // input bytes of the rows in the batch
 }
 
-func newBatchBuilder(alloc memory.Allocator, cols types.Schema) *batchBuilder {
-	bb := &batchBuilder{schema: cols.Arrow(), vals: make([]value, len(cols))}
+// NewBuilder returns a Builder of batches with columns cols, allocated from alloc.
+// Release it when done.
+func NewBuilder(alloc memory.Allocator, cols types.Schema) *Builder {
+	bb := &Builder{schema: cols.Arrow(), vals: make([]value, len(cols))}
 	for _, f := range cols {
 		bb.types = append(bb.types, f.Type)
 		bb.builders = append(bb.builders, array.NewBuilder(alloc, f.Type.Arrow()))
@@ -343,11 +349,19 @@ func newBatchBuilder(alloc memory.Allocator, cols types.Schema) *batchBuilder {
 	return bb
 }
 
-// reset clears vals for the next row.
-func (bb *batchBuilder) reset() { clear(bb.vals) }
+// Reset clears the row being read, to start the next one.
+func (bb *Builder) Reset() { clear(bb.vals) }
 
-// commit appends vals as one row that was size bytes of input.
-func (bb *batchBuilder) commit(size int) {
+// SetNull makes column i of the row being read NULL.
+func (bb *Builder) SetNull(i int) { bb.vals[i].null = true }
+
+// ParseField parses the text of column i of the row being read (see ParseValue's
+// rules: numbers, booleans and timestamps may be surrounded by spaces, text is
+// taken as it is and must be UTF-8). The row borrows b until Commit.
+func (bb *Builder) ParseField(i int, b []byte) error { return parseValue(bb.types[i], b, &bb.vals[i]) }
+
+// Commit appends the row being read, which was size bytes of input.
+func (bb *Builder) Commit(size int) {
 	for i, bld := range bb.builders {
 		v := &bb.vals[i]
 		if v.null {
@@ -373,11 +387,14 @@ func (bb *batchBuilder) commit(size int) {
 	bb.bytes += size
 }
 
-// full reports whether the batch has reached its target size.
-func (bb *batchBuilder) full() bool { return bb.rows >= BatchRows || bb.bytes >= BatchBytes }
+// Rows returns the number of rows committed since the last Flush.
+func (bb *Builder) Rows() int { return bb.rows }
 
-// flush returns the rows committed so far as a batch and starts the next one.
-func (bb *batchBuilder) flush() arrow.RecordBatch {
+// Bytes returns the input bytes of the rows committed since the last Flush.
+func (bb *Builder) Bytes() int { return bb.bytes }
+
+// Flush returns the rows committed so far as a batch and starts the next one.
+func (bb *Builder) Flush() arrow.RecordBatch {
 	cols := make([]arrow.Array, len(bb.builders))
 	for i, b := range bb.builders {
 		cols[i] = b.NewArray()
@@ -390,7 +407,8 @@ func (bb *batchBuilder) flush() arrow.RecordBatch {
 	return rec
 }
 
-func (bb *batchBuilder) release() {
+// Release frees the builders' memory; the Builder is not used after.
+func (bb *Builder) Release() {
 	for _, b := range bb.builders {
 		b.Release()
 	}

@@ -1,4 +1,4 @@
-package file
+package records
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/hummer-db/hummer/exec/types"
 )
 
-// jsonParser reads one JSON object per line into the projected columns: fields
+// JSONParser reads one JSON object per line into the projected columns: fields
 // are matched to columns by name, exactly first and then case-insensitively; a
 // missing field or a JSON null is NULL; other fields are ignored.
 //
@@ -19,14 +19,15 @@ import (
 // TIMESTAMP and "1.5" a DOUBLE), and a TEXT column takes a number, boolean, object
 // or array as its JSON text. A TIMESTAMP must be a string: a bare number would leave
 // its unit to guesswork.
-type jsonParser struct {
+type JSONParser struct {
 	names []string     // the projected columns' names
 	types []types.Type // and types
 	obj   map[string]json.RawMessage
 }
 
-func newJSONParser(cols types.Schema) *jsonParser {
-	p := &jsonParser{obj: map[string]json.RawMessage{}}
+// NewJSONParser returns a parser of objects into columns cols.
+func NewJSONParser(cols types.Schema) *JSONParser {
+	p := &JSONParser{obj: map[string]json.RawMessage{}}
 	for _, f := range cols {
 		p.names = append(p.names, f.Name)
 		p.types = append(p.types, f.Type)
@@ -34,9 +35,10 @@ func newJSONParser(cols types.Schema) *jsonParser {
 	return p
 }
 
-// parse fills vals from one line. Strings in vals may point into the line, or into
-// p, until the next call.
-func (p *jsonParser) parse(line []byte, vals []value) error {
+// Parse fills the row bb is reading from one JSON object. Its strings may point
+// into line, or into p, until the next call.
+func (p *JSONParser) Parse(line []byte, bb *Builder) error {
+	vals := bb.vals
 	clear(p.obj) // Unmarshal adds to a map rather than replacing it
 	if err := json.Unmarshal(line, &p.obj); err != nil {
 		return err
@@ -82,12 +84,12 @@ func jsonValue(t types.Type, raw []byte, v *value) error {
 		return parseValue(t, s, v)
 	case c == '{' || c == '[':
 		if t.ID != types.String {
-			return fmt.Errorf("cannot put %s into a %v column", quote(raw), t)
+			return fmt.Errorf("cannot put %s into a %v column", Quote(raw), t)
 		}
 		v.s = raw
 		return nil
 	case t.ID == types.Timestamp:
-		return fmt.Errorf("cannot put %s into a timestamp column (write it as a string)", quote(raw))
+		return fmt.Errorf("cannot put %s into a timestamp column (write it as a string)", Quote(raw))
 	}
 	// A number, true or false: its literal text parses into every other type it fits.
 	return parseValue(t, raw, v)
