@@ -174,4 +174,6 @@ type TaskMetrics struct {
 	BadRecords atomic.Int64
 	// NetBytesOut counts the bytes the task sent over network channels.
 	NetBytesOut atomic.Int64
+	// SinkRows counts the rows the task's sink wrote (INSERT INTO ... jobs).
+	SinkRows atomic.Int64
 }

@@ -432,6 +432,9 @@ func (tm *TaskManager) buildTask(g *ExecutionGraph, et *ExecTask, results Result
 			if c, err = decodeConnector(spec); err == nil {
 				op, err = tm.cfg.Registry.NewSink(c)
 			}
+			if err == nil {
+				op = &countingSink{Operator: op, metrics: metrics}
+			}
 		} else {
 			op, err = tm.cfg.Registry.NewOperator(spec)
 		}
@@ -455,4 +458,19 @@ func (tm *TaskManager) newSource(spec OperatorSpec) (Source, error) {
 		return nil, err
 	}
 	return tm.cfg.Registry.NewSource(c)
+}
+
+// countingSink counts the rows a connector's sink takes, for SHOW PROCESSLIST
+// and EXPLAIN ANALYZE.
+type countingSink struct {
+	Operator
+	metrics *TaskMetrics
+}
+
+func (s *countingSink) ProcessBatch(ctx context.Context, input int, b Batch, out Collector) error {
+	if err := s.Operator.ProcessBatch(ctx, input, b, out); err != nil {
+		return err
+	}
+	s.metrics.SinkRows.Add(int64(b.NumRows()))
+	return nil
 }

@@ -16,6 +16,9 @@ type Options struct {
 	// run in parallel (SET parallelism = N), or exec.AutoParallelism to let the
 	// JobManager choose (the free slots) when the job is submitted.
 	Parallelism int
+	// Sink, when set, receives the query's rows (INSERT INTO t SELECT ...);
+	// otherwise they go to the client ("result").
+	Sink *exec.ConnectorSpec
 }
 
 // Build turns an optimised logical plan into a StreamGraph whose last node
@@ -36,8 +39,12 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.add(exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(exec.ResultConfig{}), Out: p.Schema()},
-		b.par(root), 0, in(root, exec.Forward))
+	last := exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(exec.ResultConfig{}), Out: p.Schema()}
+	if opts.Sink != nil {
+		last = exec.OperatorSpec{Kind: "sink", Label: fmt.Sprintf("sink [%s] %s", opts.Sink.Connector, opts.Sink.URL),
+			Config: exec.MustConfig(opts.Sink), Out: p.Schema()}
+	}
+	b.add(last, b.par(root), 0, in(root, exec.Forward))
 	return b.g, nil
 }
 

@@ -40,7 +40,10 @@ type Config struct {
 	TaskManagers int
 	// Alloc is the allocator of every task; nil means memory.DefaultAllocator.
 	Alloc memory.Allocator
-	Log   *slog.Logger
+	// OnClose, if set, runs when the engine closes, after its jobs stopped (it
+	// releases what the connectors hold, such as the memory tables).
+	OnClose func()
+	Log     *slog.Logger
 }
 
 // Engine is the part of Hummer a client talks to: the catalog and a JobManager.
@@ -98,6 +101,9 @@ func (e *Engine) Close() error {
 	e.jm.Close()
 	for _, d := range e.data {
 		d.Close()
+	}
+	if e.cfg.OnClose != nil {
+		e.cfg.OnClose()
 	}
 	return nil
 }
@@ -207,17 +213,28 @@ func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string)
 		return s.explain(ctx, st, text)
 	case *sql.Query:
 		return s.query(ctx, st, text)
+	case *sql.Insert:
+		return s.insert(st, text)
+	case *sql.ShowJobs:
+		return s.showJobs()
+	case *sql.Kill:
+		return s.kill(st.JobID)
 	}
 	return nil, sql.Errorf(sql.ErrUnsupported, 0, "statement %T is not supported", stmt)
 }
 
-func (s *Session) plan(q *sql.Query) (*planner.StreamGraph, *exec.JobGraph, error) {
+// plan turns a query into its graphs; with sink set its rows go to that
+// connector instead of to the client.
+func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, error) {
 	p := sql.Optimize(q.Plan)
-	par := exec.AutoParallelism
+	opts := planner.Options{Parallelism: exec.AutoParallelism}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
-		par = int(v.Int)
+		opts.Parallelism = int(v.Int)
 	}
-	sg, err := planner.Build(p, planner.Options{Parallelism: par})
+	if len(sink) > 0 {
+		opts.Sink = sink[0]
+	}
+	sg, err := planner.Build(p, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,6 +258,65 @@ func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, 
 	}
 	rows.start(s.e.jm, job)
 	return &Result{Tag: "SELECT", Rows: rows}, nil
+}
+
+// insert starts a job writing the query's rows into the table's connector and
+// returns at once: the job runs until its sources end, or for ever over an
+// unbounded source (Kafka), until KILL. It does not depend on this session.
+func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
+	t := st.Table
+	sink := &exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns}
+	_, jg, err := s.plan(st.Query, sink)
+	if err != nil {
+		return nil, err
+	}
+	job, err := s.e.jm.Submit(text, jg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "INSERT 0 0", Notices: []string{
+		fmt.Sprintf("job %s started: it writes into %s; SHOW PROCESSLIST shows it, KILL %s stops it", job.ID, t.Name, job.ID),
+	}}, nil
+}
+
+// showJobs lists the jobs: continuous INSERT jobs, and queries still running.
+func (s *Session) showJobs() (*Result, error) {
+	schema := types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "statement", Type: types.StringType},
+		{Name: "state", Type: types.StringType}, {Name: "started", Type: types.TimestampType},
+		{Name: "rows_in", Type: types.Int64Type}, {Name: "rows_out", Type: types.Int64Type},
+		{Name: "bad_records", Type: types.Int64Type}, {Name: "error", Type: types.StringType}}
+	var rows [][]types.Value
+	for _, j := range s.e.jm.Jobs() {
+		id, _ := strconv.ParseInt(j.ID, 10, 64)
+		var in, out, bad int64
+		for tid, m := range j.Metrics() {
+			if j.Graph.Job.Vertices[tid.Vertex].IsSource() {
+				in += m.RowsIn.Load()
+			}
+			out += m.SinkRows.Load()
+			bad += m.BadRecords.Load()
+		}
+		errText := types.NullValue(types.StringType)
+		if err := j.Err(); err != nil {
+			errText = types.StringValue(err.Error())
+		}
+		rows = append(rows, []types.Value{types.IntValue(id), types.StringValue(j.Statement),
+			types.StringValue(string(j.State())), types.TimestampValue(j.Started.UnixMicro()),
+			types.IntValue(in), types.IntValue(out), types.IntValue(bad), errText})
+	}
+	return s.valuesResult("SHOW", schema, rows)
+}
+
+// kill cancels a job.
+func (s *Session) kill(id string) (*Result, error) {
+	for _, j := range s.e.jm.Jobs() {
+		if j.ID == id {
+			j.Cancel(fmt.Errorf("%w: KILL %s", exec.ErrJobCancelled, id))
+			<-j.Done()
+			return &Result{Tag: "KILL"}, nil
+		}
+	}
+	return nil, sql.Errorf(sql.ErrInvalidValue, 0, "no job %s (SHOW PROCESSLIST lists them)", id)
 }
 
 func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*Result, error) {

@@ -3,6 +3,7 @@ package sql
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -41,6 +42,10 @@ func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error)
 		return b.bindShow(s)
 	case *ast.SetStmt:
 		return b.bindSet(s)
+	case *ast.InsertStmt:
+		return b.bindInsert(s)
+	case *ast.KillStmt:
+		return &Kill{JobID: strconv.FormatUint(s.ConnectionID, 10)}, nil
 	case *ast.SetOprStmt:
 		return nil, b.errorf(ErrUnsupported, nil, "UNION, INTERSECT and EXCEPT are not supported")
 	}

@@ -187,6 +187,8 @@ func (b *binder) bindDropTable(s *ast.DropTableStmt) (Statement, error) {
 // VARIABLES [LIKE 'name'] (as Show; an empty Name means every variable).
 func (b *binder) bindShow(s *ast.ShowStmt) (Statement, error) {
 	switch s.Tp {
+	case ast.ShowProcessList:
+		return &ShowJobs{}, nil
 	case ast.ShowTables:
 		if s.Pattern != nil || s.Where != nil || s.DBName != "" {
 			return nil, b.errorf(ErrUnsupported, nil, "SHOW TABLES takes no LIKE, WHERE or FROM")

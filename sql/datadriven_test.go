@@ -169,6 +169,12 @@ func formatStatement(st Statement, optimize bool) string {
 		return plan(st.Plan)
 	case *Explain:
 		return fmt.Sprintf("Explain format=%s analyze=%v\n%s", st.Format, st.Analyze, plan(st.Query.Plan))
+	case *Insert:
+		return fmt.Sprintf("Insert into %s\n%s", st.Table.Name, plan(st.Query.Plan))
+	case *ShowJobs:
+		return "ShowJobs\n"
+	case *Kill:
+		return fmt.Sprintf("Kill %s\n", st.JobID)
 	case *CreateTable:
 		tb := st.Table
 		s := fmt.Sprintf("CreateTable %s %s engine=%s connection=%q", tb.Name, schemaText(tb.Columns), tb.Engine, tb.Connection)

@@ -74,7 +74,7 @@ func openEngine(dataDir string, slots int, log *slog.Logger, alloc memory.Alloca
 // network channels on loopback when there is more than one.
 func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.Allocator) (*session.Engine, error) {
 	reg := exec.NewRegistry()
-	connectors.Register(reg)
+	tables := connectors.Register(reg)
 	return session.Open(session.Config{
 		DataDir:      dataDir,
 		Registry:     reg,
@@ -83,6 +83,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		TaskManagers: tms,
 		Log:          log,
 		Alloc:        alloc,
+		OnClose:      tables.Close,
 	})
 }
 
@@ -164,9 +165,9 @@ func jobManager(args []string) error {
 	log.Info("jobmanager accepting TaskManagers", "rpc-addr", rpcLn.Addr().String())
 
 	reg := exec.NewRegistry()
-	connectors.Register(reg)
+	tables := connectors.Register(reg)
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		JobManager: jm, Log: log})
+		JobManager: jm, Log: log, OnClose: tables.Close})
 	if err != nil {
 		return err
 	}

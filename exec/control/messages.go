@@ -91,6 +91,7 @@ type TaskCounters struct {
 	BatchesOut int64       `json:"batches_out"`
 	BadRecords int64       `json:"bad_records"`
 	NetBytes   int64       `json:"net_bytes_out"`
+	SinkRows   int64       `json:"sink_rows"`
 }
 
 func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
@@ -98,7 +99,7 @@ func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 	for id, t := range m {
 		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
-			NetBytes: t.NetBytesOut.Load()})
+			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load()})
 	}
 	return out
 }
@@ -113,6 +114,7 @@ func metricsOf(cs []TaskCounters) map[exec.TaskID]*exec.TaskMetrics {
 		t.BatchesOut.Store(c.BatchesOut)
 		t.BadRecords.Store(c.BadRecords)
 		t.NetBytesOut.Store(c.NetBytes)
+		t.SinkRows.Store(c.SinkRows)
 		m[c.Task] = t
 	}
 	return m

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInsertJob: INSERT INTO t SELECT starts a job and returns at once; SHOW
+// PROCESSLIST shows it until it finishes, and then the rows are in the table.
+func TestInsertJob(t *testing.T) {
+	addr := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, addr)
+	defer conn.Close(context.Background())
+	data, _ := filepath.Abs("testdata")
+	for _, q := range []string{
+		fmt.Sprintf("CREATE TABLE emp (id BIGINT, name TEXT, dept_id BIGINT, salary DECIMAL(10,2), hired DATETIME, active BOOLEAN) ENGINE=file CONNECTION='file://%s/emp.csv?format=csv&header=true'", data),
+		"CREATE TABLE rich (id BIGINT, name TEXT) ENGINE=memory CONNECTION='memory://rich'",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tag, err := conn.Exec(ctx, "INSERT INTO rich SELECT id, upper(name) FROM emp WHERE salary > 5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.String() != "INSERT 0 0" {
+		t.Errorf("tag %q", tag)
+	}
+	// The job is listed; wait until it has finished.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var state, stmt string
+		var in, out int64
+		err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(nil, &stmt, &state, nil, &in, &out, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(stmt, "INSERT INTO rich") {
+			t.Fatalf("SHOW PROCESSLIST lists %q", stmt)
+		}
+		if state == "finished" {
+			if in != 8 || out != 3 {
+				t.Errorf("rows in %d, out %d; want 8 and 3", in, out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job still %s after 30s", state)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	rows, err := conn.Query(ctx, "SELECT id, name FROM rich ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d %s", id, name))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ", ") != "1 ALICE, 3 CAROL, 7 GRACE" {
+		t.Errorf("rich holds %v", got)
+	}
+	for _, bad := range []struct{ sql, code string }{
+		{"INSERT INTO rich SELECT id FROM emp", "42804"},
+		{"INSERT INTO rich SELECT name, id FROM emp", "42804"},
+		{"INSERT INTO rich VALUES (1, 'x')", "0A000"},
+		{"KILL 999", "22023"},
+	} {
+		_, err := conn.Exec(ctx, bad.sql)
+		if err == nil || !strings.Contains(err.Error(), bad.code) {
+			t.Errorf("%s: err %v, want SQLSTATE %s", bad.sql, err, bad.code)
+		}
+	}
+}
