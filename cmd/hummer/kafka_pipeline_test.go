@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// TestKafkaPipeline: a continuous job from one Kafka topic to another through
+// SQL, against an in-process Kafka-protocol broker. INSERT returns at once; lines
+// produced into the input afterwards reach the output, filtered; KILL stops the
+// job.
+func TestKafkaPipeline(t *testing.T) {
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "in"), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	addr := broker.ListenAddrs()[0]
+
+	srv := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, srv)
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		fmt.Sprintf("CREATE TABLE lines_in (line TEXT) ENGINE=kafka CONNECTION='kafka://%s/in'", addr),
+		fmt.Sprintf("CREATE TABLE lines_out (line TEXT) ENGINE=kafka CONNECTION='kafka://%s/out'", addr),
+		"INSERT INTO lines_out SELECT upper(line) FROM lines_in WHERE line LIKE 'keep%'",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "in", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: tr}
+	var msgs []kafka.Message
+	var want []string
+	for i := 0; i < 60; i++ {
+		v := fmt.Sprintf("drop %d", i)
+		if i%3 == 0 {
+			v = fmt.Sprintf("keep %d", i)
+			want = append(want, strings.ToUpper(v))
+		}
+		msgs = append(msgs, kafka.Message{Value: []byte(v)})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "out", Partition: 0,
+		MaxWait: 50 * time.Millisecond, Dialer: &kafka.Dialer{Timeout: 5 * time.Second}})
+	defer r.Close()
+	var got []string
+	readCtx, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	for len(got) < len(want) {
+		m, err := r.ReadMessage(readCtx)
+		if err != nil {
+			t.Fatalf("read %d of %d lines from the output: %v", len(got), len(want), err)
+		}
+		got = append(got, string(m.Value))
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("output %v, want %v", got, want)
+	}
+
+	var id int64
+	var state string
+	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(&id, nil, &state, nil, nil, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if state != "running" {
+		t.Errorf("the continuous job is %s, want running", state)
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(nil, nil, &state, nil, nil, nil, nil, nil); err != nil || state != "cancelled" {
+		t.Errorf("after KILL the job is %s (%v), want cancelled", state, err)
+	}
+}
