@@ -17,10 +17,10 @@
 package file
 
 import (
-	"fmt"
 	"net/url"
 	"path"
 
+	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
@@ -31,9 +31,9 @@ const Name = "file"
 
 // Formats of the format option.
 const (
-	FormatText = "text"
-	FormatCSV  = "csv"
-	FormatJSON = "json"
+	FormatText = records.FormatText
+	FormatCSV  = records.FormatCSV
+	FormatJSON = records.FormatJSON
 )
 
 // Spec describes the file connector and its options.
@@ -138,41 +138,11 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 	if cfg.delim == '"' || cfg.delim == '\n' || cfg.delim == '\r' {
 		return config{}, s.Errorf("option delimiter: %q cannot be a delimiter", cfg.delim)
 	}
-	if err := checkSchema(s, cfg.format, c.Schema); err != nil {
+	if err := records.CheckSchema(s, cfg.format, c.Schema); err != nil {
 		return config{}, err
 	}
-	if c.Columns == nil {
-		cfg.cols = make([]int, len(c.Schema))
-		for i := range cfg.cols {
-			cfg.cols[i] = i
-		}
-	} else {
-		for _, col := range c.Columns {
-			if col < 0 || col >= len(c.Schema) {
-				return config{}, fmt.Errorf("file: projected column %d out of range for %d columns", col, len(c.Schema))
-			}
-		}
-		cfg.cols = c.Columns
+	if cfg.cols, err = records.Columns(c); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
-}
-
-func checkSchema(s *spec.Connector, format string, schema types.Schema) error {
-	if format == FormatText {
-		if len(schema) != 1 || schema[0].Type.ID != types.String {
-			return s.Errorf("format=text needs exactly one TEXT column, the table has %v", schema)
-		}
-		return nil
-	}
-	if len(schema) == 0 {
-		return s.Errorf("format=%s needs at least one column", format)
-	}
-	for _, f := range schema {
-		switch f.Type.ID {
-		case types.Bool, types.Int64, types.Float64, types.Decimal, types.String, types.Timestamp:
-		default:
-			return s.Errorf("format=%s cannot read column %s of type %v", format, f.Name, f.Type)
-		}
-	}
-	return nil
 }

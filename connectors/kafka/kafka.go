@@ -19,10 +19,10 @@
 package kafka
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 
+	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
@@ -33,9 +33,9 @@ const Name = "kafka"
 
 // Formats of the format option.
 const (
-	FormatText = "text"
-	FormatCSV  = "csv"
-	FormatJSON = "json"
+	FormatText = records.FormatText
+	FormatCSV  = records.FormatCSV
+	FormatJSON = records.FormatJSON
 )
 
 // Start positions of the start option.
@@ -142,43 +142,11 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 		return config{}, err
 	}
 	cfg.format, cfg.group, cfg.start = opts.Get("format"), opts.Get("group"), opts.Get("start")
-	if err := checkSchema(s, cfg.format, c.Schema); err != nil {
+	if err := records.CheckSchema(s, cfg.format, c.Schema); err != nil {
 		return config{}, err
 	}
-	if c.Columns == nil {
-		cfg.cols = make([]int, len(c.Schema))
-		for i := range cfg.cols {
-			cfg.cols[i] = i
-		}
-	} else {
-		for _, col := range c.Columns {
-			if col < 0 || col >= len(c.Schema) {
-				return config{}, fmt.Errorf("kafka: projected column %d out of range for %d columns", col, len(c.Schema))
-			}
-		}
-		cfg.cols = c.Columns
+	if cfg.cols, err = records.Columns(c); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
-}
-
-// checkSchema applies the file connector's rules, so a table moves between the
-// two connectors unchanged.
-func checkSchema(s *spec.Connector, format string, schema types.Schema) error {
-	if format == FormatText {
-		if len(schema) != 1 || schema[0].Type.ID != types.String {
-			return s.Errorf("format=text needs exactly one TEXT column, the table has %v", schema)
-		}
-		return nil
-	}
-	if len(schema) == 0 {
-		return s.Errorf("format=%s needs at least one column", format)
-	}
-	for _, f := range schema {
-		switch f.Type.ID {
-		case types.Bool, types.Int64, types.Float64, types.Decimal, types.String, types.Timestamp:
-		default:
-			return s.Errorf("format=%s cannot read column %s of type %v", format, f.Name, f.Type)
-		}
-	}
-	return nil
 }
