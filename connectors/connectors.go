@@ -61,6 +61,16 @@ func Validate(c exec.ConnectorSpec) error {
 	return fmt.Errorf("%w: %q (connectors: %s)", exec.ErrUnknownConnector, c.Connector, strings.Join(names, ", "))
 }
 
+// Unbounded reports whether the connector's source never ends by itself.
+func Unbounded(connector string) bool {
+	for _, k := range all() {
+		if k.spec.Name == connector {
+			return k.spec.Unbounded
+		}
+	}
+	return false
+}
+
 // MaxParallelism returns the most subtasks a source of the table can usefully
 // have (for JobVertex.MaxParallelism), or 0 for no limit. A file table in
 // format=csv gives 1: its records cannot be split by byte ranges.

@@ -28,6 +28,9 @@ type Config struct {
 	Registry *exec.Registry
 	// Validate checks a connector's options at CREATE TABLE time.
 	Validate func(exec.ConnectorSpec) error
+	// Unbounded reports whether a connector's source never ends (Kafka); a plain
+	// SELECT over such a table is refused, since it would never answer.
+	Unbounded func(connector string) bool
 	// Slots of each TaskManager; 0 means one per core.
 	Slots int
 	// JobManager, when set, is the JobManager of a cluster whose TaskManagers run
@@ -247,6 +250,9 @@ func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.Stre
 }
 
 func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, error) {
+	if err := s.refuseUnbounded(q.Plan); err != nil {
+		return nil, err
+	}
 	_, jg, err := s.plan(q)
 	if err != nil {
 		return nil, err
@@ -258,6 +264,29 @@ func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, 
 	}
 	rows.start(s.e.jm, job)
 	return &Result{Tag: "SELECT", Rows: rows}, nil
+}
+
+// refuseUnbounded refuses a query that would wait for the end of a stream.
+func (s *Session) refuseUnbounded(p sql.Plan) error {
+	if t := s.unboundedTable(p); t != nil {
+		return sql.Errorf(sql.ErrUnsupported, 0,
+			"table %s is a stream (%s) that never ends, so a SELECT over it would never answer; run the query as a continuous job: INSERT INTO <table> SELECT ...",
+			t.Name, t.Engine)
+	}
+	return nil
+}
+
+// unboundedTable returns a table read by p whose source never ends, or nil.
+func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
+	if scan, ok := p.(*sql.Scan); ok && s.e.cfg.Unbounded != nil && s.e.cfg.Unbounded(scan.Table.Engine) {
+		return scan.Table
+	}
+	for _, in := range p.Inputs() {
+		if t := s.unboundedTable(in); t != nil {
+			return t
+		}
+	}
+	return nil
 }
 
 // insert starts a job writing the query's rows into the table's connector and
@@ -330,6 +359,9 @@ func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*R
 		plan = planner.ExplainDot(sg)
 	case st.Analyze:
 		// Run the query, discarding its rows, then show what every task did.
+		if err := s.refuseUnbounded(st.Query.Plan); err != nil {
+			return nil, err
+		}
 		rows := newJobRows(st.Query.Plan.Schema())
 		job, err := s.e.jm.Submit(text, jg, rows)
 		if err != nil {

@@ -39,6 +39,12 @@ func TestKafkaPipeline(t *testing.T) {
 		}
 	}
 
+	// A plain SELECT over a stream would never answer: it is refused with a hint.
+	if _, err := conn.Exec(ctx, "SELECT line FROM lines_in"); err == nil ||
+		!strings.Contains(err.Error(), "INSERT INTO") || !strings.Contains(err.Error(), "0A000") {
+		t.Errorf("SELECT over a Kafka table: %v, want 0A000 naming INSERT INTO", err)
+	}
+
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "in", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: tr}

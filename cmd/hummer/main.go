@@ -79,6 +79,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		DataDir:      dataDir,
 		Registry:     reg,
 		Validate:     connectors.Validate,
+		Unbounded:    connectors.Unbounded,
 		Slots:        slots,
 		TaskManagers: tms,
 		Log:          log,
@@ -167,7 +168,7 @@ func jobManager(args []string) error {
 	reg := exec.NewRegistry()
 	tables := connectors.Register(reg)
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		JobManager: jm, Log: log, OnClose: tables.Close})
+		Unbounded: connectors.Unbounded, JobManager: jm, Log: log, OnClose: tables.Close})
 	if err != nil {
 		return err
 	}

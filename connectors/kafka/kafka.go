@@ -52,6 +52,7 @@ func Spec() *spec.Connector {
 		Description: "Reads a Kafka topic (unbounded source, partitions spread over the subtasks) or appends to one (sink).",
 		Source:      true,
 		Sink:        true,
+		Unbounded:   true,
 		Options: []spec.Option{
 			{Name: "format", Type: spec.Enum, Default: FormatText, Allowed: []string{FormatText, FormatJSON, FormatCSV},
 				Description: "text: each message value is one row of the table's single TEXT column; " +

@@ -49,7 +49,10 @@ type Connector struct {
 	Description string
 	Source      bool
 	Sink        bool
-	Options     []Option
+	// Unbounded says the source never ends by itself (a stream such as Kafka): a
+	// query over it runs as a continuous job.
+	Unbounded bool
+	Options   []Option
 }
 
 // Values are a connection's options after Parse: every option the connector has,
