@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/hummer-db/hummer/session"
+	"github.com/hummer-db/hummer/sql"
 )
 
 // idleBufferLimit is the largest output buffer a connection keeps between queries;
@@ -34,6 +35,10 @@ func (c *conn) simpleQuery(query string) {
 		stop()
 	}()
 
+	if inner, ok := copyQuery(query); ok {
+		c.copyOut(ctx, inner)
+		return
+	}
 	results := 0
 	var emitErr error
 	err := c.sess.Exec(ctx, query, func(r *session.Result) error {
@@ -51,16 +56,37 @@ func (c *conn) simpleQuery(query string) {
 	case c.writeErr != nil:
 		// The client is gone; serve notices when it flushes.
 	case err != nil:
-		resp, internal := errorResponse(err)
-		if internal {
-			c.log.Error("statement failed", "err", err, "query", query)
-		} else {
-			c.log.Debug("statement failed", "err", err, "code", resp.Code)
-		}
-		c.send(resp)
+		c.sendError(err, query)
 	case results == 0:
 		// Only empty statements, such as ";".
 		c.send(&pgproto3.EmptyQueryResponse{})
+	}
+}
+
+// sendError answers a failed statement; internal errors are logged in full.
+func (c *conn) sendError(err error, query string) {
+	resp, internal := errorResponse(err)
+	if internal {
+		c.log.Error("statement failed", "err", err, "query", query)
+	} else {
+		c.log.Debug("statement failed", "err", err, "code", resp.Code)
+	}
+	c.send(resp)
+}
+
+// copyOut runs COPY (<query>) TO STDOUT.
+func (c *conn) copyOut(ctx context.Context, query string) {
+	copier, ok := c.sess.(Copier)
+	if !ok {
+		c.sendError(fmt.Errorf("%w: COPY is not available", sql.ErrUnsupported), query)
+		return
+	}
+	r, err := copier.CopyOut(ctx, query)
+	if err == nil {
+		err = c.sendCopy(ctx, r)
+	}
+	if err != nil && c.writeErr == nil {
+		c.sendError(err, query)
 	}
 }
 

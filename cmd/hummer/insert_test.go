@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,19 @@ func TestInsertJob(t *testing.T) {
 	if strings.Join(got, ", ") != "1 ALICE, 3 CAROL, 7 GRACE" {
 		t.Errorf("rich holds %v", got)
 	}
+	// COPY (...) TO STDOUT over a bounded table ends with the table: each row a
+	// line of the change kind and the columns, tab-separated, NULL as \N.
+	var out strings.Builder
+	tag, err = conn.PgConn().CopyTo(ctx, &out, "COPY (SELECT id, name, dept_id FROM emp WHERE id IN (2, 5, 8)) TO STDOUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	sort.Strings(lines)
+	if got := strings.Join(lines, "|"); got != "insert\t2\tBob\t20|insert\t5\tEve\t\\N|insert\t8\tO'Neil, Pat\t40" || tag.String() != "COPY 3" {
+		t.Errorf("COPY gave %q, tag %q", got, tag)
+	}
+
 	for _, bad := range []struct{ sql, code string }{
 		{"INSERT INTO rich SELECT id FROM emp", "42804"},
 		{"INSERT INTO rich SELECT name, id FROM emp", "42804"},

@@ -82,6 +82,22 @@ func TestKafkaPipeline(t *testing.T) {
 		t.Errorf("output %v, want %v", got, want)
 	}
 
+	// COPY (...) TO STDOUT streams a continuous query's rows as they come, until
+	// the client cancels it.
+	copyCtx, stopCopy := context.WithCancel(ctx)
+	lines := &lineCounter{want: len(want), full: stopCopy}
+	_, err = conn.PgConn().CopyTo(copyCtx, lines, "COPY (SELECT line FROM lines_in WHERE line LIKE 'keep%') TO STDOUT")
+	stopCopy()
+	if lines.n < len(want) {
+		t.Fatalf("COPY streamed %d lines, want %d (err %v)", lines.n, len(want), err)
+	}
+	if !strings.HasPrefix(lines.first, "insert\tkeep ") {
+		t.Errorf("COPY line %q, want insert<TAB>keep ...", lines.first)
+	}
+	conn.Close(context.Background()) // a cancelled COPY may leave the connection unusable to pgx
+	conn = connectPgx(t, ctx, srv)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+
 	var id int64
 	var state string
 	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(&id, nil, &state, nil, nil, nil, nil, nil); err != nil {
@@ -96,4 +112,27 @@ func TestKafkaPipeline(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(nil, nil, &state, nil, nil, nil, nil, nil); err != nil || state != "cancelled" {
 		t.Errorf("after KILL the job is %s (%v), want cancelled", state, err)
 	}
+}
+
+// lineCounter counts the lines written to it and calls full once it has want.
+type lineCounter struct {
+	want, n int
+	first   string
+	full    func()
+}
+
+func (w *lineCounter) Write(p []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(p), "\n") {
+		if line == "" {
+			continue
+		}
+		if w.first == "" {
+			w.first = line
+		}
+		w.n++
+	}
+	if w.n >= w.want {
+		w.full()
+	}
+	return len(p), nil
 }

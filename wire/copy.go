@@ -1,0 +1,104 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"regexp"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/hummer-db/hummer/session"
+)
+
+// Copier is implemented by sessions that can stream a query's changes as COPY
+// output (COPY (<query>) TO STDOUT).
+type Copier interface {
+	// CopyOut starts the query, which may read streams that never end; its rows
+	// arrive until the query ends or ctx is cancelled.
+	CopyOut(ctx context.Context, query string) (*session.Result, error)
+}
+
+// copyToStdout matches COPY (<query>) TO STDOUT, which the SQL parser cannot
+// read: the wire server recognises it and hands the inner query on.
+var copyToStdout = regexp.MustCompile(`(?is)^\s*COPY\s*\((.*)\)\s*TO\s+STDOUT\s*;?\s*$`)
+
+// copyQuery returns the inner query of a COPY (<query>) TO STDOUT, if query is one.
+func copyQuery(query string) (string, bool) {
+	m := copyToStdout.FindStringSubmatch(query)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// sendCopy streams a result as COPY text: one line per row, the change kind
+// first ("insert"), then the columns, tab-separated, NULL as \N. It ends with
+// CopyDone and "COPY n" when the query ends; a continuous query streams until
+// the client cancels it.
+func (c *conn) sendCopy(ctx context.Context, r *session.Result) error {
+	defer r.Rows.Close()
+	schema := r.Rows.Schema()
+	c.send(&pgproto3.CopyOutResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, len(schema)+1)})
+	if err := c.flush(); err != nil {
+		return err
+	}
+	var (
+		rows int64
+		line []byte
+		cell []byte
+	)
+	for {
+		b, err := r.Rows.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		cols := b.Columns()
+		for i := 0; i < int(b.NumRows()); i++ {
+			line = append(line[:0], "insert"...)
+			for _, col := range cols {
+				line = append(line, '\t')
+				if IsNull(col, i) {
+					line = append(line, '\\', 'N')
+					continue
+				}
+				cell = AppendText(cell[:0], col, i)
+				line = appendCopyEscaped(line, cell)
+			}
+			line = append(line, '\n')
+			c.send(&pgproto3.CopyData{Data: line})
+		}
+		rows += b.NumRows()
+		b.Release()
+		// Changes reach the client as they happen.
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	c.send(&pgproto3.CopyDone{})
+	c.send(&pgproto3.CommandComplete{CommandTag: commandTag("COPY", rows)})
+	return nil
+}
+
+// appendCopyEscaped appends a value in COPY's text format: backslash, tab,
+// newline and carriage return escaped.
+func appendCopyEscaped(dst, v []byte) []byte {
+	for _, ch := range v {
+		switch ch {
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		default:
+			dst = append(dst, ch)
+		}
+	}
+	return dst
+}
