@@ -44,13 +44,7 @@ func evalArith(c *call) (arrow.Array, error) {
 	default:
 		err = errArgKind(c)
 	}
-	if err != nil {
-		if valid != nil {
-			valid.Release()
-		}
-		return nil, err
-	}
-	return finish(c.e.Type.Arrow(), c.n, nulls, valid, data), nil
+	return finishOrRelease(c, nulls, valid, data, err)
 }
 
 func arithInt(op string, xs, ys vals[int64], n int, valid *memory.Buffer, mem memory.Allocator) (*memory.Buffer, error) {
@@ -307,16 +301,7 @@ func evalNumericUnary(c *call) (arrow.Array, error) {
 	default:
 		err = errArgKind(c)
 	}
-	if err != nil {
-		if data != nil {
-			data.Release()
-		}
-		if valid != nil {
-			valid.Release()
-		}
-		return nil, err
-	}
-	return finish(c.e.Type.Arrow(), c.n, nulls, valid, data), nil
+	return finishOrRelease(c, nulls, valid, data, err)
 }
 
 // evalRounding computes round(x), round(x, n), floor(x) and ceil(x).
@@ -411,16 +396,7 @@ func evalRounding(c *call) (arrow.Array, error) {
 	default:
 		err = errArgKind(c)
 	}
-	if err != nil {
-		if data != nil {
-			data.Release()
-		}
-		if valid != nil {
-			valid.Release()
-		}
-		return nil, err
-	}
-	return finish(c.e.Type.Arrow(), c.n, nulls, valid, data), nil
+	return finishOrRelease(c, nulls, valid, data, err)
 }
 
 func roundFloatDigits(v float64, digits int64) float64 {
@@ -442,4 +418,18 @@ func roundFloatDigits(v float64, digits int64) float64 {
 	}
 	p := math.Pow(10, float64(-digits))
 	return math.RoundToEven(v/p) * p
+}
+
+// finishOrRelease wraps a kernel's result buffers into c's result array, or, when
+// the kernel failed, releases whichever of them exist and returns its error.
+func finishOrRelease(c *call, nulls int, valid, data *memory.Buffer, err error) (arrow.Array, error) {
+	if err != nil {
+		for _, b := range []*memory.Buffer{data, valid} {
+			if b != nil {
+				b.Release()
+			}
+		}
+		return nil, err
+	}
+	return finish(c.e.Type.Arrow(), c.n, nulls, valid, data), nil
 }
