@@ -32,6 +32,10 @@ type ConnectorSpec struct {
 	// Columns, when not nil, are the positions in Schema the query reads
 	// (projection push-down); the source emits only these, in this order.
 	Columns []int `json:"columns,omitempty"`
+	// Key, for a sink, are the positions in Schema of the table's PRIMARY KEY:
+	// the sink upserts rows by that key (a Delete removes the key) instead of
+	// appending them. Empty for an append-only table.
+	Key []int `json:"key,omitempty"`
 }
 
 // PartitionKind says how an edge spreads the batches of its producer's subtasks
@@ -176,4 +180,22 @@ type TaskMetrics struct {
 	NetBytesOut atomic.Int64
 	// SinkRows counts the rows the task's sink wrote (INSERT INTO ... jobs).
 	SinkRows atomic.Int64
+	// DeadLetters counts malformed input records a source routed to its
+	// dead-letter destination instead of skipping them.
+	DeadLetters atomic.Int64
+	// status says what the task is waiting for when it is not simply running,
+	// such as a broker it is reconnecting to; empty when all is well.
+	status atomic.Pointer[string]
+}
+
+// SetStatus records what the task is waiting for ("" when all is well again), for
+// SHOW PROCESSLIST.
+func (m *TaskMetrics) SetStatus(s string) { m.status.Store(&s) }
+
+// Status returns what SetStatus last recorded.
+func (m *TaskMetrics) Status() string {
+	if s := m.status.Load(); s != nil {
+		return *s
+	}
+	return ""
 }

@@ -345,17 +345,28 @@ func (s *Session) showJobs() (*Result, error) {
 	schema := types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "statement", Type: types.StringType},
 		{Name: "state", Type: types.StringType}, {Name: "started", Type: types.TimestampType},
 		{Name: "rows_in", Type: types.Int64Type}, {Name: "rows_out", Type: types.Int64Type},
-		{Name: "bad_records", Type: types.Int64Type}, {Name: "error", Type: types.StringType}}
+		{Name: "bad_records", Type: types.Int64Type}, {Name: "dead_letters", Type: types.Int64Type},
+		{Name: "status", Type: types.StringType}, {Name: "error", Type: types.StringType}}
 	var rows [][]types.Value
 	for _, j := range s.e.jm.Jobs() {
 		id, _ := strconv.ParseInt(j.ID, 10, 64)
-		var in, out, bad int64
+		var in, out, bad, dead int64
+		var status []string
 		for tid, m := range j.Metrics() {
 			if j.Graph.Job.Vertices[tid.Vertex].IsSource() {
 				in += m.RowsIn.Load()
 			}
 			out += m.SinkRows.Load()
 			bad += m.BadRecords.Load()
+			dead += m.DeadLetters.Load()
+			if st := m.Status(); st != "" {
+				status = append(status, fmt.Sprintf("%s[%d]: %s", j.Graph.Job.Vertices[tid.Vertex].Name, tid.Subtask, st))
+			}
+		}
+		sort.Strings(status)
+		statusText := types.NullValue(types.StringType)
+		if len(status) > 0 {
+			statusText = types.StringValue(strings.Join(status, "; "))
 		}
 		errText := types.NullValue(types.StringType)
 		if err := j.Err(); err != nil {
@@ -363,7 +374,7 @@ func (s *Session) showJobs() (*Result, error) {
 		}
 		rows = append(rows, []types.Value{types.IntValue(id), types.StringValue(j.Statement),
 			types.StringValue(string(j.State())), types.TimestampValue(j.Started.UnixMicro()),
-			types.IntValue(in), types.IntValue(out), types.IntValue(bad), errText})
+			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText})
 	}
 	return s.valuesResult("SHOW", schema, rows)
 }

@@ -92,6 +92,8 @@ type TaskCounters struct {
 	BadRecords int64       `json:"bad_records"`
 	NetBytes   int64       `json:"net_bytes_out"`
 	SinkRows   int64       `json:"sink_rows"`
+	DeadLetter int64       `json:"dead_letters,omitempty"`
+	Status     string      `json:"status,omitempty"`
 }
 
 func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
@@ -99,7 +101,8 @@ func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 	for id, t := range m {
 		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
-			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load()})
+			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load(),
+			DeadLetter: t.DeadLetters.Load(), Status: t.Status()})
 	}
 	return out
 }
@@ -115,6 +118,10 @@ func metricsOf(cs []TaskCounters) map[exec.TaskID]*exec.TaskMetrics {
 		t.BadRecords.Store(c.BadRecords)
 		t.NetBytesOut.Store(c.NetBytes)
 		t.SinkRows.Store(c.SinkRows)
+		t.DeadLetters.Store(c.DeadLetter)
+		if c.Status != "" {
+			t.SetStatus(c.Status)
+		}
 		m[c.Task] = t
 	}
 	return m
