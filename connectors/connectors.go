@@ -71,6 +71,16 @@ func Unbounded(connector string) bool {
 	return false
 }
 
+// Upsert reports whether the connector's sink upserts by a table's PRIMARY KEY.
+func Upsert(connector string) bool {
+	for _, k := range all() {
+		if k.spec.Name == connector {
+			return k.spec.Upsert
+		}
+	}
+	return false
+}
+
 // MaxParallelism returns the most subtasks a source of the table can usefully
 // have (for JobVertex.MaxParallelism), or 0 for no limit. A file table in
 // format=csv gives 1: its records cannot be split by byte ranges.

@@ -14,9 +14,20 @@ import (
 //
 // Per batch: the key columns are encoded (or, for one text column, read in
 // place), then hashed and probed in one loop, giving a group id per row; then
-// each aggregate folds the batch with one loop over the group ids. At end
-// of stream on input 0 the groups are emitted, in order of first appearance, in
-// batches of at most outBatchRows rows, and EndOfStream is forwarded.
+// each aggregate folds the batch with one loop over the group ids.
+//
+// With AggEmitFinal (bounded input) the groups are emitted at end of stream on
+// input 0, in order of first appearance, in batches of at most outBatchRows
+// rows, and EndOfStream is forwarded.
+//
+// With AggEmitUpdates (unbounded input) the operator emits changes whenever its
+// task flushes it (Flusher): a partial aggregate emits the states folded since
+// the last flush, as inserts, plus the signed number of rows per group, and
+// starts afresh; a complete or final one emits, for every group changed since
+// the last flush, its row as last emitted (UpdateBefore, or Delete when the
+// group has no rows left) and then its new row (UpdateAfter, or Insert when it
+// is new). The old rows are computed just before a group's first change after a
+// flush, so the state is kept once.
 //
 // Rows with change kind Delete or UpdateBefore retract: count and sum subtract
 // (avg too, through its sum and count); min and max return an error.
@@ -26,6 +37,10 @@ type hashAggOp struct {
 	outDTs  []arrow.DataType
 	keyCols []int
 	aggs    []aggregate
+	updates bool
+	// rows, in updates mode, is the signed number of rows of each group: the
+	// partial phase emits it as its last column, the final phase sums it.
+	rows *countAgg
 
 	mem      memory.Allocator
 	table    *keyTable
@@ -36,9 +51,17 @@ type hashAggOp struct {
 	signs    []int8
 	seen     bool
 	done     bool
+
+	// Updates mode, complete and final phases.
+	dirty   []uint32            // groups changed since the last flush
+	isDirty []bool              // by group
+	emitted []bool              // by group: its row is out downstream
+	oldIDs  []uint32            // the dirty groups that had been emitted ...
+	oldRows []arrow.RecordBatch // ... and their rows as emitted, in that order
 }
 
 var _ Operator = (*hashAggOp)(nil)
+var _ Flusher = (*hashAggOp)(nil)
 
 func newHashAggOp(spec OperatorSpec) (Operator, error) {
 	var cfg HashAggConfig
@@ -57,7 +80,18 @@ func newHashAgg(cfg HashAggConfig, spec OperatorSpec) (*hashAggOp, error) {
 	default:
 		return nil, fmt.Errorf("hash_agg: unknown phase %q", cfg.Phase)
 	}
-	o := &hashAggOp{cfg: cfg}
+	switch cfg.Emit {
+	case "", AggEmitFinal:
+	case AggEmitUpdates:
+		for _, a := range cfg.Aggs {
+			if a.Distinct {
+				return nil, fmt.Errorf("hash_agg: %s(DISTINCT) cannot emit updates", a.Func)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("hash_agg: unknown emit mode %q", cfg.Emit)
+	}
+	o := &hashAggOp{cfg: cfg, updates: cfg.Emit == AggEmitUpdates}
 	nk := len(cfg.GroupBy)
 	o.keyCols = cfg.GroupBy
 	if cfg.Phase == AggFinal {
@@ -67,24 +101,11 @@ func newHashAgg(cfg HashAggConfig, spec OperatorSpec) (*hashAggOp, error) {
 			o.keyCols[i] = i
 		}
 	}
-	col := nk
-	width := nk
-	for _, a := range cfg.Aggs {
-		first := a.Arg
-		if cfg.Phase == AggFinal {
-			first = col
-			col++
-			if a.Func == "avg" {
-				col++
-			}
-		}
-		agg, err := newAggregate(a, cfg.Phase, first)
-		if err != nil {
-			return nil, err
-		}
-		o.aggs = append(o.aggs, agg)
-		width += agg.width()
+	width, err := o.buildAggs()
+	if err != nil {
+		return nil, err
 	}
+	width += nk
 	if len(spec.Out) != width {
 		return nil, fmt.Errorf("hash_agg: output schema has %d columns, the config makes %d", len(spec.Out), width)
 	}
@@ -93,6 +114,42 @@ func newHashAgg(cfg HashAggConfig, spec OperatorSpec) (*hashAggOp, error) {
 		o.outDTs = append(o.outDTs, f.Type)
 	}
 	return o, nil
+}
+
+// buildAggs makes fresh aggregate states (and the row count in updates mode)
+// and returns the number of columns they emit.
+func (o *hashAggOp) buildAggs() (int, error) {
+	o.aggs = o.aggs[:0]
+	col := len(o.keyCols)
+	width := 0
+	for _, a := range o.cfg.Aggs {
+		first := a.Arg
+		if o.cfg.Phase == AggFinal {
+			first = col
+			col++
+			if a.Func == "avg" {
+				col++
+			}
+		}
+		agg, err := newAggregate(a, o.cfg.Phase, first)
+		if err != nil {
+			return 0, err
+		}
+		o.aggs = append(o.aggs, agg)
+		width += agg.width()
+	}
+	if o.updates {
+		switch o.cfg.Phase {
+		case AggFinal:
+			o.rows = &countAgg{col: col, partial: true}
+		case AggPartial:
+			o.rows = &countAgg{col: -1}
+			width++
+		default:
+			o.rows = &countAgg{col: -1}
+		}
+	}
+	return width, nil
 }
 
 func (o *hashAggOp) Open(ctx context.Context, tc *TaskContext) error {
@@ -155,13 +212,52 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b Batch, out Co
 	signs := rowSigns(b.Ops, o.signs)
 	if signs != nil {
 		o.signs = signs
+		if o.updates && o.cfg.Phase == AggPartial {
+			// Its deltas would lose whether a sum has non-NULL inputs left.
+			return fmt.Errorf("hash_agg: a partial aggregation emitting updates takes inserts only; retracting input needs a complete one")
+		}
 	}
 	ng := o.ngroups()
+	if o.updates && o.cfg.Phase != AggPartial {
+		if err := o.markDirty(gids, ng); err != nil {
+			return err
+		}
+	}
 	for _, a := range o.aggs {
 		if err := a.update(rec, gids, ng, signs); err != nil {
 			return err
 		}
 	}
+	if o.rows != nil {
+		return o.rows.update(rec, gids, ng, signs)
+	}
+	return nil
+}
+
+// markDirty records the groups of gids as changed, first saving the rows as
+// emitted of those that are out downstream, before the batch changes them.
+func (o *hashAggOp) markDirty(gids []uint32, ngroups int) error {
+	o.isDirty = growZero(o.isDirty, ngroups)
+	o.emitted = growZero(o.emitted, ngroups)
+	before := len(o.oldIDs)
+	for _, g := range gids {
+		if o.isDirty[g] {
+			continue
+		}
+		o.isDirty[g] = true
+		o.dirty = append(o.dirty, g)
+		if o.emitted[g] {
+			o.oldIDs = append(o.oldIDs, g)
+		}
+	}
+	if len(o.oldIDs) == before {
+		return nil
+	}
+	rec, err := o.rowsAt(groupIDs(o.oldIDs[before:]))
+	if err != nil {
+		return err
+	}
+	o.oldRows = append(o.oldRows, rec)
 	return nil
 }
 
@@ -173,11 +269,106 @@ func (o *hashAggOp) ProcessSignal(ctx context.Context, input int, s Signal, out 
 		return nil
 	}
 	o.done = true
-	if err := o.emit(ctx, out); err != nil {
+	var err error
+	if o.updates {
+		if len(o.keyCols) == 0 && o.cfg.Phase != AggPartial && o.table != nil && (len(o.emitted) == 0 || !o.emitted[0]) {
+			// Like a bounded aggregate, one without GROUP BY ends having emitted
+			// its row, even without input.
+			if err := o.markDirty([]uint32{0}, 1); err != nil {
+				return err
+			}
+		}
+		err = o.Flush(ctx, out)
+	} else {
+		err = o.emit(ctx, out)
+	}
+	if err != nil {
 		return err
 	}
 	o.release()
 	return out.CollectSignal(ctx, s)
+}
+
+// Flush emits, in updates mode, what changed since the last flush.
+func (o *hashAggOp) Flush(ctx context.Context, out Collector) error {
+	if !o.updates || o.table == nil {
+		return nil
+	}
+	if o.cfg.Phase == AggPartial {
+		if !o.seen {
+			return nil
+		}
+		if err := o.emit(ctx, out); err != nil {
+			return err
+		}
+		o.table = newKeyTable()
+		o.seen = false
+		_, err := o.buildAggs()
+		return err
+	}
+	if len(o.dirty) == 0 {
+		return nil
+	}
+	live := func(g uint32) bool {
+		return len(o.keyCols) == 0 || o.rows.counts[g] > 0
+	}
+	o.rows.counts = growZero(o.rows.counts, o.ngroups())
+	// The old rows first, so that every group's retraction precedes its new row.
+	done := 0
+	for _, rec := range o.oldRows {
+		n := int(rec.NumRows())
+		ops := make([]ChangeKind, n)
+		for i, g := range o.oldIDs[done : done+n] {
+			ops[i] = UpdateBefore
+			if !live(g) {
+				ops[i] = Delete
+				o.emitted[g] = false
+			}
+		}
+		done += n
+		if err := out.Collect(ctx, Batch{Rec: rec, Ops: ops}); err != nil {
+			return err
+		}
+	}
+	o.releaseOld()
+	var ids []uint32
+	for _, g := range o.dirty {
+		o.isDirty[g] = false
+		if live(g) {
+			ids = append(ids, g)
+		}
+	}
+	o.dirty = o.dirty[:0]
+	for lo := 0; lo < len(ids); lo += outBatchRows {
+		chunk := ids[lo:min(len(ids), lo+outBatchRows)]
+		rec, err := o.rowsAt(groupIDs(chunk))
+		if err != nil {
+			return err
+		}
+		ops := make([]ChangeKind, len(chunk))
+		for i, g := range chunk {
+			ops[i] = Insert
+			if o.emitted[g] {
+				ops[i] = UpdateAfter
+			}
+			o.emitted[g] = true
+		}
+		err = out.Collect(ctx, Batch{Rec: rec, Ops: ops})
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releaseOld drops the saved old rows.
+func (o *hashAggOp) releaseOld() {
+	for _, rec := range o.oldRows {
+		rec.Release()
+	}
+	o.oldRows = o.oldRows[:0]
+	o.oldIDs = o.oldIDs[:0]
 }
 
 // emit sends every group's row.
@@ -191,31 +382,10 @@ func (o *hashAggOp) emit(ctx context.Context, out Collector) error {
 		// one still emits its single row.
 		n = 0
 	}
-	nk := len(o.keyCols)
 	for lo := 0; lo < n; lo += outBatchRows {
-		hi := min(n, lo+outBatchRows)
-		cols := make([]arrow.Array, 0, len(o.outDTs))
-		if nk > 0 {
-			kc, err := o.table.decodeKeys(o.mem, o.keyTypes, lo, hi)
-			if err != nil {
-				return err
-			}
-			cols = append(cols, kc...)
-		}
-		c := nk
-		for _, a := range o.aggs {
-			var err error
-			w := a.width()
-			cols, err = a.result(o.mem, lo, hi, o.outDTs[c:c+w], cols)
-			if err != nil {
-				releaseArrays(cols)
-				return err
-			}
-			c += w
-		}
-		rec, err := makeRecord(o.out, cols, hi-lo)
+		rec, err := o.rowsAt(groupRange(lo, min(n, lo+outBatchRows)))
 		if err != nil {
-			return fmt.Errorf("hash_agg: %w", err)
+			return err
 		}
 		err = out.Collect(ctx, Batch{Rec: rec})
 		rec.Release()
@@ -226,17 +396,52 @@ func (o *hashAggOp) emit(ctx context.Context, out Collector) error {
 	return nil
 }
 
+// rowsAt builds the output rows of the groups sel: keys, then aggregates (then,
+// for a partial aggregate in updates mode, the row counts).
+func (o *hashAggOp) rowsAt(sel groupSel) (arrow.RecordBatch, error) {
+	nk := len(o.keyCols)
+	cols := make([]arrow.Array, 0, len(o.outDTs))
+	if nk > 0 {
+		kc, err := o.table.decodeKeys(o.mem, o.keyTypes, sel)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, kc...)
+	}
+	c := nk
+	aggs := o.aggs
+	if o.updates && o.cfg.Phase == AggPartial {
+		aggs = append(aggs[:len(aggs):len(aggs)], o.rows)
+	}
+	for _, a := range aggs {
+		var err error
+		w := a.width()
+		cols, err = a.result(o.mem, sel, o.outDTs[c:c+w], cols)
+		if err != nil {
+			releaseArrays(cols)
+			return nil, err
+		}
+		c += w
+	}
+	rec, err := makeRecord(o.out, cols, sel.len())
+	if err != nil {
+		return nil, fmt.Errorf("hash_agg: %w", err)
+	}
+	return rec, nil
+}
+
 // release drops the group state; the operator only forwards signals afterwards.
 func (o *hashAggOp) release() {
+	o.releaseOld()
 	o.table = nil
 	o.aggs = nil
+	o.rows = nil
 	o.keys = rowKeys{}
 	o.gids, o.signs, o.keyArrs = nil, nil, nil
+	o.dirty, o.isDirty, o.emitted = nil, nil, nil
 }
 
 func (o *hashAggOp) Close(ctx context.Context) error {
-	o.table = nil
-	o.aggs = nil
-	o.keys = rowKeys{}
+	o.release()
 	return nil
 }

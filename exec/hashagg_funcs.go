@@ -25,10 +25,62 @@ type aggregate interface {
 	// update folds the rows of rec into groups gids; ngroups is the number of
 	// groups so far (every gid is below it). signs is nil or ±1 per row.
 	update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8) error
-	// result appends to dst the output columns, of types dts, for groups lo..hi-1.
-	result(mem memory.Allocator, lo, hi int, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error)
+	// result appends to dst the output columns, of types dts, for the groups sel.
+	result(mem memory.Allocator, sel groupSel, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error)
 	// width is the number of output columns.
 	width() int
+}
+
+// groupSel selects the groups an aggregate's result covers: ids when not nil
+// (a streaming aggregation's changed groups), else lo..hi-1 (a bounded one's
+// result, in order).
+type groupSel struct {
+	lo, hi int
+	ids    []uint32
+}
+
+func groupRange(lo, hi int) groupSel { return groupSel{lo: lo, hi: hi} }
+func groupIDs(ids []uint32) groupSel { return groupSel{ids: ids} }
+
+// len returns the number of groups selected.
+func (s groupSel) len() int {
+	if s.ids != nil {
+		return len(s.ids)
+	}
+	return s.hi - s.lo
+}
+
+// at returns the i-th group selected.
+func (s groupSel) at(i int) int {
+	if s.ids != nil {
+		return int(s.ids[i])
+	}
+	return s.lo + i
+}
+
+// end returns one past the highest group selected, what state must be grown to.
+func (s groupSel) end() int {
+	if s.ids == nil {
+		return s.hi
+	}
+	end := 0
+	for _, g := range s.ids {
+		end = max(end, int(g)+1)
+	}
+	return end
+}
+
+// int64s returns vals at the selected groups: a subslice for a range, else a
+// gathered copy.
+func (s groupSel) int64s(vals []int64) []int64 {
+	if s.ids == nil {
+		return vals[s.lo:s.hi]
+	}
+	out := make([]int64, len(s.ids))
+	for i, g := range s.ids {
+		out[i] = vals[g]
+	}
+	return out
 }
 
 // newAggregate builds the aggregate for spec in phase; first is the input
@@ -157,9 +209,9 @@ func (a *countAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, sig
 	return nil
 }
 
-func (a *countAgg) result(mem memory.Allocator, lo, hi int, _ []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
-	a.counts = growZero(a.counts, hi)
-	return append(dst, int64Column(mem, a.counts[lo:hi])), nil
+func (a *countAgg) result(mem memory.Allocator, sel groupSel, _ []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
+	a.counts = growZero(a.counts, sel.end())
+	return append(dst, int64Column(mem, sel.int64s(a.counts))), nil
 }
 
 // growZero extends s to n entries, the new ones zero.
@@ -232,9 +284,9 @@ func (a *countDistinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups 
 	return nil
 }
 
-func (a *countDistinctAgg) result(mem memory.Allocator, lo, hi int, _ []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
-	a.counts = growZero(a.counts, hi)
-	return append(dst, int64Column(mem, a.counts[lo:hi])), nil
+func (a *countDistinctAgg) result(mem memory.Allocator, sel groupSel, _ []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
+	a.counts = growZero(a.counts, sel.end())
+	return append(dst, int64Column(mem, sel.int64s(a.counts))), nil
 }
 
 // minMaxAgg is min(x) or max(x), the same in every phase. Strings are kept in a
@@ -393,16 +445,17 @@ func compareBytesString(b []byte, s string) int {
 	return 0
 }
 
-func (a *minMaxAgg) result(mem memory.Allocator, lo, hi int, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
-	a.grow(hi)
+func (a *minMaxAgg) result(mem memory.Allocator, sel groupSel, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
+	a.grow(sel.end())
 	dt := dts[0]
 	if a.kind != 0 && a.kind != arrow.NULL && !arrow.TypeEqual(dt, a.dt) {
 		return nil, fmt.Errorf("hash_agg: min/max of %s cannot produce %s", a.dt, dt)
 	}
 	b := array.NewBuilder(mem, dt)
 	defer b.Release()
-	b.Reserve(hi - lo)
-	for g := lo; g < hi; g++ {
+	b.Reserve(sel.len())
+	for i := range sel.len() {
+		g := sel.at(i)
 		if !a.has[g] {
 			b.AppendNull()
 			continue

@@ -295,12 +295,13 @@ func (a *sumAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs
 	return a.acc.add(arr, gids, ngroups, signs)
 }
 
-func (a *sumAgg) result(mem memory.Allocator, lo, hi int, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
-	a.acc.grow(hi)
+func (a *sumAgg) result(mem memory.Allocator, sel groupSel, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
+	a.acc.grow(sel.end())
 	b := array.NewBuilder(mem, dts[0])
 	defer b.Release()
-	b.Reserve(hi - lo)
-	for g := lo; g < hi; g++ {
+	b.Reserve(sel.len())
+	for i := range sel.len() {
+		g := sel.at(i)
 		if a.acc.nn[g] <= 0 || a.acc.kind == 0 {
 			b.AppendNull()
 			continue
@@ -372,15 +373,17 @@ func (a *avgAgg) count(g int) int64 {
 	return a.acc.nn[g]
 }
 
-func (a *avgAgg) result(mem memory.Allocator, lo, hi int, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
-	a.acc.grow(hi)
+func (a *avgAgg) result(mem memory.Allocator, sel groupSel, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
+	end := sel.end()
+	a.acc.grow(end)
 	if a.countCol >= 0 {
-		a.counts = growZero(a.counts, hi)
+		a.counts = growZero(a.counts, end)
 	}
 	b := array.NewBuilder(mem, dts[0])
 	defer b.Release()
-	b.Reserve(hi - lo)
-	for g := lo; g < hi; g++ {
+	b.Reserve(sel.len())
+	for i := range sel.len() {
+		g := sel.at(i)
 		n := a.count(g)
 		if a.partial {
 			// The partial sum: NULL when the group has no input.
@@ -401,9 +404,9 @@ func (a *avgAgg) result(mem memory.Allocator, lo, hi int, dts []arrow.DataType, 
 	}
 	dst = append(dst, b.NewArray())
 	if a.partial {
-		counts := make([]int64, hi-lo)
-		for g := lo; g < hi; g++ {
-			counts[g-lo] = a.count(g)
+		counts := make([]int64, sel.len())
+		for i := range counts {
+			counts[i] = a.count(sel.at(i))
 		}
 		dst = append(dst, int64Column(mem, counts))
 	}

@@ -107,9 +107,10 @@ type JobVertex struct {
 	MaxParallelism int `json:"max_parallelism,omitempty"`
 }
 
-// IsSource reports whether the vertex starts with a source ("source" or "values").
+// IsSource reports whether the vertex starts with a source ("source", "values"
+// or "snapshot").
 func (v *JobVertex) IsSource() bool {
-	return len(v.Chain) > 0 && (v.Chain[0].Kind == "source" || v.Chain[0].Kind == "values")
+	return len(v.Chain) > 0 && (v.Chain[0].Kind == "source" || v.Chain[0].Kind == "values" || v.Chain[0].Kind == "snapshot")
 }
 
 // Out returns the schema of the vertex's output.

@@ -665,19 +665,37 @@ func (t *keyTable) rawKeyColumn(mem memory.Allocator, lo, hi int) (arrow.Array, 
 	return out, nil
 }
 
-// decodeKeys rebuilds the key columns (of the given types) of keys lo..hi-1.
-func (t *keyTable) decodeKeys(mem memory.Allocator, types []arrow.DataType, lo, hi int) ([]arrow.Array, error) {
+// rawKeysAt builds the text column of keys ids of a raw table.
+func (t *keyTable) rawKeysAt(mem memory.Allocator, ids []uint32) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(len(ids))
+	for _, g := range ids {
+		if int32(g) == t.nullID {
+			b.AppendNull()
+		} else {
+			b.BinaryBuilder.Append(t.key(g))
+		}
+	}
+	return b.NewArray()
+}
+
+// decodeKeys rebuilds the key columns (of the given types) of the keys sel.
+func (t *keyTable) decodeKeys(mem memory.Allocator, types []arrow.DataType, sel groupSel) ([]arrow.Array, error) {
 	if isRawKey(types) {
-		a, err := t.rawKeyColumn(mem, lo, hi)
+		if sel.ids != nil {
+			return []arrow.Array{t.rawKeysAt(mem, sel.ids)}, nil
+		}
+		a, err := t.rawKeyColumn(mem, sel.lo, sel.hi)
 		if err != nil {
 			return nil, err
 		}
 		return []arrow.Array{a}, nil
 	}
-	n := hi - lo
+	n := sel.len()
 	pos := make([]int, n)
 	for j := range n {
-		pos[j] = t.offs[lo+j]
+		pos[j] = t.offs[sel.at(j)]
 	}
 	ar := t.arena
 	cols := make([]arrow.Array, 0, len(types))

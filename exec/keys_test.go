@@ -128,7 +128,7 @@ func TestKeyTableNulls(t *testing.T) {
 	if want := []int32{0, -1, 2, 3, 0, -1}; fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Errorf("lookup %v, want %v", ids, want)
 	}
-	kc, err := tb.decodeKeys(mem, []arrow.DataType{arrow.BinaryTypes.String}, 0, tb.len())
+	kc, err := tb.decodeKeys(mem, []arrow.DataType{arrow.BinaryTypes.String}, groupRange(0, tb.len()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestKeyTableEncoded(t *testing.T) {
 		}
 		releaseArrays(cols)
 	}
-	kc, err := tb.decodeKeys(mem, types, 0, tb.len())
+	kc, err := tb.decodeKeys(mem, types, groupRange(0, tb.len()))
 	if err != nil {
 		t.Fatal(err)
 	}

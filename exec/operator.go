@@ -160,6 +160,14 @@ type Operator interface {
 	Close(ctx context.Context) error
 }
 
+// Flusher is an operator that holds output back to emit it in bulk, such as a
+// streaming aggregation's updates. Its task calls Flush after a source's batch,
+// and in other tasks when the inbox is empty or a flush interval has passed, so
+// output lags input by at most about that interval.
+type Flusher interface {
+	Flush(ctx context.Context, out Collector) error
+}
+
 // Source produces the batches of a source task. A bounded source returns nil from
 // Run when it has produced everything; the task then sends EndOfStream. An
 // unbounded source runs until ctx is cancelled.

@@ -60,13 +60,32 @@ type AggSpec struct {
 // 0..n-1. Distinct aggregates only run in AggComplete. With no GroupBy, the
 // operator emits one row at end of stream even when it saw no input.
 //
-// For a bounded input the operator emits its result at end of stream. (Continuous
-// queries will emit retractions as groups change; the Batch change kinds exist
-// for that.)
+// Emit says when results go out: AggEmitFinal (the default, for bounded input)
+// at end of stream; AggEmitUpdates (for unbounded input) as changes whenever the
+// task flushes the operator, a partial aggregate then also emitting the signed
+// row count per group as its last column (PartialUpdatesSchema).
 type HashAggConfig struct {
 	GroupBy []int     `json:"group_by"`
 	Aggs    []AggSpec `json:"aggs"`
 	Phase   AggPhase  `json:"phase"`
+	Emit    AggEmit   `json:"emit,omitempty"`
+}
+
+// AggEmit says when an aggregation emits (HashAggConfig.Emit).
+type AggEmit string
+
+const (
+	// AggEmitFinal emits each group's row once, at end of stream.
+	AggEmitFinal AggEmit = "final"
+	// AggEmitUpdates emits inserts, updates and deletes of groups as they change.
+	AggEmitUpdates AggEmit = "updates"
+)
+
+// PartialUpdatesSchema is PartialSchema plus the trailing column a partial
+// aggregate emits in AggEmitUpdates mode: the signed number of rows it folded
+// into each group, which tells the final one when a group becomes empty.
+func PartialUpdatesSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) types.Schema {
+	return append(PartialSchema(groupCols, aggs, in), types.Field{Name: "rows", Type: types.Int64Type})
 }
 
 // PartialSchema returns the columns a partial aggregate emits for each AggSpec:
@@ -95,6 +114,15 @@ func PartialSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) type
 		}
 	}
 	return out
+}
+
+// SnapshotConfig configures the source kind "snapshot": rows captured when the
+// query was planned (a materialised view's contents, ViewState.Snapshot), as an
+// Arrow IPC stream, emitted once by subtask 0. Columns, when not nil, are the
+// positions it emits, in order (projection push-down).
+type SnapshotConfig struct {
+	Data    []byte `json:"data"`
+	Columns []int  `json:"columns,omitempty"`
 }
 
 // JoinConfig configures kind "hash_join": input 0 is the left side, input 1 the

@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 )
+
+// flushInterval bounds how long a task whose inbox never runs empty holds back
+// the output of its Flusher operators.
+const flushInterval = 100 * time.Millisecond
 
 // streamTask runs one ExecTask: a source (for source vertices) or an inbox feeding
 // the fused chain of operators, whose end writes to the task's output channels.
@@ -112,8 +117,35 @@ func (t *streamTask) head() Collector {
 	return &chainLink{op: t.chain[0], next: t.collectors()[0]}
 }
 
+// flushers returns the chain's Flusher operators, in chain order, each with the
+// Collector its output goes to.
+func (t *streamTask) flushers() []chainLink {
+	var fs []chainLink
+	cs := t.collectors()
+	for i, op := range t.chain {
+		if _, ok := op.(Flusher); ok {
+			fs = append(fs, chainLink{op: op, next: cs[i]})
+		}
+	}
+	return fs
+}
+
+// flush flushes fs in chain order, so what one emits reaches the next first.
+func flush(ctx context.Context, fs []chainLink) error {
+	for _, l := range fs {
+		if err := l.op.(Flusher).Flush(ctx, l.next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *streamTask) runSource(ctx context.Context) error {
-	head := &countingCollector{next: t.head(), metrics: t.tc.Metrics}
+	var head Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics}
+	if fs := t.flushers(); len(fs) > 0 {
+		// A source's batch is its own mini-batch: what it read at once.
+		head = &flushingCollector{Collector: head, flushers: fs}
+	}
 	if err := t.source.Run(ctx, head); err != nil {
 		return err
 	}
@@ -131,6 +163,8 @@ func (t *streamTask) runSource(ctx context.Context) error {
 func (t *streamTask) runInbox(ctx context.Context) error {
 	op := t.chain[0]
 	next := t.collectors()[0]
+	fs := t.flushers()
+	lastFlush := time.Now()
 	ended := make([]int, len(t.channels))
 	total := 0
 	for _, n := range t.channels {
@@ -156,6 +190,12 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 			m.Batch.Rec.Release()
 			if err != nil {
 				return err
+			}
+			if len(fs) > 0 && (len(t.inbox) == 0 || time.Since(lastFlush) >= flushInterval) {
+				if err := flush(ctx, fs); err != nil {
+					return err
+				}
+				lastFlush = time.Now()
 			}
 			continue
 		}
@@ -212,6 +252,19 @@ func (t *streamTask) drain() {
 			return
 		}
 	}
+}
+
+// flushingCollector flushes the chain after every batch a source emits.
+type flushingCollector struct {
+	Collector
+	flushers []chainLink
+}
+
+func (c *flushingCollector) Collect(ctx context.Context, b Batch) error {
+	if err := c.Collector.Collect(ctx, b); err != nil {
+		return err
+	}
+	return flush(ctx, c.flushers)
 }
 
 // countingCollector counts what a source emits before passing it on.

@@ -450,8 +450,11 @@ func (tm *TaskManager) buildTask(g *ExecutionGraph, et *ExecTask, results Result
 }
 
 func (tm *TaskManager) newSource(spec OperatorSpec) (Source, error) {
-	if spec.Kind == "values" {
+	switch spec.Kind {
+	case "values":
 		return newValuesSource(spec)
+	case "snapshot":
+		return newSnapshotSource(spec)
 	}
 	c, err := decodeConnector(spec)
 	if err != nil {

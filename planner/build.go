@@ -19,7 +19,17 @@ type Options struct {
 	// Sink, when set, receives the query's rows (INSERT INTO t SELECT ...);
 	// otherwise they go to the client ("result").
 	Sink *exec.ConnectorSpec
+	// Upsert says the sink takes updates, keyed by Sink.Key; otherwise it is
+	// append-only and a query producing updates is refused.
+	Upsert bool
+	// Unbounded reports whether a connector's source never ends. A query
+	// reading one is continuous: its aggregations emit updates as they go.
+	Unbounded func(connector string) bool
+	// Snapshot returns the current rows of a materialised view as an Arrow IPC
+	// stream (exec.ViewState.Snapshot); a query over a view reads them.
+	Snapshot func(view string) ([]byte, error)
 }
+
 
 // Build turns an optimised logical plan into a StreamGraph whose last node
 // delivers the query's rows to the client ("result" sink).
@@ -34,23 +44,56 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 	if opts.Parallelism < 0 {
 		opts.Parallelism = exec.AutoParallelism
 	}
-	b := &builder{g: &StreamGraph{}, opts: opts}
+	b := &builder{g: &StreamGraph{}, opts: opts, streaming: Continuous(p, opts.Unbounded), updates: map[int]bool{}}
 	root, err := b.build(p)
 	if err != nil {
 		return nil, err
 	}
 	last := exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(exec.ResultConfig{}), Out: p.Schema()}
+	edge := in(root, exec.Forward)
 	if opts.Sink != nil {
 		last = exec.OperatorSpec{Kind: "sink", Label: fmt.Sprintf("sink [%s] %s", opts.Sink.Connector, opts.Sink.URL),
 			Config: exec.MustConfig(opts.Sink), Out: p.Schema()}
+		switch {
+		case opts.Upsert && len(opts.Sink.Key) > 0:
+			// One key's changes must stay in order: through one sink instance.
+			last.Label += " upsert key=" + colNames(p.Schema(), opts.Sink.Key)
+			if b.par(root) != 1 {
+				edge = in(root, exec.Hash, opts.Sink.Key...)
+			}
+		case b.updates[root]:
+			return nil, sql.Errorf(sql.ErrUnsupported, 0,
+				"the query produces updates (an aggregation over a stream changes its rows as input arrives), but the table it writes is append-only; "+
+					"write it to a table with a PRIMARY KEY (an upsert sink, such as ENGINE=kafka with format=json), or keep the result in a view: CREATE VIEW v AS SELECT ...")
+		}
 	}
-	b.add(last, b.par(root), 0, in(root, exec.Forward))
+	b.add(last, b.par(root), 0, edge)
 	return b.g, nil
+}
+
+// Continuous reports whether p reads a source that never ends.
+func Continuous(p sql.Plan, unbounded func(connector string) bool) bool {
+	if unbounded == nil {
+		return false
+	}
+	if scan, ok := p.(*sql.Scan); ok && unbounded(scan.Table.Engine) {
+		return true
+	}
+	for _, in := range p.Inputs() {
+		if Continuous(in, unbounded) {
+			return true
+		}
+	}
+	return false
 }
 
 type builder struct {
 	g    *StreamGraph
 	opts Options
+	// streaming is set for a continuous query (one reading an unbounded source).
+	streaming bool
+	// updates holds the nodes whose output has retractions (deletes, updates).
+	updates map[int]bool
 }
 
 type input struct {
@@ -90,6 +133,9 @@ func (b *builder) forward(from int, kind, label string, cfg any, out types.Schem
 func (b *builder) build(p sql.Plan) (int, error) {
 	switch p := p.(type) {
 	case *sql.Scan:
+		if p.Table.IsView() {
+			return b.view(p)
+		}
 		spec := exec.ConnectorSpec{Connector: p.Table.Engine, URL: p.Table.Connection,
 			Schema: p.Table.Columns, Columns: p.Columns}
 		label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
@@ -117,14 +163,14 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		return b.forward(from, "filter", "filter "+p.Cond.String(), exec.FilterConfig{Cond: p.Cond}, p.Schema()), nil
+		return b.pass(from, b.forward(from, "filter", "filter "+p.Cond.String(), exec.FilterConfig{Cond: p.Cond}, p.Schema())), nil
 
 	case *sql.Project:
 		from, err := b.build(p.Input)
 		if err != nil {
 			return 0, err
 		}
-		return b.forward(from, "project", "project "+exprList(p.Exprs), exec.ProjectConfig{Exprs: p.Exprs}, p.Out), nil
+		return b.pass(from, b.forward(from, "project", "project "+exprList(p.Exprs), exec.ProjectConfig{Exprs: p.Exprs}, p.Out)), nil
 
 	case *sql.Unnest:
 		from, err := b.build(p.Input)
@@ -132,7 +178,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			return 0, err
 		}
 		label := fmt.Sprintf("unnest %s(%s, %s)", p.Func, p.Input.Schema()[p.Col].Name, expr.FormatValue(types.StringValue(p.Sep)))
-		return b.forward(from, "unnest", label, exec.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep}, p.Out), nil
+		return b.pass(from, b.forward(from, "unnest", label, exec.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep}, p.Out)), nil
 
 	case *sql.Aggregate:
 		return b.aggregate(p)
@@ -146,6 +192,10 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if b.streaming && Continuous(p.Right, b.opts.Unbounded) {
+			return 0, sql.Errorf(sql.ErrUnsupported, 0,
+				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")
+		}
 		cfg := exec.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
 			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}
 		label := fmt.Sprintf("hash_join %s on %s", p.Kind, joinKeys(p))
@@ -153,9 +203,16 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			label += " and " + p.Extra.String()
 		}
 		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
-		return b.add(op, b.opts.Parallelism, 0,
-			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...)), nil
+		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
+			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
 
+	case *sql.Sort, *sql.Limit:
+		if b.streaming {
+			return 0, sql.Errorf(sql.ErrUnsupported, 0,
+				"ORDER BY and LIMIT need the end of their input, and this query reads a stream that never ends; keep the result in a view (CREATE VIEW v AS SELECT ...) and SELECT ... FROM v ORDER BY ... LIMIT ...")
+		}
+	}
+	switch p := p.(type) {
 	case *sql.Sort:
 		return b.sort(p, 0, -1)
 
@@ -216,11 +273,41 @@ func (b *builder) sort(p *sql.Sort, offset, limit int64) (int, error) {
 	return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
 }
 
+// pass records that node, a row-at-a-time operator fed by from, retracts what
+// from retracts; it returns node.
+func (b *builder) pass(from, node int) int {
+	b.updates[node] = b.updates[from]
+	return node
+}
+
+// view reads a materialised view's rows as they are now.
+func (b *builder) view(p *sql.Scan) (int, error) {
+	if b.opts.Snapshot == nil {
+		return 0, fmt.Errorf("%w: views cannot be read here", sql.ErrUnsupported)
+	}
+	data, err := b.opts.Snapshot(p.Table.Name)
+	if err != nil {
+		return 0, err
+	}
+	label := fmt.Sprintf("snapshot of view %s %s", p.Table.Name, names(p.Schema()))
+	op := exec.OperatorSpec{Kind: "snapshot", Label: label,
+		Config: exec.MustConfig(exec.SnapshotConfig{Data: data, Columns: p.Columns}), Out: p.Schema()}
+	return b.add(op, 1, 1), nil
+}
+
 func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 	from, err := b.build(p.Input)
 	if err != nil {
 		return 0, err
 	}
+	node, err := b.aggregateFrom(p, from)
+	if err == nil && b.streaming {
+		b.updates[node] = true
+	}
+	return node, err
+}
+
+func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	inSchema := p.Input.Schema()
 	aggs := make([]exec.AggSpec, len(p.Aggs))
 	distinct := false
@@ -228,15 +315,37 @@ func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 		aggs[i] = exec.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type}
 		distinct = distinct || a.Distinct
 	}
+	emit := exec.AggEmitFinal
+	if b.streaming {
+		emit = exec.AggEmitUpdates
+		for _, a := range p.Aggs {
+			switch {
+			case a.Distinct:
+				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s(DISTINCT ...) over a stream is not supported", strings.ToUpper(a.Func))
+			case b.updates[from] && (a.Func == "min" || a.Func == "max"):
+				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s over rows that are updated or deleted (an aggregation over an aggregation of a stream) is not supported", strings.ToUpper(a.Func))
+			}
+		}
+	}
 	label := func(phase exec.AggPhase, group []int, sch types.Schema) string {
-		return fmt.Sprintf("hash_agg %s group=%s aggs=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema))
+		l := fmt.Sprintf("hash_agg %s group=%s aggs=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema))
+		if b.streaming {
+			l += " emit=updates"
+		}
+		return l
 	}
 	spec := func(phase exec.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
 		return exec.OperatorSpec{Kind: "hash_agg", Label: label(phase, group, sch),
-			Config: exec.MustConfig(exec.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase}), Out: out}
+			Config: exec.MustConfig(exec.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase, Emit: emit}), Out: out}
 	}
 	par := b.par(from)
 	switch {
+	case b.updates[from] && len(p.GroupBy) > 0:
+		// A partial aggregation cannot pass retractions on as deltas.
+		return b.add(spec(exec.AggComplete, p.GroupBy, p.Out, inSchema), b.opts.Parallelism, 0,
+			in(from, exec.Hash, p.GroupBy...)), nil
+	case b.updates[from]:
+		return b.add(spec(exec.AggComplete, nil, p.Out, inSchema), 1, 1, in(from, gatherOrForward(par))), nil
 	case par == 1:
 		return b.add(spec(exec.AggComplete, p.GroupBy, p.Out, inSchema), 1, 0, in(from, exec.Forward)), nil
 	case distinct && len(p.GroupBy) > 0:
@@ -252,6 +361,9 @@ func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 		finalGroup[i] = i
 	}
 	partialOut := exec.PartialSchema(groupCols, aggs, inSchema)
+	if b.streaming {
+		partialOut = exec.PartialUpdatesSchema(groupCols, aggs, inSchema)
+	}
 	partial := b.add(spec(exec.AggPartial, p.GroupBy, partialOut, inSchema), par, 0, in(from, exec.Forward))
 	if len(p.GroupBy) == 0 {
 		return b.add(spec(exec.AggFinal, nil, p.Out, partialOut), 1, 1, in(partial, exec.Rebalance)), nil

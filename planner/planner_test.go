@@ -26,20 +26,27 @@ var catalog = testCatalog{
 	"emp": {Name: "emp", Engine: "file", Connection: "file:///data/emp.csv?format=csv",
 		Columns: types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "name", Type: types.StringType},
 			{Name: "dept_id", Type: types.Int64Type}, {Name: "salary", Type: types.DecimalType(10, 2)}}},
+	"clicks": {Name: "clicks", Engine: "kafka", Connection: "kafka://127.0.0.1:9092/clicks?format=json",
+		Columns: types.Schema{{Name: "url", Type: types.StringType}, {Name: "ms", Type: types.Int64Type}}},
 	"dept": {Name: "dept", Engine: "file", Connection: "file:///data/dept.csv?format=csv",
 		Columns: types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "name", Type: types.StringType}}},
 }
 
-// TestPlanner reads testdata/*: each `explain [parallelism=N]` case plans its
-// query on two TaskManagers of two slots each and prints the three graphs;
-// `dot` prints the Graphviz form.
+// TestPlanner reads testdata/*: each `explain [parallelism=N] [sink=append|upsert]`
+// case plans its query on two TaskManagers of two slots each and prints the
+// three graphs; `dot` prints the Graphviz form. Table clicks is a stream (kafka);
+// sink= writes the rows to a kafka table, upsert keyed by the first column.
 func TestPlanner(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			par := 2
+			opts := Options{Parallelism: 2, Unbounded: func(c string) bool { return c == "kafka" }}
+			sink := ""
 			for _, arg := range d.CmdArgs {
-				if arg.Key == "parallelism" {
-					par, _ = strconv.Atoi(arg.Vals[0])
+				switch arg.Key {
+				case "parallelism":
+					opts.Parallelism, _ = strconv.Atoi(arg.Vals[0])
+				case "sink":
+					sink = arg.Vals[0]
 				}
 			}
 			stmts, err := sql.Parse(d.Input)
@@ -54,7 +61,13 @@ func TestPlanner(t *testing.T) {
 			if !ok {
 				return fmt.Sprintf("not a query: %T\n", st)
 			}
-			sg, err := Build(sql.Optimize(q.Plan), Options{Parallelism: par})
+			if sink != "" {
+				opts.Sink = &exec.ConnectorSpec{Connector: "kafka", URL: "kafka://127.0.0.1:9092/out", Schema: q.Plan.Schema()}
+				if sink == "upsert" {
+					opts.Sink.Key, opts.Upsert = []int{0}, true
+				}
+			}
+			sg, err := Build(sql.Optimize(q.Plan), opts)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}

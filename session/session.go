@@ -31,6 +31,9 @@ type Config struct {
 	// Unbounded reports whether a connector's source never ends (Kafka); a plain
 	// SELECT over such a table is refused, since it would never answer.
 	Unbounded func(connector string) bool
+	// Upsert reports whether a connector's sink upserts by a table's PRIMARY
+	// KEY, so that a query producing updates may write to it.
+	Upsert func(connector string) bool
 	// Slots of each TaskManager; 0 means one per core.
 	Slots int
 	// JobManager, when set, is the JobManager of a cluster whose TaskManagers run
@@ -58,6 +61,7 @@ type Engine struct {
 	catalog *sql.Catalog
 	jm      *exec.JobManager
 	data    []*exec.DataServer
+	views   views
 }
 
 // Open starts an engine over the catalog in cfg.DataDir.
@@ -75,14 +79,20 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Upsert == nil {
+		cfg.Upsert = func(string) bool { return false }
+	}
 	if cfg.JobManager != nil {
-		return &Engine{cfg: cfg, catalog: cat, jm: cfg.JobManager}, nil
+		e := &Engine{cfg: cfg, catalog: cat, jm: cfg.JobManager}
+		e.restartViews()
+		return e, nil
 	}
 	e := &Engine{cfg: cfg, catalog: cat, jm: exec.NewJobManager(cfg.Log)}
 	if cfg.TaskManagers <= 1 {
 		e.jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
 		}))
+		e.restartViews()
 		return e, nil
 	}
 	for i := 0; i < cfg.TaskManagers; i++ {
@@ -96,6 +106,7 @@ func Open(cfg Config) (*Engine, error) {
 			ID: data.Addr().String(), Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log, Data: data,
 		}))
 	}
+	e.restartViews()
 	return e, nil
 }
 
@@ -171,13 +182,17 @@ func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string)
 	case *sql.CreateTable:
 		t := st.Table
 		t.Engine = strings.ToLower(t.Engine) // connector names are lower case
-		if err := s.e.cfg.Validate(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns}); err != nil {
+		if err := s.e.cfg.Validate(sinkSpec(t)); err != nil {
 			return nil, err
 		}
 		if err := s.e.catalog.Create(t, st.IfNotExists); err != nil {
 			return nil, err
 		}
 		return &Result{Tag: "CREATE TABLE"}, nil
+	case *sql.CreateView:
+		return s.createView(st, text)
+	case *sql.DropView:
+		return s.dropViews(st)
 	case *sql.DropTable:
 		if err := s.e.catalog.DropTables(st.Names, st.IfExists); err != nil {
 			return nil, err
@@ -187,7 +202,11 @@ func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string)
 		schema := showTablesSchema
 		var rows [][]types.Value
 		for _, t := range s.e.catalog.Tables() {
-			rows = append(rows, []types.Value{types.StringValue(t.Name), types.StringValue(t.Engine), types.StringValue(t.Connection)})
+			conn := t.Connection
+			if t.IsView() {
+				conn = t.Query
+			}
+			rows = append(rows, []types.Value{types.StringValue(t.Name), types.StringValue(t.Engine), types.StringValue(conn)})
 		}
 		return s.valuesResult("SHOW", schema, rows)
 	case *sql.Describe:
@@ -230,12 +249,13 @@ func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string)
 // connector instead of to the client.
 func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, error) {
 	p := sql.Optimize(q.Plan)
-	opts := planner.Options{Parallelism: exec.AutoParallelism}
+	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Snapshot: s.e.snapshot}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)
 	}
 	if len(sink) > 0 {
 		opts.Sink = sink[0]
+		opts.Upsert = len(opts.Sink.Key) > 0 && s.e.cfg.Upsert(opts.Sink.Connector)
 	}
 	sg, err := planner.Build(p, opts)
 	if err != nil {
@@ -326,8 +346,8 @@ func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
 // unbounded source (Kafka), until KILL. It does not depend on this session.
 func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
 	t := st.Table
-	sink := &exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns}
-	_, jg, err := s.plan(st.Query, sink)
+	sink := sinkSpec(t)
+	_, jg, err := s.plan(st.Query, &sink)
 	if err != nil {
 		return nil, err
 	}
@@ -338,6 +358,11 @@ func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
 	return &Result{Tag: "INSERT 0 0", Notices: []string{
 		fmt.Sprintf("job %s started: it writes into %s; SHOW PROCESSLIST shows it, KILL %s stops it", job.ID, t.Name, job.ID),
 	}}, nil
+}
+
+// sinkSpec describes table t as a connector to write to.
+func sinkSpec(t *sql.Table) exec.ConnectorSpec {
+	return exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns, Key: t.KeyColumns()}
 }
 
 // showJobs lists the jobs: continuous INSERT jobs, and queries still running.

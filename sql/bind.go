@@ -38,6 +38,8 @@ func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error)
 		return b.bindCreateTable(s)
 	case *ast.DropTableStmt:
 		return b.bindDropTable(s)
+	case *ast.CreateViewStmt:
+		return b.bindCreateView(s)
 	case *ast.ShowStmt:
 		return b.bindShow(s)
 	case *ast.SetStmt:
@@ -228,7 +230,7 @@ func isIdentRune(r rune) bool {
 }
 
 // tableAfter are the words a table name follows in the statements Bind reads.
-var tableAfter = []string{"from", "join", ",", "table", "exists", "desc", "describe", "columns", "fields", "in"}
+var tableAfter = []string{"from", "join", ",", "table", "view", "exists", "desc", "describe", "columns", "fields", "in"}
 
 // column is one column visible to expressions, as a scope lists it.
 type column struct {

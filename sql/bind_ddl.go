@@ -167,20 +167,73 @@ func (b *binder) sqlType(ft *ptypes.FieldType, node ast.Node) (types.Type, error
 }
 
 func (b *binder) bindDropTable(s *ast.DropTableStmt) (Statement, error) {
-	if s.IsView {
-		return nil, b.errorf(ErrUnsupported, nil, "views are not supported")
-	}
-	d := &DropTable{IfExists: s.IfExists}
+	var names []string
 	for _, tn := range s.Tables {
 		name := tn.Name.L
-		if !s.IfExists && b.cat != nil {
-			if _, ok := b.cat.Table(name); !ok {
-				return nil, Errorf(ErrUnknownTable, b.identPos(tn.Name.O, tableAfter...), "table \"%s\" does not exist", name)
+		if b.cat != nil {
+			t, ok := b.cat.Table(name)
+			switch {
+			case !ok && !s.IfExists:
+				what := "table"
+				if s.IsView {
+					what = "view"
+				}
+				return nil, Errorf(ErrUnknownTable, b.identPos(tn.Name.O, tableAfter...), "%s \"%s\" does not exist", what, name)
+			case ok && t.IsView() && !s.IsView:
+				return nil, Errorf(ErrWrongObjectType, b.identPos(tn.Name.O, tableAfter...), "\"%s\" is not a table: use DROP VIEW to remove a view", name)
+			case ok && !t.IsView() && s.IsView:
+				return nil, Errorf(ErrWrongObjectType, b.identPos(tn.Name.O, tableAfter...), "\"%s\" is not a view: use DROP TABLE to remove a table", name)
 			}
 		}
-		d.Names = append(d.Names, name)
+		names = append(names, name)
 	}
-	return d, nil
+	if s.IsView {
+		return &DropView{Names: names, IfExists: s.IfExists}, nil
+	}
+	return &DropTable{Names: names, IfExists: s.IfExists}, nil
+}
+
+// bindCreateView binds CREATE VIEW v [(columns)] AS SELECT ...; the view's
+// columns are the query's, renamed by the list.
+func (b *binder) bindCreateView(s *ast.CreateViewStmt) (Statement, error) {
+	if s.OrReplace {
+		return nil, b.errorf(ErrUnsupported, nil, "CREATE OR REPLACE VIEW is not supported: DROP VIEW, then CREATE VIEW")
+	}
+	name := s.ViewName.Name.L
+	if sc := s.ViewName.Schema.L; sc != "" && sc != "public" {
+		return nil, Errorf(ErrUnsupported, b.identPos(s.ViewName.Schema.O), "schemas are not supported")
+	}
+	if b.cat != nil {
+		if _, ok := b.cat.Table(name); ok {
+			return nil, Errorf(ErrDuplicateTable, b.identPos(s.ViewName.Name.O, "view"), "relation \"%s\" already exists", name)
+		}
+	}
+	sel, ok := s.Select.(*ast.SelectStmt)
+	if !ok {
+		return nil, b.errorf(ErrUnsupported, nil, "a view takes a plain SELECT")
+	}
+	p, err := b.bindQuery(sel)
+	if err != nil {
+		return nil, err
+	}
+	cols := append(types.Schema{}, p.Schema()...)
+	if len(s.Cols) > 0 {
+		if len(s.Cols) != len(cols) {
+			return nil, b.errorf(ErrType, nil, "CREATE VIEW names %d columns for a query of %d", len(s.Cols), len(cols))
+		}
+		for i, c := range s.Cols {
+			cols[i].Name = c.L
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cols {
+		if seen[c.Name] {
+			return nil, b.errorf(ErrDuplicateColumn, nil, "column \"%s\" specified more than once: name the view's columns, as in CREATE VIEW %s (a, b) AS ...", c.Name, name)
+		}
+		seen[c.Name] = true
+	}
+	view := &Table{Name: name, Columns: cols, Engine: ViewEngine, Query: sel.Text()}
+	return &CreateView{View: view, Query: &Query{Plan: p}}, nil
 }
 
 // bindShow binds SHOW TABLES, SHOW COLUMNS FROM t (as DESCRIBE t) and SHOW

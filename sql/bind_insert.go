@@ -50,6 +50,9 @@ func (b *binder) bindInsert(s *ast.InsertStmt) (Statement, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.IsView() {
+		return nil, b.errorf(ErrWrongObjectType, nil, "cannot insert into view \"%s\": a view holds the result of its own query", t.Name)
+	}
 	if len(s.Columns) > 0 {
 		if len(s.Columns) != len(t.Columns) {
 			return nil, b.errorf(ErrUnsupported, s.Columns[0], "INSERT must name all of %s's columns, in order, or none", t.Name)

@@ -51,6 +51,10 @@ func execDDL(cat *Catalog, query string) error {
 			err = cat.Create(st.Table, st.IfNotExists)
 		case *DropTable:
 			err = cat.DropTables(st.Names, st.IfExists)
+		case *CreateView:
+			err = cat.Create(st.View, false)
+		case *DropView:
+			err = cat.DropTables(st.Names, st.IfExists)
 		default:
 			err = fmt.Errorf("not DDL: %T", st)
 		}
@@ -175,6 +179,10 @@ func formatStatement(st Statement, optimize bool) string {
 		return "ShowJobs\n"
 	case *Kill:
 		return fmt.Sprintf("Kill %s\n", st.JobID)
+	case *CreateView:
+		return fmt.Sprintf("CreateView %s %s query=%q\n%s", st.View.Name, schemaText(st.View.Columns), st.View.Query, plan(st.Query.Plan))
+	case *DropView:
+		return fmt.Sprintf("DropView %v if_exists=%v\n", st.Names, st.IfExists)
 	case *CreateTable:
 		tb := st.Table
 		s := fmt.Sprintf("CreateTable %s %s engine=%s connection=%q", tb.Name, schemaText(tb.Columns), tb.Engine, tb.Connection)

@@ -21,6 +21,7 @@ var (
 
 	ErrDuplicateColumn        = errors.New("duplicate column")         // 42701
 	ErrInvalidColumnReference = errors.New("invalid column reference") // 42P10
+	ErrWrongObjectType        = errors.New("wrong object type")        // 42809
 )
 
 // Error is an error in a statement's text. Kind is one of the sentinels above;

@@ -31,6 +31,7 @@ const sqlMode = mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBac
 // query.
 func Parse(query string) ([]ast.StmtNode, error) {
 	query = showVariable.ReplaceAllStringFunc(query, rewriteShow)
+	query = materialized.ReplaceAllStringFunc(query, blankMaterialized)
 	p := parser.New()
 	p.SetSQLMode(sqlMode)
 	stmts, _, err := p.ParseSQL(query)
@@ -48,6 +49,17 @@ func Parse(query string) ([]ast.StmtNode, error) {
 		}
 	}
 	return stmts, nil
+}
+
+// materialized matches CREATE or DROP MATERIALIZED VIEW, as PostgreSQL and
+// RisingWave spell it; every Hummer view is materialised, and the MySQL grammar
+// knows only VIEW, so blankMaterialized turns the word into spaces (keeping the
+// positions of errors).
+var materialized = regexp.MustCompile(`(?i)(^|;)(\s*)(CREATE|DROP)(\s+)MATERIALIZED(\s)`)
+
+func blankMaterialized(m string) string {
+	i := strings.Index(strings.ToUpper(m), "MATERIALIZED")
+	return m[:i] + strings.Repeat(" ", len("MATERIALIZED")) + m[i+len("MATERIALIZED"):]
 }
 
 // showVariable matches PostgreSQL's `SHOW name` as a whole statement, which the

@@ -11,9 +11,28 @@ type Table struct {
 	Columns    types.Schema `json:"columns"`
 	Engine     string       `json:"engine"`     // connector name
 	Connection string       `json:"connection"` // connector URL
-	// PrimaryKey names the PRIMARY KEY columns, if one was declared. It is
-	// recorded, not enforced.
+	// Query, for a materialised view (Engine ViewEngine), is its SELECT.
+	Query string `json:"query,omitempty"`
+	// PrimaryKey names the PRIMARY KEY columns, if one was declared. A sink
+	// with a key upserts by it; the key is not enforced on what sources read.
 	PrimaryKey []string `json:"primary_key,omitempty"`
+}
+
+// ViewEngine is the Engine of a catalog entry that is a materialised view: a job
+// keeps the result of its Query, which reads of the view see.
+const ViewEngine = "view"
+
+// IsView reports whether t is a materialised view.
+func (t *Table) IsView() bool { return t.Engine == ViewEngine }
+
+// KeyColumns returns the positions in Columns of the PRIMARY KEY columns (nil
+// without a key).
+func (t *Table) KeyColumns() []int {
+	var key []int
+	for _, name := range t.PrimaryKey {
+		key = append(key, t.Columns.Index(name))
+	}
+	return key
 }
 
 // CreateTable is CREATE TABLE [IF NOT EXISTS] t (...) ENGINE=e CONNECTION='url'.
@@ -24,6 +43,20 @@ type CreateTable struct {
 
 // DropTable is DROP TABLE [IF EXISTS] t, ...
 type DropTable struct {
+	Names    []string
+	IfExists bool
+}
+
+// CreateView is CREATE [MATERIALIZED] VIEW v [(columns)] AS SELECT ...: a
+// continuous job keeps the query's result, which SELECT ... FROM v reads.
+// View.Columns are the query's, renamed by the column list if there is one.
+type CreateView struct {
+	View  *Table
+	Query *Query
+}
+
+// DropView is DROP [MATERIALIZED] VIEW [IF EXISTS] v, ...
+type DropView struct {
 	Names    []string
 	IfExists bool
 }
@@ -57,6 +90,8 @@ type Explain struct {
 
 func (*CreateTable) statement() {}
 func (*DropTable) statement()   {}
+func (*CreateView) statement()  {}
+func (*DropView) statement()    {}
 func (*ShowTables) statement()  {}
 func (*Describe) statement()    {}
 func (*Set) statement()         {}

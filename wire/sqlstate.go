@@ -65,6 +65,7 @@ var sentinelCodes = []struct {
 	{sql.ErrUnknownVariable, "42704"},        // undefined_object
 	{sql.ErrDuplicateColumn, "42701"},        // duplicate_column
 	{sql.ErrInvalidColumnReference, "42P10"}, // invalid_column_reference
+	{sql.ErrWrongObjectType, "42809"},        // wrong_object_type
 	{expr.ErrUnknownFunction, "42883"},       // undefined_function
 	{expr.ErrArgumentType, "42883"},          // undefined_function: no such signature
 	{expr.ErrDivisionByZero, "22012"},        // division_by_zero

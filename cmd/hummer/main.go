@@ -80,6 +80,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		Registry:     reg,
 		Validate:     connectors.Validate,
 		Unbounded:    connectors.Unbounded,
+		Upsert:       connectors.Upsert,
 		Slots:        slots,
 		TaskManagers: tms,
 		Log:          log,
@@ -168,7 +169,7 @@ func jobManager(args []string) error {
 	reg := exec.NewRegistry()
 	tables := connectors.Register(reg)
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		Unbounded: connectors.Unbounded, JobManager: jm, Log: log, OnClose: tables.Close})
+		Unbounded: connectors.Unbounded, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close})
 	if err != nil {
 		return err
 	}

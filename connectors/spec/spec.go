@@ -52,7 +52,10 @@ type Connector struct {
 	// Unbounded says the source never ends by itself (a stream such as Kafka): a
 	// query over it runs as a continuous job.
 	Unbounded bool
-	Options   []Option
+	// Upsert says the sink of a table with a PRIMARY KEY upserts by it, so it
+	// can take a query's updates and deletes (exec.ConnectorSpec.Key).
+	Upsert  bool
+	Options []Option
 }
 
 // Values are a connection's options after Parse: every option the connector has,

@@ -1,0 +1,235 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// ViewState is the current result of a materialised view: the multiset of rows
+// its job's changes add up to. The job's rows arrive through Send (it is the
+// job's ResultSink); a query over the view reads a Snapshot. Rows are kept as
+// encoded keys (keys.go) with a count each, so any query result, with or
+// without a key, is held exactly and retracted by equal rows.
+type ViewState struct {
+	mu     sync.Mutex
+	schema *arrow.Schema
+	dts    []arrow.DataType
+	table  *keyTable
+	keys   rowKeys
+	counts []int64
+	gids   []uint32
+	rows   int64 // sum of counts
+	live   int   // keys with a count above zero
+}
+
+var _ ResultSink = (*ViewState)(nil)
+
+// NewViewState returns an empty view of rows of schema.
+func NewViewState(schema types.Schema) *ViewState {
+	v := &ViewState{schema: schema.Arrow(), table: newKeyTable()}
+	for _, f := range v.schema.Fields() {
+		v.dts = append(v.dts, f.Type)
+	}
+	return v
+}
+
+// Send applies a batch of changes: inserts and update-afters add their rows,
+// deletes and update-befores remove one equal row each. A retraction of a row
+// the view does not hold is an error (the job's changes are inconsistent).
+func (v *ViewState) Send(_ context.Context, _ string, b Batch) error {
+	n := b.NumRows()
+	if n == 0 {
+		return nil
+	}
+	rec := b.Rec
+	if !rec.Schema().Equal(v.schema) {
+		return fmt.Errorf("view: rows of schema %s, want %s", rec.Schema(), v.schema)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := v.keys.encode(rec.Columns(), nil, n); err != nil {
+		return err
+	}
+	v.gids = growSlice(v.gids, n)
+	v.table.insertRows(&v.keys, v.gids)
+	v.counts = growZero(v.counts, v.table.len())
+	for i, g := range v.gids {
+		switch b.Op(i) {
+		case Insert, UpdateAfter:
+			v.counts[g]++
+			v.rows++
+			if v.counts[g] == 1 {
+				v.live++
+			}
+		default:
+			if v.counts[g] == 0 {
+				return fmt.Errorf("view: the job retracted a row the view does not hold")
+			}
+			v.counts[g]--
+			v.rows--
+			if v.counts[g] == 0 {
+				v.live--
+			}
+		}
+	}
+	if dead := v.table.len() - v.live; dead > 4096 && dead > 2*v.live {
+		return v.compact()
+	}
+	return nil
+}
+
+// compact rebuilds the key table with the live rows only, so a view whose rows
+// keep changing does not keep every row it ever held.
+func (v *ViewState) compact() error {
+	ids := v.liveIDs()
+	cols, err := v.table.decodeKeys(memory.DefaultAllocator, v.dts, groupIDs(ids))
+	if err != nil {
+		return err
+	}
+	defer releaseArrays(cols)
+	counts := make([]int64, len(ids))
+	for i, g := range ids {
+		counts[i] = v.counts[g]
+	}
+	v.table = newKeyTable()
+	v.keys = rowKeys{}
+	v.counts = counts
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := v.keys.encode(cols, nil, len(ids)); err != nil {
+		return err
+	}
+	v.gids = growSlice(v.gids, len(ids))
+	v.table.insertRows(&v.keys, v.gids)
+	v.keys = rowKeys{} // it aliases cols, released on return
+	return nil
+}
+
+func (v *ViewState) liveIDs() []uint32 {
+	ids := make([]uint32, 0, v.live)
+	for g, c := range v.counts {
+		if c > 0 {
+			ids = append(ids, uint32(g))
+		}
+	}
+	return ids
+}
+
+// Rows returns the number of rows the view holds.
+func (v *ViewState) Rows() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.rows
+}
+
+// Snapshot returns the view's rows now, as an Arrow IPC stream (the form a
+// "snapshot" source reads; see SnapshotConfig). A row held n times appears n
+// times.
+func (v *ViewState) Snapshot() ([]byte, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(v.schema))
+	ids := v.liveIDs()
+	var rep []uint32
+	for _, g := range ids {
+		for range v.counts[g] {
+			rep = append(rep, g)
+		}
+	}
+	for lo := 0; lo < len(rep); lo += outBatchRows {
+		sel := groupIDs(rep[lo:min(len(rep), lo+outBatchRows)])
+		cols, err := v.table.decodeKeys(memory.DefaultAllocator, v.dts, sel)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := makeRecord(v.schema, cols, sel.len())
+		if err != nil {
+			return nil, err
+		}
+		err = w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// snapshotSource is the source of kind "snapshot" (SnapshotConfig): rows
+// captured when the query was planned, a materialised view's contents, emitted
+// once by subtask 0.
+type snapshotSource struct {
+	cfg SnapshotConfig
+	out *arrow.Schema
+	tc  *TaskContext
+}
+
+var _ Source = (*snapshotSource)(nil)
+
+func newSnapshotSource(spec OperatorSpec) (*snapshotSource, error) {
+	s := &snapshotSource{out: spec.Out.Arrow()}
+	if err := json.Unmarshal(spec.Config, &s.cfg); err != nil {
+		return nil, fmt.Errorf("exec: snapshot config: %w", err)
+	}
+	return s, nil
+}
+
+func (s *snapshotSource) Open(_ context.Context, tc *TaskContext) error {
+	s.tc = tc
+	return nil
+}
+
+// Run emits the snapshot's records, projected to Columns and named as the
+// view's columns (which a column list in CREATE VIEW may rename).
+func (s *snapshotSource) Run(ctx context.Context, out Collector) error {
+	if s.tc.Subtask != 0 {
+		return nil
+	}
+	r, err := ipc.NewReader(bytes.NewReader(s.cfg.Data), ipc.WithAllocator(taskAlloc(s.tc)))
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	defer r.Release()
+	for r.Next() {
+		in := r.RecordBatch()
+		cols := in.Columns()
+		if s.cfg.Columns != nil {
+			cols = make([]arrow.Array, len(s.cfg.Columns))
+			for i, c := range s.cfg.Columns {
+				if c < 0 || c >= int(in.NumCols()) {
+					return fmt.Errorf("snapshot: column %d out of range", c)
+				}
+				cols[i] = in.Column(c)
+			}
+		}
+		for _, c := range cols {
+			c.Retain() // makeRecord takes over a reference
+		}
+		rec, err := makeRecord(s.out, cols, int(in.NumRows()))
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		err = out.Collect(ctx, Batch{Rec: rec})
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return r.Err()
+}
+
+func (s *snapshotSource) Close() error { return nil }
