@@ -17,7 +17,7 @@ import (
 // drains, so a slow client backpressures the job.
 type jobRows struct {
 	schema types.Schema
-	ch     chan arrow.RecordBatch
+	ch     chan exec.Batch
 	jm     *exec.JobManager
 	job    *exec.Job
 	once   sync.Once
@@ -25,11 +25,19 @@ type jobRows struct {
 
 var (
 	_ Rows            = (*jobRows)(nil)
+	_ ChangeRows      = (*jobRows)(nil)
 	_ exec.ResultSink = (*jobRows)(nil)
 )
 
+// ChangeRows is implemented by Rows whose batches may carry change kinds: the
+// changes of a continuous query, which COPY TO STDOUT streams with their kinds.
+type ChangeRows interface {
+	// NextChanges is Next with the batch's change kinds (nil: all inserts).
+	NextChanges(ctx context.Context) (exec.Batch, error)
+}
+
 func newJobRows(schema types.Schema) *jobRows {
-	return &jobRows{schema: schema, ch: make(chan arrow.RecordBatch, exec.QueueCapacity)}
+	return &jobRows{schema: schema, ch: make(chan exec.Batch, exec.QueueCapacity)}
 }
 
 // start ties the rows to their job: the queue closes once every task has
@@ -44,14 +52,9 @@ func (r *jobRows) start(jm *exec.JobManager, job *exec.Job) {
 
 // Send implements exec.ResultSink.
 func (r *jobRows) Send(ctx context.Context, _ string, b exec.Batch) error {
-	for _, op := range b.Ops {
-		if op != exec.Insert {
-			return fmt.Errorf("session: a query result cannot retract rows; use a materialised view")
-		}
-	}
 	b.Rec.Retain()
 	select {
-	case r.ch <- b.Rec:
+	case r.ch <- b:
 		return nil
 	case <-ctx.Done():
 		b.Rec.Release()
@@ -61,18 +64,35 @@ func (r *jobRows) Send(ctx context.Context, _ string, b exec.Batch) error {
 
 func (r *jobRows) Schema() types.Schema { return r.schema }
 
+// Next returns the next batch of rows; a batch with retractions is an error
+// (a SELECT's result only grows: the planner gives continuous queries, whose
+// results change, to views, sinks and COPY).
 func (r *jobRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	b, err := r.NextChanges(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range b.Ops {
+		if op != exec.Insert {
+			b.Rec.Release()
+			return nil, fmt.Errorf("session: a query result cannot retract rows; use a materialised view")
+		}
+	}
+	return b.Rec, nil
+}
+
+func (r *jobRows) NextChanges(ctx context.Context) (exec.Batch, error) {
 	select {
-	case rec, ok := <-r.ch:
+	case b, ok := <-r.ch:
 		if ok {
-			return rec, nil
+			return b, nil
 		}
 		if err := r.job.Err(); err != nil {
-			return nil, err
+			return exec.Batch{}, err
 		}
-		return nil, io.EOF
+		return exec.Batch{}, io.EOF
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		return exec.Batch{}, context.Cause(ctx)
 	}
 }
 
@@ -80,8 +100,8 @@ func (r *jobRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 func (r *jobRows) Close() {
 	r.once.Do(func() {
 		r.job.Cancel(fmt.Errorf("%w: result closed", exec.ErrJobCancelled))
-		for rec := range r.ch {
-			rec.Release()
+		for b := range r.ch {
+			b.Rec.Release()
 		}
 		r.jm.Forget(r.job.ID)
 	})

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -62,6 +63,8 @@ type Engine struct {
 	jm      *exec.JobManager
 	data    []*exec.DataServer
 	views   views
+	closing chan struct{} // closed by Close, for the engine's goroutines
+	wg      sync.WaitGroup
 }
 
 // Open starts an engine over the catalog in cfg.DataDir.
@@ -83,11 +86,11 @@ func Open(cfg Config) (*Engine, error) {
 		cfg.Upsert = func(string) bool { return false }
 	}
 	if cfg.JobManager != nil {
-		e := &Engine{cfg: cfg, catalog: cat, jm: cfg.JobManager}
+		e := &Engine{cfg: cfg, catalog: cat, jm: cfg.JobManager, closing: make(chan struct{})}
 		e.restartViews()
 		return e, nil
 	}
-	e := &Engine{cfg: cfg, catalog: cat, jm: exec.NewJobManager(cfg.Log)}
+	e := &Engine{cfg: cfg, catalog: cat, jm: exec.NewJobManager(cfg.Log), closing: make(chan struct{})}
 	if cfg.TaskManagers <= 1 {
 		e.jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
@@ -112,6 +115,8 @@ func Open(cfg Config) (*Engine, error) {
 
 // Close cancels running jobs and waits for them to stop.
 func (e *Engine) Close() error {
+	close(e.closing)
+	e.wg.Wait()
 	e.jm.Close()
 	for _, d := range e.data {
 		d.Close()
@@ -322,7 +327,7 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
 func (s *Session) refuseUnbounded(p sql.Plan) error {
 	if t := s.unboundedTable(p); t != nil {
 		return sql.Errorf(sql.ErrUnsupported, 0,
-			"table %s is a stream (%s) that never ends, so a SELECT over it would never answer; run the query as a continuous job: INSERT INTO <table> SELECT ..., or stream its rows with COPY (SELECT ...) TO STDOUT",
+			"table %s is a stream (%s) that never ends, so a SELECT over it would never answer; run the query continuously: keep its result in a view (CREATE VIEW v AS SELECT ..., then SELECT ... FROM v), write it to a table (INSERT INTO <table> SELECT ...), or stream its changes with COPY (SELECT ...) TO STDOUT",
 			t.Name, t.Engine)
 	}
 	return nil

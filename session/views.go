@@ -1,8 +1,10 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/sql"
@@ -58,37 +60,72 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*exec.Job,
 
 // restartViews starts the jobs of the views in the catalog, after a restart:
 // they begin again from their sources' start (or the offsets their Kafka
-// consumer groups committed). A view whose query no longer binds (a table it
-// read was dropped) stays in the catalog without a job, and reading it says why.
+// consumer groups committed). A cluster's TaskManagers may not have registered
+// yet: views that find no slots are retried every second until they start or
+// the engine closes. A view whose query no longer binds (a table it read was
+// dropped) stays in the catalog without a job, and reading it says so.
 func (e *Engine) restartViews() {
-	s := e.NewSession()
+	var waiting []*sql.Table
 	for _, t := range e.catalog.Tables() {
 		if !t.IsView() {
 			continue
 		}
-		err := func() error {
-			stmts, err := sql.Parse(t.Query)
-			if err != nil {
-				return err
-			}
-			if len(stmts) != 1 {
-				return fmt.Errorf("view query has %d statements", len(stmts))
-			}
-			st, err := sql.Bind(stmts[0], e.catalog, t.Query)
-			if err != nil {
-				return err
-			}
-			q, ok := st.(*sql.Query)
-			if !ok {
-				return fmt.Errorf("view query is not a SELECT")
-			}
-			_, err = s.startView(t, q, "CREATE VIEW "+t.Name+" AS "+t.Query)
-			return err
-		}()
-		if err != nil {
+		if err := e.restartView(t); errors.Is(err, exec.ErrNoSlots) {
+			waiting = append(waiting, t)
+		} else if err != nil {
 			e.cfg.Log.Error("view not restarted", "view", t.Name, "err", err)
 		}
 	}
+	if len(waiting) == 0 {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for len(waiting) > 0 {
+			select {
+			case <-e.closing:
+				return
+			case <-tick.C:
+			}
+			var still []*sql.Table
+			for _, t := range waiting {
+				if err := e.restartView(t); errors.Is(err, exec.ErrNoSlots) {
+					still = append(still, t)
+				} else if err != nil {
+					e.cfg.Log.Error("view not restarted", "view", t.Name, "err", err)
+				}
+			}
+			waiting = still
+		}
+	}()
+}
+
+// restartView binds view t's query again and starts its job, unless the view
+// was dropped meanwhile.
+func (e *Engine) restartView(t *sql.Table) error {
+	if cur, ok := e.catalog.Table(t.Name); !ok || cur != t {
+		return nil
+	}
+	stmts, err := sql.Parse(t.Query)
+	if err != nil {
+		return err
+	}
+	if len(stmts) != 1 {
+		return fmt.Errorf("view query has %d statements", len(stmts))
+	}
+	st, err := sql.Bind(stmts[0], e.catalog, t.Query)
+	if err != nil {
+		return err
+	}
+	q, ok := st.(*sql.Query)
+	if !ok {
+		return fmt.Errorf("view query is not a SELECT")
+	}
+	_, err = e.NewSession().startView(t, q, "CREATE VIEW "+t.Name+" AS "+t.Query)
+	return err
 }
 
 // snapshot returns the rows of view name now (planner.Options.Snapshot).

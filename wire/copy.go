@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/session"
 )
 
@@ -33,7 +34,9 @@ func copyQuery(query string) (string, bool) {
 }
 
 // sendCopy streams a result as COPY text: one line per row, the change kind
-// first ("insert"), then the columns, tab-separated, NULL as \N. It ends with
+// first (insert, delete, update_before, update_after: a continuous query's
+// updates come as an update_before of the old row then an update_after of the
+// new), then the columns, tab-separated, NULL as \N. It ends with
 // CopyDone and "COPY n" when the query ends; a continuous query streams until
 // the client cancels it.
 func (c *conn) sendCopy(ctx context.Context, r *session.Result) error {
@@ -48,17 +51,25 @@ func (c *conn) sendCopy(ctx context.Context, r *session.Result) error {
 		line []byte
 		cell []byte
 	)
+	next := func(ctx context.Context) (exec.Batch, error) {
+		rec, err := r.Rows.Next(ctx)
+		return exec.Batch{Rec: rec}, err
+	}
+	if cr, ok := r.Rows.(session.ChangeRows); ok {
+		next = cr.NextChanges
+	}
 	for {
-		b, err := r.Rows.Next(ctx)
+		chg, err := next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return err
 		}
+		b := chg.Rec
 		cols := b.Columns()
 		for i := 0; i < int(b.NumRows()); i++ {
-			line = append(line[:0], "insert"...)
+			line = append(line[:0], chg.Op(i).String()...)
 			for _, col := range cols {
 				line = append(line, '\t')
 				if IsNull(col, i) {

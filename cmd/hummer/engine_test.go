@@ -19,8 +19,9 @@ import (
 	"github.com/hummer-db/hummer/session"
 )
 
-// TestCatalogSurvivesRestart declares a table, stops the engine, starts a new one
-// on the same data directory and queries the table.
+// TestCatalogSurvivesRestart declares a table and a view over it, stops the
+// engine, starts a new one on the same data directory and queries both: the
+// view's job started again by itself.
 func TestCatalogSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	data, _ := filepath.Abs("testdata")
@@ -33,6 +34,9 @@ func TestCatalogSurvivesRestart(t *testing.T) {
 	}
 	s := eng.NewSession()
 	if err := s.Exec(ctx, fmt.Sprintf("CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file://%s/small.txt'", data), none); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(ctx, "CREATE VIEW sizes (n) AS SELECT COUNT(*) FROM docs", none); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -58,6 +62,30 @@ func TestCatalogSurvivesRestart(t *testing.T) {
 	})
 	if err != nil || rows != 4 {
 		t.Fatalf("after restart: %d rows, err %v; want the table's 4 rows", rows, err)
+	}
+	// The view's job over the bounded table ends having filled the view.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int64 = -1
+		err = s.Exec(ctx, "SELECT n FROM sizes", func(r *session.Result) error {
+			rec, err := r.Rows.Next(ctx)
+			if err != nil {
+				return nil // empty: the job has not emitted yet
+			}
+			defer rec.Release()
+			n = rec.Column(0).(*array.Int64).Value(0)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("SELECT n FROM sizes after restart: %v", err)
+		}
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after restart the view holds n = %d, want 4", n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
