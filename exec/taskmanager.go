@@ -85,17 +85,18 @@ type Deployment struct {
 
 // NewDeployment returns a deployment of tasks that run out of this process:
 // cancel asks them to stop, and the caller calls finish once, when they have
-// stopped, with their error (nil when they finished) and their final counters.
-func NewDeployment(cancel func(cause error)) (d *Deployment, finish func(err error, metrics map[TaskID]*TaskMetrics)) {
+// stopped, with their error (nil when they finished). The counters of the
+// tasks are fixed objects the caller updates as reports arrive (Metrics).
+func NewDeployment(cancel func(cause error), tasks []TaskID) (d *Deployment, finish func(err error)) {
 	d = &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{}}
+	for _, id := range tasks {
+		d.metrics[id] = &TaskMetrics{}
+	}
 	d.cancel = func(cause error) { cancel(cause) }
 	var once sync.Once
-	finish = func(err error, metrics map[TaskID]*TaskMetrics) {
+	finish = func(err error) {
 		once.Do(func() {
 			d.err = err
-			for id, m := range metrics {
-				d.metrics[id] = m
-			}
 			close(d.done)
 		})
 	}
@@ -111,7 +112,8 @@ func (d *Deployment) Err() error { return d.err }
 // Cancel stops every task with the given cause.
 func (d *Deployment) Cancel(cause error) { d.cancel(cause) }
 
-// Metrics returns each task's counters.
+// Metrics returns each task's counters. The map is fixed once the deployment
+// exists; the counters change as the tasks run.
 func (d *Deployment) Metrics() map[TaskID]*TaskMetrics { return d.metrics }
 
 // DataAddrs returns, per network ("" for the default), the address other

@@ -1,25 +1,49 @@
 // Package kafka is the Kafka connector: an unbounded source that reads a topic's
-// partitions and an append-only sink that writes a topic, both with
-// github.com/segmentio/kafka-go.
+// partitions and a sink that appends to a topic or, for a table with a PRIMARY
+// KEY, upserts into it, both with github.com/segmentio/kafka-go.
 //
 //	CREATE TABLE clicks (id BIGINT, url TEXT) ENGINE=kafka
-//	  CONNECTION='kafka://broker1:9092,broker2:9092/clicks?format=json&start=earliest';
+//	  CONNECTION='kafka://broker1:9092,broker2:9092/clicks?format=json&group=clicks-job&dead_letter=clicks-bad';
 //
 // The engine assigns partitions itself rather than through a consumer group's
-// rebalancing: subtask i of n reads the partitions p with p % n == i, from the
-// earliest or the latest offset. The group option names the consumer group the
-// source will commit its offsets to once checkpoints exist; until then nothing is
-// committed and a restarted job starts again at the start option's offset.
+// rebalancing: subtask i of n reads the partitions p with p % n == i. Without the
+// group option each starts at the start option's offset. With group=G it starts
+// where G's committed offsets say (the start option's offset where G has none),
+// and commits to G, about once a second and when the source closes, the offset
+// after the last record it has handed downstream: a job started again with the
+// same group resumes after the records it already emitted. Records read but not
+// yet emitted when a job stops are read again, so delivery is at least once. It
+// commits without joining G as a member, so G never rebalances the partitions.
 //
 // Each message value is one record: format=text takes the value as the table's
 // single TEXT column, format=json as one object (fields by column name, as the
-// file connector reads it), format=csv as one RFC 4180 record. The sink writes
-// rows the same way; it is append-only, so a retraction is an error (upsert sinks
-// keyed by a PRIMARY KEY come later).
+// file connector reads it), format=csv as one RFC 4180 record. A record the
+// format cannot parse into the table's columns is counted as a bad record and
+// skipped or, with dead_letter=TOPIC, written to that topic: its key, value and
+// headers, plus headers saying why (hummer-error) and where it came from
+// (hummer-topic, hummer-partition, hummer-offset). A message with a null value,
+// an upsert topic's delete (tombstone), is skipped silently.
+//
+// The sink writes rows the same way. A table without a PRIMARY KEY is
+// append-only, so a retraction is an error. A table with one (format=json only)
+// is an upsert topic, as Flink's upsert-kafka writes it: the message key is the
+// key columns as a JSON object, an insert or the new version of an update writes
+// the whole row, a delete writes a tombstone for its key, and the old version of
+// an update is skipped as its new version follows. Keyed messages are spread over
+// partitions by the Java client's murmur2 hash of the key, so one key's messages
+// stay in one partition, in order, and land where a Java producer would put them.
+//
+// While the brokers cannot be reached, or a partition's leader or the group's
+// coordinator is moving, the source and sink retry with backoff (100ms doubling
+// to 5s) rather than fail the job, and the task's status says so until a call
+// succeeds again. Errors retrying cannot cure fail the job with the broker's
+// message: authorization, an invalid topic, a message too large for the
+// brokers, a topic still missing after 30 seconds.
 package kafka
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/hummer-db/hummer/connectors/internal/records"
@@ -44,24 +68,43 @@ const (
 	StartLatest   = "latest"
 )
 
+// Headers a dead letter carries besides the original record's own.
+const (
+	HeaderError     = "hummer-error"     // why the record could not be read
+	HeaderTopic     = "hummer-topic"     // the topic it was read from
+	HeaderPartition = "hummer-partition" // its partition, in decimal
+	HeaderOffset    = "hummer-offset"    // its offset, in decimal
+)
+
 // Spec describes the kafka connector and its options.
 func Spec() *spec.Connector {
 	return &spec.Connector{
 		Name:        Name,
-		URL:         "kafka://host:port[,host:port...]/topic[?format=text|json|csv&group=G&start=earliest|latest]",
-		Description: "Reads a Kafka topic (unbounded source, partitions spread over the subtasks) or appends to one (sink).",
+		URL:         "kafka://host:port[,host:port...]/topic[?format=text|json|csv&group=G&start=earliest|latest&dead_letter=TOPIC]",
+		Description: "Reads a Kafka topic (unbounded source, partitions spread over the subtasks) or writes one (sink: appends, or upserts by the table's PRIMARY KEY).",
 		Source:      true,
 		Sink:        true,
 		Unbounded:   true,
+		Upsert:      true,
 		Options: []spec.Option{
 			{Name: "format", Type: spec.Enum, Default: FormatText, Allowed: []string{FormatText, FormatJSON, FormatCSV},
 				Description: "text: each message value is one row of the table's single TEXT column; " +
 					"json: one object per message, fields by column name (case-insensitive), a missing field is NULL; " +
-					"csv: one RFC 4180 record per message, columns by position, an empty unquoted field is NULL."},
+					"csv: one RFC 4180 record per message, columns by position, an empty unquoted field is NULL. " +
+					"A table with a PRIMARY KEY needs json: its sink upserts, keyed by the key columns as a JSON object."},
 			{Name: "group", Type: spec.String,
-				Description: "The consumer group offsets will be committed to with checkpoints (not yet: nothing is committed)."},
+				Description: "The consumer group the source commits its progress to (about once a second, and when it stops) " +
+					"and resumes from; partitions the group has no offset for start at the start option. " +
+					"Partitions are still assigned by the engine, not by the group's rebalancing."},
 			{Name: "start", Type: spec.Enum, Default: StartEarliest, Allowed: []string{StartEarliest, StartLatest},
-				Description: "Where the source starts reading each partition: its earliest or its latest offset."},
+				Description: "Where the source starts reading a partition without a committed offset (or whose offset " +
+					"is no longer on the brokers): its earliest or its latest offset."},
+			// dead_letter comes last so that the list of valid options in errors
+			// keeps the order earlier releases printed.
+			{Name: "dead_letter", Type: spec.String,
+				Description: "A topic on the same brokers that receives each record the format cannot parse, with its " +
+					"key, value and headers and the headers " + HeaderError + ", " + HeaderTopic + ", " +
+					HeaderPartition + " and " + HeaderOffset + "; without it such records are counted and skipped."},
 		},
 	}
 }
@@ -85,8 +128,9 @@ func Register(r *exec.Registry) {
 }
 
 // Validate checks a kafka table at CREATE TABLE time: brokers and a topic in the
-// URL, its options, and that the table's columns suit the format. It does not
-// contact the brokers. Errors wrap spec.ErrBadOption.
+// URL, its options, that the table's columns suit the format, and that a table
+// with a PRIMARY KEY (c.Key) uses format=json. It does not contact the brokers.
+// Errors wrap spec.ErrBadOption.
 func Validate(c exec.ConnectorSpec) error {
 	_, err := parseConfig(c)
 	return err
@@ -94,13 +138,15 @@ func Validate(c exec.ConnectorSpec) error {
 
 // config is a validated kafka table.
 type config struct {
-	brokers []string
-	topic   string
-	format  string
-	group   string
-	start   string
-	schema  types.Schema // the table's columns
-	cols    []int        // the positions in schema the source emits, in order
+	brokers    []string
+	topic      string
+	format     string
+	group      string
+	start      string
+	deadLetter string       // the dead_letter topic, "" for none
+	schema     types.Schema // the table's columns
+	cols       []int        // the positions in schema the source emits, in order
+	key        []int        // the positions in schema of the PRIMARY KEY; nil when append-only
 }
 
 func parseConfig(c exec.ConnectorSpec) (config, error) {
@@ -134,6 +180,9 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 	if cfg.topic == "" || strings.Contains(cfg.topic, "/") {
 		return config{}, s.Errorf("URL %q: the path must be one topic name (want %s)", c.URL, s.URL)
 	}
+	if msg := checkTopic(cfg.topic); msg != "" {
+		return config{}, s.Errorf("URL %q: topic %q %s", c.URL, cfg.topic, msg)
+	}
 	q, err := spec.ParseQuery(u.RawQuery)
 	if err != nil {
 		return config{}, err
@@ -143,11 +192,57 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 		return config{}, err
 	}
 	cfg.format, cfg.group, cfg.start = opts.Get("format"), opts.Get("group"), opts.Get("start")
+	if opts.IsSet("group") && cfg.group == "" {
+		return config{}, s.Errorf("option group: the consumer group name is empty")
+	}
+	if cfg.deadLetter = opts.Get("dead_letter"); opts.IsSet("dead_letter") {
+		if msg := checkTopic(cfg.deadLetter); msg != "" {
+			return config{}, s.Errorf("option dead_letter: topic %q %s", cfg.deadLetter, msg)
+		}
+		if cfg.deadLetter == cfg.topic {
+			return config{}, s.Errorf("option dead_letter: the dead-letter topic cannot be the topic read (%s): its records would be read again", cfg.topic)
+		}
+	}
 	if err := records.CheckSchema(s, cfg.format, c.Schema); err != nil {
 		return config{}, err
 	}
 	if cfg.cols, err = records.Columns(c); err != nil {
 		return config{}, err
 	}
+	if len(c.Key) > 0 {
+		if cfg.format != FormatJSON {
+			return config{}, s.Errorf("option format: a table with a PRIMARY KEY is an upsert topic, keyed and valued by JSON objects, and needs format=json, not %s", cfg.format)
+		}
+		for i, k := range c.Key {
+			if k < 0 || k >= len(c.Schema) {
+				return config{}, s.Errorf("PRIMARY KEY column %d out of range for %d columns", k, len(c.Schema))
+			}
+			if slices.Contains(c.Key[:i], k) {
+				return config{}, s.Errorf("PRIMARY KEY names column %s twice", c.Schema[k].Name)
+			}
+		}
+		cfg.key = c.Key
+	}
 	return cfg, nil
+}
+
+// checkTopic returns why name cannot be a Kafka topic, or "" if it can: the
+// brokers take up to 249 ASCII letters, digits, '.', '_' and '-', other than "."
+// and "..". Checking here turns a job that would fail at its first request into
+// a CREATE TABLE error.
+func checkTopic(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case name == "." || name == "..":
+		return "is not a valid topic name"
+	case len(name) > 249:
+		return "is longer than 249 characters"
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return "may hold only ASCII letters, digits, '.', '_' and '-'"
+		}
+	}
+	return ""
 }

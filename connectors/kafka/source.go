@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 
 	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/exec"
@@ -17,24 +20,27 @@ import (
 )
 
 // A batch is emitted when it holds batchRows rows, or flushInterval after its
-// first row arrived, so that a quiet topic's records do not wait for a full batch.
+// first record arrived, so that a quiet topic's records do not wait for a full
+// batch.
 const (
 	batchRows     = 4096
 	flushInterval = 100 * time.Millisecond
 )
 
-// Retrying an unreachable cluster backs off from minBackoff to maxBackoff.
+// A fetch asks for up to fetchMaxBytes of a partition and waits up to
+// fetchMaxWait for its first record.
 const (
-	minBackoff = 100 * time.Millisecond
-	maxBackoff = 5 * time.Second
+	fetchMaxBytes = 10 << 20
+	fetchMaxWait  = 500 * time.Millisecond
 )
 
 // maxLoggedBadRecords is how many bad records a subtask logs one by one; the
 // rest are only counted.
 const maxLoggedBadRecords = 5
 
-// source reads this subtask's partitions of a topic. Everything it opens, it
-// opens and closes in Run.
+// source reads this subtask's partitions of a topic. Open prepares the
+// clients without contacting the brokers; Run reads; Close commits the
+// progress (with the group option) and closes the connections.
 type source struct {
 	cfg    config
 	out    types.Schema // the projected columns
@@ -43,6 +49,12 @@ type source struct {
 	nbad   int64
 	csvRec csvRecord
 	jsonP  *records.JSONParser
+
+	transport *kafka.Transport
+	client    *kafka.Client
+	calls     *retrier
+	progress  *progress    // nil without the group option
+	dead      *deadLetters // nil without the dead_letter option
 }
 
 var _ exec.Source = (*source)(nil)
@@ -55,7 +67,7 @@ func newSource(cfg config) *source {
 	return &source{cfg: cfg, out: out}
 }
 
-// Open only records the task: the brokers are contacted in Run, which retries
+// Open prepares the clients; the brokers are contacted in Run, which retries
 // while they are unreachable.
 func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	s.tc = tc
@@ -67,15 +79,46 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if s.cfg.format == FormatJSON {
 		s.jsonP = records.NewJSONParser(s.out)
 	}
+	s.transport = newTransport()
+	s.client = &kafka.Client{Addr: kafka.TCP(s.cfg.brokers...), Timeout: requestTimeout, Transport: s.transport}
+	s.calls = newRetrier(s.cfg, s.transport, tc.Metrics, s.log)
+	if s.cfg.group != "" {
+		s.progress = newProgress(s.cfg.group, s.cfg.topic, s.client, s.calls)
+	}
+	if s.cfg.deadLetter != "" {
+		s.dead = newDeadLetters(s.cfg, s.transport, s.calls)
+	}
 	return nil
 }
 
-// Close has nothing to release: Run closes its readers before returning.
-func (s *source) Close() error { return nil }
+// Close commits, with the group option, the progress Run made, then closes the
+// connections. It is safe to call twice, and after a failed Open.
+func (s *source) Close() error {
+	var errs []error
+	if s.progress != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), closeCommitTimeout)
+		if err := s.progress.commit(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("kafka: committing the progress to group %s: %w", s.cfg.group, err))
+		}
+		cancel()
+		s.progress = nil
+	}
+	if s.dead != nil {
+		errs = append(errs, s.dead.close())
+		s.dead = nil
+	}
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+		s.transport = nil
+	}
+	return errors.Join(errs...)
+}
 
 // Run reads this subtask's partitions until ctx is cancelled, then returns
-// ctx's error. Rows not yet emitted at that point are dropped; with checkpoints,
-// the offsets committed will say where to resume.
+// ctx's error, or until the brokers answer with an error that retrying will
+// not cure. Rows not yet emitted when it returns are dropped: with the group
+// option they are read again by the next job, as the offsets committed stop
+// before them.
 func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	parts, err := s.partitions(ctx)
 	if err != nil {
@@ -87,69 +130,89 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			mine = append(mine, p)
 		}
 	}
-	s.log.Info("kafka source reading", "partitions", mine)
+	if len(mine) == 0 {
+		s.log.Info("kafka source has no partition to read", "partitions", len(parts))
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	start, err := s.startOffsets(ctx, mine)
+	if err != nil {
+		return err
+	}
+	s.log.Info("kafka source reading", "partitions", mine, "offsets", start, "group", s.cfg.group)
 
 	rctx, cancel := context.WithCancel(ctx)
-	msgs := make(chan kafka.Message, batchRows)
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
 		wg.Wait()
 	}()
+	msgs := make(chan kafka.Message, batchRows)
+	failed := make(chan error, len(mine)+1)
 	for _, p := range mine {
-		r := kafka.NewReader(kafka.ReaderConfig{
-			Brokers:        s.cfg.brokers,
-			Topic:          s.cfg.topic,
-			Partition:      p,
-			MinBytes:       1,
-			MaxBytes:       10 << 20,
-			MaxWait:        flushInterval,
-			ReadBackoffMin: minBackoff,
-			ReadBackoffMax: maxBackoff,
-			ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
-				s.log.Warn("kafka reader: "+fmt.Sprintf(format, args...), "partition", p)
-			}),
-		})
-		if s.cfg.start == StartLatest {
-			if err := r.SetOffset(kafka.LastOffset); err != nil {
-				r.Close()
-				return err
+		wg.Go(func() {
+			if err := s.fetch(rctx, p, start[p], msgs); err != nil && rctx.Err() == nil {
+				failed <- err
 			}
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.Close()
-			s.read(rctx, r, p, msgs)
-		}()
+		})
+	}
+	if s.progress != nil {
+		wg.Go(func() {
+			if err := s.progress.run(rctx); err != nil && rctx.Err() == nil {
+				failed <- err
+			}
+		})
 	}
 
 	bb := records.NewBuilder(s.tc.Alloc, s.out)
 	defer bb.Release()
+	pending := map[int]int64{} // by partition: the offset after the last record taken in
 	timer := time.NewTimer(flushInterval)
 	timer.Stop()
 	armed := false
+	// flush hands on what the records taken in since the last flush gave: dead
+	// letters to their topic, rows downstream; then the progress moves past them.
 	flush := func() error {
 		if armed {
 			timer.Stop()
 			armed = false
 		}
-		rec := bb.Flush()
-		defer rec.Release()
-		return out.Collect(ctx, exec.Batch{Rec: rec})
+		if err := s.dead.flush(ctx); err != nil {
+			return err
+		}
+		if bb.Rows() > 0 {
+			rec := bb.Flush()
+			err := out.Collect(ctx, exec.Batch{Rec: rec})
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+		if s.progress != nil {
+			s.progress.advance(pending)
+		}
+		clear(pending)
+		return nil
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case err := <-failed:
+			return err
 		case m := <-msgs:
-			if err := s.parse(m.Value, bb); err != nil {
-				s.badRecord(m, err)
-				continue
+			pending[m.Partition] = m.Offset + 1
+			// A null value is a tombstone, the delete of a key in an upsert
+			// topic: nothing for a table read as a stream of rows.
+			if m.Value != nil {
+				if err := s.parse(m.Value, bb); err != nil {
+					s.badRecord(m, err)
+				} else {
+					bb.Commit(len(m.Value))
+				}
 			}
-			bb.Commit(len(m.Value))
 			switch {
-			case bb.Rows() >= batchRows:
+			case bb.Rows()+s.dead.len() >= batchRows:
 				if err := flush(); err != nil {
 					return err
 				}
@@ -159,40 +222,136 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			}
 		case <-timer.C:
 			armed = false
-			if bb.Rows() > 0 {
-				if err := flush(); err != nil {
-					return err
-				}
+			if err := flush(); err != nil {
+				return err
 			}
 		}
 	}
 }
 
-// read hands partition p's messages to msgs until ctx is cancelled. The reader
-// retries fetches itself, with backoff, while the partition's leader is
-// unreachable.
-func (s *source) read(ctx context.Context, r *kafka.Reader, p int, msgs chan<- kafka.Message) {
-	backoff := minBackoff
-	for {
-		m, err := r.FetchMessage(ctx)
+// partitions lists the topic's partitions, retrying while the brokers cannot
+// be reached or, for a while, the topic does not exist.
+func (s *source) partitions(ctx context.Context) ([]int, error) {
+	var ids []int
+	err := s.calls.do(ctx, "reading the partitions of topic "+s.cfg.topic, func(ctx context.Context) error {
+		md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.cfg.topic}})
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("kafka fetch failed, retrying", "partition", p, "err", err, "backoff", backoff)
-			if !sleep(ctx, backoff) {
-				return
-			}
-			backoff = min(2*backoff, maxBackoff)
-			continue
+			return err
 		}
-		backoff = minBackoff
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
-			return
+		for _, t := range md.Topics {
+			if t.Name != s.cfg.topic {
+				continue
+			}
+			if t.Error != nil {
+				return t.Error
+			}
+			if len(t.Partitions) == 0 {
+				return errors.New("the topic has no partitions")
+			}
+			ids = ids[:0]
+			for _, p := range t.Partitions {
+				ids = append(ids, p.ID)
+			}
+			slices.Sort(ids)
+			return nil
+		}
+		return kafka.UnknownTopicOrPartition
+	})
+	return ids, err
+}
+
+// fetch hands partition p's records from offset on to msgs until ctx is
+// cancelled or a fetch fails for good.
+func (s *source) fetch(ctx context.Context, p int, offset int64, msgs chan<- kafka.Message) error {
+	what := fmt.Sprintf("fetching partition %d of topic %s", p, s.cfg.topic)
+	var got []kafka.Message
+	for {
+		err := s.calls.do(ctx, what, func(ctx context.Context) error {
+			res, err := s.client.Fetch(ctx, &kafka.FetchRequest{
+				Topic: s.cfg.topic, Partition: p, Offset: offset,
+				MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: fetchMaxWait,
+			})
+			if err != nil {
+				return err
+			}
+			if errors.Is(res.Error, kafka.OffsetOutOfRange) {
+				// The records were deleted (retention), or the topic was
+				// recreated: start again where the start option says, as a
+				// Kafka consumer's auto.offset.reset does.
+				to, err := s.listOffsets(ctx, []int{p})
+				if err != nil {
+					return err
+				}
+				s.log.Warn("offset out of range; moving to the start option's offset", "partition", p, "offset", offset, "start", s.cfg.start, "to", to[p])
+				got, offset = got[:0], to[p]
+				return nil
+			}
+			if res.Error != nil {
+				return res.Error
+			}
+			recs, next, err := readRecords(res.Records, s.cfg.topic, p, offset, got[:0])
+			if err != nil {
+				return err
+			}
+			got, offset = recs, next
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range got {
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
+}
+
+// readRecords appends to dst the records of a fetch response at offset or
+// after (a compressed batch may start before), and returns them with the offset
+// to fetch next. Control records (transaction markers) move that offset on
+// without being returned, so that a partition ending in one is not fetched
+// again and again.
+func readRecords(rr kafka.RecordReader, topic string, p int, offset int64, dst []kafka.Message) ([]kafka.Message, int64, error) {
+	next := offset
+	readers := []kafka.RecordReader{rr}
+	if stream, ok := rr.(*protocol.RecordStream); ok {
+		readers = stream.Records
+	}
+	for _, r := range readers {
+		_, control := r.(*protocol.ControlBatch)
+		for {
+			rec, err := r.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			if rec.Offset < next {
+				continue
+			}
+			next = rec.Offset + 1
+			if control {
+				continue
+			}
+			m := kafka.Message{Topic: topic, Partition: p, Offset: rec.Offset, Time: rec.Time}
+			if m.Key, err = kafka.ReadAll(rec.Key); err != nil {
+				return nil, 0, err
+			}
+			if m.Value, err = kafka.ReadAll(rec.Value); err != nil {
+				return nil, 0, err
+			}
+			// The response's buffers are reused: keep copies.
+			for _, h := range rec.Headers {
+				m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: bytes.Clone(h.Value)})
+			}
+			dst = append(dst, m)
+		}
+	}
+	return dst, next, nil
 }
 
 // parse fills the row bb is reading from one message value.
@@ -230,71 +389,17 @@ func (s *source) parse(v []byte, bb *records.Builder) error {
 	return nil
 }
 
-func (s *source) badRecord(m kafka.Message, err error) {
+// badRecord counts m, which cause made unreadable, and holds it for the
+// dead-letter topic if there is one.
+func (s *source) badRecord(m kafka.Message, cause error) {
 	s.tc.Metrics.BadRecords.Add(1)
+	if s.dead != nil {
+		s.dead.add(m, cause)
+	}
 	s.nbad++
 	if s.nbad <= maxLoggedBadRecords {
-		s.log.Warn("skipping bad record", "partition", m.Partition, "offset", m.Offset, "err", err)
+		s.log.Warn("bad record", "partition", m.Partition, "offset", m.Offset, "err", cause, "dead_letter", s.cfg.deadLetter)
 	} else if s.nbad == maxLoggedBadRecords+1 {
 		s.log.Warn("more bad records; counting them without logging each")
-	}
-}
-
-// partitions lists the topic's partitions, retrying with backoff while no broker
-// answers or the topic does not exist, until ctx is cancelled.
-func (s *source) partitions(ctx context.Context) ([]int, error) {
-	backoff := minBackoff
-	for {
-		parts, err := s.readPartitions(ctx)
-		if err == nil && len(parts) == 0 {
-			err = errors.New("the topic has no partitions")
-		}
-		if err == nil {
-			return parts, nil
-		}
-		s.log.Warn("cannot list the topic's partitions, retrying", "brokers", s.cfg.brokers, "err", err, "backoff", backoff)
-		if !sleep(ctx, backoff) {
-			return nil, ctx.Err()
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
-}
-
-func (s *source) readPartitions(ctx context.Context) ([]int, error) {
-	var errs []error
-	for _, b := range s.cfg.brokers {
-		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		conn, err := kafka.DialContext(dctx, "tcp", b)
-		cancel()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-		ps, err := conn.ReadPartitions(s.cfg.topic)
-		conn.Close()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", b, err))
-			continue
-		}
-		ids := make([]int, len(ps))
-		for i, p := range ps {
-			ids[i] = p.ID
-		}
-		return ids, nil
-	}
-	return nil, errors.Join(errs...)
-}
-
-// sleep waits d, or less if ctx is cancelled first; it reports whether it
-// waited d.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -83,8 +84,10 @@ func startCluster(t *testing.T, n int, mem memory.Allocator) *cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
+		reg := exec.NewRegistry()
+		reg.RegisterSource("endless", func(exec.ConnectorSpec) (exec.Source, error) { return endless{}, nil })
 		tm := exec.NewTaskManager(exec.TaskManagerConfig{ID: data.Addr().String(), Slots: 1,
-			Registry: exec.NewRegistry(), Alloc: mem, Data: data})
+			Registry: reg, Alloc: mem, Data: data})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -182,5 +185,73 @@ func TestLostTaskManager(t *testing.T) {
 	<-job.Done()
 	if err := job.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// discard is a ResultSink that drops what it gets.
+type discard struct{}
+
+func (discard) Send(context.Context, string, exec.Batch) error { return nil }
+
+// endless is a source that emits 100 rows of x, then waits to be cancelled.
+type endless struct{}
+
+func (endless) Open(context.Context, *exec.TaskContext) error { return nil }
+func (endless) Close() error                                   { return nil }
+func (endless) Run(ctx context.Context, out exec.Collector) error {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := range 100 {
+		b.Append(int64(i))
+	}
+	col := b.NewArray()
+	b.Release()
+	x := types.Schema{{Name: "x", Type: types.Int64Type}}
+	rec := array.NewRecordBatch(x.Arrow(), []arrow.Array{col}, 100)
+	col.Release()
+	err := out.Collect(ctx, exec.Batch{Rec: rec})
+	rec.Release()
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// TestRunningJobMetrics: heartbeats bring the counters of a job's remote tasks
+// while it runs, not only when it ends.
+func TestRunningJobMetrics(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := startCluster(t, 2, mem)
+	x := types.Schema{{Name: "x", Type: types.Int64Type}}
+	g := &exec.JobGraph{Vertices: []*exec.JobVertex{{ID: 0, Name: "endless", Parallelism: 2, Chain: []exec.OperatorSpec{
+		{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
+		{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}}}
+	job, err := c.jm.Submit("test", g, discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		job.Cancel(fmt.Errorf("%w: test over", exec.ErrJobCancelled))
+		<-job.Done()
+	}()
+	sourceRows := func() int64 {
+		n := int64(0)
+		for _, m := range job.Metrics() {
+			n += m.RowsIn.Load()
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for sourceRows() != 200 {
+		select {
+		case <-job.Done():
+			t.Fatalf("the endless job ended: %v", job.Err())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("running job's sources counted %d rows, want 200", sourceRows())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
 	}
 }

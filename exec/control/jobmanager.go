@@ -77,7 +77,8 @@ func (s *JobManagerServer) session(stream grpc.ServerStream) error {
 	}
 	w := &remoteWorker{
 		srv: s, reg: *first.Register, stream: stream,
-		acks: map[int]chan *DeployAck{}, done: map[string]chan *JobDone{}, lost: make(chan struct{}),
+		acks: map[int]chan *DeployAck{}, done: map[string]chan *JobDone{},
+		running: map[string]map[exec.TaskID]*exec.TaskMetrics{}, lost: make(chan struct{}),
 	}
 	if err := w.send(&FromJobManager{Registered: &Registered{
 		HeartbeatMillis: int(s.cfg.HeartbeatInterval / time.Millisecond), ResultPort: port,
@@ -160,7 +161,10 @@ type remoteWorker struct {
 	nextID int
 	acks   map[int]chan *DeployAck
 	done   map[string]chan *JobDone
-	lost   chan struct{} // closed when the session ends
+	// running holds the task counters of the deployments still running, by
+	// job, which heartbeats update.
+	running map[string]map[exec.TaskID]*exec.TaskMetrics
+	lost    chan struct{} // closed when the session ends
 	err    error         // why the session ended; set before lost closes
 }
 
@@ -196,6 +200,12 @@ func (w *remoteWorker) handle(m *FromTaskManager) {
 		if ch, ok := w.done[m.JobDone.JobID]; ok {
 			ch <- m.JobDone
 			delete(w.done, m.JobDone.JobID)
+		}
+	case m.Heartbeat != nil:
+		for job, cs := range m.Heartbeat.Jobs {
+			if ms, ok := w.running[job]; ok {
+				storeCounters(ms, cs)
+			}
 		}
 	}
 }
@@ -268,14 +278,27 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 	}
 
 	fwdCtx, stopFwd := context.WithCancelCause(context.Background())
+	var tasks []exec.TaskID
+	for _, et := range g.Tasks {
+		if et.Slot.TaskManager == w.reg.ID {
+			tasks = append(tasks, et.ID)
+		}
+	}
 	d, finish := exec.NewDeployment(func(cause error) {
 		stopFwd(cause)
 		w.send(&FromJobManager{Cancel: &Cancel{JobID: g.JobID, Reason: cause.Error()}})
-	})
+	}, tasks)
+	w.mu.Lock()
+	w.running[g.JobID] = d.Metrics()
+	w.mu.Unlock()
 	fwdErr := make(chan error, 1)
 	go func() { fwdErr <- forwardResults(fwdCtx, g.JobID, inbox, recv, results) }()
 	go func() {
 		jd := <-done
+		w.mu.Lock()
+		delete(w.running, g.JobID)
+		w.mu.Unlock()
+		storeCounters(d.Metrics(), jd.Metrics)
 		var err error
 		if jd.Error != "" {
 			err = &RemoteError{Msg: jd.Error, Code: jd.Code}
@@ -289,7 +312,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		}
 		stopFwd(nil)
 		w.srv.jobEnded(g.JobID)
-		finish(err, metricsOf(jd.Metrics))
+		finish(err)
 	}()
 	return d, nil
 }

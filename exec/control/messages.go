@@ -46,8 +46,11 @@ type Registered struct {
 	ResultPort string `json:"result_port"`
 }
 
-// Heartbeat says the TaskManager is alive.
-type Heartbeat struct{}
+// Heartbeat says the TaskManager is alive, with the counters of the tasks of
+// its running jobs, by job id, so that the JobManager shows them while they run.
+type Heartbeat struct {
+	Jobs map[string][]TaskCounters `json:"jobs,omitempty"`
+}
 
 // Deploy asks a TaskManager to run its tasks of Graph.
 type Deploy struct {
@@ -107,10 +110,14 @@ func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 	return out
 }
 
-func metricsOf(cs []TaskCounters) map[exec.TaskID]*exec.TaskMetrics {
-	m := map[exec.TaskID]*exec.TaskMetrics{}
+// storeCounters updates the counters in m of the tasks in cs; tasks not in m
+// are ignored.
+func storeCounters(m map[exec.TaskID]*exec.TaskMetrics, cs []TaskCounters) {
 	for _, c := range cs {
-		t := &exec.TaskMetrics{}
+		t, ok := m[c.Task]
+		if !ok {
+			continue
+		}
 		t.RowsIn.Store(c.RowsIn)
 		t.RowsOut.Store(c.RowsOut)
 		t.BatchesIn.Store(c.BatchesIn)
@@ -119,12 +126,8 @@ func metricsOf(cs []TaskCounters) map[exec.TaskID]*exec.TaskMetrics {
 		t.NetBytesOut.Store(c.NetBytes)
 		t.SinkRows.Store(c.SinkRows)
 		t.DeadLetters.Store(c.DeadLetter)
-		if c.Status != "" {
-			t.SetStatus(c.Status)
-		}
-		m[c.Task] = t
+		t.SetStatus(c.Status)
 	}
-	return m
 }
 
 // RemoteError is an error of a task that ran in another process, with the

@@ -108,7 +108,7 @@ func serveSession(ctx context.Context, cfg TaskManagerConfig, conn *grpc.ClientC
 		for {
 			select {
 			case <-t.C:
-				if err := a.send(&FromTaskManager{Heartbeat: &Heartbeat{}}); err != nil {
+				if err := a.send(&FromTaskManager{Heartbeat: a.heartbeat()}); err != nil {
 					cancel()
 					return
 				}
@@ -173,6 +173,20 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 		}
 		a.send(&FromTaskManager{JobDone: done})
 	}()
+}
+
+// heartbeat reports the counters of the running jobs' tasks.
+func (a *agent) heartbeat() *Heartbeat {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := &Heartbeat{}
+	for id, d := range a.jobs {
+		if h.Jobs == nil {
+			h.Jobs = map[string][]TaskCounters{}
+		}
+		h.Jobs[id] = countersOf(d.Metrics())
+	}
+	return h
 }
 
 // stopAll cancels every running deployment (the JobManager is gone) and waits
