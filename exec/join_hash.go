@@ -351,6 +351,11 @@ func (o *hashJoinOp) probe(ctx context.Context, b Batch, out Collector) error {
 // emitPairs gathers left rows li beside right rows ri (-1: NULLs), filters them
 // by extra when set (marking the left rows that survive in matched), and emits.
 func (o *hashJoinOp) emitPairs(ctx context.Context, b Batch, li, ri []int32, matched []bool, extra *expr.Expr, out Collector) error {
+	// A join can emit far more rows than it reads, all inside one task's fused
+	// chain where no queue notices a cancelled job: check here.
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	k := len(li)
 	cols, err := gatherColumns(o.mem, make([]arrow.Array, 0, o.out.NumFields()), b.Rec.Columns(), li)
 	if err != nil {

@@ -141,6 +141,10 @@ type TaskContext struct {
 	Results ResultSink
 	// Metrics counts rows and errors of this task; shared with the JobManager.
 	Metrics *TaskMetrics
+	// Checkpointing says the job takes checkpoints (checkpoint.go): a source
+	// then commits its progress only when a checkpoint completes, and a sink
+	// writes each checkpoint's records in one transaction it commits then.
+	Checkpointing bool
 }
 
 // Operator processes batches pushed by its task. Batches are borrowed for the call;

@@ -1,0 +1,41 @@
+package exec
+
+import "context"
+
+// Checkpoints, as in the paper (and Flink): the JobManager's coordinator asks the
+// source tasks to inject a barrier for checkpoint n; it flows with the batches;
+// a task with several input channels aligns it (holds back the channels that
+// delivered it until all have); when it has passed a task's chain, the task
+// snapshots the state of every Checkpointed operator (and its source) and
+// acknowledges; once every task has, the checkpoint is complete and every
+// CheckpointListener hears so (a source commits its offsets to its consumer
+// group, a transactional sink commits the records of that checkpoint). A job
+// that fails restarts every task from the last complete checkpoint: RestoreState
+// with what SnapshotState returned, sources rewinding to their positions.
+
+// Checkpointed is a source, operator or sink with state to checkpoint.
+//
+// A source's SnapshotState is called between two of its batches (the task holds
+// the source's emission while it runs), so a source must advance the position it
+// reports before it emits a batch: the snapshot then covers exactly the batches
+// emitted. For an operator or sink it is called on the task's goroutine right
+// after the barrier passed it (an operator gets the Barrier signal first, in
+// ProcessSignal, and should flush what it holds back, such as an aggregation's
+// pending updates, before forwarding it).
+type Checkpointed interface {
+	// SnapshotState returns the state as of checkpoint's barrier, in the
+	// operator's own encoding. It must not keep references to the returned bytes.
+	SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error)
+	// RestoreState is called after Open and before any input with what
+	// SnapshotState returned for the checkpoint the job restarts from.
+	RestoreState(ctx context.Context, data []byte) error
+}
+
+// CheckpointListener hears that a checkpoint is complete: every task of the job
+// has stored its state for it. A source commits the offsets of that checkpoint
+// to its consumer group; a transactional sink commits the transaction holding
+// the records it took before that checkpoint's barrier. For a source it may run
+// concurrently with Run; for an operator it runs on the task's goroutine.
+type CheckpointListener interface {
+	NotifyCheckpointComplete(ctx context.Context, checkpoint int64) error
+}
