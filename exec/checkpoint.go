@@ -15,10 +15,10 @@ import "context"
 
 // Checkpointed is a source, operator or sink with state to checkpoint.
 //
-// A source's SnapshotState is called between two of its batches (the task holds
-// the source's emission while it runs), so a source must advance the position it
-// reports before it emits a batch: the snapshot then covers exactly the batches
-// emitted. For an operator or sink it is called on the task's goroutine right
+// A source's SnapshotState is called with TaskContext.CheckpointLock held; the
+// source holds that lock while it advances the position it reports and emits
+// the batch the advance covers, so a snapshot covers exactly the batches emitted
+// (Flink's checkpoint lock). SnapshotState may run on another goroutine than Run. For an operator or sink it is called on the task's goroutine right
 // after the barrier passed it (an operator gets the Barrier signal first, in
 // ProcessSignal, and should flush what it holds back, such as an aggregation's
 // pending updates, before forwarding it).

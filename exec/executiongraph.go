@@ -52,6 +52,23 @@ type ExecutionGraph struct {
 	// DataAddrs maps each TaskManager of the job to the address its network
 	// channels are sent to, on the job's network (Job.Network).
 	DataAddrs map[string]string `json:"data_addrs,omitempty"`
+	// Attempt counts the job's restarts. Channels and deployments are keyed by
+	// RunID, so a restarted job's channels never meet the last attempt's.
+	Attempt int `json:"attempt,omitempty"`
+	// CheckpointURL, when set, is the checkpoint store (exec/checkpoint) the
+	// tasks write their state to: the job takes checkpoints.
+	CheckpointURL string `json:"checkpoint_url,omitempty"`
+	// RestoreFrom, when not 0, is the complete checkpoint the tasks start from.
+	RestoreFrom int64 `json:"restore_from,omitempty"`
+}
+
+// RunID names this attempt of the job: the job id, then "#attempt" after a
+// restart.
+func (g *ExecutionGraph) RunID() string {
+	if g.Attempt == 0 {
+		return g.JobID
+	}
+	return fmt.Sprintf("%s#%d", g.JobID, g.Attempt)
 }
 
 // Task returns the task with the given id, or nil.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/hummer-db/hummer/exec/checkpoint"
 )
 
 // JobState is where a job is in its life.
@@ -139,39 +141,141 @@ func (jm *JobManager) occupy(g *ExecutionGraph, delta int) {
 	}
 }
 
-// Job is a submitted job.
+// Job is a submitted job. A job that takes checkpoints restarts after a
+// failure (a TaskManager lost, a task failed), from its last complete
+// checkpoint, on the TaskManagers there are, until it is cancelled.
 type Job struct {
 	ID        string
 	Statement string
 	Started   time.Time
-	Graph     *ExecutionGraph
+	// Graph is the first attempt's ExecutionGraph (a restart places the same
+	// tasks anew).
+	Graph *ExecutionGraph
 
-	deployments []*Deployment // one per TaskManager running tasks of the job
-	done        chan struct{}
-	onEnd       func() // frees the job's slots, before done closes
+	jm      *JobManager
+	results ResultSink
+	opts    JobOptions
+	store   *checkpoint.Store // nil without checkpoints
+	done    chan struct{}
 
-	mu    sync.Mutex
-	state JobState
-	err   error
+	mu          sync.Mutex
+	deployments []*Deployment // of the current attempt, one per TaskManager
+	release     func()        // frees the current attempt's slots
+	attempt     int
+	state       JobState
+	err         error
+	cancelCause error         // set by Cancel
+	cancelCh    chan struct{} // closed by Cancel
+	stats       CheckpointStats
+	// lastTriggered is the newest checkpoint id handed out.
+	lastTriggered int64
 }
 
-// Submit schedules and starts a job. The job runs until its sources end, it fails,
-// or it is cancelled; it does not depend on the caller's context, so a continuous
-// job outlives the statement that started it. results receives the rows of a
-// "result" sink.
+// JobOptions are what a job is submitted with besides its graph; the zero value
+// is a job without checkpoints.
+type JobOptions struct {
+	// ID, when set, is the job's id: a job resumed after a JobManager restart
+	// keeps its id, under which its checkpoints are stored.
+	ID string
+	// CheckpointURL is the checkpoint store (exec/checkpoint); empty: the job
+	// takes no checkpoints and does not restart.
+	CheckpointURL string
+	// CheckpointInterval is the time between checkpoints (default 1s).
+	CheckpointInterval time.Duration
+	// Resume starts the job from the newest complete checkpoint of ID, if any.
+	Resume bool
+}
+
+// CheckpointStats describes a job's checkpoints and restarts.
+type CheckpointStats struct {
+	Completed    int64         // number of complete checkpoints
+	Failed       int64         // declined or timed out
+	Last         int64         // id of the newest complete checkpoint
+	LastDuration time.Duration // from trigger to complete
+	LastBytes    int64         // state stored
+	LastAlign    time.Duration // longest barrier alignment of a task
+	Restarts     int
+	RestoredFrom int64 // the checkpoint the current attempt started from
+}
+
+// Submit schedules and starts a job without checkpoints (SubmitJob).
 func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink) (*Job, error) {
+	return jm.SubmitJob(statement, job, results, JobOptions{})
+}
+
+// SubmitJob schedules and starts a job. The job runs until its sources end, it
+// fails (after restarts, with checkpoints: until cancelled), or it is
+// cancelled; it does not depend on the caller's context, so a continuous job
+// outlives the statement that started it. results receives the rows of a
+// "result" sink.
+func (jm *JobManager) SubmitJob(statement string, job *JobGraph, results ResultSink, opts JobOptions) (*Job, error) {
 	jm.mu.Lock()
-	jm.seq++
-	id := strconv.Itoa(jm.seq)
+	id := opts.ID
+	if id == "" {
+		jm.seq++
+		id = strconv.Itoa(jm.seq)
+	} else if n, err := strconv.Atoi(id); err == nil && n > jm.seq {
+		jm.seq = n
+	}
+	_, taken := jm.jobs[id]
+	jm.mu.Unlock()
+	if taken {
+		return nil, fmt.Errorf("exec: job %s exists", id)
+	}
+	if opts.CheckpointInterval <= 0 {
+		opts.CheckpointInterval = time.Second
+	}
+	j := &Job{ID: id, Statement: statement, Started: time.Now(), jm: jm, results: results, opts: opts,
+		done: make(chan struct{}), cancelCh: make(chan struct{}), state: JobRunning}
+	if opts.CheckpointURL != "" {
+		store, err := checkpoint.Open(context.Background(), opts.CheckpointURL)
+		if err != nil {
+			return nil, err
+		}
+		j.store = store
+		if opts.Resume {
+			latest, ok, err := store.Latest(context.Background(), id)
+			if err != nil {
+				store.Close()
+				return nil, err
+			}
+			if ok {
+				j.stats.Last, j.stats.RestoredFrom = latest, latest
+			}
+		}
+	}
+	g, err := jm.deploy(j, job, 0, j.stats.RestoredFrom)
+	if err != nil {
+		if j.store != nil {
+			j.store.Close()
+		}
+		return nil, err
+	}
+	j.Graph = g
+	jm.mu.Lock()
+	jm.jobs[id] = j
+	jm.mu.Unlock()
+	go j.supervise()
+	return j, nil
+}
+
+// deploy places and starts one attempt of job j, its tasks restoring from
+// checkpoint restore (0: none), and makes it j's current attempt.
+func (jm *JobManager) deploy(j *Job, job *JobGraph, attempt int, restore int64) (*ExecutionGraph, error) {
+	jm.mu.Lock()
 	job, slots := jm.place(job)
 	tms := append([]Worker(nil), jm.tms...)
-	g, err := BuildExecutionGraph(id, job, slots)
+	g, err := BuildExecutionGraph(j.ID, job, slots)
 	if err == nil {
 		jm.occupy(g, 1) // before unlocking, so a job submitted at once sees these slots busy
 	}
 	jm.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	g.Attempt, g.RestoreFrom = attempt, restore
+	if j.store != nil {
+		g.CheckpointURL = j.opts.CheckpointURL
 	}
 	release := func() {
 		jm.mu.Lock()
@@ -189,8 +293,6 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 			return nil, fmt.Errorf("%w: TaskManager %s is not on network %q", ErrNoSlots, tm.ID(), job.Network)
 		}
 	}
-	j := &Job{ID: id, Statement: statement, Started: time.Now(), Graph: g,
-		done: make(chan struct{}), state: JobRunning}
 	// Deploy on every TaskManager that holds a task of the job, all at once (each
 	// deployment of a remote one is a round trip); if one refuses, stop the others.
 	type deployed struct {
@@ -205,11 +307,12 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 		ch := make(chan deployed, 1)
 		deploys = append(deploys, ch)
 		go func() {
-			d, err := tm.Deploy(context.Background(), g, results)
+			d, err := tm.Deploy(context.Background(), g, j.results)
 			ch <- deployed{d, err}
 		}()
 	}
 	var firstErr error
+	var ds []*Deployment
 	for _, ch := range deploys {
 		r := <-ch
 		if r.err != nil {
@@ -218,22 +321,25 @@ func (jm *JobManager) Submit(statement string, job *JobGraph, results ResultSink
 			}
 			continue
 		}
-		j.deployments = append(j.deployments, r.d)
+		ds = append(ds, r.d)
 	}
 	if firstErr != nil {
-		for _, started := range j.deployments {
+		for _, started := range ds {
 			started.Cancel(fmt.Errorf("%w: deployment failed", ErrJobCancelled))
 			<-started.Done()
 		}
 		release()
 		return nil, firstErr
 	}
-	jm.mu.Lock()
-	jm.jobs[id] = j
-	jm.mu.Unlock()
-	j.onEnd = release
-	go j.watch(jm.log)
-	return j, nil
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.cancelCause != nil { // cancelled while deploying
+		for _, d := range ds {
+			d.Cancel(j.cancelCause)
+		}
+	}
+	j.deployments, j.release, j.attempt = ds, release, attempt
+	return g, nil
 }
 
 func hasTaskOn(g *ExecutionGraph, tm string) bool {
@@ -245,12 +351,103 @@ func hasTaskOn(g *ExecutionGraph, tm string) bool {
 	return false
 }
 
-// watch waits for every deployment of the job; the first failure cancels the
-// others and becomes the job's error.
-func (j *Job) watch(log *slog.Logger) {
-	failed := make(chan error, len(j.deployments))
+// supervise runs the job's attempts: it waits for the current one, and after a
+// failure of a job with checkpoints deploys the next from the newest complete
+// checkpoint, retrying until there are slots or the job is cancelled.
+func (j *Job) supervise() {
+	log := j.jm.log.With("job", j.ID)
+	var err error
+	for {
+		err = j.runAttempt()
+		j.mu.Lock()
+		cancelled := j.cancelCause
+		j.mu.Unlock()
+		if err == nil || cancelled != nil || errors.Is(err, ErrJobCancelled) || j.store == nil {
+			break
+		}
+		log.Warn("job failed; restarting from its last checkpoint", "err", err)
+		if err = j.restart(); err != nil {
+			break
+		}
+	}
+	j.mu.Lock()
+	switch {
+	case err == nil:
+		j.state = JobFinished
+	case errors.Is(err, ErrJobCancelled) || j.cancelCause != nil:
+		if !errors.Is(err, ErrJobCancelled) {
+			err = j.cancelCause
+		}
+		j.state, j.err = JobCancelled, err
+	default:
+		j.state, j.err = JobFailed, err
+	}
+	j.mu.Unlock()
+	if j.store != nil {
+		j.store.Close()
+	}
+	close(j.done)
+	if err != nil {
+		log.Info("job ended", "state", j.State(), "err", err)
+	} else {
+		log.Debug("job ended", "state", j.State())
+	}
+}
+
+// restart deploys the next attempt from the newest complete checkpoint. It
+// returns only when that attempt runs, or with the cancellation's cause.
+func (j *Job) restart() error {
+	backoff := 500 * time.Millisecond
+	for {
+		select {
+		case <-time.After(backoff):
+		case <-j.cancelCh:
+		}
+		j.mu.Lock()
+		cause, attempt := j.cancelCause, j.attempt+1
+		j.mu.Unlock()
+		if cause != nil {
+			return cause
+		}
+		latest, _, err := j.store.Latest(context.Background(), j.ID)
+		if err == nil {
+			_, err = j.jm.deploy(j, j.Graph.Job, attempt, latest)
+		}
+		if err == nil {
+			j.mu.Lock()
+			j.stats.Restarts++
+			j.stats.RestoredFrom = latest
+			if latest > j.stats.Last {
+				j.stats.Last = latest
+			}
+			j.mu.Unlock()
+			return nil
+		}
+		j.jm.log.Warn("restarting job", "job", j.ID, "err", err)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// runAttempt waits for every deployment of the current attempt, with the
+// checkpoint coordinator running beside them; the first failure cancels the
+// others and is returned.
+func (j *Job) runAttempt() error {
+	j.mu.Lock()
+	ds, release := j.deployments, j.release
+	j.mu.Unlock()
+	ctx, stopCoordinator := context.WithCancel(context.Background())
+	coordinated := make(chan struct{})
+	if j.store != nil {
+		go func() {
+			defer close(coordinated)
+			j.coordinate(ctx, ds)
+		}()
+	} else {
+		close(coordinated)
+	}
+	failed := make(chan error, len(ds))
 	var wg sync.WaitGroup
-	for _, d := range j.deployments {
+	for _, d := range ds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -260,36 +457,131 @@ func (j *Job) watch(log *slog.Logger) {
 			}
 		}()
 	}
-	var first error
 	go func() {
 		wg.Wait()
 		close(failed)
 	}()
+	var first error
 	for err := range failed {
 		if first == nil {
 			first = err
-			for _, d := range j.deployments {
+			for _, d := range ds {
 				d.Cancel(err)
 			}
 		}
 	}
+	stopCoordinator()
+	<-coordinated
+	release()
+	return first
+}
+
+// coordinate is the checkpoint coordinator of one attempt: every interval it
+// triggers a checkpoint (one at a time), collects the tasks' acknowledgements,
+// marks the checkpoint complete in the store once every task stored its state,
+// tells the tasks, and keeps the last few checkpoints.
+func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
+	const keep = 3
+	timeout := max(10*j.opts.CheckpointInterval, 10*time.Second)
+	tasks := 0
+	for _, d := range ds {
+		tasks += len(d.Metrics())
+	}
+	acks := make(chan CheckpointAck)
+	for _, d := range ds {
+		go func() {
+			for {
+				select {
+				case a := <-d.Acks():
+					select {
+					case acks <- a:
+					case <-ctx.Done():
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	type pending struct {
+		id      int64
+		started time.Time
+		acked   map[TaskID]bool
+		bytes   int64
+		align   time.Duration
+	}
+	var cur *pending
+	tick := time.NewTicker(j.opts.CheckpointInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if cur != nil {
+				if time.Since(cur.started) < timeout {
+					continue // one checkpoint at a time
+				}
+				j.jm.log.Warn("checkpoint timed out", "job", j.ID, "checkpoint", cur.id, "acked", len(cur.acked), "tasks", tasks)
+				j.mu.Lock()
+				j.stats.Failed++
+				j.mu.Unlock()
+			}
+			j.mu.Lock()
+			id := max(j.stats.Last, j.lastTriggered) + 1
+			j.lastTriggered = id
+			j.mu.Unlock()
+			cur = &pending{id: id, started: time.Now(), acked: map[TaskID]bool{}}
+			for _, d := range ds {
+				d.TriggerCheckpoint(id)
+			}
+		case a := <-acks:
+			if cur == nil || a.Checkpoint != cur.id {
+				continue
+			}
+			if a.Err != "" {
+				j.jm.log.Warn("checkpoint declined", "job", j.ID, "checkpoint", cur.id, "task", a.Task, "err", a.Err)
+				j.mu.Lock()
+				j.stats.Failed++
+				j.mu.Unlock()
+				cur = nil
+				continue
+			}
+			cur.acked[a.Task] = true
+			cur.bytes += int64(a.Bytes)
+			cur.align = max(cur.align, a.Align)
+			if len(cur.acked) < tasks {
+				continue
+			}
+			if err := j.store.Complete(ctx, j.ID, cur.id); err != nil {
+				j.jm.log.Warn("checkpoint not completed", "job", j.ID, "checkpoint", cur.id, "err", err)
+				cur = nil
+				continue
+			}
+			for _, d := range ds {
+				d.CheckpointComplete(cur.id)
+			}
+			j.mu.Lock()
+			j.stats.Completed++
+			j.stats.Last = cur.id
+			j.stats.LastDuration = time.Since(cur.started)
+			j.stats.LastBytes = cur.bytes
+			j.stats.LastAlign = cur.align
+			j.mu.Unlock()
+			if err := j.store.Prune(ctx, j.ID, keep); err != nil {
+				j.jm.log.Warn("pruning checkpoints", "job", j.ID, "err", err)
+			}
+			cur = nil
+		}
+	}
+}
+
+// Checkpoints returns the job's checkpoint and restart counters.
+func (j *Job) Checkpoints() CheckpointStats {
 	j.mu.Lock()
-	switch {
-	case first == nil:
-		j.state = JobFinished
-	case errors.Is(first, ErrJobCancelled):
-		j.state, j.err = JobCancelled, first
-	default:
-		j.state, j.err = JobFailed, first
-	}
-	j.mu.Unlock()
-	j.onEnd()
-	close(j.done)
-	if first != nil {
-		log.Info("job ended", "job", j.ID, "state", j.State(), "err", first)
-	} else {
-		log.Debug("job ended", "job", j.ID, "state", j.State())
-	}
+	defer j.mu.Unlock()
+	return j.stats
 }
 
 // Jobs returns the jobs the JobManager knows, in submission order.
@@ -343,15 +635,25 @@ func (j *Job) State() JobState {
 
 // Cancel stops the job; cause should wrap ErrJobCancelled.
 func (j *Job) Cancel(cause error) {
-	for _, d := range j.deployments {
+	j.mu.Lock()
+	if j.cancelCause == nil {
+		j.cancelCause = cause
+		close(j.cancelCh)
+	}
+	ds := j.deployments
+	j.mu.Unlock()
+	for _, d := range ds {
 		d.Cancel(cause)
 	}
 }
 
-// Metrics returns each task's counters.
+// Metrics returns each task's counters, of the current attempt.
 func (j *Job) Metrics() map[TaskID]*TaskMetrics {
+	j.mu.Lock()
+	ds := j.deployments
+	j.mu.Unlock()
 	m := map[TaskID]*TaskMetrics{}
-	for _, d := range j.deployments {
+	for _, d := range ds {
 		for id, tm := range d.Metrics() {
 			m[id] = tm
 		}

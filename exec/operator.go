@@ -9,6 +9,7 @@ package exec
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -145,6 +146,12 @@ type TaskContext struct {
 	// then commits its progress only when a checkpoint completes, and a sink
 	// writes each checkpoint's records in one transaction it commits then.
 	Checkpointing bool
+	// CheckpointLock, set when the job takes checkpoints, is held by the task
+	// while it snapshots the source and injects a barrier. A source that is
+	// Checkpointed must hold it while it advances its position and emits the
+	// batch that position covers, so that no snapshot falls between the two;
+	// the task takes it around the batches of any other source.
+	CheckpointLock *sync.Mutex
 }
 
 // Operator processes batches pushed by its task. Batches are borrowed for the call;

@@ -26,6 +26,8 @@ type streamTask struct {
 	// the network tasks that feed them when they run on their own (NetworkOwn).
 	net      []*lazySender
 	netTasks []*netTask
+	// ckpt is the task's part in checkpointing; nil when the job takes none.
+	ckpt *taskCheckpoints
 }
 
 // closeNet closes the task's network channels: after its end of stream went out
@@ -77,6 +79,9 @@ func (t *streamTask) run(ctx context.Context) (err error) {
 	if err := t.open(ctx); err != nil {
 		return err
 	}
+	if err := t.restoreState(ctx); err != nil {
+		return err
+	}
 	if t.source != nil {
 		return t.runSource(ctx)
 	}
@@ -98,6 +103,9 @@ func (t *streamTask) open(ctx context.Context) error {
 }
 
 func (t *streamTask) close(ctx context.Context) {
+	if t.ckpt != nil {
+		t.ckpt.puts.Wait()
+	}
 	if t.source != nil {
 		if err := t.source.Close(); err != nil {
 			t.tc.Log.Warn("closing source", "err", err)
@@ -146,20 +154,51 @@ func (t *streamTask) runSource(ctx context.Context) error {
 		// A source's batch is its own mini-batch: what it read at once.
 		head = &flushingCollector{Collector: head, flushers: fs}
 	}
-	if err := t.source.Run(ctx, head); err != nil {
-		return err
+	if t.ckpt == nil {
+		if err := t.source.Run(ctx, head); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		return head.CollectSignal(ctx, Signal{Kind: EndOfStream})
 	}
-	if err := ctx.Err(); err != nil {
-		return context.Cause(ctx)
+	// With checkpoints, barriers are injected beside Run, between its batches:
+	// a Checkpointed source emits under the checkpoint lock itself; the batches
+	// of any other are emitted under it here.
+	emit := t.tc.CheckpointLock
+	ended := false
+	ckCtx, stop := context.WithCancel(ctx)
+	ckErr := make(chan error, 1)
+	go func() { ckErr <- t.sourceCheckpoints(ckCtx, emit, head, &ended) }()
+	out := head
+	if _, ok := t.source.(Checkpointed); !ok {
+		out = &lockedCollector{mu: emit, next: head}
 	}
-	return head.CollectSignal(ctx, Signal{Kind: EndOfStream})
+	err := t.source.Run(ctx, out)
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	emit.Lock()
+	ended = true
+	if err == nil {
+		err = head.CollectSignal(ctx, Signal{Kind: EndOfStream})
+	}
+	emit.Unlock()
+	stop()
+	if cerr := <-ckErr; err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // runInbox processes messages until every channel of every input has ended.
 //
-// Watermarks are forwarded as the minimum over all channels. Barriers are passed on
-// once every channel has delivered them, without blocking channels that delivered
-// early (alignment, which exactly-once needs, comes with checkpointing).
+// Watermarks are forwarded as the minimum over all channels. A checkpoint's
+// barrier is aligned: a channel that delivered it is held back (its messages
+// buffered) until every channel still open has, then the barrier goes through
+// the chain, the operators' states are taken, and the held messages are
+// processed before the inbox again.
 func (t *streamTask) runInbox(ctx context.Context) error {
 	op := t.chain[0]
 	next := t.collectors()[0]
@@ -170,18 +209,68 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 	for _, n := range t.channels {
 		total += n
 	}
+	type chanKey struct{ input, channel int }
 	var (
 		endedAll   int
-		watermarks = map[[2]int]int64{}
+		watermarks = map[chanKey]int64{}
 		emittedWM  = int64(-1 << 63)
-		barriers   = map[int64]int{}
+		// Barrier alignment.
+		aligning   int64 // the checkpoint being aligned, 0 when none
+		alignStart time.Time
+		blocked    = map[chanKey]bool{}
+		held       []Message // messages of blocked channels, in arrival order
+		replay     []Message // held messages to process before the inbox
+		completes  chan int64
 	)
+	if t.ckpt != nil {
+		completes = t.ckpt.completes
+	}
+	defer func() { // a failure or cancellation may leave held batches
+		for _, m := range append(held, replay...) {
+			if m.IsData() {
+				m.Batch.Rec.Release()
+			}
+		}
+	}()
+	// finishAlignment passes the aligned barrier on, snapshots, and releases the
+	// held channels.
+	finishAlignment := func() error {
+		id := aligning
+		align := time.Since(alignStart)
+		aligning = 0
+		clear(blocked)
+		replay = append(held, replay...)
+		held = nil
+		if err := op.ProcessSignal(ctx, 0, Signal{Kind: Barrier, Checkpoint: id}, next); err != nil {
+			return err
+		}
+		if t.ckpt != nil {
+			var st taskState
+			err := t.snapshotOps(ctx, id, &st)
+			t.store(ctx, id, st, align, err)
+		}
+		return nil
+	}
 	for endedAll < total {
 		var m Message
-		select {
-		case m = <-t.inbox:
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		if len(replay) > 0 {
+			m, replay = replay[0], replay[1:]
+		} else {
+			select {
+			case m = <-t.inbox:
+			case id := <-completes:
+				if err := t.notifyComplete(ctx, id); err != nil {
+					return err
+				}
+				continue
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		key := chanKey{m.Input, m.Channel}
+		if blocked[key] {
+			held = append(held, m)
+			continue
 		}
 		if m.IsData() {
 			t.tc.Metrics.RowsIn.Add(int64(m.Batch.NumRows()))
@@ -208,8 +297,14 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 					return err
 				}
 			}
+			// A channel that ends no longer owes the barrier being aligned.
+			if aligning != 0 && len(blocked) == total-endedAll {
+				if err := finishAlignment(); err != nil {
+					return err
+				}
+			}
 		case Watermark:
-			watermarks[[2]int{m.Input, m.Channel}] = m.Signal.Watermark
+			watermarks[key] = m.Signal.Watermark
 			if len(watermarks) < total {
 				continue
 			}
@@ -224,10 +319,23 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 				}
 			}
 		case Barrier:
-			barriers[m.Signal.Checkpoint]++
-			if barriers[m.Signal.Checkpoint] == total {
-				delete(barriers, m.Signal.Checkpoint)
-				if err := op.ProcessSignal(ctx, 0, m.Signal, next); err != nil {
+			id := m.Signal.Checkpoint
+			switch {
+			case aligning == 0:
+				aligning, alignStart = id, time.Now()
+			case id < aligning:
+				continue // of a checkpoint already given up for a newer one
+			case id > aligning:
+				// A newer checkpoint overtook one a channel never delivered
+				// (its source had ended): give the old one up.
+				aligning, alignStart = id, time.Now()
+				clear(blocked)
+				replay = append(held, replay...)
+				held = nil
+			}
+			blocked[key] = true
+			if len(blocked) == total-endedAll {
+				if err := finishAlignment(); err != nil {
 					return err
 				}
 			}

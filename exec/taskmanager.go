@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/checkpoint"
 )
 
 // QueueCapacity is the number of messages a task's inbox holds before its
@@ -81,6 +83,10 @@ type Deployment struct {
 	err     error // the first task failure; set before done closes
 	cancel  context.CancelCauseFunc
 	metrics map[TaskID]*TaskMetrics
+	// Checkpoints: trigger asks the source tasks to inject a barrier, complete
+	// tells every task a checkpoint is complete; the tasks' answers arrive on acks.
+	trigger, complete func(id int64)
+	acks              chan CheckpointAck
 }
 
 // NewDeployment returns a deployment of tasks that run out of this process:
@@ -88,7 +94,7 @@ type Deployment struct {
 // stopped, with their error (nil when they finished). The counters of the
 // tasks are fixed objects the caller updates as reports arrive (Metrics).
 func NewDeployment(cancel func(cause error), tasks []TaskID) (d *Deployment, finish func(err error)) {
-	d = &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{}}
+	d = newDeployment()
 	for _, id := range tasks {
 		d.metrics[id] = &TaskMetrics{}
 	}
@@ -101,6 +107,36 @@ func NewDeployment(cancel func(cause error), tasks []TaskID) (d *Deployment, fin
 		})
 	}
 	return d, finish
+}
+
+func newDeployment() *Deployment {
+	return &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{},
+		trigger: func(int64) {}, complete: func(int64) {}, acks: make(chan CheckpointAck, 64)}
+}
+
+// OnCheckpoint sets how a deployment made by NewDeployment passes checkpoint
+// triggers and completions on to its tasks.
+func (d *Deployment) OnCheckpoint(trigger, complete func(id int64)) {
+	d.trigger, d.complete = trigger, complete
+}
+
+// TriggerCheckpoint asks the deployment's source tasks to inject checkpoint
+// id's barrier.
+func (d *Deployment) TriggerCheckpoint(id int64) { d.trigger(id) }
+
+// CheckpointComplete tells the deployment's tasks that checkpoint id is complete.
+func (d *Deployment) CheckpointComplete(id int64) { d.complete(id) }
+
+// Acks delivers the tasks' answers to checkpoint barriers.
+func (d *Deployment) Acks() <-chan CheckpointAck { return d.acks }
+
+// Ack delivers a task's answer. It never blocks: with the queue full (nobody
+// reading) the answer is dropped, and its checkpoint times out.
+func (d *Deployment) Ack(a CheckpointAck) {
+	select {
+	case d.acks <- a:
+	default:
+	}
 }
 
 // Done is closed when every task has stopped.
@@ -152,17 +188,26 @@ func (tm *TaskManager) dataServer(network string) (*DataServer, string, error) {
 // fail, or ctx is cancelled.
 func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results ResultSink) (*Deployment, error) {
 	tasks := map[TaskID]*streamTask{}
-	d := &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{}}
+	d := newDeployment()
 	data, localAddr, err := tm.dataServer(g.Job.Network)
 	if err != nil {
 		return nil, err
+	}
+	var store *checkpoint.Store
+	if g.CheckpointURL != "" {
+		if store, err = checkpoint.Open(ctx, g.CheckpointURL); err != nil {
+			return nil, err
+		}
 	}
 	fail := func(err error) (*Deployment, error) {
 		for _, built := range tasks {
 			built.close(ctx)
 		}
 		if data != nil {
-			data.CloseJob(g.JobID)
+			data.CloseJob(g.RunID())
+		}
+		if store != nil {
+			store.Close()
 		}
 		return nil, err
 	}
@@ -176,6 +221,25 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 		}
 		tasks[et.ID] = t
 		d.metrics[et.ID] = t.tc.Metrics
+		if store != nil {
+			t.tc.Checkpointing = true
+			t.tc.CheckpointLock = new(sync.Mutex)
+			t.ckpt = newTaskCheckpoints(store, g, et.ID, d.Ack)
+		}
+	}
+	if store != nil {
+		d.trigger = func(id int64) {
+			for _, t := range tasks {
+				if t.source != nil {
+					offer(t.ckpt.triggers, id)
+				}
+			}
+		}
+		d.complete = func(id int64) {
+			for _, t := range tasks {
+				offer(t.ckpt.completes, id)
+			}
+		}
 	}
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("exec: no task of job %s is placed on %s", g.JobID, tm.cfg.ID)
@@ -190,7 +254,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 			if data == nil {
 				return fail(fmt.Errorf("exec: task %s has an input from another TaskManager, and %s has no data server", t.tc.TaskName, tm.cfg.ID))
 			}
-			r, err := data.Register(EdgeChannelKey(g.JobID, ee), t.inbox, t.tc.Alloc)
+			r, err := data.Register(EdgeChannelKey(g.RunID(), ee), t.inbox, t.tc.Alloc)
 			if err != nil {
 				return fail(err)
 			}
@@ -214,7 +278,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 				if !ok {
 					return fail(fmt.Errorf("exec: no data address for TaskManager %s", g.Task(ee.To).Slot.TaskManager))
 				}
-				ns := &lazySender{cfg: DialConfig{Addr: addr, LocalAddr: localAddr, Key: EdgeChannelKey(g.JobID, ee), From: id, Alloc: t.tc.Alloc},
+				ns := &lazySender{cfg: DialConfig{Addr: addr, LocalAddr: localAddr, Key: EdgeChannelKey(g.RunID(), ee), From: id, Alloc: t.tc.Alloc},
 					metrics: t.tc.Metrics}
 				t.net = append(t.net, ns)
 				if g.Job.NetworkTasks == NetworkOwn {
@@ -291,12 +355,15 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 		wg.Wait()
 		finished.Store(true)
 		if data != nil {
-			data.CloseJob(g.JobID) // stops receivers still waiting; then no one writes to an inbox
+			data.CloseJob(g.RunID()) // stops receivers still waiting; then no one writes to an inbox
 		}
 		cancel(nil)
 		watchers.Wait()
 		for _, t := range tasks {
 			t.drain()
+		}
+		if store != nil {
+			store.Close()
 		}
 		close(d.done)
 	}()
@@ -466,10 +533,36 @@ func (tm *TaskManager) newSource(spec OperatorSpec) (Source, error) {
 }
 
 // countingSink counts the rows a connector's sink takes, for SHOW PROCESSLIST
-// and EXPLAIN ANALYZE.
+// and EXPLAIN ANALYZE. It passes checkpoints on to the sink.
 type countingSink struct {
 	Operator
 	metrics *TaskMetrics
+}
+
+var (
+	_ Checkpointed       = (*countingSink)(nil)
+	_ CheckpointListener = (*countingSink)(nil)
+)
+
+func (s *countingSink) SnapshotState(ctx context.Context, id int64) ([]byte, error) {
+	if c, ok := s.Operator.(Checkpointed); ok {
+		return c.SnapshotState(ctx, id)
+	}
+	return nil, nil
+}
+
+func (s *countingSink) RestoreState(ctx context.Context, data []byte) error {
+	if c, ok := s.Operator.(Checkpointed); ok {
+		return c.RestoreState(ctx, data)
+	}
+	return nil
+}
+
+func (s *countingSink) NotifyCheckpointComplete(ctx context.Context, id int64) error {
+	if l, ok := s.Operator.(CheckpointListener); ok {
+		return l.NotifyCheckpointComplete(ctx, id)
+	}
+	return nil
 }
 
 func (s *countingSink) ProcessBatch(ctx context.Context, input int, b Batch, out Collector) error {

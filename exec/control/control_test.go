@@ -197,7 +197,7 @@ func (discard) Send(context.Context, string, exec.Batch) error { return nil }
 type endless struct{}
 
 func (endless) Open(context.Context, *exec.TaskContext) error { return nil }
-func (endless) Close() error                                   { return nil }
+func (endless) Close() error                                  { return nil }
 func (endless) Run(ctx context.Context, out exec.Collector) error {
 	b := array.NewInt64Builder(memory.DefaultAllocator)
 	for i := range 100 {

@@ -165,7 +165,7 @@ type remoteWorker struct {
 	// job, which heartbeats update.
 	running map[string]map[exec.TaskID]*exec.TaskMetrics
 	lost    chan struct{} // closed when the session ends
-	err    error         // why the session ended; set before lost closes
+	err     error         // why the session ended; set before lost closes
 }
 
 var _ exec.Worker = (*remoteWorker)(nil)
@@ -230,7 +230,7 @@ func resultChannel(g *exec.ExecutionGraph, tm string) exec.ChannelKey {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	return exec.ChannelKey{JobID: g.JobID, To: exec.TaskID{Vertex: -1, Subtask: sort.SearchStrings(ids, tm)}}
+	return exec.ChannelKey{JobID: g.RunID(), To: exec.TaskID{Vertex: -1, Subtask: sort.SearchStrings(ids, tm)}}
 }
 
 // Deploy sends the TaskManager its tasks of g and returns once they started. Rows
@@ -244,21 +244,21 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 	if err != nil {
 		return nil, err
 	}
-	w.srv.jobStarted(g.JobID)
+	w.srv.jobStarted(g.RunID())
 	ack := make(chan *DeployAck, 1)
 	done := make(chan *JobDone, 1)
 	w.mu.Lock()
 	w.nextID++
 	req := w.nextID
 	w.acks[req] = ack
-	w.done[g.JobID] = done
+	w.done[g.RunID()] = done
 	w.mu.Unlock()
 	abandon := func(err error) (*exec.Deployment, error) {
 		w.mu.Lock()
 		delete(w.acks, req)
-		delete(w.done, g.JobID)
+		delete(w.done, g.RunID())
 		w.mu.Unlock()
-		w.srv.jobEnded(g.JobID)
+		w.srv.jobEnded(g.RunID())
 		return nil, err
 	}
 	if err := w.send(&FromJobManager{Deploy: &Deploy{Request: req, Graph: g, ResultKey: key}}); err != nil {
@@ -286,17 +286,17 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 	}
 	d, finish := exec.NewDeployment(func(cause error) {
 		stopFwd(cause)
-		w.send(&FromJobManager{Cancel: &Cancel{JobID: g.JobID, Reason: cause.Error()}})
+		w.send(&FromJobManager{Cancel: &Cancel{JobID: g.RunID(), Reason: cause.Error()}})
 	}, tasks)
 	w.mu.Lock()
-	w.running[g.JobID] = d.Metrics()
+	w.running[g.RunID()] = d.Metrics()
 	w.mu.Unlock()
 	fwdErr := make(chan error, 1)
-	go func() { fwdErr <- forwardResults(fwdCtx, g.JobID, inbox, recv, results) }()
+	go func() { fwdErr <- forwardResults(fwdCtx, g.RunID(), inbox, recv, results) }()
 	go func() {
 		jd := <-done
 		w.mu.Lock()
-		delete(w.running, g.JobID)
+		delete(w.running, g.RunID())
 		w.mu.Unlock()
 		storeCounters(d.Metrics(), jd.Metrics)
 		var err error
@@ -311,7 +311,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			err = ferr
 		}
 		stopFwd(nil)
-		w.srv.jobEnded(g.JobID)
+		w.srv.jobEnded(g.RunID())
 		finish(err)
 	}()
 	return d, nil

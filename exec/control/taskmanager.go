@@ -151,7 +151,7 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 		return
 	}
 	a.mu.Lock()
-	a.jobs[m.Graph.JobID] = d
+	a.jobs[m.Graph.RunID()] = d
 	a.mu.Unlock()
 	a.send(&FromTaskManager{DeployAck: &DeployAck{Request: m.Request}})
 	a.wg.Add(1)
@@ -164,9 +164,9 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 		}
 		sink.close()
 		a.mu.Lock()
-		delete(a.jobs, m.Graph.JobID)
+		delete(a.jobs, m.Graph.RunID())
 		a.mu.Unlock()
-		done := &JobDone{JobID: m.Graph.JobID, Metrics: countersOf(d.Metrics())}
+		done := &JobDone{JobID: m.Graph.RunID(), Metrics: countersOf(d.Metrics())}
 		if err != nil {
 			done.Error, done.Code = err.Error(), a.cfg.Code(err)
 			done.Cancelled = errors.Is(err, exec.ErrJobCancelled)

@@ -1,0 +1,167 @@
+// Package checkpoint stores the state of checkpoints: one blob per task and
+// checkpoint, written by the TaskManager running the task, and a marker per
+// complete checkpoint, written by the JobManager's coordinator. The storage is a
+// gocloud.dev blob bucket, so the same code keeps checkpoints in a local
+// directory (file:///path, the default: TaskManagers on one host share it) or
+// in object storage for a cluster (a bucket URL whose driver the binary links;
+// this one links file:// and mem://).
+//
+// Layout inside the bucket:
+//
+//	<job>/<checkpoint>/<task>   a task's state (task = "vertex.subtask")
+//	<job>/complete/<checkpoint> present once the checkpoint is complete
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // file:// buckets
+	_ "gocloud.dev/blob/memblob"  // mem:// buckets, for tests
+	"gocloud.dev/gcerrors"
+)
+
+// ErrNotFound: no state of that task in that checkpoint.
+var ErrNotFound = errors.New("checkpoint: state not found")
+
+// Store keeps checkpoints in a bucket.
+type Store struct {
+	b   *blob.Bucket
+	url string
+}
+
+// Open opens the bucket at url (file:///dir creates dir if needed).
+func Open(ctx context.Context, url string) (*Store, error) {
+	if strings.HasPrefix(url, "file://") && !strings.Contains(url, "?") {
+		url += "?create_dir=true"
+	}
+	b, err := blob.OpenBucket(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: opening %s: %w", url, err)
+	}
+	return &Store{b: b, url: url}, nil
+}
+
+// Close releases the bucket.
+func (s *Store) Close() error { return s.b.Close() }
+
+func stateKey(job string, checkpoint int64, task string) string {
+	return fmt.Sprintf("%s/%d/%s", job, checkpoint, task)
+}
+
+func completeKey(job string, checkpoint int64) string {
+	return fmt.Sprintf("%s/complete/%d", job, checkpoint)
+}
+
+// Put stores one task's state of a checkpoint.
+func (s *Store) Put(ctx context.Context, job string, checkpoint int64, task string, data []byte) error {
+	if err := s.b.WriteAll(ctx, stateKey(job, checkpoint, task), data, nil); err != nil {
+		return fmt.Errorf("checkpoint %d of job %s, task %s: %w", checkpoint, job, task, err)
+	}
+	return nil
+}
+
+// Get returns one task's state of a checkpoint, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, job string, checkpoint int64, task string) ([]byte, error) {
+	data, err := s.b.ReadAll(ctx, stateKey(job, checkpoint, task))
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("%w: checkpoint %d of job %s, task %s", ErrNotFound, checkpoint, job, task)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %d of job %s, task %s: %w", checkpoint, job, task, err)
+	}
+	return data, nil
+}
+
+// Complete marks a checkpoint complete: every task's state is stored.
+func (s *Store) Complete(ctx context.Context, job string, checkpoint int64) error {
+	if err := s.b.WriteAll(ctx, completeKey(job, checkpoint), nil, nil); err != nil {
+		return fmt.Errorf("checkpoint %d of job %s: %w", checkpoint, job, err)
+	}
+	return nil
+}
+
+// Completed returns the complete checkpoints of job, oldest first.
+func (s *Store) Completed(ctx context.Context, job string) ([]int64, error) {
+	var ids []int64
+	it := s.b.List(&blob.ListOptions{Prefix: job + "/complete/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checkpoints of job %s: %w", job, err)
+		}
+		id, err := strconv.ParseInt(strings.TrimPrefix(obj.Key, job+"/complete/"), 10, 64)
+		if err != nil {
+			continue // not ours
+		}
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+// Latest returns the newest complete checkpoint of job; ok is false when there
+// is none.
+func (s *Store) Latest(ctx context.Context, job string) (id int64, ok bool, err error) {
+	ids, err := s.Completed(ctx, job)
+	if err != nil || len(ids) == 0 {
+		return 0, false, err
+	}
+	return ids[len(ids)-1], true, nil
+}
+
+// Prune deletes every checkpoint of job, complete or not, older than the keep
+// newest complete ones.
+func (s *Store) Prune(ctx context.Context, job string, keep int) error {
+	ids, err := s.Completed(ctx, job)
+	if err != nil || len(ids) <= keep {
+		return err
+	}
+	oldest := ids[len(ids)-keep]
+	it := s.b.List(&blob.ListOptions{Prefix: job + "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rest := strings.TrimPrefix(obj.Key, job+"/")
+		rest = strings.TrimPrefix(rest, "complete/")
+		idText, _, _ := strings.Cut(rest, "/")
+		id, err := strconv.ParseInt(idText, 10, 64)
+		if err != nil || id >= oldest {
+			continue
+		}
+		if err := s.b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return err
+		}
+	}
+}
+
+// DropJob deletes every checkpoint of job.
+func (s *Store) DropJob(ctx context.Context, job string) error {
+	it := s.b.List(&blob.ListOptions{Prefix: job + "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return err
+		}
+	}
+}

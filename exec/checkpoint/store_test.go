@@ -1,0 +1,77 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestStore(t *testing.T) {
+	ctx := context.Background()
+	for _, url := range []string{"mem://", "file://" + filepath.Join(t.TempDir(), "ckpt")} {
+		t.Run(url[:4], func(t *testing.T) {
+			s, err := Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, ok, err := s.Latest(ctx, "7"); ok || err != nil {
+				t.Fatalf("Latest of a new job: ok=%v err=%v", ok, err)
+			}
+			for id := int64(1); id <= 5; id++ {
+				for _, task := range []string{"0.0", "1.0"} {
+					if err := s.Put(ctx, "7", id, task, []byte(fmt.Sprint(id, task))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if id != 4 { // 4 never completes
+					if err := s.Complete(ctx, "7", id); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// Another job's checkpoints stay apart.
+			if err := s.Put(ctx, "70", 9, "0.0", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Complete(ctx, "70", 9); err != nil {
+				t.Fatal(err)
+			}
+			if id, ok, err := s.Latest(ctx, "7"); id != 5 || !ok || err != nil {
+				t.Fatalf("Latest = %d, %v, %v; want 5", id, ok, err)
+			}
+			data, err := s.Get(ctx, "7", 3, "1.0")
+			if err != nil || string(data) != "31.0" {
+				t.Fatalf("Get = %q, %v", data, err)
+			}
+			if _, err := s.Get(ctx, "7", 3, "2.0"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Get of a missing task: %v, want ErrNotFound", err)
+			}
+			if err := s.Prune(ctx, "7", 2); err != nil {
+				t.Fatal(err)
+			}
+			ids, err := s.Completed(ctx, "7")
+			if err != nil || !slices.Equal(ids, []int64{3, 5}) {
+				t.Fatalf("after Prune(2): complete %v, %v; want [3 5]", ids, err)
+			}
+			if _, err := s.Get(ctx, "7", 2, "0.0"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("pruned state still there: %v", err)
+			}
+			if _, err := s.Get(ctx, "7", 4, "0.0"); err != nil {
+				t.Errorf("an incomplete checkpoint newer than the kept ones was pruned: %v", err)
+			}
+			if err := s.DropJob(ctx, "7"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, _ := s.Latest(ctx, "7"); ok {
+				t.Error("job still has checkpoints after DropJob")
+			}
+			if id, ok, _ := s.Latest(ctx, "70"); !ok || id != 9 {
+				t.Errorf("DropJob of 7 touched job 70: %d, %v", id, ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,230 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hummer-db/hummer/exec/checkpoint"
+)
+
+// CheckpointAck is a task's answer to a checkpoint's barrier: its state is
+// stored (Err empty) or could not be.
+type CheckpointAck struct {
+	Task       TaskID        `json:"task"`
+	Checkpoint int64         `json:"checkpoint"`
+	Bytes      int           `json:"bytes"`
+	Align      time.Duration `json:"align"` // from the first barrier to the last, for a task with several channels
+	Err        string        `json:"err,omitempty"`
+}
+
+// taskState is what a task stores for a checkpoint: its source's state and
+// its chain's operators' states, by position in the chain.
+type taskState struct {
+	Source []byte         `json:"source,omitempty"`
+	Ops    map[int][]byte `json:"ops,omitempty"`
+}
+
+// taskCheckpoints is a task's part in checkpointing. Nil when the job takes
+// no checkpoints.
+type taskCheckpoints struct {
+	store   *checkpoint.Store
+	job     string
+	task    TaskID
+	restore int64 // checkpoint to restore from, 0 for none
+	acks    func(CheckpointAck)
+	// triggers, for a source task, are the checkpoints whose barriers to inject.
+	triggers chan int64
+	// completes are the checkpoints known complete, for the listeners.
+	completes chan int64
+	// puts are the task's state writes still running.
+	puts sync.WaitGroup
+}
+
+func newTaskCheckpoints(store *checkpoint.Store, g *ExecutionGraph, task TaskID, acks func(CheckpointAck)) *taskCheckpoints {
+	return &taskCheckpoints{store: store, job: g.JobID, task: task, restore: g.RestoreFrom, acks: acks,
+		triggers: make(chan int64, 4), completes: make(chan int64, 16)}
+}
+
+// offer hands id to ch without blocking: a trigger that finds the queue full is
+// dropped (its checkpoint times out), and a completion too (the next one covers
+// it: listeners treat checkpoint n's completion as covering every one before).
+func offer(ch chan int64, id int64) {
+	select {
+	case ch <- id:
+	default:
+	}
+}
+
+// checkpointed returns the task's stateful parts: the source (index -1) and the
+// chain's operators, by position.
+func (t *streamTask) checkpointed() map[int]Checkpointed {
+	m := map[int]Checkpointed{}
+	if c, ok := t.source.(Checkpointed); ok {
+		m[-1] = c
+	}
+	for i, op := range t.chain {
+		if c, ok := op.(Checkpointed); ok {
+			m[i] = c
+		}
+	}
+	return m
+}
+
+// snapshotOps takes the state of the chain's operators (for a source task, the
+// source's was taken before its barrier went out).
+func (t *streamTask) snapshotOps(ctx context.Context, id int64, st *taskState) error {
+	for i, c := range t.checkpointed() {
+		if i < 0 {
+			continue
+		}
+		data, err := c.SnapshotState(ctx, id)
+		if err != nil {
+			return fmt.Errorf("snapshot of %s: %w", t.tc.TaskName, err)
+		}
+		if st.Ops == nil {
+			st.Ops = map[int][]byte{}
+		}
+		st.Ops[i] = data
+	}
+	return nil
+}
+
+// store writes the task's state of checkpoint id in the background and then
+// acknowledges it, so that processing goes on while the state is written.
+func (t *streamTask) store(ctx context.Context, id int64, st taskState, align time.Duration, snapErr error) {
+	cp := t.ckpt
+	cp.puts.Add(1)
+	go func() {
+		defer cp.puts.Done()
+		ack := CheckpointAck{Task: cp.task, Checkpoint: id, Align: align}
+		err := snapErr
+		if err == nil && (st.Source != nil || st.Ops != nil) {
+			var data []byte
+			data, err = json.Marshal(st)
+			if err == nil {
+				ack.Bytes = len(data)
+				err = cp.store.Put(context.WithoutCancel(ctx), cp.job, id, taskKey(cp.task), data)
+			}
+		}
+		if err != nil {
+			ack.Err = err.Error()
+		}
+		cp.acks(ack)
+	}()
+}
+
+func taskKey(id TaskID) string { return id.String() }
+
+// restoreState gives every stateful part its state of the checkpoint the job
+// restarts from, after Open and before anything runs.
+func (t *streamTask) restoreState(ctx context.Context) error {
+	cp := t.ckpt
+	if cp == nil || cp.restore == 0 {
+		return nil
+	}
+	data, err := cp.store.Get(ctx, cp.job, cp.restore, taskKey(cp.task))
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil // the task had no state in that checkpoint
+	}
+	if err != nil {
+		return err
+	}
+	var st taskState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("restoring %s from checkpoint %d: %w", t.tc.TaskName, cp.restore, err)
+	}
+	for i, c := range t.checkpointed() {
+		part := st.Ops[i]
+		if i < 0 {
+			part = st.Source
+		}
+		if part == nil {
+			continue
+		}
+		if err := c.RestoreState(ctx, part); err != nil {
+			return fmt.Errorf("restoring %s from checkpoint %d: %w", t.tc.TaskName, cp.restore, err)
+		}
+	}
+	t.tc.Log.Info("restored from checkpoint", "checkpoint", cp.restore)
+	return nil
+}
+
+// notifyComplete tells the task's listeners that checkpoint id is complete.
+func (t *streamTask) notifyComplete(ctx context.Context, id int64) error {
+	if l, ok := t.source.(CheckpointListener); ok {
+		if err := l.NotifyCheckpointComplete(ctx, id); err != nil {
+			return err
+		}
+	}
+	for _, op := range t.chain {
+		if l, ok := op.(CheckpointListener); ok {
+			if err := l.NotifyCheckpointComplete(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sourceCheckpoints runs beside a source task's Run: it injects the barriers of
+// triggered checkpoints and tells listeners of completed ones, holding emit (the
+// lock every batch of the source goes downstream under) so that the source's
+// position, the barrier and the operators' states all sit between two batches.
+func (t *streamTask) sourceCheckpoints(ctx context.Context, emit *sync.Mutex, head Collector, ended *bool) error {
+	cp := t.ckpt
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case id := <-cp.triggers:
+			emit.Lock()
+			if *ended {
+				emit.Unlock()
+				continue
+			}
+			var st taskState
+			var err error
+			if c, ok := t.source.(Checkpointed); ok {
+				st.Source, err = c.SnapshotState(ctx, id)
+			}
+			if err == nil {
+				if err = head.CollectSignal(ctx, Signal{Kind: Barrier, Checkpoint: id}); err != nil {
+					emit.Unlock()
+					return err
+				}
+				err = t.snapshotOps(ctx, id, &st)
+			}
+			emit.Unlock()
+			t.store(ctx, id, st, 0, err)
+		case id := <-cp.completes:
+			emit.Lock()
+			err := t.notifyComplete(ctx, id)
+			emit.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// lockedCollector emits a source's batches under its task's emission lock.
+type lockedCollector struct {
+	mu   *sync.Mutex
+	next Collector
+}
+
+func (c *lockedCollector) Collect(ctx context.Context, b Batch) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next.Collect(ctx, b)
+}
+
+func (c *lockedCollector) CollectSignal(ctx context.Context, s Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next.CollectSignal(ctx, s)
+}
