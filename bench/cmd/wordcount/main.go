@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/hummer-db/hummer/bench/counts"
+	"github.com/hummer-db/hummer/bench/latency"
 )
 
 func main() {
@@ -262,7 +263,8 @@ func runEngines(ctx context.Context, cfg config, rep *report, b bins, work strin
 	return failed, nil
 }
 
-// publish draws the plot and regenerates the README from rep.
+// publish draws the plot and regenerates the README from rep and, if there is
+// one, the latency benchmark's results in the same directory.
 func publish(rep *report, cfg config) error {
 	if len(rep.Contenders) > 0 {
 		if err := plotThroughput(rep, filepath.Join(cfg.results, plotFile)); err != nil {
@@ -272,7 +274,11 @@ func publish(rep *report, cfg config) error {
 	if cfg.readme == "" {
 		return nil
 	}
-	return os.WriteFile(cfg.readme, []byte(rep.readme(cfg.results)), 0o644)
+	lat, err := latency.ReadReport(filepath.Join(cfg.results, latency.ResultsFile))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(cfg.readme, []byte(rep.readme(cfg.results, lat)), 0o644)
 }
 
 func rerender(path string, cfg config) error {

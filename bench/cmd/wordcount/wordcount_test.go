@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/hummer-db/hummer/bench/latency"
 )
 
 func TestProcReadsOwnProcess(t *testing.T) {
@@ -61,7 +63,7 @@ func TestSummariseAndGoals(t *testing.T) {
 			t.Errorf("goal %q: pass %v (value %.2f)", g.Name, g.Pass, g.Value)
 		}
 	}
-	md := r.readme("results")
+	md := r.readme("results", nil)
 	for _, s := range []string{"![", "| hummer p=2 | 10 x kjv (100 MB) | 200.0 |", "| mawk | 10 x kjv (100 MB) | failed |", "0.50 ❌"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("README lacks %q", s)
@@ -123,10 +125,22 @@ func TestDistributedSummary(t *testing.T) {
 			t.Errorf("goal %+v", g)
 		}
 	}
-	md := r.readme("results")
+	md := r.readme("results", nil)
 	for _, s := range []string{"| 3 TaskManagers | 10 x kjv (100 MB) | 80.0 | 1.250 | 1.25 | 50.0 | 2.0 | 0.80 |", "0.80 ❌ | 1.00 ✅ |", "has 0 cores"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("README lacks %q:\n%s", s, md)
 		}
+	}
+}
+
+func TestReadmeTakesLatencySection(t *testing.T) {
+	r := &report{Reps: 1}
+	lat := &latency.Report{Setup: latency.Setup{Rates: []int{1000}, Rounds: 1, Query: latency.Query}}
+	md := r.readme("results", lat)
+	if !strings.Contains(md, "## Latency") || strings.Index(md, "## Latency") > strings.Index(md, "## What runs") {
+		t.Errorf("the latency section is missing or after the WordCount details:\n%s", md)
+	}
+	if md := r.readme("results", nil); strings.Contains(md, "## Latency") {
+		t.Error("a latency section without latency results")
 	}
 }
