@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -61,6 +62,7 @@ type cluster struct {
 	srv    *JobManagerServer
 	cancel []context.CancelFunc
 	done   []chan struct{}
+	ids    []string // of the TaskManagers, in the order of cancel and done
 }
 
 // startCluster runs a JobManager and n TaskManagers in this process, talking over
@@ -97,6 +99,7 @@ func startCluster(t *testing.T, n int, mem memory.Allocator) *cluster {
 		}()
 		c.cancel = append(c.cancel, cancel)
 		c.done = append(c.done, done)
+		c.ids = append(c.ids, data.Addr().String())
 	}
 	t.Cleanup(func() {
 		for i, cancel := range c.cancel {
@@ -196,6 +199,10 @@ func (discard) Send(context.Context, string, exec.Batch) error { return nil }
 // endless is a source that emits 100 rows of x, then waits to be cancelled.
 type endless struct{}
 
+// endless has a (trivial) state, so that checkpoints store something.
+func (endless) SnapshotState(context.Context, int64) ([]byte, error) { return []byte("{}"), nil }
+func (endless) RestoreState(context.Context, []byte) error           { return nil }
+
 func (endless) Open(context.Context, *exec.TaskContext) error { return nil }
 func (endless) Close() error                                  { return nil }
 func (endless) Run(ctx context.Context, out exec.Collector) error {
@@ -253,5 +260,52 @@ func TestRunningJobMetrics(t *testing.T) {
 			t.Fatalf("running job's sources counted %d rows, want 200", sourceRows())
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// TestRemoteCheckpoints: checkpoints are triggered, acknowledged and completed
+// across gRPC; when the TaskManager running the job goes away, the job restarts
+// on another from its last complete checkpoint and goes on checkpointing.
+func TestRemoteCheckpoints(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := startCluster(t, 3, mem)
+	x := types.Schema{{Name: "x", Type: types.Int64Type}}
+	g := &exec.JobGraph{Vertices: []*exec.JobVertex{{ID: 0, Name: "endless", Parallelism: 1, Chain: []exec.OperatorSpec{
+		{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
+		{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}}}
+	job, err := c.jm.SubmitJob("test", g, discard{}, exec.JobOptions{
+		CheckpointURL: "file://" + t.TempDir(), CheckpointInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		job.Cancel(fmt.Errorf("%w: test over", exec.ErrJobCancelled))
+		<-job.Done()
+	}()
+	waitStats := func(what string, ok func(exec.CheckpointStats) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok(job.Checkpoints()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s: %+v", what, job.Checkpoints())
+			}
+			time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
+	waitStats("3 checkpoints", func(s exec.CheckpointStats) bool { return s.Completed >= 3 })
+	// Stop the TaskManager running the job.
+	victim := slices.Index(c.ids, job.Graph.Tasks[0].Slot.TaskManager)
+	if victim < 0 {
+		t.Fatal("no TaskManager runs the job")
+	}
+	c.cancel[victim]()
+	<-c.done[victim]
+	before := job.Checkpoints().Completed
+	waitStats("a restart and more checkpoints", func(s exec.CheckpointStats) bool {
+		return s.Restarts >= 1 && s.RestoredFrom > 0 && s.Completed >= before+3
+	})
+	if job.State() != exec.JobRunning {
+		t.Errorf("job state %s after a restart", job.State())
 	}
 }

@@ -78,7 +78,8 @@ func (s *JobManagerServer) session(stream grpc.ServerStream) error {
 	w := &remoteWorker{
 		srv: s, reg: *first.Register, stream: stream,
 		acks: map[int]chan *DeployAck{}, done: map[string]chan *JobDone{},
-		running: map[string]map[exec.TaskID]*exec.TaskMetrics{}, lost: make(chan struct{}),
+		running: map[string]map[exec.TaskID]*exec.TaskMetrics{}, deployed: map[string]*exec.Deployment{},
+		lost: make(chan struct{}),
 	}
 	if err := w.send(&FromJobManager{Registered: &Registered{
 		HeartbeatMillis: int(s.cfg.HeartbeatInterval / time.Millisecond), ResultPort: port,
@@ -164,7 +165,9 @@ type remoteWorker struct {
 	// running holds the task counters of the deployments still running, by
 	// job, which heartbeats update.
 	running map[string]map[exec.TaskID]*exec.TaskMetrics
-	lost    chan struct{} // closed when the session ends
+	// deployed holds the running deployments by RunID, for checkpoint acks.
+	deployed map[string]*exec.Deployment
+	lost     chan struct{} // closed when the session ends
 	err     error         // why the session ended; set before lost closes
 }
 
@@ -200,6 +203,10 @@ func (w *remoteWorker) handle(m *FromTaskManager) {
 		if ch, ok := w.done[m.JobDone.JobID]; ok {
 			ch <- m.JobDone
 			delete(w.done, m.JobDone.JobID)
+		}
+	case m.CheckpointAck != nil:
+		if d, ok := w.deployed[m.CheckpointAck.JobID]; ok {
+			d.Ack(m.CheckpointAck.Ack)
 		}
 	case m.Heartbeat != nil:
 		for job, cs := range m.Heartbeat.Jobs {
@@ -288,8 +295,13 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		stopFwd(cause)
 		w.send(&FromJobManager{Cancel: &Cancel{JobID: g.RunID(), Reason: cause.Error()}})
 	}, tasks)
+	run := g.RunID()
+	d.OnCheckpoint(
+		func(id int64) { w.send(&FromJobManager{Checkpoint: &Checkpoint{JobID: run, Trigger: id}}) },
+		func(id int64) { w.send(&FromJobManager{Checkpoint: &Checkpoint{JobID: run, Complete: id}}) })
 	w.mu.Lock()
-	w.running[g.RunID()] = d.Metrics()
+	w.running[run] = d.Metrics()
+	w.deployed[run] = d
 	w.mu.Unlock()
 	fwdErr := make(chan error, 1)
 	go func() { fwdErr <- forwardResults(fwdCtx, g.RunID(), inbox, recv, results) }()
@@ -297,6 +309,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		jd := <-done
 		w.mu.Lock()
 		delete(w.running, g.RunID())
+		delete(w.deployed, g.RunID())
 		w.mu.Unlock()
 		storeCounters(d.Metrics(), jd.Metrics)
 		var err error

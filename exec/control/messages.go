@@ -16,6 +16,8 @@ type FromTaskManager struct {
 	Heartbeat *Heartbeat `json:"heartbeat,omitempty"`
 	DeployAck *DeployAck `json:"deploy_ack,omitempty"`
 	JobDone   *JobDone   `json:"job_done,omitempty"`
+	// CheckpointAck is a task's answer to a checkpoint barrier.
+	CheckpointAck *CheckpointAck `json:"checkpoint_ack,omitempty"`
 }
 
 // FromJobManager is one message on the stream from the JobManager. Exactly one
@@ -24,6 +26,21 @@ type FromJobManager struct {
 	Registered *Registered `json:"registered,omitempty"`
 	Deploy     *Deploy     `json:"deploy,omitempty"`
 	Cancel     *Cancel     `json:"cancel,omitempty"`
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+}
+
+// Checkpoint asks a TaskManager's tasks of a job (by RunID) to inject a
+// checkpoint's barrier (Trigger), or tells them one is complete (Complete).
+type Checkpoint struct {
+	JobID    string `json:"job"`
+	Trigger  int64  `json:"trigger,omitempty"`
+	Complete int64  `json:"complete,omitempty"`
+}
+
+// CheckpointAck carries a task's answer to a checkpoint barrier.
+type CheckpointAck struct {
+	JobID string             `json:"job"`
+	Ack   exec.CheckpointAck `json:"ack"`
 }
 
 // Register is a TaskManager's first message.

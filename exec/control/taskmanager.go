@@ -125,6 +125,18 @@ func serveSession(ctx context.Context, cfg TaskManagerConfig, conn *grpc.ClientC
 		switch {
 		case m.Deploy != nil:
 			a.deploy(ctx, m.Deploy, net.JoinHostPort(a.resultHost, reg.ResultPort))
+		case m.Checkpoint != nil:
+			a.mu.Lock()
+			d := a.jobs[m.Checkpoint.JobID]
+			a.mu.Unlock()
+			if d != nil {
+				if m.Checkpoint.Trigger != 0 {
+					d.TriggerCheckpoint(m.Checkpoint.Trigger)
+				}
+				if m.Checkpoint.Complete != 0 {
+					d.CheckpointComplete(m.Checkpoint.Complete)
+				}
+			}
 		case m.Cancel != nil:
 			a.mu.Lock()
 			d := a.jobs[m.Cancel.JobID]
@@ -154,6 +166,18 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 	a.jobs[m.Graph.RunID()] = d
 	a.mu.Unlock()
 	a.send(&FromTaskManager{DeployAck: &DeployAck{Request: m.Request}})
+	a.wg.Add(1)
+	go func() { // the tasks' checkpoint answers go to the JobManager
+		defer a.wg.Done()
+		for {
+			select {
+			case ack := <-d.Acks():
+				a.send(&FromTaskManager{CheckpointAck: &CheckpointAck{JobID: m.Graph.RunID(), Ack: ack}})
+			case <-d.Done():
+				return
+			}
+		}
+	}()
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
