@@ -31,6 +31,9 @@ import (
 //
 // Rows with change kind Delete or UpdateBefore retract: count and sum subtract
 // (avg too, through its sum and count); min and max return an error.
+//
+// It is Checkpointed (hashagg_state.go). In updates mode it flushes when a
+// barrier passes, so that its snapshot has no changes pending.
 type hashAggOp struct {
 	cfg     HashAggConfig
 	out     *arrow.Schema
@@ -263,6 +266,13 @@ func (o *hashAggOp) markDirty(gids []uint32, ngroups int) error {
 
 func (o *hashAggOp) ProcessSignal(ctx context.Context, input int, s Signal, out Collector) error {
 	if s.Kind != EndOfStream {
+		if s.Kind == Barrier && !o.done {
+			// The changes before the barrier go out before it, and the snapshot
+			// taken after it has none pending (checkpoint.go).
+			if err := o.Flush(ctx, out); err != nil {
+				return err
+			}
+		}
 		return out.CollectSignal(ctx, s)
 	}
 	if o.done {

@@ -29,6 +29,10 @@ type aggregate interface {
 	result(mem memory.Allocator, sel groupSel, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error)
 	// width is the number of output columns.
 	width() int
+	// saveState writes the state of groups 0..w.n-1 (hashagg_state.go).
+	saveState(w *aggStateWriter) error
+	// loadState restores, into a fresh aggregate, what saveState wrote.
+	loadState(r *aggStateReader) error
 }
 
 // groupSel selects the groups an aggregate's result covers: ids when not nil
@@ -241,6 +245,7 @@ func growZero[T any](s []T, n int) []T {
 // reference count each, so that retractions work too.
 type countDistinctAgg struct {
 	col    int
+	dt     arrow.DataType // the input's, once seen
 	pairs  *keyTable
 	keys   rowKeys
 	ids    []uint32
@@ -254,6 +259,12 @@ func (a *countDistinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups 
 	arr, err := inputColumn(rec, a.col)
 	if err != nil {
 		return err
+	}
+	if a.dt == nil {
+		a.dt = arr.DataType()
+	} else if !arrow.TypeEqual(a.dt, arr.DataType()) {
+		// The pairs' keys would mix two encodings.
+		return fmt.Errorf("hash_agg: count(DISTINCT) input changed type from %s to %s", a.dt, arr.DataType())
 	}
 	a.counts = growZero(a.counts, ngroups)
 	n := len(gids)

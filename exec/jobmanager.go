@@ -233,6 +233,13 @@ func (jm *JobManager) SubmitJob(statement string, job *JobGraph, results ResultS
 			return nil, err
 		}
 		j.store = store
+		if !opts.Resume {
+			// A new job: checkpoints under its id are an earlier job's.
+			if err := store.DropJob(context.Background(), id); err != nil {
+				store.Close()
+				return nil, err
+			}
+		}
 		if opts.Resume {
 			latest, ok, err := store.Latest(context.Background(), id)
 			if err != nil {

@@ -2,15 +2,18 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -45,6 +48,13 @@ type Config struct {
 	// own data server on loopback and edges between them are network channels,
 	// exactly as between processes: a cluster in one process, for tests.
 	TaskManagers int
+	// CheckpointURL is where continuous INSERT jobs keep their checkpoints (an
+	// exec/checkpoint bucket URL); empty means file://<DataDir>/checkpoints, or
+	// no checkpoints without a DataDir.
+	CheckpointURL string
+	// CheckpointInterval is the default time between checkpoints (1s when 0);
+	// SET checkpoint_interval changes it per session, '0' turning them off.
+	CheckpointInterval time.Duration
 	// Alloc is the allocator of every task; nil means memory.DefaultAllocator.
 	Alloc memory.Allocator
 	// OnClose, if set, runs when the engine closes, after its jobs stopped (it
@@ -85,9 +95,19 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Upsert == nil {
 		cfg.Upsert = func(string) bool { return false }
 	}
+	if cfg.CheckpointURL == "" && cfg.DataDir != "" {
+		dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "checkpoints"))
+		if err != nil {
+			return nil, err
+		}
+		cfg.CheckpointURL = "file://" + dir
+	}
+	if cfg.CheckpointInterval <= 0 {
+		cfg.CheckpointInterval = time.Second
+	}
 	if cfg.JobManager != nil {
 		e := &Engine{cfg: cfg, catalog: cat, jm: cfg.JobManager, closing: make(chan struct{})}
-		e.restartViews()
+		e.resume()
 		return e, nil
 	}
 	e := &Engine{cfg: cfg, catalog: cat, jm: exec.NewJobManager(cfg.Log), closing: make(chan struct{})}
@@ -95,7 +115,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.jm.AddTaskManager(exec.NewTaskManager(exec.TaskManagerConfig{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
 		}))
-		e.restartViews()
+		e.resume()
 		return e, nil
 	}
 	for i := 0; i < cfg.TaskManagers; i++ {
@@ -109,7 +129,7 @@ func Open(cfg Config) (*Engine, error) {
 			ID: data.Addr().String(), Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log, Data: data,
 		}))
 	}
-	e.restartViews()
+	e.resume()
 	return e, nil
 }
 
@@ -348,7 +368,9 @@ func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
 
 // insert starts a job writing the query's rows into the table's connector and
 // returns at once: the job runs until its sources end, or for ever over an
-// unbounded source (Kafka), until KILL. It does not depend on this session.
+// unbounded source (Kafka), until KILL. It does not depend on this session. A
+// continuous job takes checkpoints, restarts from them after a failure, and is
+// resumed from them when the engine restarts.
 func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
 	t := st.Table
 	sink := sinkSpec(t)
@@ -356,13 +378,134 @@ func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	job, err := s.e.jm.Submit(text, jg, nil)
+	var opts exec.JobOptions
+	continuous := planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded)
+	if iv := s.checkpointInterval(); continuous && iv > 0 && s.e.cfg.CheckpointURL != "" {
+		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
+	}
+	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
 		return nil, err
+	}
+	if continuous {
+		s.e.keep(job)
 	}
 	return &Result{Tag: "INSERT 0 0", Notices: []string{
 		fmt.Sprintf("job %s started: it writes into %s; SHOW PROCESSLIST shows it, KILL %s stops it", job.ID, t.Name, job.ID),
 	}}, nil
+}
+
+// checkpointInterval returns the session's checkpoint_interval (0: none).
+func (s *Session) checkpointInterval() time.Duration {
+	v := s.vars["checkpoint_interval"]
+	if v.Str == "" {
+		return s.e.cfg.CheckpointInterval
+	}
+	d, _ := parseInterval(v.Str) // checked by SET
+	return d
+}
+
+// parseInterval reads an interval setting: a Go duration ('500ms', '2s') or a
+// number of milliseconds, as PostgreSQL's time settings take.
+func parseInterval(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("want a duration such as '500ms' or '2s', or milliseconds")
+	}
+	return d, nil
+}
+
+// keep records a continuous job in the catalog so that a restarted engine
+// resumes it, and forgets it when it ends (killed, failed, finished) while the
+// engine runs.
+func (e *Engine) keep(job *exec.Job) {
+	graph, err := json.Marshal(job.Graph.Job)
+	if err == nil {
+		err = e.catalog.AddJob(&sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph})
+	}
+	if err != nil {
+		e.cfg.Log.Warn("job not recorded: it will not resume after a restart", "job", job.ID, "err", err)
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		select {
+		case <-job.Done():
+		case <-e.closing:
+			return // the engine stops: the job resumes with it
+		}
+		select {
+		case <-e.closing:
+		default:
+			if err := e.catalog.RemoveJob(job.ID); err != nil {
+				e.cfg.Log.Warn("forgetting job", "job", job.ID, "err", err)
+			}
+		}
+	}()
+}
+
+// resume restarts what the catalog says was running: the continuous jobs,
+// each from its newest complete checkpoint, and the views. A cluster's
+// TaskManagers may not have registered yet: what finds no slots is retried
+// every second until it starts or the engine closes.
+func (e *Engine) resume() {
+	var waiting []*sql.JobRecord
+	for _, r := range e.catalog.Jobs() {
+		if err := e.resumeJob(r); errors.Is(err, exec.ErrNoSlots) {
+			waiting = append(waiting, r)
+		} else if err != nil {
+			e.cfg.Log.Error("job not resumed", "job", r.ID, "err", err)
+		}
+	}
+	e.restartViews()
+	if len(waiting) == 0 {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for len(waiting) > 0 {
+			select {
+			case <-e.closing:
+				return
+			case <-tick.C:
+			}
+			var still []*sql.JobRecord
+			for _, r := range waiting {
+				if err := e.resumeJob(r); errors.Is(err, exec.ErrNoSlots) {
+					still = append(still, r)
+				} else if err != nil {
+					e.cfg.Log.Error("job not resumed", "job", r.ID, "err", err)
+				}
+			}
+			waiting = still
+		}
+	}()
+}
+
+// resumeJob submits a recorded job again under its id, from its checkpoints.
+func (e *Engine) resumeJob(r *sql.JobRecord) error {
+	var jg exec.JobGraph
+	if err := json.Unmarshal(r.Graph, &jg); err != nil {
+		return err
+	}
+	opts := exec.JobOptions{ID: r.ID, Resume: true}
+	if e.cfg.CheckpointURL != "" {
+		opts.CheckpointURL, opts.CheckpointInterval = e.cfg.CheckpointURL, e.cfg.CheckpointInterval
+	}
+	job, err := e.jm.SubmitJob(r.Statement, &jg, nil, opts)
+	if err != nil {
+		return err
+	}
+	e.cfg.Log.Info("job resumed", "job", job.ID, "checkpoint", job.Checkpoints().RestoredFrom)
+	e.keep(job)
+	return nil
 }
 
 // sinkSpec describes table t as a connector to write to.
@@ -376,7 +519,8 @@ func (s *Session) showJobs() (*Result, error) {
 		{Name: "state", Type: types.StringType}, {Name: "started", Type: types.TimestampType},
 		{Name: "rows_in", Type: types.Int64Type}, {Name: "rows_out", Type: types.Int64Type},
 		{Name: "bad_records", Type: types.Int64Type}, {Name: "dead_letters", Type: types.Int64Type},
-		{Name: "status", Type: types.StringType}, {Name: "error", Type: types.StringType}}
+		{Name: "status", Type: types.StringType}, {Name: "error", Type: types.StringType},
+		{Name: "restarts", Type: types.Int64Type}, {Name: "checkpoint", Type: types.Int64Type}}
 	var rows [][]types.Value
 	for _, j := range s.e.jm.Jobs() {
 		id, _ := strconv.ParseInt(j.ID, 10, 64)
@@ -394,6 +538,11 @@ func (s *Session) showJobs() (*Result, error) {
 			}
 		}
 		sort.Strings(status)
+		ck := j.Checkpoints()
+		checkpoint := types.NullValue(types.Int64Type)
+		if ck.Last > 0 {
+			checkpoint = types.IntValue(ck.Last)
+		}
 		statusText := types.NullValue(types.StringType)
 		if len(status) > 0 {
 			statusText = types.StringValue(strings.Join(status, "; "))
@@ -404,7 +553,8 @@ func (s *Session) showJobs() (*Result, error) {
 		}
 		rows = append(rows, []types.Value{types.IntValue(id), types.StringValue(j.Statement),
 			types.StringValue(string(j.State())), types.TimestampValue(j.Started.UnixMicro()),
-			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText})
+			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText,
+			types.IntValue(int64(ck.Restarts)), checkpoint})
 	}
 	return s.valuesResult("SHOW", schema, rows)
 }
@@ -495,6 +645,8 @@ func defaultVars() map[string]types.Value {
 		"extra_float_digits": types.IntValue(1),
 		"search_path":        types.StringValue("public"),
 		"statement_timeout":  types.StringValue("0"),
+		// Empty: the engine's default (Config.CheckpointInterval).
+		"checkpoint_interval": types.StringValue(""),
 	}
 }
 
@@ -528,6 +680,14 @@ func (s *Session) set(name string, v types.Value) error {
 			return sql.Errorf(sql.ErrInvalidValue, 0, "network_task must be 'fused' or 'own', got %s", formatVar(v))
 		}
 		s.vars[name] = types.StringValue(mode)
+		return nil
+	}
+	if name == "checkpoint_interval" {
+		text := formatVar(v)
+		if _, err := parseInterval(text); err != nil {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"checkpoint_interval\": %q: %v", text, err)
+		}
+		s.vars[name] = types.StringValue(text)
 		return nil
 	}
 	if name == "parallelism" {

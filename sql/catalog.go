@@ -30,19 +30,31 @@ type Catalog struct {
 
 	mu     sync.RWMutex
 	tables map[string]*Table // by lower-case name
+	jobs   map[string]*JobRecord
+}
+
+// JobRecord is a continuous job the engine resumes after a restart: its id
+// (under which its checkpoints are stored), its statement, and its JobGraph as
+// first scheduled (JSON), so that it resumes with the same tasks its
+// checkpoints hold the state of.
+type JobRecord struct {
+	ID        string          `json:"id"`
+	Statement string          `json:"statement"`
+	Graph     json.RawMessage `json:"graph"`
 }
 
 var _ CatalogReader = (*Catalog)(nil)
 
 // catalogJSON is the file format.
 type catalogJSON struct {
-	Tables []*Table `json:"tables"`
+	Tables []*Table     `json:"tables"`
+	Jobs   []*JobRecord `json:"jobs,omitempty"`
 }
 
 // OpenCatalog opens (creating if needed) the catalog kept in dir. An empty dir
 // gives a catalog that lives in memory only, for tests and throwaway engines.
 func OpenCatalog(dir string) (*Catalog, error) {
-	c := &Catalog{dir: dir, tables: make(map[string]*Table)}
+	c := &Catalog{dir: dir, tables: make(map[string]*Table), jobs: make(map[string]*JobRecord)}
 	if dir == "" {
 		return c, nil
 	}
@@ -62,6 +74,9 @@ func OpenCatalog(dir string) (*Catalog, error) {
 	}
 	for _, t := range f.Tables {
 		c.tables[strings.ToLower(t.Name)] = t
+	}
+	for _, j := range f.Jobs {
+		c.jobs[j.ID] = j
 	}
 	return c, nil
 }
@@ -151,13 +166,49 @@ func (c *Catalog) DropTables(names []string, ifExists bool) error {
 	return nil
 }
 
+// AddJob records a continuous job, to resume after a restart.
+func (c *Catalog) AddJob(j *JobRecord) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.jobs[j.ID] = j
+	return c.saveLocked()
+}
+
+// RemoveJob forgets a job (it ended, or was killed).
+func (c *Catalog) RemoveJob(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.jobs[id]; !ok {
+		return nil
+	}
+	delete(c.jobs, id)
+	return c.saveLocked()
+}
+
+// Jobs returns the recorded jobs.
+func (c *Catalog) Jobs() []*JobRecord {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	jobs := make([]*JobRecord, 0, len(c.jobs))
+	for _, j := range c.jobs {
+		jobs = append(jobs, j)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
+	return jobs
+}
+
 // saveLocked writes the catalog atomically: a temporary file in the same
 // directory, synced, then renamed over the old one. Lock should be held.
 func (c *Catalog) saveLocked() error {
 	if c.dir == "" {
 		return nil
 	}
-	data, err := json.MarshalIndent(catalogJSON{Tables: c.sortedLocked()}, "", "  ")
+	jobs := make([]*JobRecord, 0, len(c.jobs))
+	for _, j := range c.jobs {
+		jobs = append(jobs, j)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
+	data, err := json.MarshalIndent(catalogJSON{Tables: c.sortedLocked(), Jobs: jobs}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
