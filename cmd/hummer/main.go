@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -95,10 +96,17 @@ func serve(args []string) error {
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
 	initSQL := fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
 	slots := fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
+	ckpt := checkpointFlags(fs)
 	fs.Parse(args)
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	eng, err := openEngine(*dataDir, *slots, log, nil)
+	reg := exec.NewRegistry()
+	tables := connectors.Register(reg)
+	eng, err := session.Open(session.Config{
+		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded,
+		Upsert: connectors.Upsert, Slots: *slots, Log: log, OnClose: tables.Close,
+		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
+	})
 	if err != nil {
 		return err
 	}
@@ -135,6 +143,21 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger) error 
 	return nil
 }
 
+// checkpointOptions are the flags of serve and jobmanager for checkpoints.
+type checkpointOptions struct {
+	url      *string
+	interval *time.Duration
+}
+
+func checkpointFlags(fs *flag.FlagSet) checkpointOptions {
+	return checkpointOptions{
+		url: fs.String("checkpoint-store", "", "where continuous jobs keep checkpoints: a bucket URL "+
+			"(file:///dir; default <data-dir>/checkpoints); every TaskManager must reach it"),
+		interval: fs.Duration("checkpoint-interval", time.Second, "time between checkpoints of a continuous job "+
+			"(a session changes it with SET checkpoint_interval)"),
+	}
+}
+
 // jobManager runs the JobManager of a distributed cluster: the PostgreSQL
 // frontend, the catalog, planning and scheduling; TaskManagers register with it
 // on --rpc-addr and run the tasks.
@@ -143,6 +166,7 @@ func jobManager(args []string) error {
 	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
 	rpcAddr := fs.String("rpc-addr", "127.0.0.1:6123", "address TaskManagers register at (control plane)")
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
+	ckpt := checkpointFlags(fs)
 	fs.Parse(args)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
@@ -169,7 +193,8 @@ func jobManager(args []string) error {
 	reg := exec.NewRegistry()
 	tables := connectors.Register(reg)
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		Unbounded: connectors.Unbounded, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close})
+		Unbounded: connectors.Unbounded, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close,
+		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
 	if err != nil {
 		return err
 	}

@@ -133,8 +133,8 @@ func runStreamingWordCount(t *testing.T, tms int, lines []string, want map[strin
 
 	// The upsert topic converges too: the last value of each key, tombstones
 	// deleting.
-	topic := newUpsertReader(t, addr, "wc_out", 2)
-	defer topic.close()
+	topic := &upsertTopic{r: newCommittedReader(t, addr, "wc_out"), rows: map[string]int64{}}
+	defer topic.r.close()
 	waitFor(t, ctx, "the upsert topic to hold the reference counts", func() bool {
 		topic.poll(t, ctx)
 		return maps.Equal(topic.rows, want)
@@ -256,59 +256,35 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	}
 }
 
-// upsertReader folds an upsert topic into its current rows: the JSON key's
-// "word" to the JSON value's "n", a tombstone removing the key.
-type upsertReader struct {
-	readers []*kafka.Reader
-	rows    map[string]int64
+// upsertTopic folds an upsert topic, read committed, into its current rows:
+// the JSON key's "word" to the JSON value's "n", a tombstone removing the key.
+type upsertTopic struct {
+	r    *committedReader
+	rows map[string]int64
 }
 
-func newUpsertReader(t *testing.T, addr, topic string, partitions int) *upsertReader {
-	u := &upsertReader{rows: map[string]int64{}}
-	for p := range partitions {
-		u.readers = append(u.readers, kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: topic,
-			Partition: p, MaxWait: 20 * time.Millisecond, Dialer: &kafka.Dialer{Timeout: 5 * time.Second}}))
-	}
-	return u
-}
-
-// poll reads what each partition has now.
-func (u *upsertReader) poll(t *testing.T, ctx context.Context) {
+func (u *upsertTopic) poll(t *testing.T, ctx context.Context) {
 	t.Helper()
-	for _, r := range u.readers {
-		for {
-			readCtx, stop := context.WithTimeout(ctx, 100*time.Millisecond)
-			m, err := r.ReadMessage(readCtx)
-			stop()
-			if err != nil {
-				break // nothing more for now
-			}
-			var key struct{ Word string }
-			if err := json.Unmarshal(m.Key, &key); err != nil {
-				t.Fatalf("key %q: %v", m.Key, err)
-			}
-			if m.Value == nil {
-				delete(u.rows, key.Word)
-				continue
-			}
-			var row struct {
-				Word string
-				N    int64
-			}
-			if err := json.Unmarshal(m.Value, &row); err != nil {
-				t.Fatalf("value %q: %v", m.Value, err)
-			}
-			if row.Word != key.Word {
-				t.Fatalf("key %q with value %q", m.Key, m.Value)
-			}
-			u.rows[key.Word] = row.N
+	for _, m := range u.r.poll(t, ctx) {
+		var key struct{ Word string }
+		if err := json.Unmarshal(m.Key, &key); err != nil {
+			t.Fatalf("key %q: %v", m.Key, err)
 		}
-	}
-}
-
-func (u *upsertReader) close() {
-	for _, r := range u.readers {
-		r.Close()
+		if m.Value == nil {
+			delete(u.rows, key.Word)
+			continue
+		}
+		var row struct {
+			Word string
+			N    int64
+		}
+		if err := json.Unmarshal(m.Value, &row); err != nil {
+			t.Fatalf("value %q: %v", m.Value, err)
+		}
+		if row.Word != key.Word {
+			t.Fatalf("key %q with value %q", m.Key, m.Value)
+		}
+		u.rows[key.Word] = row.N
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package kafka is the Kafka connector: an unbounded source that reads a topic's
 // partitions and a sink that appends to a topic or, for a table with a PRIMARY
-// KEY, upserts into it, both with github.com/segmentio/kafka-go.
+// KEY, upserts into it, both with github.com/segmentio/kafka-go (and, for the
+// transactions of a job that takes checkpoints, github.com/twmb/franz-go).
 //
 //	CREATE TABLE clicks (id BIGINT, url TEXT) ENGINE=kafka
 //	  CONNECTION='kafka://broker1:9092,broker2:9092/clicks?format=json&group=clicks-job&dead_letter=clicks-bad';
@@ -32,6 +33,20 @@
 // an update is skipped as its new version follows. Keyed messages are spread over
 // partitions by the Java client's murmur2 hash of the key, so one key's messages
 // stay in one partition, in order, and land where a Java producer would put them.
+//
+// A job that takes checkpoints (exec/checkpoint.go) gets exactly-once
+// delivery instead. The source's state in a checkpoint is, for each of its
+// partitions, the offset of the first record it has not handed downstream; a
+// job restarting from the checkpoint reads from there, whatever the group and
+// start options say, and the group's offsets are committed only when a
+// checkpoint completes (not every second, nor when the source closes). The sink
+// writes the rows it takes between two checkpoint barriers in one Kafka
+// transaction, with franz-go's kgo, and commits it when that checkpoint
+// completes: a reader with isolation.level=read_committed sees each row once,
+// and never the rows of a checkpoint that did not complete (txn.go has the
+// design and the transactional IDs, hummer-<job>-<vertex>-<topic>-<subtask>-<n>).
+// Such a reader waits for the open transaction, so rows become visible a
+// checkpoint interval late.
 //
 // While the brokers cannot be reached, or a partition's leader or the group's
 // coordinator is moving, the source and sink retry with backoff (100ms doubling
@@ -93,7 +108,8 @@ func Spec() *spec.Connector {
 					"csv: one RFC 4180 record per message, columns by position, an empty unquoted field is NULL. " +
 					"A table with a PRIMARY KEY needs json: its sink upserts, keyed by the key columns as a JSON object."},
 			{Name: "group", Type: spec.String,
-				Description: "The consumer group the source commits its progress to (about once a second, and when it stops) " +
+				Description: "The consumer group the source commits its progress to (about once a second, and when it stops; " +
+					"in a job that takes checkpoints, when a checkpoint completes) " +
 					"and resumes from; partitions the group has no offset for start at the start option. " +
 					"Partitions are still assigned by the engine, not by the group's rebalancing."},
 			{Name: "start", Type: spec.Enum, Default: StartEarliest, Allowed: []string{StartEarliest, StartLatest},

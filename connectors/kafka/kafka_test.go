@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,14 +163,30 @@ type running struct {
 // until stop.
 func startSource(t *testing.T, mem memory.Allocator, c exec.ConnectorSpec, i, parallelism int) *running {
 	t.Helper()
+	return startSourceWith(t, c, conntest.TaskContext(t, mem, i, parallelism), nil, nil)
+}
+
+// startSourceWith opens the source of c in tc, restores state unless it is
+// nil, and runs it until stop; emit, unless nil, is the task's checkpoint lock
+// (exec.TaskContext.CheckpointLock) the source emits under.
+func startSourceWith(t *testing.T, c exec.ConnectorSpec, tc *exec.TaskContext, state []byte, emit *sync.Mutex) *running {
+	t.Helper()
 	cfg, err := parseConfig(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{t: t, src: newSource(cfg), col: &conntest.Collector{}, tc: conntest.TaskContext(t, mem, i, parallelism), cancel: cancel, done: make(chan error, 2)}
+	if emit != nil {
+		tc.CheckpointLock = emit
+	}
+	r := &running{t: t, src: newSource(cfg), col: &conntest.Collector{}, tc: tc, cancel: cancel, done: make(chan error, 2)}
 	if err := r.src.Open(ctx, r.tc); err != nil {
 		t.Fatal(err)
+	}
+	if state != nil {
+		if err := r.src.RestoreState(ctx, state); err != nil {
+			t.Fatal(err)
+		}
 	}
 	go func() {
 		r.done <- r.src.Run(ctx, r.col)

@@ -13,9 +13,10 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// commitInterval is how often, at most, a source with the group option commits
-// its progress while it runs.
-const commitInterval = time.Second
+// commitInterval is how often, at most, a source with the group option and
+// without checkpoints commits its progress while it runs. A variable so that
+// tests can shorten it.
+var commitInterval = time.Second
 
 // closeCommitTimeout bounds the last commit, when the source closes.
 const closeCommitTimeout = 5 * time.Second
@@ -57,24 +58,30 @@ func (s *source) listOffsets(ctx context.Context, partitions []int) (map[int]int
 	return offsets, err
 }
 
-// startOffsets returns where to start reading each of partitions: the group's
-// committed offset, or the start option's for a partition without one (and
-// for every partition without the group option).
+// startOffsets returns where to start reading each of partitions: the offset
+// of the checkpoint the job restarts from (RestoreState), else the group's
+// committed offset, else the start option's (earliest or latest).
 func (s *source) startOffsets(ctx context.Context, partitions []int) (map[int]int64, error) {
 	offsets := map[int]int64{}
-	if s.progress != nil {
-		committed, err := s.progress.fetch(ctx, partitions)
+	var rest []int
+	for _, p := range partitions {
+		if o, ok := s.restored[p]; ok {
+			offsets[p] = o
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if s.progress != nil && len(rest) > 0 {
+		committed, err := s.progress.fetch(ctx, rest)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(offsets, committed)
 	}
-	var rest []int
-	for _, p := range partitions {
-		if _, ok := offsets[p]; !ok {
-			rest = append(rest, p)
-		}
-	}
+	rest = slices.DeleteFunc(rest, func(p int) bool {
+		_, ok := offsets[p]
+		return ok
+	})
 	if len(rest) > 0 {
 		listed, err := s.listOffsets(ctx, rest)
 		if err != nil {
@@ -89,6 +96,11 @@ func (s *source) startOffsets(ctx context.Context, partitions []int) (map[int]in
 // downstream, and commits it to the group. It commits without joining the
 // group (generation -1, no member id, as a consumer with manually assigned
 // partitions does), so the engine, not the group, assigns partitions.
+//
+// Without checkpoints Run advances it after each batch and it commits about
+// once a second and when the source closes; with checkpoints the source
+// commits each completed checkpoint's offsets instead (source_checkpoint.go),
+// possibly from another goroutine than Run's.
 type progress struct {
 	group  string
 	topic  string
@@ -98,8 +110,8 @@ type progress struct {
 	mu   sync.Mutex
 	done map[int]int64 // by partition: the offset after the last record handed downstream
 
-	// committed is what the group holds; only the committing goroutine (Run's
-	// committer, then Close) uses it.
+	// commitMu serialises commits and guards committed, what the group holds.
+	commitMu  sync.Mutex
 	committed map[int]int64
 }
 
@@ -136,7 +148,9 @@ func (g *progress) fetch(ctx context.Context, partitions []int) (map[int]int64, 
 	if err != nil {
 		return nil, err
 	}
+	g.commitMu.Lock()
 	g.committed = maps.Clone(offsets)
+	g.commitMu.Unlock()
 	return offsets, nil
 }
 
@@ -157,24 +171,32 @@ func (g *progress) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := g.commit(ctx); err != nil {
+			if err := g.commit(ctx, g.handedOn()); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// commit commits the offsets that moved since the last commit, retrying while
-// the group's coordinator cannot be reached.
-func (g *progress) commit(ctx context.Context) error {
+// handedOn returns a copy of what advance recorded.
+func (g *progress) handedOn() map[int]int64 {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.done)
+}
+
+// commit commits offsets (by partition: the offset of the next record to
+// read) where they differ from what the group holds, retrying while the
+// group's coordinator cannot be reached.
+func (g *progress) commit(ctx context.Context, offsets map[int]int64) error {
+	g.commitMu.Lock()
+	defer g.commitMu.Unlock()
 	var todo []kafka.OffsetCommit
-	for p, o := range g.done {
+	for p, o := range offsets {
 		if c, ok := g.committed[p]; !ok || c != o {
 			todo = append(todo, kafka.OffsetCommit{Partition: p, Offset: o})
 		}
 	}
-	g.mu.Unlock()
 	if len(todo) == 0 {
 		return nil
 	}

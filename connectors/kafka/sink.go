@@ -5,22 +5,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hummer-db/hummer/exec"
 )
 
 // sink writes each row to the topic as one message in the table's format:
-// appended, or, for a table with a PRIMARY KEY, upserted by its key.
+// appended, or, for a table with a PRIMARY KEY, upserted by its key. Without
+// checkpoints it writes with kafka-go, each batch as it comes; with them, in
+// transactions committed as checkpoints complete (txn.go).
 type sink struct {
 	cfg       config
-	transport *kafka.Transport
-	w         *kafka.Writer
+	transport *kafka.Transport // without checkpoints
+	w         *kafka.Writer    // without checkpoints
+	txn       *txnWriter       // with checkpoints
 	calls     *retrier
 	what      string // the call, for status and errors
 	msgs      []kafka.Message
@@ -35,13 +40,28 @@ type span struct {
 	tombstone          bool
 }
 
-var _ exec.Operator = (*sink)(nil)
+var (
+	_ exec.Operator           = (*sink)(nil)
+	_ exec.Checkpointed       = (*sink)(nil)
+	_ exec.CheckpointListener = (*sink)(nil)
+)
 
 func newSink(cfg config) *sink { return &sink{cfg: cfg} }
 
 // Open creates the writer; it connects on the first write. The sink has its
-// own transport so that Close can drop its connections.
+// own transport so that Close can drop its connections. With checkpoints it
+// creates the pool of transactional producers instead, which first contacts
+// the brokers in RestoreState or before the first record.
 func (k *sink) Open(ctx context.Context, tc *exec.TaskContext) error {
+	log := slog.New(slog.DiscardHandler)
+	if tc.Log != nil {
+		log = tc.Log.With("topic", k.cfg.topic)
+	}
+	k.what = "writing to topic " + k.cfg.topic
+	if tc.Checkpointing {
+		k.txn = newTxnWriter(k.cfg, tc, log)
+		return nil
+	}
 	k.transport = newTransport()
 	var balancer kafka.Balancer = &kafka.RoundRobin{}
 	if k.upsert() {
@@ -50,19 +70,15 @@ func (k *sink) Open(ctx context.Context, tc *exec.TaskContext) error {
 		balancer = &kafka.Murmur2Balancer{}
 	}
 	k.w = newWriter(k.cfg, k.cfg.topic, k.transport, balancer)
-	var log *slog.Logger
-	if tc.Log != nil {
-		log = tc.Log.With("topic", k.cfg.topic)
-	}
 	k.calls = newRetrier(k.cfg, k.transport, tc.Metrics, log)
-	k.what = "writing to topic " + k.cfg.topic
 	return nil
 }
 
 func (k *sink) upsert() bool { return len(k.cfg.key) > 0 }
 
 // ProcessBatch writes b's rows and returns once the brokers have them all,
-// retrying while they cannot be reached.
+// retrying while they cannot be reached; with checkpoints, in the open
+// epoch's transaction.
 func (k *sink) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
 	n := b.NumRows()
 	if n == 0 {
@@ -91,6 +107,12 @@ func (k *sink) ProcessBatch(ctx context.Context, input int, b exec.Batch, out ex
 		s.end = len(k.buf)
 		k.spans = append(k.spans, s)
 	}
+	if len(k.spans) == 0 {
+		return nil
+	}
+	if k.txn != nil {
+		return k.produceTxn(ctx)
+	}
 	// The messages point into one buffer, kept until the next batch: the writer
 	// is done with them when WriteMessages returns.
 	k.msgs = k.msgs[:0]
@@ -107,11 +129,38 @@ func (k *sink) ProcessBatch(ctx context.Context, input int, b exec.Batch, out ex
 		}
 		k.msgs = append(k.msgs, m)
 	}
-	if len(k.msgs) == 0 {
-		return nil
-	}
 	if err := write(ctx, k.calls, k.what, k.w, k.msgs, k.upsert()); err != nil {
 		return fmt.Errorf("kafka: writing %d rows to %s: %w", len(k.msgs), k.cfg.topic, err)
+	}
+	return nil
+}
+
+// produceTxn writes the messages of k.spans in the open epoch's transaction.
+func (k *sink) produceTxn(ctx context.Context) error {
+	if err := k.ready(ctx); err != nil {
+		return err
+	}
+	w := k.txn
+	// As with kafka-go, the records point into k.buf: ProduceSync is done
+	// with them when it returns.
+	w.recs = slices.Grow(w.recs[:0], len(k.spans))[:len(k.spans)]
+	w.ptrs = w.ptrs[:0]
+	for i, s := range k.spans {
+		r := &w.recs[i]
+		*r = kgo.Record{Topic: k.cfg.topic}
+		if k.upsert() {
+			r.Key = k.buf[s.start:s.keyEnd:s.keyEnd]
+		}
+		if !s.tombstone {
+			r.Value = k.buf[s.keyEnd:s.end:s.end]
+			if r.Value == nil {
+				r.Value = []byte{} // an empty value (a NULL in format=text), not a tombstone
+			}
+		}
+		w.ptrs = append(w.ptrs, r)
+	}
+	if err := w.produce(ctx, w.ptrs); err != nil {
+		return fmt.Errorf("kafka: writing %d rows to %s in a transaction: %w", len(w.ptrs), k.cfg.topic, err)
 	}
 	return nil
 }
@@ -201,16 +250,90 @@ func appendCSV(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// ProcessSignal forwards signals: the sink consumes none of them.
+// ProcessSignal forwards signals: the sink consumes none of them. With
+// checkpoints, a barrier first ends the epoch: its records are all on the
+// brokers and its transaction awaits the checkpoint's completion. End of
+// stream commits every transaction at once, as no checkpoint will complete
+// after it.
 func (k *sink) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	if k.txn != nil && (s.Kind == exec.Barrier || s.Kind == exec.EndOfStream) {
+		if err := k.ready(ctx); err != nil {
+			return err
+		}
+		var err error
+		if s.Kind == exec.Barrier {
+			err = k.txn.barrier(ctx, s.Checkpoint)
+		} else {
+			err = k.txn.finish(ctx)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if out == nil {
 		return nil
 	}
 	return out.CollectSignal(ctx, s)
 }
 
+// ready readies, once, the transactional producers of a task that restored
+// no state (RestoreState readies them otherwise).
+func (k *sink) ready(ctx context.Context) error {
+	if k.txn.recovered {
+		return nil
+	}
+	return k.txn.recover(ctx, nil)
+}
+
+// SnapshotState returns, with checkpoints, the transactions awaiting the
+// completion of checkpoint or earlier ones, as JSON: a task restarting from
+// checkpoint commits them. Without checkpoints it returns nil.
+func (k *sink) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	if k.txn == nil {
+		return nil, nil
+	}
+	return json.Marshal(k.txn.snapshot(checkpoint))
+}
+
+// RestoreState commits the transactions data lists, as their checkpoint
+// completed, and aborts every other transaction an earlier incarnation of the
+// task left open (txn.go). It is called after Open, before any input.
+func (k *sink) RestoreState(ctx context.Context, data []byte) error {
+	if k.txn == nil {
+		return nil
+	}
+	var st sinkState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("kafka: restoring the sink of topic %s: %w", k.cfg.topic, err)
+	}
+	if st.Version != sinkStateVersion {
+		return fmt.Errorf("kafka: restoring the sink of topic %s: state version %d, this release reads version %d", k.cfg.topic, st.Version, sinkStateVersion)
+	}
+	if k.txn.recovered {
+		return fmt.Errorf("kafka: restoring the sink of topic %s after it started", k.cfg.topic)
+	}
+	return k.txn.recover(ctx, &st)
+}
+
+// NotifyCheckpointComplete commits, with checkpoints, the transactions of
+// checkpoint and of the ones before it.
+func (k *sink) NotifyCheckpointComplete(ctx context.Context, checkpoint int64) error {
+	if k.txn == nil {
+		return nil
+	}
+	if err := k.ready(ctx); err != nil {
+		return err
+	}
+	return k.txn.complete(ctx, checkpoint)
+}
+
 // Close closes the writer and its connections; it is safe to call twice.
+// With checkpoints it aborts the open epoch's transaction and leaves those
+// awaiting their checkpoints to the task that restarts from one (txn.go).
 func (k *sink) Close(ctx context.Context) error {
+	if k.txn != nil {
+		k.txn.close()
+	}
 	var err error
 	if k.w != nil {
 		err = k.w.Close()

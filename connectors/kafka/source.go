@@ -40,7 +40,8 @@ const maxLoggedBadRecords = 5
 
 // source reads this subtask's partitions of a topic. Open prepares the
 // clients without contacting the brokers; Run reads; Close commits the
-// progress (with the group option) and closes the connections.
+// progress (with the group option, without checkpoints) and closes the
+// connections. source_checkpoint.go holds its part in checkpoints.
 type source struct {
 	cfg    config
 	out    types.Schema // the projected columns
@@ -55,6 +56,10 @@ type source struct {
 	calls     *retrier
 	progress  *progress    // nil without the group option
 	dead      *deadLetters // nil without the dead_letter option
+
+	pos      positions        // what has been handed downstream, for SnapshotState
+	restored map[int]int64    // by partition, where RestoreState says to start
+	snaps    pendingSnapshots // with checkpoints and the group option: offsets to commit
 }
 
 var _ exec.Source = (*source)(nil)
@@ -91,18 +96,20 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	return nil
 }
 
-// Close commits, with the group option, the progress Run made, then closes the
-// connections. It is safe to call twice, and after a failed Open.
+// Close commits, with the group option and without checkpoints, the progress
+// Run made, then closes the connections. With checkpoints it commits nothing:
+// the group holds the offsets of the last completed checkpoint. It is safe to
+// call twice, and after a failed Open.
 func (s *source) Close() error {
 	var errs []error
-	if s.progress != nil {
+	if s.progress != nil && !s.tc.Checkpointing {
 		ctx, cancel := context.WithTimeout(context.Background(), closeCommitTimeout)
-		if err := s.progress.commit(ctx); err != nil {
+		if err := s.progress.commit(ctx, s.progress.handedOn()); err != nil {
 			errs = append(errs, fmt.Errorf("kafka: committing the progress to group %s: %w", s.cfg.group, err))
 		}
 		cancel()
-		s.progress = nil
 	}
+	s.progress = nil
 	if s.dead != nil {
 		errs = append(errs, s.dead.close())
 		s.dead = nil
@@ -117,8 +124,8 @@ func (s *source) Close() error {
 // Run reads this subtask's partitions until ctx is cancelled, then returns
 // ctx's error, or until the brokers answer with an error that retrying will
 // not cure. Rows not yet emitted when it returns are dropped: with the group
-// option they are read again by the next job, as the offsets committed stop
-// before them.
+// option or a checkpoint they are read again by the next job, as the offsets
+// committed or snapshotted stop before them.
 func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	parts, err := s.partitions(ctx)
 	if err != nil {
@@ -139,7 +146,8 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("kafka source reading", "partitions", mine, "offsets", start, "group", s.cfg.group)
+	s.pos.reset(start)
+	s.log.Info("kafka source reading", "partitions", mine, "offsets", start, "group", s.cfg.group, "restored", len(s.restored) > 0)
 
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -156,7 +164,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			}
 		})
 	}
-	if s.progress != nil {
+	if s.progress != nil && !s.tc.Checkpointing {
 		wg.Go(func() {
 			if err := s.progress.run(rctx); err != nil && rctx.Err() == nil {
 				failed <- err
@@ -171,7 +179,9 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	timer.Stop()
 	armed := false
 	// flush hands on what the records taken in since the last flush gave: dead
-	// letters to their topic, rows downstream; then the progress moves past them.
+	// letters to their topic, rows downstream; the position checkpoints take
+	// moves past them as they go (see positions.snapshot), the progress
+	// committed without checkpoints once they have gone.
 	flush := func() error {
 		if armed {
 			timer.Stop()
@@ -180,6 +190,15 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		if err := s.dead.flush(ctx); err != nil {
 			return err
 		}
+		// The position moves and its batch goes out under the checkpoint lock,
+		// so that a checkpoint's snapshot never falls between them.
+		if lock := s.tc.CheckpointLock; lock != nil {
+			s.pos.waiting.Store(true)
+			lock.Lock()
+			s.pos.waiting.Store(false)
+			defer lock.Unlock()
+		}
+		s.pos.advance(pending)
 		if bb.Rows() > 0 {
 			rec := bb.Flush()
 			err := out.Collect(ctx, exec.Batch{Rec: rec})
@@ -188,7 +207,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 				return err
 			}
 		}
-		if s.progress != nil {
+		if s.progress != nil && !s.tc.Checkpointing {
 			s.progress.advance(pending)
 		}
 		clear(pending)

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestChaos is exactly-once under failures, across processes: one JobManager
+// and three TaskManagers, Kafka input produced while two continuous jobs run
+// with checkpoints every second — a WordCount into an upsert topic and a
+// pass-through of numbered lines into an append topic. A TaskManager is killed
+// (SIGKILL) every few seconds and started again, several times; then the
+// JobManager is killed and started again. In the end the upsert topic holds
+// exactly the reference counts, and a read_committed reader of the append topic
+// sees every number exactly once.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test: seconds of killing processes")
+	}
+	text, err := os.ReadFile("../../data/kjv.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(text), "\n"), "\n")[:12000]
+	want := map[string]int64{}
+	for _, line := range lines {
+		for _, w := range strings.Split(strings.ToLower(line), " ") {
+			if w != "" {
+				want[w]++
+			}
+		}
+	}
+	const numbers = 12000
+
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1),
+		kfake.SeedTopics(3, "verses", "counts", "nums_in", "nums_out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	addr := broker.ListenAddrs()[0]
+
+	bin := buildHummer(t)
+	pgAddr, rpcAddr := freeAddr(t), freeAddr(t)
+	jmDir := filepath.Join(t.TempDir(), "jm")
+	jm := startKillable(t, bin, "jobmanager", "--pg-addr", pgAddr, "--rpc-addr", rpcAddr, "--data-dir", jmDir,
+		"--checkpoint-interval", "1s")
+	var tms []*killable
+	for i := range 3 {
+		tms = append(tms, startKillable(t, bin, "taskmanager", "--jobmanager", rpcAddr, "--slots", "2",
+			"--data-dir", filepath.Join(t.TempDir(), fmt.Sprint("tm", i))))
+	}
+	waitUntil(t, "three registered TaskManagers", jm.exited, func() bool {
+		out, err := psqlErr(pgAddr, "SET parallelism = 6;")
+		return err == nil && !strings.Contains(out, "ERROR")
+	})
+	psql(t, pgAddr, fmt.Sprintf(`
+		CREATE TABLE verses (line TEXT) ENGINE=kafka CONNECTION='kafka://%[1]s/verses';
+		CREATE TABLE counts (word TEXT, n BIGINT, PRIMARY KEY (word)) ENGINE=kafka CONNECTION='kafka://%[1]s/counts?format=json';
+		CREATE TABLE nums_in (line TEXT) ENGINE=kafka CONNECTION='kafka://%[1]s/nums_in';
+		CREATE TABLE nums_out (line TEXT) ENGINE=kafka CONNECTION='kafka://%[1]s/nums_out';
+		SET parallelism = 2;
+		INSERT INTO counts SELECT word, COUNT(*) FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM verses) AS t WHERE word <> '' GROUP BY word;
+		INSERT INTO nums_out SELECT line FROM nums_in;`, addr))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	// Input arrives over ~20s while processes are killed.
+	produced := make(chan error, 1)
+	go func() {
+		const steps = 100
+		for i := range steps {
+			var recs []*kgo.Record
+			for _, l := range lines[i*len(lines)/steps : (i+1)*len(lines)/steps] {
+				recs = append(recs, &kgo.Record{Topic: "verses", Value: []byte(l)})
+			}
+			for n := i * numbers / steps; n < (i+1)*numbers/steps; n++ {
+				recs = append(recs, &kgo.Record{Topic: "nums_in", Value: []byte(strconv.Itoa(n))})
+			}
+			if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-ctx.Done():
+				produced <- ctx.Err()
+				return
+			}
+		}
+		produced <- nil
+	}()
+
+	// Kill a TaskManager every 5s and start it again, four times; then the
+	// JobManager.
+	for i := range 4 {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		tm := tms[i%3]
+		tm.kill(t)
+		t.Logf("killed TaskManager %d", i%3)
+		tm.start(t)
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	// Both jobs had tasks on killed TaskManagers: each restarted.
+	waitUntil(t, "both jobs restarted from checkpoints", jm.exited, func() bool {
+		rows := strings.Split(strings.TrimSpace(psql(t, pgAddr, "SHOW PROCESSLIST")), "\n")
+		restarted := 0
+		for _, r := range rows {
+			f := strings.Split(r, "|")
+			if len(f) == 12 && f[2] == "running" && f[10] != "0" {
+				restarted++
+			}
+		}
+		return restarted == 2
+	})
+	t.Logf("jobs before killing the JobManager:\n%s", psql(t, pgAddr, "SHOW PROCESSLIST"))
+	jm.kill(t)
+	t.Log("killed the JobManager")
+	jm.start(t)
+
+	out := newCommittedReader(t, addr, "counts", "nums_out")
+	defer out.close()
+	counts := map[string]int64{}
+	nums := map[int]int{}
+	converged := func() bool {
+		for _, r := range out.poll(t, ctx) {
+			switch r.Topic {
+			case "counts":
+				var key struct{ Word string }
+				if err := json.Unmarshal(r.Key, &key); err != nil {
+					t.Fatalf("counts key %q: %v", r.Key, err)
+				}
+				if r.Value == nil {
+					delete(counts, key.Word)
+					continue
+				}
+				var row struct{ N int64 }
+				if err := json.Unmarshal(r.Value, &row); err != nil {
+					t.Fatalf("counts value %q: %v", r.Value, err)
+				}
+				counts[key.Word] = row.N
+			case "nums_out":
+				n, err := strconv.Atoi(string(r.Value))
+				if err != nil {
+					t.Fatalf("nums_out value %q", r.Value)
+				}
+				nums[n]++
+			}
+		}
+		return len(nums) == numbers && maps.Equal(counts, want)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !converged() {
+		if time.Now().After(deadline) {
+			missing := 0
+			for n := range numbers {
+				if nums[n] == 0 {
+					missing++
+				}
+			}
+			diff := 0
+			for w, n := range want {
+				if counts[w] != n {
+					diff++
+				}
+			}
+			t.Fatalf("after the chaos: %d numbers missing, %d words with a wrong count (of %d)\n%s",
+				missing, diff, len(want), psql(t, pgAddr, "SHOW PROCESSLIST"))
+		}
+	}
+	// A duplicate would be a later committed transaction: give the jobs two more
+	// checkpoints to show one.
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); {
+		converged()
+	}
+	for n, c := range nums {
+		if c != 1 {
+			t.Errorf("number %d delivered %d times", n, c)
+		}
+	}
+	if !maps.Equal(counts, want) {
+		t.Error("the upsert topic changed away from the reference counts")
+	}
+	jobs := psql(t, pgAddr, "SHOW PROCESSLIST")
+	t.Logf("jobs after the chaos:\n%s", jobs)
+}
+
+// killable is a process a test kills with SIGKILL and starts again with the
+// same arguments.
+type killable struct {
+	bin    string
+	args   []string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	logs   *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startKillable(t *testing.T, bin string, args ...string) *killable {
+	t.Helper()
+	k := &killable{bin: bin, args: args, logs: &lockedBuffer{}}
+	k.start(t)
+	t.Cleanup(func() {
+		k.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-k.exited:
+		case <-time.After(10 * time.Second):
+			k.cmd.Process.Kill()
+			<-k.exited
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", strings.Join(args[:1], " "), k.logs.String())
+		}
+	})
+	return k
+}
+
+func (k *killable) start(t *testing.T) {
+	t.Helper()
+	k.cmd = exec.Command(k.bin, k.args...)
+	k.cmd.Stderr = k.logs
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	k.exited = make(chan struct{})
+	cmd, exited := k.cmd, k.exited
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+}
+
+func (k *killable) kill(t *testing.T) {
+	t.Helper()
+	k.cmd.Process.Kill()
+	<-k.exited
+	fmt.Fprintf(k.logs, "---- killed ----\n")
+}
+
+// committedReader reads topics from their start as a read_committed consumer:
+// only records of committed transactions (and non-transactional ones).
+type committedReader struct{ c *kgo.Client }
+
+func newCommittedReader(t *testing.T, addr string, topics ...string) *committedReader {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topics...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &committedReader{c: c}
+}
+
+// poll returns what arrived since the last poll (waiting at most ~100ms).
+func (r *committedReader) poll(t *testing.T, ctx context.Context) []*kgo.Record {
+	t.Helper()
+	pollCtx, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	fs := r.c.PollFetches(pollCtx)
+	var recs []*kgo.Record
+	fs.EachError(func(topic string, p int32, err error) {
+		if pollCtx.Err() == nil {
+			t.Logf("fetching %s/%d: %v", topic, p, err)
+		}
+	})
+	fs.EachRecord(func(rec *kgo.Record) { recs = append(recs, rec) })
+	return recs
+}
+
+func (r *committedReader) close() { r.c.Close() }
