@@ -157,10 +157,12 @@ func newWriter(cfg config, topic string, tr *kafka.Transport, balancer kafka.Bal
 		Balancer:     balancer,
 		RequiredAcks: kafka.RequireAll,
 		MaxAttempts:  1,
-		BatchSize:    batchRows,
+		// kafka-go allocates room for BatchSize messages per batch; a call's
+		// messages go out in batches of this many.
+		BatchSize: 256,
 		// WriteMessages is synchronous: waiting for more messages than the call
-		// gives only adds latency.
-		BatchTimeout: time.Millisecond,
+		// gives only adds latency (each call's messages still go out together).
+		BatchTimeout: time.Nanosecond,
 		ReadTimeout:  requestTimeout,
 		WriteTimeout: requestTimeout,
 		Transport:    tr,

@@ -19,13 +19,10 @@ import (
 	"github.com/hummer-db/hummer/exec/types"
 )
 
-// A batch is emitted when it holds batchRows rows, or flushInterval after its
-// first record arrived, so that a quiet topic's records do not wait for a full
-// batch.
-const (
-	batchRows     = 4096
-	flushInterval = 100 * time.Millisecond
-)
+// A batch is emitted when it holds batchRows rows, or as soon as the records
+// fetched so far are taken in: under load batches fill up, and a quiet topic's
+// records go on at once instead of waiting for more.
+const batchRows = 4096
 
 // A fetch asks for up to fetchMaxBytes of a partition and waits up to
 // fetchMaxWait for its first record.
@@ -175,18 +172,11 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	bb := records.NewBuilder(s.tc.Alloc, s.out)
 	defer bb.Release()
 	pending := map[int]int64{} // by partition: the offset after the last record taken in
-	timer := time.NewTimer(flushInterval)
-	timer.Stop()
-	armed := false
 	// flush hands on what the records taken in since the last flush gave: dead
 	// letters to their topic, rows downstream; the position checkpoints take
 	// moves past them as they go (see positions.snapshot), the progress
 	// committed without checkpoints once they have gone.
 	flush := func() error {
-		if armed {
-			timer.Stop()
-			armed = false
-		}
 		if err := s.dead.flush(ctx); err != nil {
 			return err
 		}
@@ -230,19 +220,10 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 					bb.Commit(len(m.Value))
 				}
 			}
-			switch {
-			case bb.Rows()+s.dead.len() >= batchRows:
+			if bb.Rows()+s.dead.len() >= batchRows || len(msgs) == 0 {
 				if err := flush(); err != nil {
 					return err
 				}
-			case !armed:
-				timer.Reset(flushInterval)
-				armed = true
-			}
-		case <-timer.C:
-			armed = false
-			if err := flush(); err != nil {
-				return err
 			}
 		}
 	}
