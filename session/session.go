@@ -520,7 +520,9 @@ func (s *Session) showJobs() (*Result, error) {
 		{Name: "rows_in", Type: types.Int64Type}, {Name: "rows_out", Type: types.Int64Type},
 		{Name: "bad_records", Type: types.Int64Type}, {Name: "dead_letters", Type: types.Int64Type},
 		{Name: "status", Type: types.StringType}, {Name: "error", Type: types.StringType},
-		{Name: "restarts", Type: types.Int64Type}, {Name: "checkpoint", Type: types.Int64Type}}
+		{Name: "restarts", Type: types.Int64Type}, {Name: "checkpoint", Type: types.Int64Type},
+		{Name: "restored_from", Type: types.Int64Type}, {Name: "checkpoint_ms", Type: types.Float64Type},
+		{Name: "checkpoint_bytes", Type: types.Int64Type}, {Name: "alignment_ms", Type: types.Float64Type}}
 	var rows [][]types.Value
 	for _, j := range s.e.jm.Jobs() {
 		id, _ := strconv.ParseInt(j.ID, 10, 64)
@@ -554,9 +556,34 @@ func (s *Session) showJobs() (*Result, error) {
 		rows = append(rows, []types.Value{types.IntValue(id), types.StringValue(j.Statement),
 			types.StringValue(string(j.State())), types.TimestampValue(j.Started.UnixMicro()),
 			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText,
-			types.IntValue(int64(ck.Restarts)), checkpoint})
+			types.IntValue(int64(ck.Restarts)), checkpoint, optInt(ck.RestoredFrom),
+			optMillis(ck.Last, ck.LastDuration), ckBytes(ck.Last, ck.LastBytes), optMillis(ck.Last, ck.LastAlign)})
 	}
 	return s.valuesResult("SHOW", schema, rows)
+}
+
+// optInt is n, or NULL for 0 (no such checkpoint).
+func optInt(n int64) types.Value {
+	if n == 0 {
+		return types.NullValue(types.Int64Type)
+	}
+	return types.IntValue(n)
+}
+
+// optMillis is d in milliseconds, or NULL when there is no checkpoint.
+func optMillis(checkpoint int64, d time.Duration) types.Value {
+	if checkpoint == 0 {
+		return types.NullValue(types.Float64Type)
+	}
+	return types.FloatValue(float64(d.Microseconds()) / 1000)
+}
+
+// ckBytes is the size of a checkpoint's state, or NULL when there is none.
+func ckBytes(checkpoint, n int64) types.Value {
+	if checkpoint == 0 {
+		return types.NullValue(types.Int64Type)
+	}
+	return types.IntValue(n)
 }
 
 // kill cancels a job.
