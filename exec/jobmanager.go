@@ -584,6 +584,22 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 	}
 }
 
+// ReadView returns the current rows of the job's view task (a materialised
+// view's job) as an Arrow IPC stream; after the job ended, its final rows.
+func (j *Job) ReadView() ([]byte, error) {
+	j.mu.Lock()
+	ds := j.deployments
+	j.mu.Unlock()
+	for _, d := range ds {
+		data, err := d.ReadView()
+		if errors.Is(err, ErrNoView) {
+			continue
+		}
+		return data, err
+	}
+	return nil, ErrNoView
+}
+
 // Checkpoints returns the job's checkpoint and restart counters.
 func (j *Job) Checkpoints() CheckpointStats {
 	j.mu.Lock()

@@ -28,6 +28,8 @@ type streamTask struct {
 	netTasks []*netTask
 	// ckpt is the task's part in checkpointing; nil when the job takes none.
 	ckpt *taskCheckpoints
+	// view is the rows of the task's view operator, if it ends with one.
+	view *ViewState
 }
 
 // closeNet closes the task's network channels: after its end of stream went out

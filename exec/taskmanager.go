@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -87,6 +88,9 @@ type Deployment struct {
 	// tells every task a checkpoint is complete; the tasks' answers arrive on acks.
 	trigger, complete func(id int64)
 	acks              chan CheckpointAck
+	// readView returns the rows of the job's view task here, if it has one
+	// (ErrNoView otherwise); they stay readable after the tasks ended.
+	readView func() ([]byte, error)
 }
 
 // NewDeployment returns a deployment of tasks that run out of this process:
@@ -111,8 +115,19 @@ func NewDeployment(cancel func(cause error), tasks []TaskID) (d *Deployment, fin
 
 func newDeployment() *Deployment {
 	return &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{},
-		trigger: func(int64) {}, complete: func(int64) {}, acks: make(chan CheckpointAck, 64)}
+		trigger: func(int64) {}, complete: func(int64) {}, acks: make(chan CheckpointAck, 64),
+		readView: func() ([]byte, error) { return nil, ErrNoView }}
 }
+
+// ErrNoView: the deployment has no view task.
+var ErrNoView = errors.New("exec: no view task here")
+
+// OnReadView sets how a deployment made by NewDeployment reads its view task.
+func (d *Deployment) OnReadView(read func() ([]byte, error)) { d.readView = read }
+
+// ReadView returns the current rows of the deployment's view task as an Arrow
+// IPC stream (ViewState.Snapshot), or ErrNoView.
+func (d *Deployment) ReadView() ([]byte, error) { return d.readView() }
 
 // OnCheckpoint sets how a deployment made by NewDeployment passes checkpoint
 // triggers and completions on to its tasks.
@@ -221,6 +236,9 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 		}
 		tasks[et.ID] = t
 		d.metrics[et.ID] = t.tc.Metrics
+		if t.view != nil {
+			d.readView = t.view.Snapshot
+		}
 		if store != nil {
 			t.tc.Checkpointing = true
 			t.tc.CheckpointLock = new(sync.Mutex)
@@ -496,7 +514,8 @@ func (tm *TaskManager) buildTask(g *ExecutionGraph, et *ExecTask, results Result
 			op  Operator
 			err error
 		)
-		if spec.Kind == "sink" {
+		switch spec.Kind {
+		case "sink":
 			var c ConnectorSpec
 			if c, err = decodeConnector(spec); err == nil {
 				op, err = tm.cfg.Registry.NewSink(c)
@@ -504,7 +523,12 @@ func (tm *TaskManager) buildTask(g *ExecutionGraph, et *ExecTask, results Result
 			if err == nil {
 				op = &countingSink{Operator: op, metrics: metrics}
 			}
-		} else {
+		case "view":
+			var v *viewOp
+			if v, err = newViewOp(spec); err == nil {
+				op, t.view = v, v.state
+			}
+		default:
 			op, err = tm.cfg.Registry.NewOperator(spec)
 		}
 		if err != nil {

@@ -233,3 +233,39 @@ func (s *snapshotSource) Run(ctx context.Context, out Collector) error {
 }
 
 func (s *snapshotSource) Close() error { return nil }
+
+// viewOp is kind "view", the sink of a materialised view's job: it keeps the
+// view's rows (a ViewState) inside the dataflow, where checkpoints take them
+// with every other operator's state, and the engine reads them through the
+// job's deployment (Deployment.ReadView). It runs as one instance.
+type viewOp struct {
+	state *ViewState
+}
+
+var (
+	_ Operator     = (*viewOp)(nil)
+	_ Checkpointed = (*viewOp)(nil)
+)
+
+func newViewOp(spec OperatorSpec) (*viewOp, error) {
+	return &viewOp{state: NewViewState(spec.Out)}, nil
+}
+
+func (o *viewOp) Open(ctx context.Context, tc *TaskContext) error {
+	if tc.Parallelism != 1 {
+		return fmt.Errorf("view: runs as one instance, not %d", tc.Parallelism)
+	}
+	return nil
+}
+
+func (o *viewOp) ProcessBatch(ctx context.Context, _ int, b Batch, _ Collector) error {
+	return o.state.Send(ctx, "", b)
+}
+
+func (o *viewOp) ProcessSignal(context.Context, int, Signal, Collector) error { return nil }
+
+func (o *viewOp) Close(context.Context) error { return nil }
+
+func (o *viewOp) SnapshotState(context.Context, int64) ([]byte, error) { return o.state.SnapshotState() }
+
+func (o *viewOp) RestoreState(_ context.Context, data []byte) error { return o.state.RestoreState(data) }

@@ -22,6 +22,9 @@ type Options struct {
 	// Upsert says the sink takes updates, keyed by Sink.Key; otherwise it is
 	// append-only and a query producing updates is refused.
 	Upsert bool
+	// View makes the rows go to a "view" operator that keeps them (a
+	// materialised view's job) instead of to the client.
+	View bool
 	// Unbounded reports whether a connector's source never ends. A query
 	// reading one is continuous: its aggregations emit updates as they go.
 	Unbounded func(connector string) bool
@@ -66,6 +69,11 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 				"the query produces updates (an aggregation over a stream changes its rows as input arrives), but the table it writes is append-only; "+
 					"write it to a table with a PRIMARY KEY (an upsert sink, such as ENGINE=kafka with format=json), or keep the result in a view: CREATE VIEW v AS SELECT ...")
 		}
+	}
+	if opts.View {
+		last = exec.OperatorSpec{Kind: "view", Label: "view", Out: p.Schema()}
+		b.add(last, 1, 1, in(root, gatherOrForward(b.par(root))))
+		return b.g, nil
 	}
 	b.add(last, b.par(root), 0, edge)
 	return b.g, nil

@@ -270,15 +270,21 @@ func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string)
 	return nil, sql.Errorf(sql.ErrUnsupported, 0, "statement %T is not supported", stmt)
 }
 
+// viewSink, passed to plan as the sink, makes the rows go to a view operator.
+var viewSink = &exec.ConnectorSpec{Connector: "view"}
+
 // plan turns a query into its graphs; with sink set its rows go to that
-// connector instead of to the client.
+// connector (or, for viewSink, a view operator) instead of to the client.
 func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, error) {
 	p := sql.Optimize(q.Plan)
 	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Snapshot: s.e.snapshot}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)
 	}
-	if len(sink) > 0 {
+	switch {
+	case len(sink) > 0 && sink[0] == viewSink:
+		opts.View = true
+	case len(sink) > 0:
 		opts.Sink = sink[0]
 		opts.Upsert = len(opts.Sink.Key) > 0 && s.e.cfg.Upsert(opts.Sink.Connector)
 	}
@@ -388,7 +394,7 @@ func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
 		return nil, err
 	}
 	if continuous {
-		s.e.keep(job)
+		s.e.keep(job, "")
 	}
 	return &Result{Tag: "INSERT 0 0", Notices: []string{
 		fmt.Sprintf("job %s started: it writes into %s; SHOW PROCESSLIST shows it, KILL %s stops it", job.ID, t.Name, job.ID),
@@ -419,13 +425,13 @@ func parseInterval(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// keep records a continuous job in the catalog so that a restarted engine
-// resumes it, and forgets it when it ends (killed, failed, finished) while the
-// engine runs.
-func (e *Engine) keep(job *exec.Job) {
+// keep records a continuous job (of view, if not "") in the catalog so that a
+// restarted engine resumes it, and forgets it when it ends (killed, failed,
+// finished) while the engine runs.
+func (e *Engine) keep(job *exec.Job, view string) {
 	graph, err := json.Marshal(job.Graph.Job)
 	if err == nil {
-		err = e.catalog.AddJob(&sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph})
+		err = e.catalog.AddJob(&sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph, View: view})
 	}
 	if err != nil {
 		e.cfg.Log.Warn("job not recorded: it will not resume after a restart", "job", job.ID, "err", err)
@@ -454,14 +460,18 @@ func (e *Engine) keep(job *exec.Job) {
 // every second until it starts or the engine closes.
 func (e *Engine) resume() {
 	var waiting []*sql.JobRecord
+	resumed := map[string]bool{} // views whose jobs resume from checkpoints
 	for _, r := range e.catalog.Jobs() {
+		if r.View != "" {
+			resumed[r.View] = true
+		}
 		if err := e.resumeJob(r); errors.Is(err, exec.ErrNoSlots) {
 			waiting = append(waiting, r)
 		} else if err != nil {
 			e.cfg.Log.Error("job not resumed", "job", r.ID, "err", err)
 		}
 	}
-	e.restartViews()
+	e.restartViews(resumed)
 	if len(waiting) == 0 {
 		return
 	}
@@ -499,12 +509,20 @@ func (e *Engine) resumeJob(r *sql.JobRecord) error {
 	if e.cfg.CheckpointURL != "" {
 		opts.CheckpointURL, opts.CheckpointInterval = e.cfg.CheckpointURL, e.cfg.CheckpointInterval
 	}
+	if r.View != "" {
+		if t, ok := e.catalog.Table(r.View); !ok || !t.IsView() {
+			return e.catalog.RemoveJob(r.ID) // the view was dropped meanwhile
+		}
+	}
 	job, err := e.jm.SubmitJob(r.Statement, &jg, nil, opts)
 	if err != nil {
 		return err
 	}
 	e.cfg.Log.Info("job resumed", "job", job.ID, "checkpoint", job.Checkpoints().RestoredFrom)
-	e.keep(job)
+	if r.View != "" {
+		e.setView(r.View, job)
+	}
+	e.keep(job, r.View)
 	return nil
 }
 

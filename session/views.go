@@ -7,20 +7,17 @@ import (
 	"time"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/planner"
 	"github.com/hummer-db/hummer/sql"
 )
 
-// views are the engine's materialised views: each has a job whose result rows
-// (changes, for a continuous query) keep its exec.ViewState, which queries over
-// the view read as a snapshot taken when they are planned.
+// views are the engine's materialised views: each has a job whose last task,
+// a "view" operator, keeps the query's rows inside the dataflow (where its
+// checkpoints take them); a query over the view reads them through the job
+// when it is planned.
 type views struct {
 	mu sync.Mutex
-	m  map[string]*view // by name
-}
-
-type view struct {
-	state *exec.ViewState
-	job   *exec.Job
+	m  map[string]*exec.Job // by name
 }
 
 // createView adds the view to the catalog and starts its job.
@@ -38,36 +35,48 @@ func (s *Session) createView(st *sql.CreateView, text string) (*Result, error) {
 	}}, nil
 }
 
-// startView submits the job that keeps view t, the result of q.
+// startView submits the job that keeps view t, the result of q. Over a
+// stream it takes checkpoints and is recorded, to resume with the engine.
 func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*exec.Job, error) {
-	_, jg, err := s.plan(q)
+	_, jg, err := s.plan(q, viewSink)
 	if err != nil {
 		return nil, err
 	}
-	state := exec.NewViewState(q.Plan.Schema())
-	job, err := s.e.jm.Submit(text, jg, state)
+	var opts exec.JobOptions
+	continuous := planner.Continuous(q.Plan, s.e.cfg.Unbounded)
+	if iv := s.checkpointInterval(); continuous && iv > 0 && s.e.cfg.CheckpointURL != "" {
+		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
+	}
+	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	s.e.views.mu.Lock()
-	defer s.e.views.mu.Unlock()
-	if s.e.views.m == nil {
-		s.e.views.m = map[string]*view{}
+	s.e.setView(t.Name, job)
+	if opts.CheckpointURL != "" {
+		s.e.keep(job, t.Name)
 	}
-	s.e.views.m[t.Name] = &view{state: state, job: job}
 	return job, nil
 }
 
-// restartViews starts the jobs of the views in the catalog, after a restart:
-// they begin again from their sources' start (or the offsets their Kafka
-// consumer groups committed). A cluster's TaskManagers may not have registered
+func (e *Engine) setView(name string, job *exec.Job) {
+	e.views.mu.Lock()
+	defer e.views.mu.Unlock()
+	if e.views.m == nil {
+		e.views.m = map[string]*exec.Job{}
+	}
+	e.views.m[name] = job
+}
+
+// restartViews starts the jobs of the views in the catalog, after a restart,
+// but for those resumed from their checkpoints: they begin again from their
+// sources' start (or the offsets their Kafka consumer groups committed). A cluster's TaskManagers may not have registered
 // yet: views that find no slots are retried every second until they start or
 // the engine closes. A view whose query no longer binds (a table it read was
 // dropped) stays in the catalog without a job, and reading it says so.
-func (e *Engine) restartViews() {
+func (e *Engine) restartViews(resumed map[string]bool) {
 	var waiting []*sql.Table
 	for _, t := range e.catalog.Tables() {
-		if !t.IsView() {
+		if !t.IsView() || resumed[t.Name] {
 			continue
 		}
 		if err := e.restartView(t); errors.Is(err, exec.ErrNoSlots) {
@@ -109,6 +118,12 @@ func (e *Engine) restartView(t *sql.Table) error {
 	if cur, ok := e.catalog.Table(t.Name); !ok || cur != t {
 		return nil
 	}
+	e.views.mu.Lock()
+	_, running := e.views.m[t.Name] // resumed from its checkpoints
+	e.views.mu.Unlock()
+	if running {
+		return nil
+	}
 	stmts, err := sql.Parse(t.Query)
 	if err != nil {
 		return err
@@ -128,22 +143,33 @@ func (e *Engine) restartView(t *sql.Table) error {
 	return err
 }
 
-// snapshot returns the rows of view name now (planner.Options.Snapshot).
+// snapshot returns the rows of view name now (planner.Options.Snapshot). A
+// job between attempts (restarting after a failure) is waited for a little.
 func (e *Engine) snapshot(name string) ([]byte, error) {
 	e.views.mu.Lock()
-	v, ok := e.views.m[name]
+	job, ok := e.views.m[name]
 	e.views.mu.Unlock()
 	if !ok {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "view %s has no job keeping it (its query failed to start after a restart: see the log); DROP VIEW %s and create it again", name, name)
 	}
-	select {
-	case <-v.job.Done():
-		if err := v.job.Err(); err != nil {
-			return nil, fmt.Errorf("view %s: its job failed: %w", name, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, err := job.ReadView()
+		if err == nil {
+			return data, nil
 		}
-	default:
+		select {
+		case <-job.Done():
+			if jerr := job.Err(); jerr != nil {
+				return nil, fmt.Errorf("view %s: its job failed: %w", name, jerr)
+			}
+		default:
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("view %s: %w", name, err)
+		}
+		time.Sleep(50 * time.Millisecond) // the job is restarting
 	}
-	return v.state.Snapshot()
 }
 
 // dropViews stops the views' jobs and removes them from the catalog.
@@ -153,12 +179,12 @@ func (s *Session) dropViews(st *sql.DropView) (*Result, error) {
 	}
 	for _, name := range st.Names {
 		s.e.views.mu.Lock()
-		v, ok := s.e.views.m[name]
+		job, ok := s.e.views.m[name]
 		delete(s.e.views.m, name)
 		s.e.views.mu.Unlock()
 		if ok {
-			v.job.Cancel(fmt.Errorf("%w: DROP VIEW %s", exec.ErrJobCancelled, name))
-			<-v.job.Done()
+			job.Cancel(fmt.Errorf("%w: DROP VIEW %s", exec.ErrJobCancelled, name))
+			<-job.Done()
 		}
 	}
 	return &Result{Tag: "DROP VIEW"}, nil

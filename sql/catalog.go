@@ -41,6 +41,8 @@ type JobRecord struct {
 	ID        string          `json:"id"`
 	Statement string          `json:"statement"`
 	Graph     json.RawMessage `json:"graph"`
+	// View names the view the job keeps, for a view's job.
+	View string `json:"view,omitempty"`
 }
 
 var _ CatalogReader = (*Catalog)(nil)

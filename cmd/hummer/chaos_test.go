@@ -20,13 +20,14 @@ import (
 )
 
 // TestChaos is exactly-once under failures, across processes: one JobManager
-// and three TaskManagers, Kafka input produced while two continuous jobs run
-// with checkpoints every second — a WordCount into an upsert topic and a
-// pass-through of numbered lines into an append topic. A TaskManager is killed
+// and three TaskManagers, Kafka input produced while three continuous jobs run
+// with checkpoints every second — a WordCount into an upsert topic, the same
+// WordCount as a view, and a pass-through of numbered lines into an append
+// topic. A TaskManager is killed
 // (SIGKILL) every few seconds and started again, several times; then the
 // JobManager is killed and started again. In the end the upsert topic holds
-// exactly the reference counts, and a read_committed reader of the append topic
-// sees every number exactly once.
+// exactly the reference counts, and so does a view over the same WordCount;
+// a read_committed reader of the append topic sees every number exactly once.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: seconds of killing processes")
@@ -75,7 +76,8 @@ func TestChaos(t *testing.T) {
 		CREATE TABLE nums_out (line TEXT) ENGINE=kafka CONNECTION='kafka://%[1]s/nums_out';
 		SET parallelism = 2;
 		INSERT INTO counts SELECT word, COUNT(*) FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM verses) AS t WHERE word <> '' GROUP BY word;
-		INSERT INTO nums_out SELECT line FROM nums_in;`, addr))
+		INSERT INTO nums_out SELECT line FROM nums_in;
+		CREATE VIEW wc AS SELECT word, COUNT(*) AS n FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM verses) AS t WHERE word <> '' GROUP BY word;`, addr))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -136,7 +138,7 @@ func TestChaos(t *testing.T) {
 				restarted++
 			}
 		}
-		return restarted == 2
+		return restarted == 3
 	})
 	t.Logf("jobs before killing the JobManager:\n%s", psql(t, pgAddr, "SHOW PROCESSLIST"))
 	jm.kill(t)
@@ -206,6 +208,24 @@ func TestChaos(t *testing.T) {
 	if !maps.Equal(counts, want) {
 		t.Error("the upsert topic changed away from the reference counts")
 	}
+	// The view, kept inside its job and checkpointed with it, holds the same.
+	view := map[string]int64{}
+	waitUntil(t, "the view to hold the reference counts", jm.exited, func() bool {
+		clear(view)
+		out, err := psqlErr(pgAddr, "SELECT word, n FROM wc;")
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			w, n, ok := strings.Cut(line, "|")
+			c, err := strconv.ParseInt(n, 10, 64)
+			if !ok || err != nil {
+				return false
+			}
+			view[w] = c
+		}
+		return maps.Equal(view, want)
+	})
 	jobs := psql(t, pgAddr, "SHOW PROCESSLIST")
 	t.Logf("jobs after the chaos:\n%s", jobs)
 }

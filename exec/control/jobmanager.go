@@ -77,7 +77,7 @@ func (s *JobManagerServer) session(stream grpc.ServerStream) error {
 	}
 	w := &remoteWorker{
 		srv: s, reg: *first.Register, stream: stream,
-		acks: map[int]chan *DeployAck{}, done: map[string]chan *JobDone{},
+		acks: map[int]chan *DeployAck{}, views: map[int]chan *ViewData{}, done: map[string]chan *JobDone{},
 		running: map[string]map[exec.TaskID]*exec.TaskMetrics{}, deployed: map[string]*exec.Deployment{},
 		lost: make(chan struct{}),
 	}
@@ -161,6 +161,7 @@ type remoteWorker struct {
 	mu     sync.Mutex
 	nextID int
 	acks   map[int]chan *DeployAck
+	views  map[int]chan *ViewData
 	done   map[string]chan *JobDone
 	// running holds the task counters of the deployments still running, by
 	// job, which heartbeats update.
@@ -204,6 +205,11 @@ func (w *remoteWorker) handle(m *FromTaskManager) {
 			ch <- m.JobDone
 			delete(w.done, m.JobDone.JobID)
 		}
+	case m.ViewData != nil:
+		if ch, ok := w.views[m.ViewData.Request]; ok {
+			ch <- m.ViewData
+			delete(w.views, m.ViewData.Request)
+		}
 	case m.CheckpointAck != nil:
 		if d, ok := w.deployed[m.CheckpointAck.JobID]; ok {
 			d.Ack(m.CheckpointAck.Ack)
@@ -225,6 +231,38 @@ func (w *remoteWorker) fail(err error) {
 	for job, ch := range w.done {
 		ch <- &JobDone{JobID: job, Error: err.Error(), Code: "58000"} // system_error
 		delete(w.done, job)
+	}
+}
+
+// readView asks the TaskManager for the rows of job run's view task.
+func (w *remoteWorker) readView(run string) ([]byte, error) {
+	ch := make(chan *ViewData, 1)
+	w.mu.Lock()
+	w.nextID++
+	req := w.nextID
+	w.views[req] = ch
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.views, req)
+		w.mu.Unlock()
+	}()
+	if err := w.send(&FromJobManager{ReadView: &ReadView{Request: req, JobID: run}}); err != nil {
+		return nil, err
+	}
+	select {
+	case v := <-ch:
+		switch {
+		case v.NoView:
+			return nil, exec.ErrNoView
+		case v.Error != "":
+			return nil, errors.New(v.Error)
+		}
+		return v.Data, nil
+	case <-w.lost:
+		return nil, w.err
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("TaskManager %s did not send the view's rows within 30s", w.reg.ID)
 	}
 }
 
@@ -299,6 +337,21 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 	d.OnCheckpoint(
 		func(id int64) { w.send(&FromJobManager{Checkpoint: &Checkpoint{JobID: run, Trigger: id}}) },
 		func(id int64) { w.send(&FromJobManager{Checkpoint: &Checkpoint{JobID: run, Complete: id}}) })
+	var finalView []byte // the view's rows once the tasks ended
+	var viewMu sync.Mutex
+	ended := false
+	d.OnReadView(func() ([]byte, error) {
+		viewMu.Lock()
+		if ended {
+			defer viewMu.Unlock()
+			if finalView == nil {
+				return nil, exec.ErrNoView
+			}
+			return finalView, nil
+		}
+		viewMu.Unlock()
+		return w.readView(run)
+	})
 	w.mu.Lock()
 	w.running[run] = d.Metrics()
 	w.deployed[run] = d
@@ -312,6 +365,9 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		delete(w.deployed, g.RunID())
 		w.mu.Unlock()
 		storeCounters(d.Metrics(), jd.Metrics)
+		viewMu.Lock()
+		finalView, ended = jd.View, true
+		viewMu.Unlock()
 		var err error
 		if jd.Error != "" {
 			err = &RemoteError{Msg: jd.Error, Code: jd.Code}

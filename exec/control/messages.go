@@ -18,6 +18,7 @@ type FromTaskManager struct {
 	JobDone   *JobDone   `json:"job_done,omitempty"`
 	// CheckpointAck is a task's answer to a checkpoint barrier.
 	CheckpointAck *CheckpointAck `json:"checkpoint_ack,omitempty"`
+	ViewData      *ViewData      `json:"view_data,omitempty"`
 }
 
 // FromJobManager is one message on the stream from the JobManager. Exactly one
@@ -27,6 +28,21 @@ type FromJobManager struct {
 	Deploy     *Deploy     `json:"deploy,omitempty"`
 	Cancel     *Cancel     `json:"cancel,omitempty"`
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	ReadView   *ReadView   `json:"read_view,omitempty"`
+}
+
+// ReadView asks for the rows of a job's view task (by RunID).
+type ReadView struct {
+	Request int    `json:"request"`
+	JobID   string `json:"job"`
+}
+
+// ViewData answers ReadView: the rows as an Arrow IPC stream, or an error.
+type ViewData struct {
+	Request int    `json:"request"`
+	Data    []byte `json:"data,omitempty"`
+	Error   string `json:"error,omitempty"`
+	NoView  bool   `json:"no_view,omitempty"`
 }
 
 // Checkpoint asks a TaskManager's tasks of a job (by RunID) to inject a
@@ -95,6 +111,8 @@ type Cancel struct {
 // JobDone reports that a TaskManager's tasks of a job have stopped.
 type JobDone struct {
 	JobID string `json:"job"`
+	// View holds the final rows of the job's view task here, if it has one.
+	View []byte `json:"view,omitempty"`
 	// Error is empty when the tasks finished; Code is its SQLSTATE.
 	Error     string         `json:"error,omitempty"`
 	Code      string         `json:"code,omitempty"`

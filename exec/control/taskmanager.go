@@ -137,6 +137,24 @@ func serveSession(ctx context.Context, cfg TaskManagerConfig, conn *grpc.ClientC
 					d.CheckpointComplete(m.Checkpoint.Complete)
 				}
 			}
+		case m.ReadView != nil:
+			a.mu.Lock()
+			d := a.jobs[m.ReadView.JobID]
+			a.mu.Unlock()
+			go func() { // a snapshot of a big view takes a while: not on the receive loop
+				v := &ViewData{Request: m.ReadView.Request, NoView: true}
+				if d != nil {
+					data, err := d.ReadView()
+					switch {
+					case errors.Is(err, exec.ErrNoView):
+					case err != nil:
+						v.NoView, v.Error = false, err.Error()
+					default:
+						v.NoView, v.Data = false, data
+					}
+				}
+				a.send(&FromTaskManager{ViewData: v})
+			}()
 		case m.Cancel != nil:
 			a.mu.Lock()
 			d := a.jobs[m.Cancel.JobID]
@@ -191,6 +209,9 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 		delete(a.jobs, m.Graph.RunID())
 		a.mu.Unlock()
 		done := &JobDone{JobID: m.Graph.RunID(), Metrics: countersOf(d.Metrics())}
+		if view, err := d.ReadView(); err == nil {
+			done.View = view
+		}
 		if err != nil {
 			done.Error, done.Code = err.Error(), a.cfg.Code(err)
 			done.Cancelled = errors.Is(err, exec.ErrJobCancelled)
