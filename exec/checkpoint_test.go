@@ -242,3 +242,46 @@ func TestCheckpointRestart(t *testing.T) {
 		t.Errorf("checkpoint stats %+v", st)
 	}
 }
+
+// TestCheckpointsAfterTasksFinish: tasks whose input ended (a bounded source
+// beside a stream) take no part in later checkpoints, which complete without
+// them.
+func TestCheckpointsAfterTasksFinish(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	w := &ckptTest{total: 1 << 40, committed: map[[2]int64][]int64{}}
+	w.failAt.Store(-1)
+	reg := testRegistry()
+	reg.RegisterSource("ckpt", func(ConnectorSpec) (Source, error) { return &ckptSource{w: w}, nil })
+	reg.RegisterOperator("ckpt_sink", func(OperatorSpec) (Operator, error) { return &ckptSink{w: w}, nil })
+	jm := NewJobManager(nil)
+	jm.AddTaskManager(NewTaskManager(TaskManagerConfig{ID: "tm", Slots: 2, Registry: reg, Alloc: mem}))
+	n := types.Schema{{Name: "n", Type: types.Int64Type}}
+	job := &JobGraph{
+		Vertices: []*JobVertex{
+			{ID: 0, Name: "stream", Parallelism: 1, Chain: []OperatorSpec{{Kind: "source", Out: n,
+				Config: MustConfig(ConnectorSpec{Connector: "ckpt", Schema: n})}}},
+			{ID: 1, Name: "sink", Parallelism: 1, Chain: []OperatorSpec{{Kind: "ckpt_sink", Out: n}}},
+			{ID: 2, Name: "bounded", Parallelism: 1, Chain: []OperatorSpec{{Kind: "values", Out: n,
+				Config: MustConfig(ValuesConfig{Rows: [][]types.Value{{types.IntValue(-5)}}})}}},
+			{ID: 3, Name: "sink2", Parallelism: 1, Chain: []OperatorSpec{{Kind: "ckpt_sink", Out: n}}},
+		},
+		Edges: []*JobEdge{{From: 0, To: 1, Partition: Partition{Kind: Forward}}, {From: 2, To: 3, Partition: Partition{Kind: Forward}}},
+	}
+	j, err := jm.SubmitJob("test", job, nil, JobOptions{CheckpointURL: "file://" + filepath.Join(t.TempDir(), "ckpt"),
+		CheckpointInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		j.Cancel(fmt.Errorf("%w: test over", ErrJobCancelled))
+		<-j.Done()
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for j.Checkpoints().Completed < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoints %+v: they do not complete once tasks finished", j.Checkpoints())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+}

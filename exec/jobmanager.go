@@ -519,6 +519,7 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 		align   time.Duration
 	}
 	var cur *pending
+	finished := map[TaskID]bool{} // tasks that ended: no barrier reaches them
 	tick := time.NewTicker(j.opts.CheckpointInterval)
 	defer tick.Stop()
 	for {
@@ -544,7 +545,13 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 				d.TriggerCheckpoint(id)
 			}
 		case a := <-acks:
-			if cur == nil || a.Checkpoint != cur.id {
+			if a.Finished {
+				finished[a.Task] = true
+				if cur == nil {
+					continue
+				}
+				delete(cur.acked, a.Task)
+			} else if cur == nil || a.Checkpoint != cur.id {
 				continue
 			}
 			if a.Err != "" {
@@ -555,10 +562,12 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 				cur = nil
 				continue
 			}
-			cur.acked[a.Task] = true
-			cur.bytes += int64(a.Bytes)
-			cur.align = max(cur.align, a.Align)
-			if len(cur.acked) < tasks {
+			if !a.Finished {
+				cur.acked[a.Task] = true
+				cur.bytes += int64(a.Bytes)
+				cur.align = max(cur.align, a.Align)
+			}
+			if len(cur.acked)+len(finished) < tasks {
 				continue
 			}
 			if err := j.store.Complete(ctx, j.ID, cur.id); err != nil {

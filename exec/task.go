@@ -85,9 +85,14 @@ func (t *streamTask) run(ctx context.Context) (err error) {
 		return err
 	}
 	if t.source != nil {
-		return t.runSource(ctx)
+		err = t.runSource(ctx)
+	} else {
+		err = t.runInbox(ctx)
 	}
-	return t.runInbox(ctx)
+	if err == nil && t.ckpt != nil {
+		t.ckpt.acks(CheckpointAck{Task: t.ckpt.task, Finished: true})
+	}
+	return err
 }
 
 func (t *streamTask) open(ctx context.Context) error {

@@ -19,6 +19,9 @@ type CheckpointAck struct {
 	Bytes      int           `json:"bytes"`
 	Align      time.Duration `json:"align"` // from the first barrier to the last, for a task with several channels
 	Err        string        `json:"err,omitempty"`
+	// Finished says the task ended (its input did): it takes part in no
+	// further checkpoint, and a checkpoint completes without it.
+	Finished bool `json:"finished,omitempty"`
 }
 
 // taskState is what a task stores for a checkpoint: its source's state and
