@@ -455,23 +455,45 @@ func (e *Engine) keep(job *exec.Job, view string) {
 }
 
 // resume restarts what the catalog says was running: the continuous jobs,
-// each from its newest complete checkpoint, and the views. A cluster's
-// TaskManagers may not have registered yet: what finds no slots is retried
-// every second until it starts or the engine closes.
+// each from its newest complete checkpoint, and the views.
 func (e *Engine) resume() {
-	var waiting []*sql.JobRecord
+	var starts []pendingStart
 	resumed := map[string]bool{} // views whose jobs resume from checkpoints
 	for _, r := range e.catalog.Jobs() {
 		if r.View != "" {
 			resumed[r.View] = true
 		}
-		if err := e.resumeJob(r); errors.Is(err, exec.ErrNoSlots) {
-			waiting = append(waiting, r)
-		} else if err != nil {
-			e.cfg.Log.Error("job not resumed", "job", r.ID, "err", err)
+		starts = append(starts, pendingStart{"job " + r.ID, func() error { return e.resumeJob(r) }})
+	}
+	for _, t := range e.catalog.Tables() {
+		if t.IsView() && !resumed[t.Name] {
+			starts = append(starts, pendingStart{"view " + t.Name, func() error { return e.restartView(t) }})
 		}
 	}
-	e.restartViews(resumed)
+	e.startAll(starts)
+}
+
+// pendingStart is a job to start again after a restart.
+type pendingStart struct {
+	what  string
+	start func() error
+}
+
+// startAll starts each in order. A cluster's TaskManagers may not have
+// registered yet: what finds no slots is retried every second until it starts
+// or the engine closes; other failures are logged.
+func (e *Engine) startAll(starts []pendingStart) {
+	try := func(starts []pendingStart) (waiting []pendingStart) {
+		for _, p := range starts {
+			if err := p.start(); errors.Is(err, exec.ErrNoSlots) {
+				waiting = append(waiting, p)
+			} else if err != nil {
+				e.cfg.Log.Error("not restarted", "what", p.what, "err", err)
+			}
+		}
+		return waiting
+	}
+	waiting := try(starts)
 	if len(waiting) == 0 {
 		return
 	}
@@ -486,15 +508,7 @@ func (e *Engine) resume() {
 				return
 			case <-tick.C:
 			}
-			var still []*sql.JobRecord
-			for _, r := range waiting {
-				if err := e.resumeJob(r); errors.Is(err, exec.ErrNoSlots) {
-					still = append(still, r)
-				} else if err != nil {
-					e.cfg.Log.Error("job not resumed", "job", r.ID, "err", err)
-				}
-			}
-			waiting = still
+			waiting = try(waiting)
 		}
 	}()
 }

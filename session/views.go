@@ -1,7 +1,6 @@
 package session
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -67,53 +66,11 @@ func (e *Engine) setView(name string, job *exec.Job) {
 	e.views.m[name] = job
 }
 
-// restartViews starts the jobs of the views in the catalog, after a restart,
-// but for those resumed from their checkpoints: they begin again from their
-// sources' start (or the offsets their Kafka consumer groups committed). A cluster's TaskManagers may not have registered
-// yet: views that find no slots are retried every second until they start or
-// the engine closes. A view whose query no longer binds (a table it read was
+// restartView binds view t's query again and starts its job after a restart,
+// unless the view was dropped meanwhile or its job resumed from checkpoints:
+// it begins again from its sources' start (or the offsets their Kafka consumer
+// groups committed). A view whose query no longer binds (a table it read was
 // dropped) stays in the catalog without a job, and reading it says so.
-func (e *Engine) restartViews(resumed map[string]bool) {
-	var waiting []*sql.Table
-	for _, t := range e.catalog.Tables() {
-		if !t.IsView() || resumed[t.Name] {
-			continue
-		}
-		if err := e.restartView(t); errors.Is(err, exec.ErrNoSlots) {
-			waiting = append(waiting, t)
-		} else if err != nil {
-			e.cfg.Log.Error("view not restarted", "view", t.Name, "err", err)
-		}
-	}
-	if len(waiting) == 0 {
-		return
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for len(waiting) > 0 {
-			select {
-			case <-e.closing:
-				return
-			case <-tick.C:
-			}
-			var still []*sql.Table
-			for _, t := range waiting {
-				if err := e.restartView(t); errors.Is(err, exec.ErrNoSlots) {
-					still = append(still, t)
-				} else if err != nil {
-					e.cfg.Log.Error("view not restarted", "view", t.Name, "err", err)
-				}
-			}
-			waiting = still
-		}
-	}()
-}
-
-// restartView binds view t's query again and starts its job, unless the view
-// was dropped meanwhile.
 func (e *Engine) restartView(t *sql.Table) error {
 	if cur, ok := e.catalog.Table(t.Name); !ok || cur != t {
 		return nil
