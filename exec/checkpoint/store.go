@@ -127,30 +127,21 @@ func (s *Store) Prune(ctx context.Context, job string, keep int) error {
 		return err
 	}
 	oldest := ids[len(ids)-keep]
-	it := s.b.List(&blob.ListOptions{Prefix: job + "/"})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rest := strings.TrimPrefix(obj.Key, job+"/")
-		rest = strings.TrimPrefix(rest, "complete/")
+	return s.deleteWhere(ctx, job, func(key string) bool {
+		rest := strings.TrimPrefix(strings.TrimPrefix(key, job+"/"), "complete/")
 		idText, _, _ := strings.Cut(rest, "/")
 		id, err := strconv.ParseInt(idText, 10, 64)
-		if err != nil || id >= oldest {
-			continue
-		}
-		if err := s.b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return err
-		}
-	}
+		return err == nil && id < oldest
+	})
 }
 
 // DropJob deletes every checkpoint of job.
 func (s *Store) DropJob(ctx context.Context, job string) error {
+	return s.deleteWhere(ctx, job, func(string) bool { return true })
+}
+
+// deleteWhere deletes the blobs of job whose keys drop says.
+func (s *Store) deleteWhere(ctx context.Context, job string, drop func(key string) bool) error {
 	it := s.b.List(&blob.ListOptions{Prefix: job + "/"})
 	for {
 		obj, err := it.Next(ctx)
@@ -159,6 +150,9 @@ func (s *Store) DropJob(ctx context.Context, job string) error {
 		}
 		if err != nil {
 			return err
+		}
+		if !drop(obj.Key) {
+			continue
 		}
 		if err := s.b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return err
