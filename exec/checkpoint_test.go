@@ -19,10 +19,10 @@ import (
 
 // ckptTest is the shared world of TestCheckpointRestart's operators.
 type ckptTest struct {
-	total     int64        // numbers each source subtask emits: subtask, subtask+par, ...
-	failAt    atomic.Int64 // a "failonce" operator fails when it sees this number (once)
-	failed    atomic.Bool
-	mu sync.Mutex
+	total  int64        // numbers each source subtask emits: subtask, subtask+par, ...
+	failAt atomic.Int64 // a "failonce" operator fails when it sees this number (once)
+	failed atomic.Bool
+	mu     sync.Mutex
 	// committed holds the numbers of each committed epoch, by sink subtask
 	// and checkpoint: committing an epoch again changes nothing (as a Kafka
 	// transaction committed twice).

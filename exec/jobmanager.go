@@ -364,7 +364,9 @@ func hasTaskOn(g *ExecutionGraph, tm string) bool {
 func (j *Job) supervise() {
 	log := j.jm.log.With("job", j.ID)
 	var err error
+	quickFailures := 0 // attempts in a row that failed soon after they started
 	for {
+		started := time.Now()
 		err = j.runAttempt()
 		j.mu.Lock()
 		cancelled := j.cancelCause
@@ -373,7 +375,19 @@ func (j *Job) supervise() {
 			break
 		}
 		log.Warn("job failed; restarting from its last checkpoint", "err", err)
-		if err = j.restart(); err != nil {
+		// The first restart is at once: recovery time is what users wait for.
+		// An attempt that fails again soon backs off, so a failure that
+		// repeats does not spin.
+		if time.Since(started) < 10*time.Second {
+			quickFailures++
+		} else {
+			quickFailures = 0
+		}
+		wait := time.Duration(0)
+		if quickFailures > 1 {
+			wait = min(250*time.Millisecond<<min(quickFailures-2, 5), 5*time.Second)
+		}
+		if err = j.restart(wait); err != nil {
 			break
 		}
 	}
@@ -401,13 +415,14 @@ func (j *Job) supervise() {
 	}
 }
 
-// restart deploys the next attempt from the newest complete checkpoint. It
-// returns only when that attempt runs, or with the cancellation's cause.
-func (j *Job) restart() error {
-	backoff := 500 * time.Millisecond
+// restart deploys the next attempt from the newest complete checkpoint, after
+// wait. It returns only when that attempt runs (retrying, backing off, while
+// there are no slots for it), or with the cancellation's cause.
+func (j *Job) restart(wait time.Duration) error {
+	backoff := 250 * time.Millisecond
 	for {
 		select {
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		case <-j.cancelCh:
 		}
 		j.mu.Lock()
@@ -431,7 +446,7 @@ func (j *Job) restart() error {
 			return nil
 		}
 		j.jm.log.Warn("restarting job", "job", j.ID, "err", err)
-		backoff = min(2*backoff, 5*time.Second)
+		wait, backoff = backoff, min(2*backoff, 5*time.Second)
 	}
 }
 
@@ -522,28 +537,42 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 	finished := map[TaskID]bool{} // tasks that ended: no barrier reaches them
 	tick := time.NewTicker(j.opts.CheckpointInterval)
 	defer tick.Stop()
+	// A restored attempt checkpoints at once: a transactional sink's output
+	// since the restore becomes visible with the first checkpoint.
+	first := make(chan struct{}, 1)
+	j.mu.Lock()
+	if j.stats.RestoredFrom > 0 {
+		first <- struct{}{}
+	}
+	j.mu.Unlock()
+	// trigger starts the next checkpoint, unless one is still under way.
+	trigger := func() {
+		if cur != nil {
+			if time.Since(cur.started) < timeout {
+				return // one checkpoint at a time
+			}
+			j.jm.log.Warn("checkpoint timed out", "job", j.ID, "checkpoint", cur.id, "acked", len(cur.acked), "tasks", tasks)
+			j.mu.Lock()
+			j.stats.Failed++
+			j.mu.Unlock()
+		}
+		j.mu.Lock()
+		id := max(j.stats.Last, j.lastTriggered) + 1
+		j.lastTriggered = id
+		j.mu.Unlock()
+		cur = &pending{id: id, started: time.Now(), acked: map[TaskID]bool{}}
+		for _, d := range ds {
+			d.TriggerCheckpoint(id)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-first:
+			trigger()
 		case <-tick.C:
-			if cur != nil {
-				if time.Since(cur.started) < timeout {
-					continue // one checkpoint at a time
-				}
-				j.jm.log.Warn("checkpoint timed out", "job", j.ID, "checkpoint", cur.id, "acked", len(cur.acked), "tasks", tasks)
-				j.mu.Lock()
-				j.stats.Failed++
-				j.mu.Unlock()
-			}
-			j.mu.Lock()
-			id := max(j.stats.Last, j.lastTriggered) + 1
-			j.lastTriggered = id
-			j.mu.Unlock()
-			cur = &pending{id: id, started: time.Now(), acked: map[TaskID]bool{}}
-			for _, d := range ds {
-				d.TriggerCheckpoint(id)
-			}
+			trigger()
 		case a := <-acks:
 			if a.Finished {
 				finished[a.Task] = true

@@ -7,9 +7,14 @@ import (
 	"time"
 )
 
-// flushInterval bounds how long a task whose inbox never runs empty holds back
-// the output of its Flusher operators.
-const flushInterval = 100 * time.Millisecond
+// A task flushes its Flusher operators (a streaming aggregation's updates) when
+// its inbox runs empty, but not more often than every minFlushInterval, so that
+// a busy stream's groups change a few times a second rather than at every
+// batch, and at least every flushInterval when the inbox never runs empty.
+const (
+	minFlushInterval = 50 * time.Millisecond
+	flushInterval    = 100 * time.Millisecond
+)
 
 // streamTask runs one ExecTask: a source (for source vertices) or an inbox feeding
 // the fused chain of operators, whose end writes to the task's output channels.
@@ -211,6 +216,11 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 	next := t.collectors()[0]
 	fs := t.flushers()
 	lastFlush := time.Now()
+	var flushTimer <-chan time.Time // armed while a flush waits for minFlushInterval
+	doFlush := func() error {
+		lastFlush, flushTimer = time.Now(), nil
+		return flush(ctx, fs)
+	}
 	ended := make([]int, len(t.channels))
 	total := 0
 	for _, n := range t.channels {
@@ -270,6 +280,11 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 					return err
 				}
 				continue
+			case <-flushTimer:
+				if err := doFlush(); err != nil {
+					return err
+				}
+				continue
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
@@ -287,11 +302,16 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if len(fs) > 0 && (len(t.inbox) == 0 || time.Since(lastFlush) >= flushInterval) {
-				if err := flush(ctx, fs); err != nil {
-					return err
+			if len(fs) > 0 {
+				since := time.Since(lastFlush)
+				switch {
+				case since >= flushInterval || len(t.inbox) == 0 && since >= minFlushInterval:
+					if err := doFlush(); err != nil {
+						return err
+					}
+				case len(t.inbox) == 0 && flushTimer == nil:
+					flushTimer = time.After(minFlushInterval - since)
 				}
-				lastFlush = time.Now()
 			}
 			continue
 		}

@@ -266,6 +266,10 @@ func (o *viewOp) ProcessSignal(context.Context, int, Signal, Collector) error { 
 
 func (o *viewOp) Close(context.Context) error { return nil }
 
-func (o *viewOp) SnapshotState(context.Context, int64) ([]byte, error) { return o.state.SnapshotState() }
+func (o *viewOp) SnapshotState(context.Context, int64) ([]byte, error) {
+	return o.state.SnapshotState()
+}
 
-func (o *viewOp) RestoreState(_ context.Context, data []byte) error { return o.state.RestoreState(data) }
+func (o *viewOp) RestoreState(_ context.Context, data []byte) error {
+	return o.state.RestoreState(data)
+}

@@ -169,7 +169,7 @@ type remoteWorker struct {
 	// deployed holds the running deployments by RunID, for checkpoint acks.
 	deployed map[string]*exec.Deployment
 	lost     chan struct{} // closed when the session ends
-	err     error         // why the session ended; set before lost closes
+	err      error         // why the session ended; set before lost closes
 }
 
 var _ exec.Worker = (*remoteWorker)(nil)
