@@ -1,6 +1,6 @@
 # Hummer: the three commands a newcomer needs are `make run` and `make test`
 # (and `make bench` for the benchmarks in bench/, `make bench-latency` for only the
-# Kafka latency one).
+# Kafka latency one, `make bench-checkpoint` for only the checkpoint one).
 
 GO      ?= go
 BIN     := bin/hummer
@@ -8,7 +8,7 @@ PG_ADDR ?= 127.0.0.1:4566
 # The sample table `make run` declares: the King James Bible, one row per line.
 SAMPLE  := CREATE TABLE IF NOT EXISTS docs (line TEXT) ENGINE=file CONNECTION='file://$(CURDIR)/data/kjv.txt'
 
-.PHONY: build run test bench bench-latency clean
+.PHONY: build run test bench bench-latency bench-checkpoint clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/hummer
@@ -24,20 +24,29 @@ test:
 	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/
 
 # WordCount against DuckDB, mawk and a hand-written Go counter, then 3 TaskManagers on
-# loopback against local mode, then end-to-end latency through Kafka (bench/README.md).
-# bench/ is its own module, so DuckDB's cgo never enters the engine's build; it writes
-# bench/results/ and regenerates bench/README.md (from latency.json too, so latency
-# runs first). BENCH_FLAGS: e.g. -reps 3 -copies 10 -suites distributed;
-# LATENCY_FLAGS: e.g. -rates 5000 -measure 5s.
+# loopback against local mode, then end-to-end latency through Kafka, then checkpoints'
+# cost and recovery from a lost TaskManager (bench/README.md). bench/ is its own
+# module, so DuckDB's cgo never enters the engine's build; it writes bench/results/ and
+# regenerates bench/README.md (from latency.json and checkpoint.json too, so those run
+# first). BENCH_FLAGS: e.g. -reps 3 -copies 10 -suites distributed; LATENCY_FLAGS: e.g.
+# -rates 5000 -measure 5s; CHECKPOINT_FLAGS: e.g. -reps 3 -kills 3 -freezes 1.
 bench: build
 	@command -v mawk >/dev/null || (apt-get update && apt-get install -y mawk)
 	cd bench && $(GO) run ./cmd/latency -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) $(LATENCY_FLAGS)
+	cd bench && $(GO) run ./cmd/checkpoint -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) $(CHECKPOINT_FLAGS)
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) $(BENCH_FLAGS)
 
 # Only the latency benchmark (under 2 minutes), then the README redrawn from the
 # results already in bench/results/.
 bench-latency: build
 	cd bench && $(GO) run ./cmd/latency -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) $(LATENCY_FLAGS)
+	cd bench && $(GO) run ./cmd/wordcount -render results/latest.json
+
+# Only the checkpoint benchmark (under 3 minutes): throughput with checkpoints every
+# second against none, and a TaskManager killed under a running job; then the README
+# redrawn from the results already in bench/results/.
+bench-checkpoint: build
+	cd bench && $(GO) run ./cmd/checkpoint -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) $(CHECKPOINT_FLAGS)
 	cd bench && $(GO) run ./cmd/wordcount -render results/latest.json
 
 clean:
