@@ -17,11 +17,13 @@ run: build
 	$(BIN) serve --pg-addr $(PG_ADDR) --data-dir ./hummer-data --init "$(SAMPLE)"
 
 # The runtime, the control plane and the wire server are concurrent: their tests
-# also run under the race detector.
+# also run under the race detector. The wire server meets arbitrary bytes from the
+# network: FuzzConn fuzzes it for a fixed budget (corpus: wire/testdata/fuzz/FuzzConn).
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/
+	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./wire/
 
 # WordCount against DuckDB, mawk and a hand-written Go counter, then 3 TaskManagers on
 # loopback against local mode, then end-to-end latency through Kafka, then checkpoints'

@@ -235,6 +235,8 @@ func resultSchema(stmt sql.Statement) types.Schema {
 		return showTablesSchema
 	case *sql.Describe:
 		return describeSchema
+	case *sql.ShowGrants:
+		return showGrantsSchema
 	case *sql.Show:
 		if st.Name == "" {
 			return showAllSchema

@@ -92,6 +92,9 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cat.EnsureSuperuser(Superuser, ""); err != nil { // auth.go
+		return nil, err
+	}
 	if cfg.Upsert == nil {
 		cfg.Upsert = func(string) bool { return false }
 	}
@@ -159,6 +162,7 @@ func (e *Engine) JobManager() *exec.JobManager { return e.jm }
 type Session struct {
 	e    *Engine
 	vars map[string]types.Value
+	user string // the client's user, "" for the engine's own sessions (auth.go)
 }
 
 // NewSession starts a session with default variables.
@@ -201,8 +205,9 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 	return s.runBound(ctx, stmt, node.Text())
 }
 
-// runBound runs a bound statement whose text is text.
-func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string) (*Result, error) {
+// execBound runs a bound statement whose text is text; runBound (auth.go)
+// checks privileges first.
+func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string) (*Result, error) {
 	switch st := stmt.(type) {
 	case *sql.CreateTable:
 		t := st.Table
@@ -335,6 +340,9 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
 	q, ok := st.(*sql.Query)
 	if !ok {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "COPY (...) TO STDOUT takes a SELECT")
+	}
+	if _, err := s.authorize(q); err != nil {
+		return nil, err
 	}
 	_, jg, err := s.plan(q)
 	if err != nil {

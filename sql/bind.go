@@ -25,6 +25,9 @@ import (
 // Optimize on a Query's plan before planning it.
 func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error) {
 	b := newBinder(stmt, cat, query)
+	if st, ok, err := b.bindAuth(stmt); ok { // users and privileges: bind_auth.go
+		return st, err
+	}
 	switch s := stmt.(type) {
 	case *ast.SelectStmt:
 		p, err := b.bindQuery(s)

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +33,7 @@ type Catalog struct {
 	mu     sync.RWMutex
 	tables map[string]*Table // by lower-case name
 	jobs   map[string]*JobRecord
+	users  map[string]*User // by lower-case name (catalog_users.go)
 }
 
 // JobRecord is a continuous job the engine resumes after a restart: its id
@@ -51,12 +54,13 @@ var _ CatalogReader = (*Catalog)(nil)
 type catalogJSON struct {
 	Tables []*Table     `json:"tables"`
 	Jobs   []*JobRecord `json:"jobs,omitempty"`
+	Users  []*User      `json:"users,omitempty"`
 }
 
 // OpenCatalog opens (creating if needed) the catalog kept in dir. An empty dir
 // gives a catalog that lives in memory only, for tests and throwaway engines.
 func OpenCatalog(dir string) (*Catalog, error) {
-	c := &Catalog{dir: dir, tables: make(map[string]*Table), jobs: make(map[string]*JobRecord)}
+	c := &Catalog{dir: dir, tables: make(map[string]*Table), jobs: make(map[string]*JobRecord), users: make(map[string]*User)}
 	if dir == "" {
 		return c, nil
 	}
@@ -79,6 +83,9 @@ func OpenCatalog(dir string) (*Catalog, error) {
 	}
 	for _, j := range f.Jobs {
 		c.jobs[j.ID] = j
+	}
+	for _, u := range f.Users {
+		c.users[strings.ToLower(u.Name)] = u
 	}
 	return c, nil
 }
@@ -159,10 +166,12 @@ func (c *Catalog) DropTables(names []string, ifExists bool) error {
 	for n := range removed {
 		delete(c.tables, n)
 	}
+	restoreGrants := c.forgetGrantsLocked(slices.Collect(maps.Keys(removed)))
 	if err := c.saveLocked(); err != nil {
 		for n, t := range removed {
 			c.tables[n] = t
 		}
+		restoreGrants()
 		return err
 	}
 	return nil
@@ -210,7 +219,7 @@ func (c *Catalog) saveLocked() error {
 		jobs = append(jobs, j)
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
-	data, err := json.MarshalIndent(catalogJSON{Tables: c.sortedLocked(), Jobs: jobs}, "", "  ")
+	data, err := json.MarshalIndent(catalogJSON{Tables: c.sortedLocked(), Jobs: jobs, Users: c.usersLocked()}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}

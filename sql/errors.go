@@ -22,6 +22,10 @@ var (
 	ErrDuplicateColumn        = errors.New("duplicate column")         // 42701
 	ErrInvalidColumnReference = errors.New("invalid column reference") // 42P10
 	ErrWrongObjectType        = errors.New("wrong object type")        // 42809
+
+	ErrUnknownUser           = errors.New("unknown user")           // 42704
+	ErrDuplicateUser         = errors.New("user already exists")    // 42710
+	ErrInsufficientPrivilege = errors.New("insufficient privilege") // 42501
 )
 
 // Error is an error in a statement's text. Kind is one of the sentinels above;

@@ -8,6 +8,12 @@
 // PostgreSQL's text format (textfmt.go), or binary where an extended-protocol client
 // asks for it (binary.go), straight into the socket's write buffer.
 // Errors are given SQLSTATE codes in one place, sqlstate.go.
+//
+// The network is hostile: clients prove who they are as Options.Auth says
+// (auth.go; SCRAM in package scram), optionally over TLS; what they send is read
+// within limits (frame.go: startup packets, message sizes, memory allocated only
+// as bytes arrive), connections are counted and cancel requests rate-limited
+// (limits.go). FuzzConn fuzzes all of it.
 package wire
 
 import (
@@ -19,8 +25,9 @@ import (
 // Backend opens sessions, one per client connection. *session.Engine satisfies it
 // through a small adapter in cmd/hummer.
 type Backend interface {
-	// NewSession starts the session of a client that logged in as user to database.
-	// Both are whatever the client sent: the server trusts every user.
+	// NewSession starts the session of a client that logged in as user to database,
+	// having proved who it is as Options.Auth requires (under AuthTrust without a
+	// Users directory, both are simply what the client sent).
 	NewSession(user, database string) Session
 }
 

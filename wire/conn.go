@@ -2,11 +2,13 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,15 +20,21 @@ import (
 // conn is one client connection. Its serve goroutine owns everything but the fields
 // marked otherwise.
 type conn struct {
-	srv    *Server
-	nc     net.Conn
-	rd     *connReader
-	be     *pgproto3.Backend
-	log    *slog.Logger
-	ctx    context.Context // cancelled when the client goes away or the server closes
-	cancel context.CancelFunc
-	pid    uint32  // BackendKeyData, set once during startup
-	secret [4]byte // BackendKeyData, set once during startup
+	srv *Server
+	raw net.Conn // the accepted socket; kill closes it from any goroutine
+	// nc is what the protocol is spoken over: raw, or a TLS connection over it
+	// once the client asked for TLS.
+	nc      net.Conn
+	tlsConn *tls.Conn // nil without TLS
+	// admitted: the connection counts against Options.MaxConnections; if not,
+	// it is read up to its startup packet and refused.
+	admitted bool
+	frames   frameReader // reads rd once startup is done
+	log      *slog.Logger
+	ctx      context.Context // cancelled when the client goes away or the server closes
+	cancel   context.CancelFunc
+	pid      uint32  // BackendKeyData, set once during startup
+	secret   [4]byte // BackendKeyData, set once during startup
 
 	sess Session
 
@@ -52,6 +60,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	stmtStop context.CancelFunc // cancels the running statement; nil when idle. mu.
+	rd       *connReader        // reads nc after startup; nil before. Set under mu.
 }
 
 // flushThreshold is how much encoded output a connection gathers before writing it
@@ -61,38 +70,58 @@ const flushThreshold = 256 << 10
 // errTerminate ends a connection normally.
 var errTerminate = errors.New("client terminated the connection")
 
-// serve runs the connection: startup, then one message at a time until the client
-// leaves, the server closes or the protocol breaks.
+// serve runs the connection: startup (TLS, authentication), then one message
+// at a time until the client leaves, the server closes or the protocol breaks.
 func (c *conn) serve() {
 	defer func() {
 		c.cancel()
 		c.nc.Close()
-		c.rd.close()
+		c.raw.Close()
+		if rd := c.reader(); rd != nil {
+			rd.close()
+		}
 	}()
 	defer func() {
 		// One recover at the connection boundary: a panic in a session or in this
 		// package must not take the whole server down. The session's state is
-		// unknown afterwards, so the connection ends.
+		// unknown afterwards, so the connection ends; the client learns only that
+		// there was an internal error, the log gets the stack.
 		if r := recover(); r != nil {
 			c.log.Error("panic serving connection", "panic", r, "stack", string(debug.Stack()))
+			if c.srv.onPanic != nil {
+				c.srv.onPanic(r)
+			}
 			c.out = c.out[:0] // may end in half a message
 			c.send(fatalResponse(codeInternalError, internalErrorMessage))
 			c.flush()
 		}
 	}()
 
-	c.be = pgproto3.NewBackend(c.rd, c.nc)
-	c.be.SetMaxBodyLen(c.srv.opts.MaxMessageSize)
-
-	c.nc.SetReadDeadline(time.Now().Add(c.srv.opts.StartupTimeout))
+	// Startup is read synchronously, byte for byte, under one deadline that
+	// covers TLS and authentication (PostgreSQL's authentication_timeout).
+	c.raw.SetDeadline(time.Now().Add(c.srv.opts.StartupTimeout))
 	user, database, err := c.startup()
 	if err != nil {
-		if !c.rd.failed() {
+		if !clientGone(err) && !errors.Is(err, errAuthFailed) {
 			c.log.Debug("startup failed", "err", err)
 		}
 		return
 	}
-	c.nc.SetReadDeadline(time.Time{})
+	c.raw.SetDeadline(time.Time{})
+
+	// From here the socket is read on its own goroutine, so that a client that
+	// goes away is noticed while a statement runs.
+	rd := newConnReader(c.nc, c.cancel)
+	rd.onStarve = c.srv.onStarve
+	c.mu.Lock()
+	c.rd = rd
+	c.mu.Unlock()
+	c.srv.wg.Add(1) // serve itself is counted, so Close cannot be past its Wait
+	go func() {
+		defer c.srv.wg.Done()
+		rd.run()
+	}()
+	c.frames = frameReader{r: rd, max: c.srv.opts.MaxMessageSize}
 
 	c.log = c.log.With("pid", c.pid, "user", user, "database", database)
 	c.log.Debug("connection ready")
@@ -105,17 +134,18 @@ func (c *conn) serve() {
 	}
 
 	for {
-		msg, err := c.be.Receive()
+		typ, body, err := c.frames.next()
 		if err != nil {
-			if !c.rd.failed() {
-				// The bytes arrived but do not make a message: a protocol violation.
-				c.log.Warn("bad message from client", "err", err)
-				c.send(fatalResponse(codeProtocolViolation, err.Error()))
-				c.flush()
+			var fe *errFraming
+			if errors.As(err, &fe) {
+				// The stream cannot be split into messages any more. (Debug: a
+				// flood of garbage must not become a flood of log lines.)
+				c.log.Debug("bad message from client", "err", err)
+				c.fatal(codeProtocolViolation, fe.msg)
 			}
 			return
 		}
-		if err := c.handle(msg); err != nil {
+		if err := c.receive(typ, body); err != nil {
 			if !errors.Is(err, errTerminate) && c.writeErr == nil {
 				c.log.Debug("closing connection", "err", err)
 			}
@@ -124,40 +154,141 @@ func (c *conn) serve() {
 	}
 }
 
+// reader returns the connection's socket reader, nil before startup ends.
+func (c *conn) reader() *connReader {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rd
+}
+
+// receive decodes one message and handles it. A message that is well framed
+// but malformed is an ERROR (08P01), after which the connection goes on as
+// after any failed message: inside the extended protocol, messages are skipped
+// until Sync. An unknown message type ends the connection, as in PostgreSQL.
+func (c *conn) receive(typ byte, body []byte) error {
+	if c.ignoreTillSync && typ != 'S' && typ != 'X' {
+		if strings.IndexByte(frontendTypes, typ) >= 0 {
+			return nil // skipped unread, as PostgreSQL skips them
+		}
+	}
+	msg, known, err := decodeMessage(typ, body)
+	if !known {
+		c.log.Debug("bad message from client", "type", typ)
+		c.fatal(codeProtocolViolation, fmt.Sprintf("invalid frontend message type %d", typ))
+		return fmt.Errorf("invalid frontend message type %d", typ)
+	}
+	if err == nil {
+		return c.handle(msg)
+	}
+	c.log.Debug("malformed message from client", "type", string(typ), "err", err)
+	switch typ {
+	case 'd', 'c', 'f':
+		return nil // outside COPY these are ignored anyway
+	case 'X':
+		return errTerminate
+	}
+	c.send(&pgproto3.ErrorResponse{
+		Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: codeProtocolViolation,
+		Message: fmt.Sprintf("invalid %s message", messageName(typ)),
+	})
+	switch typ {
+	case 'Q', 'F':
+		c.readyForQuery()
+	case 'S':
+		c.ignoreTillSync = false
+		c.closePortals()
+		c.readyForQuery()
+	default: // Parse, Bind, Describe, Execute, Close, Flush
+		c.ignoreTillSync = true
+	}
+	return c.flush()
+}
+
+// messageName names a frontend message type for errors.
+func messageName(typ byte) string {
+	switch typ {
+	case 'B':
+		return "Bind"
+	case 'C':
+		return "Close"
+	case 'D':
+		return "Describe"
+	case 'E':
+		return "Execute"
+	case 'F':
+		return "FunctionCall"
+	case 'H':
+		return "Flush"
+	case 'P':
+		return "Parse"
+	case 'Q':
+		return "Query"
+	case 'S':
+		return "Sync"
+	}
+	return fmt.Sprintf("type %d", typ)
+}
+
+// errCancelServed ends a connection that carried a CancelRequest.
+var errCancelServed = errors.New("cancel request served")
+
 // startup answers encryption requests and cancel requests and performs the startup
-// handshake of a connection, accepting any user. It returns the user and database
-// the client asked for.
+// handshake of a connection, authentication included. It returns the user and
+// database the client asked for.
 func (c *conn) startup() (user, database string, err error) {
 	for {
-		msg, err := c.be.ReceiveStartupMessage()
+		msg, err := readStartupPacket(c.nc)
 		if err != nil {
+			var uv *unsupportedVersion
+			if errors.As(err, &uv) {
+				c.fatal(codeFeatureNotSupported, uv.Error())
+			}
 			return "", "", err
 		}
 		switch m := msg.(type) {
-		case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
-			// No encryption: 'N' tells the client to go on in plain text.
+		case *pgproto3.SSLRequest:
+			if c.tlsConn != nil {
+				return "", "", errors.New("SSLRequest inside TLS")
+			}
+			if c.srv.opts.TLS == nil {
+				// No encryption: 'N' tells the client to go on in plain text.
+				if _, err := c.nc.Write([]byte{'N'}); err != nil {
+					return "", "", err
+				}
+				continue
+			}
+			if err := c.startTLS(); err != nil {
+				return "", "", err
+			}
+		case *pgproto3.GSSEncRequest:
 			if _, err := c.nc.Write([]byte{'N'}); err != nil {
 				return "", "", err
 			}
 		case *pgproto3.CancelRequest:
-			c.srv.cancelRequest(m.ProcessID, m.SecretKey)
-			return "", "", errors.New("cancel request served")
+			c.srv.cancelRequest(c.raw.RemoteAddr(), m.ProcessID, m.SecretKey)
+			return "", "", errCancelServed
 		case *pgproto3.StartupMessage:
 			return c.handleStartup(m)
-		default:
-			return "", "", fmt.Errorf("unexpected startup message %T", msg)
 		}
 	}
 }
 
-func (c *conn) handleStartup(m *pgproto3.StartupMessage) (user, database string, err error) {
-	if m.ProtocolVersion>>16 != 3 {
-		c.send(fatalResponse(codeFeatureNotSupported, fmt.Sprintf(
-			"unsupported frontend protocol %d.%d: server supports 3.0",
-			m.ProtocolVersion>>16, m.ProtocolVersion&0xffff)))
-		c.flush()
-		return "", "", errors.New("unsupported protocol version")
+// startTLS accepts an SSLRequest and performs the TLS handshake; the rest of
+// the connection is spoken over TLS.
+func (c *conn) startTLS() error {
+	if _, err := c.raw.Write([]byte{'S'}); err != nil {
+		return err
 	}
+	tc := tls.Server(c.raw, c.srv.opts.TLS)
+	if err := tc.Handshake(); err != nil {
+		c.log.Debug("TLS handshake failed", "err", err)
+		return err
+	}
+	c.nc, c.tlsConn = tc, tc
+	return nil
+}
+
+func (c *conn) handleStartup(m *pgproto3.StartupMessage) (user, database string, err error) {
 	// A newer 3.x minor version or protocol options ("_pq_.name") are declined with
 	// NegotiateProtocolVersion, after which the client carries on with 3.0.
 	var unknown []string
@@ -166,22 +297,38 @@ func (c *conn) handleStartup(m *pgproto3.StartupMessage) (user, database string,
 			unknown = append(unknown, k)
 		}
 	}
+	slices.Sort(unknown)
 	if m.ProtocolVersion&0xffff != 0 || len(unknown) > 0 {
 		c.send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: unknown})
 	}
 
 	user = m.Parameters["user"]
 	if user == "" {
-		c.send(fatalResponse(codeInvalidAuthorization, "no PostgreSQL user name specified in startup packet"))
-		c.flush()
+		c.fatal(codeInvalidAuthorization, "no PostgreSQL user name specified in startup packet")
 		return "", "", errors.New("no user name")
 	}
 	database = m.Parameters["database"]
 	if database == "" {
 		database = user
 	}
+	if !c.admitted {
+		c.fatal(codeTooManyConnections, "sorry, too many clients already")
+		return "", "", errors.New("too many connections")
+	}
+	if c.srv.opts.TLSRequired && c.tlsConn == nil {
+		c.fatal(codeInvalidAuthorization, "SSL required: this server accepts only encrypted connections (sslmode=require)")
+		return "", "", errors.New("plain-text connection refused")
+	}
+	superuser, err := c.authenticate(user)
+	if err != nil {
+		return "", "", err
+	}
 
 	c.send(&pgproto3.AuthenticationOk{})
+	isSuperuser := "off"
+	if superuser {
+		isSuperuser = "on"
+	}
 	for _, p := range [...][2]string{
 		{"application_name", m.Parameters["application_name"]},
 		// Only UTF8 is spoken, whatever the client asked for.
@@ -191,7 +338,7 @@ func (c *conn) handleStartup(m *pgproto3.StartupMessage) (user, database string,
 		{"in_hot_standby", "off"},
 		{"integer_datetimes", "on"},
 		{"IntervalStyle", "postgres"},
-		{"is_superuser", "off"},
+		{"is_superuser", isSuperuser},
 		{"server_encoding", "UTF8"},
 		{"server_version", c.srv.opts.ServerVersion},
 		{"session_authorization", user},
@@ -291,8 +438,10 @@ func (c *conn) setStatement(stop context.CancelFunc) {
 // returns soon. Server.Close calls it from another goroutine.
 func (c *conn) kill() {
 	c.cancel()
-	c.nc.Close()
-	c.rd.close()
+	c.raw.Close()
+	if rd := c.reader(); rd != nil {
+		rd.close()
+	}
 }
 
 // send queues msg for the next flush.

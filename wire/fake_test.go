@@ -325,13 +325,20 @@ type testServer struct {
 // startServer starts a server; cleanup closes it and checks that nothing leaked.
 func startServer(t *testing.T) *testServer {
 	t.Helper()
+	return startServerWith(t, Options{})
+}
+
+// startServerWith starts a server with opts (and a test logger).
+func startServerWith(t *testing.T, opts Options) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	be := newFakeBackend()
+	opts.Log = testLogger(t)
 	ts := &testServer{
-		Server: NewServer(be, Options{Log: testLogger(t)}),
+		Server: NewServer(be, opts),
 		be:     be,
 		addr:   ln.Addr().String(),
 		done:   make(chan error, 1),

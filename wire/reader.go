@@ -24,11 +24,16 @@ type connReader struct {
 	nc      net.Conn
 	onClose func()
 
-	mu     sync.Mutex
-	cond   sync.Cond
-	buf    []byte // read from the socket, not yet returned by Read. mu.
-	err    error  // the error that ended reading. mu.
-	closed bool   // close was called. mu.
+	mu      sync.Mutex
+	cond    sync.Cond
+	buf     []byte // read from the socket, not yet returned by Read. mu.
+	err     error  // the error that ended reading. mu.
+	closed  bool   // close was called. mu.
+	waiting bool   // a Read waits for bytes with none buffered. mu.
+
+	// onStarve, when set (by tests), is called with mu held whenever a Read
+	// starts waiting for bytes: the connection has handled all it was sent.
+	onStarve func()
 }
 
 func newConnReader(nc net.Conn, onClose func()) *connReader {
@@ -74,7 +79,12 @@ func (r *connReader) Read(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(r.buf) == 0 && r.err == nil && !r.closed {
+		r.waiting = true
+		if r.onStarve != nil {
+			r.onStarve()
+		}
 		r.cond.Wait()
+		r.waiting = false
 	}
 	if len(r.buf) > 0 {
 		n := copy(p, r.buf)
@@ -89,6 +99,14 @@ func (r *connReader) Read(p []byte) (int, error) {
 		return 0, r.err
 	}
 	return 0, io.ErrClosedPipe
+}
+
+// starving reports whether a Read waits for bytes the client has not sent
+// (waiting is still set while a woken Read has not run yet: buf tells).
+func (r *connReader) starving() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waiting && len(r.buf) == 0 && r.err == nil
 }
 
 // failed reports whether reading the socket has failed, that is whether the client

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,11 +28,33 @@ type Options struct {
 	// DefaultServerVersion.
 	ServerVersion string
 	// MaxMessageSize bounds the body of one client message (a query string, say);
-	// 0 means 64 MiB.
+	// a longer one ends the connection with an error. 0 means
+	// DefaultMaxMessageSize (16 MiB). Memory for a body is allocated as its bytes
+	// arrive, never on the word of its header.
 	MaxMessageSize int
 	// StartupTimeout bounds the time from accepting a connection to the end of its
-	// startup handshake; 0 means one minute (PostgreSQL's authentication_timeout).
+	// startup handshake, TLS and authentication included; 0 means one minute
+	// (PostgreSQL's authentication_timeout).
 	StartupTimeout time.Duration
+
+	// Auth is how clients prove who they are; the zero value, AuthTrust, takes
+	// their word for it.
+	Auth AuthMethod
+	// Users is consulted at every login: the user must exist, and its verifier
+	// checks the password. Nil accepts every user name under AuthTrust and
+	// refuses every login under the password methods.
+	Users Users
+
+	// TLS, when set, answers a client's SSLRequest with TLS (its certificate
+	// also gives SCRAM-SHA-256-PLUS its channel binding); nil declines TLS.
+	TLS *tls.Config
+	// TLSRequired refuses clients that do not use TLS (28000). Cancel requests,
+	// which libpq sends in plain text, are still served.
+	TLSRequired bool
+
+	// MaxConnections bounds the connections served at once; further ones are
+	// told 53300 too_many_connections. 0 means DefaultMaxConnections.
+	MaxConnections int
 }
 
 // DefaultServerVersion is the server_version reported when Options leave it empty.
@@ -48,12 +71,27 @@ type Server struct {
 	// can wait for all of them.
 	wg sync.WaitGroup
 
+	// mockSecret derives the fake SCRAM salts of unknown users.
+	mockSecret [32]byte
+	// tlsBinding is the tls-server-end-point channel binding data of
+	// opts.TLS's certificate, nil when SCRAM-SHA-256-PLUS is not offered.
+	tlsBinding []byte
+	cancels    cancelLimiter // failed cancel requests, by host
+
 	mu        sync.Mutex
 	closed    bool                      // mu.
 	done      chan struct{}             // closed by Close.
 	listeners map[net.Listener]struct{} // mu.
 	conns     map[*conn]struct{}        // mu.
 	byPID     map[uint32]*conn          // connections by BackendKeyData process ID. mu.
+	admitted  int                       // connections counted against MaxConnections. mu.
+	rejecting int                       // connections beyond it, being refused. mu.
+
+	// onPanic, when set (by tests), is told of every panic a connection
+	// recovers from.
+	onPanic func(any)
+	// onStarve, when set (by tests), becomes every connection reader's onStarve.
+	onStarve func()
 }
 
 // NewServer returns a server that opens a session on backend for each connection.
@@ -65,20 +103,26 @@ func NewServer(backend Backend, opts Options) *Server {
 		opts.ServerVersion = DefaultServerVersion
 	}
 	if opts.MaxMessageSize <= 0 {
-		opts.MaxMessageSize = 64 << 20
+		opts.MaxMessageSize = DefaultMaxMessageSize
 	}
 	if opts.StartupTimeout <= 0 {
 		opts.StartupTimeout = time.Minute
 	}
-	return &Server{
-		backend:   backend,
-		opts:      opts,
-		log:       opts.Log,
-		done:      make(chan struct{}),
-		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[*conn]struct{}),
-		byPID:     make(map[uint32]*conn),
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
 	}
+	s := &Server{
+		backend:    backend,
+		opts:       opts,
+		log:        opts.Log,
+		tlsBinding: endPointBinding(opts.TLS),
+		done:       make(chan struct{}),
+		listeners:  make(map[net.Listener]struct{}),
+		conns:      make(map[*conn]struct{}),
+		byPID:      make(map[uint32]*conn),
+	}
+	rand.Read(s.mockSecret[:])
+	return s
 }
 
 // Serve accepts connections on ln, each served on its own goroutine, until ln fails
@@ -168,18 +212,18 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// startConn registers nc and starts its goroutines, or closes it if the server is
-// closing.
+// startConn registers nc and starts serving it, or closes it if the server is
+// closing or has too many connections already.
 func (s *Server) startConn(nc net.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		srv:    s,
+		raw:    nc,
 		nc:     nc,
 		ctx:    ctx,
 		cancel: cancel,
 		log:    s.log.With("remote", nc.RemoteAddr().String()),
 	}
-	c.rd = newConnReader(nc, cancel)
 
 	s.mu.Lock()
 	if s.closed {
@@ -188,14 +232,23 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	switch {
+	case s.admitted < s.opts.MaxConnections:
+		s.admitted++
+		c.admitted = true
+	case s.rejecting < maxRejecting:
+		s.rejecting++ // served up to its startup packet, then refused
+	default:
+		s.mu.Unlock()
+		cancel()
+		nc.Close()
+		s.log.Warn("connection refused: too many connections, and too many being refused", "remote", nc.RemoteAddr().String())
+		return
+	}
 	s.conns[c] = struct{}{}
-	s.wg.Add(2)
+	s.wg.Add(1)
 	s.mu.Unlock()
 
-	go func() {
-		defer s.wg.Done()
-		c.rd.run()
-	}()
 	go func() {
 		defer s.wg.Done()
 		defer s.forget(c)
@@ -208,6 +261,11 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	if c.admitted {
+		s.admitted--
+	} else {
+		s.rejecting--
+	}
 	if s.byPID[c.pid] == c {
 		delete(s.byPID, c.pid)
 	}
@@ -234,13 +292,22 @@ func (s *Server) newBackendKey(c *conn) {
 }
 
 // cancelRequest cancels the statement running on the connection whose
-// BackendKeyData matches, if any. Like PostgreSQL it tells the requester nothing.
-func (s *Server) cancelRequest(pid uint32, secret []byte) {
+// BackendKeyData matches, if any. Like PostgreSQL it tells the requester
+// nothing. Requests that match nothing are rate-limited by the host they come
+// from (cancelLimiter).
+func (s *Server) cancelRequest(from net.Addr, pid uint32, secret []byte) {
+	host := limitKey(from)
+	now := time.Now()
+	if !s.cancels.allow(host, now) {
+		s.log.Debug("cancel request ignored: too many failed cancel requests", "host", host)
+		return
+	}
 	s.mu.Lock()
 	c := s.byPID[pid]
 	s.mu.Unlock()
 	if c == nil || subtle.ConstantTimeCompare(c.secret[:], secret) != 1 {
-		s.log.Debug("cancel request matches no connection", "pid", pid)
+		s.cancels.failed(host, now)
+		s.log.Debug("cancel request matches no connection", "pid", pid, "host", host)
 		return
 	}
 	c.cancelStatement()

@@ -32,6 +32,7 @@ const (
 	codeProtocolViolation    = "08P01"
 	codeFeatureNotSupported  = "0A000"
 	codeInvalidAuthorization = "28000"
+	codeTooManyConnections   = "53300"
 	codeSyntaxErrorOrAccess  = "42000"
 	codeQueryCanceled        = "57014"
 	codeInternalError        = "XX000"
@@ -73,9 +74,12 @@ var sentinelCodes = []struct {
 	{expr.ErrOutOfRange, "22003"},            // numeric_value_out_of_range
 	{expr.ErrInvalidArgument, "22023"},       // invalid_parameter_value
 	// expr.ErrBadExpression is a binder bug: internal, left to the default.
-	{exec.ErrUnknownConnector, "42704"}, // undefined_object
-	{spec.ErrBadOption, "22023"},        // invalid_parameter_value: a bad CONNECTION option
-	{exec.ErrNoSlots, "53000"},          // insufficient_resources
+	{exec.ErrUnknownConnector, "42704"},     // undefined_object
+	{spec.ErrBadOption, "22023"},            // invalid_parameter_value: a bad CONNECTION option
+	{exec.ErrNoSlots, "53000"},              // insufficient_resources
+	{sql.ErrUnknownUser, "42704"},           // undefined_object
+	{sql.ErrDuplicateUser, "42710"},         // duplicate_object
+	{sql.ErrInsufficientPrivilege, "42501"}, // insufficient_privilege
 	// exec.ErrUnknownOperator means the planner and the registry disagree: an
 	// internal error, left to the default.
 }

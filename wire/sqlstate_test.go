@@ -37,6 +37,9 @@ func TestPgErrorFields(t *testing.T) {
 		{&sql.Error{Kind: errors.New("other"), Msg: "m", Pos: 2}, "42000", "m", 2, false},
 		{sql.Errorf(sql.ErrDuplicateColumn, 1, "x"), "42701", "x", 1, false},
 		{sql.Errorf(sql.ErrInvalidColumnReference, 1, "x"), "42P10", "x", 1, false},
+		{sql.Errorf(sql.ErrInsufficientPrivilege, 0, "permission denied for table t"), "42501", "permission denied for table t", 0, false},
+		{sql.Errorf(sql.ErrUnknownUser, 0, "x"), "42704", "x", 0, false},
+		{sql.Errorf(sql.ErrDuplicateUser, 0, "x"), "42710", "x", 0, false},
 		// Bare sentinels, wrapped.
 		{fmt.Errorf("%w", expr.ErrUnknownFunction), "42883", "function does not exist", 0, false},
 		{fmt.Errorf("%w", expr.ErrArgumentType), "42883", "function does not accept these argument types", 0, false},

@@ -97,7 +97,7 @@ func TestCancel(t *testing.T) {
 	t.Run("psql at a terminal", func(t *testing.T) {
 		out := &watcher{}
 		term := startInTerminal(t, out, psqlPath, append(psqlArgs, "-n", "-P", "pager=off")...)
-		out.waitFor(t, "=> ")
+		out.waitFor(t, "=# ") // hummer is a superuser: psql's prompt ends in #
 		term.typeText(t, copyStatement+";\n")
 		out.waitFor(t, "insert\tkafka-row-")
 		job := runningCopyJob(t, ctx, admin)
@@ -106,7 +106,7 @@ func TestCancel(t *testing.T) {
 		out.waitFor(t, "ERROR:  canceling statement due to user request")
 		cancelled(t, job)
 		// The same psql session goes on.
-		out.waitFor(t, "=> ")
+		out.waitFor(t, "=# ") // hummer is a superuser: psql's prompt ends in #
 		term.typeText(t, "\\set VERBOSITY verbose\n")
 		term.typeText(t, copyStatement+";\n")
 		out.waitFor(t, "insert\tkafka-row-")

@@ -123,7 +123,7 @@ func TestExtendedProtocolMessages(t *testing.T) {
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
 	fe := pgproto3.NewFrontend(nc, nc)
-	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": "u"}})
+	fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": "hummer"}})
 	if err := fe.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -31,11 +31,17 @@ import (
 const usage = `hummer — a streaming SQL engine
 
 Usage:
-  hummer serve [--pg-addr 127.0.0.1:4566] [--data-dir ./hummer-data] [--init SQL] [--slots N]
+  hummer serve [--pg-addr 127.0.0.1:4566] [--data-dir ./hummer-data] [--init SQL] [--slots N] [security flags]
   hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql)
-  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data]
+  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data] [security flags]
   hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0]
                      [--network NAME=ADDR ...]
+
+Security flags (serve, jobmanager):
+  --auth trust|password|scram-sha-256   default: trust on a loopback --pg-addr, scram-sha-256 otherwise
+  --superuser-password PW               password of the superuser hummer (or $HUMMER_PASSWORD)
+  --tls-cert FILE --tls-key FILE [--tls-required]
+  --max-connections N (100)   --auth-timeout D (1m)
 `
 
 func main() {
@@ -97,6 +103,7 @@ func serve(args []string) error {
 	initSQL := fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
 	slots := fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
 	ckpt := checkpointFlags(fs)
+	sec := addSecurityFlags(fs)
 	fs.Parse(args)
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -119,16 +126,21 @@ func serve(args []string) error {
 			return fmt.Errorf("--init: %w", err)
 		}
 	}
-	return servePG(eng, *pgAddr, *dataDir, log)
+	return servePG(eng, *pgAddr, *dataDir, log, sec)
 }
 
 // servePG answers the PostgreSQL wire protocol on addr until SIGINT or SIGTERM.
-func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger) error {
+func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *securityFlags) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := wire.NewServer(backend{eng}, wire.Options{Log: log})
+	opts, err := sec.serverOptions(eng, ln.Addr(), log) // security.go
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := wire.NewServer(backend{eng}, opts)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -165,8 +177,11 @@ func jobManager(args []string) error {
 	fs := flag.NewFlagSet("jobmanager", flag.ExitOnError)
 	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
 	rpcAddr := fs.String("rpc-addr", "127.0.0.1:6123", "address TaskManagers register at (control plane)")
+	heartbeatTimeout := fs.Duration("heartbeat-timeout", 3*time.Second,
+		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
 	ckpt := checkpointFlags(fs)
+	sec := addSecurityFlags(fs)
 	fs.Parse(args)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
@@ -181,7 +196,7 @@ func jobManager(args []string) error {
 	}
 	defer data.Close()
 	jm := exec.NewJobManager(log)
-	ctl := control.NewJobManagerServer(control.JobManagerConfig{JM: jm, Data: data, Log: log})
+	ctl := control.NewJobManagerServer(control.JobManagerConfig{JM: jm, Data: data, Log: log, HeartbeatTimeout: *heartbeatTimeout})
 	rpcLn, err := net.Listen("tcp", *rpcAddr)
 	if err != nil {
 		return err
@@ -199,7 +214,7 @@ func jobManager(args []string) error {
 		return err
 	}
 	defer eng.Close()
-	return servePG(eng, *pgAddr, *dataDir, log)
+	return servePG(eng, *pgAddr, *dataDir, log, sec)
 }
 
 // taskManager runs a TaskManager: it registers with the JobManager, heartbeats,
@@ -309,7 +324,7 @@ func runSQL(args []string, stdout io.Writer) error {
 // backend adapts the engine to the wire server.
 type backend struct{ e *session.Engine }
 
-func (b backend) NewSession(user, database string) wire.Session { return b.e.NewSession() }
+func (b backend) NewSession(user, database string) wire.Session { return b.e.NewUserSession(user) }
 
 func host(a net.Addr) string {
 	h, _, _ := net.SplitHostPort(a.String())
