@@ -225,6 +225,9 @@ func (w *remoteWorker) handle(m *FromTaskManager) {
 
 // fail ends every deployment still waiting on this TaskManager.
 func (w *remoteWorker) fail(err error) {
+	// Out of the schedule first, so that the jobs restarting from this failure
+	// are not placed here again.
+	w.srv.cfg.JM.RemoveTaskManager(w.reg.ID)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.err = err
