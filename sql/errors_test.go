@@ -130,3 +130,12 @@ func TestParseMultiStatement(t *testing.T) {
 		}
 	}
 }
+
+// A decimal literal of more digits than the parser's literal values hold
+// made it panic (found by wire's FuzzConn): it is a syntax error.
+func TestParseLongDecimal(t *testing.T) {
+	q := "SELECT " + strings.Repeat("0", 100) + "." + strings.Repeat("0", 40) + "1"
+	if _, err := Parse(q); !errors.Is(err, ErrSyntax) {
+		t.Errorf("Parse of a 141-digit decimal: %v, want a syntax error", err)
+	}
+}

@@ -29,12 +29,20 @@ const sqlMode = mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBac
 // Each statement's OriginTextPosition is set to the byte offset at which its text
 // (Text()) starts in query, so that Bind can place errors in a multi-statement
 // query.
-func Parse(query string) ([]ast.StmtNode, error) {
+func Parse(query string) (stmts []ast.StmtNode, err error) {
 	query = showVariable.ReplaceAllStringFunc(query, rewriteShow)
 	query = materialized.ReplaceAllStringFunc(query, blankMaterialized)
+	// The parser's literal values (its test_driver) panic on some inputs, such
+	// as a decimal literal of more digits than MySQL's DECIMAL holds (found by
+	// wire's FuzzConn): such a query is refused, never a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			stmts, err = nil, Errorf(ErrSyntax, 0, "syntax error: the parser could not read this query (a numeric literal too long?)")
+		}
+	}()
 	p := parser.New()
 	p.SetSQLMode(sqlMode)
-	stmts, _, err := p.ParseSQL(query)
+	stmts, _, err = p.ParseSQL(query)
 	if err != nil {
 		return nil, syntaxError(query, err)
 	}

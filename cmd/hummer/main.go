@@ -36,6 +36,11 @@ Usage:
   hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data] [security flags]
   hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0]
                      [--network NAME=ADDR ...]
+  hummer image build --out DIR [--kernel PATH] [--add SRC:DST ...] [-- ROLE ARGS...]
+  hummer image run DIR --pg-port PORT [--cpus N] [--memory SIZE] [--forward H:G ...]
+
+Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL;
+jobmanager: --heartbeat-timeout D (3s)
 
 Security flags (serve, jobmanager):
   --auth trust|password|scram-sha-256   default: trust on a loopback --pg-addr, scram-sha-256 otherwise
@@ -59,6 +64,8 @@ func main() {
 		err = jobManager(os.Args[2:])
 	case "taskmanager":
 		err = taskManager(os.Args[2:])
+	case "image":
+		err = image(os.Args[2:])
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

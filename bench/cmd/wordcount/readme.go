@@ -8,6 +8,7 @@ import (
 
 	"github.com/hummer-db/hummer/bench/checkpoint"
 	"github.com/hummer-db/hummer/bench/latency"
+	"github.com/hummer-db/hummer/bench/vmimage"
 )
 
 // readme renders bench/README.md from r and, when it is not nil, the latency
@@ -112,6 +113,16 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 		p("")
 	case ck != nil:
 		b.WriteString(ck.Readme(resultsDir))
+	}
+	// So are the VM image benchmark's (bench/cmd/image).
+	switch im, err := vmimage.ReadReport(path.Join(resultsDir, vmimage.ResultsFile)); {
+	case err != nil:
+		p("## VM image (issue 7)")
+		p("")
+		p("%s could not be read: %v", path.Join(resultsDir, vmimage.ResultsFile), err)
+		p("")
+	case im != nil:
+		b.WriteString(im.Readme(resultsDir))
 	}
 
 	p("## What runs")

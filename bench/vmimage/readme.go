@@ -1,0 +1,94 @@
+package vmimage
+
+import (
+	"fmt"
+	pathpkg "path"
+	"strings"
+)
+
+// Readme renders the README's section on the VM image from r.
+func (r *Report) Readme(resultsDir string) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	m, s := r.Machine, r.Setup
+	p("## VM image: size, and launch to first answered query under TCG (issue 7)")
+	p("")
+	p("<!-- From %s, written by bench/cmd/image (the section is bench/vmimage/readme.go). -->", pathpkg.Join(resultsDir, ResultsFile))
+	p("")
+	accel := "TCG (no usable KVM on this machine: qemu emulates every instruction)"
+	if m.KVM {
+		accel = "KVM"
+	}
+	p("Run of %s on %d x %s, Linux %s; %s. Guest: Debian's kernel %s, %d vCPU, %s; %d boots per variant, the variants interleaved; %.0f s in all.",
+		r.Date, m.CPUs, m.CPUModel, m.Kernel, accel, s.KernelVersion, s.CPUs, s.Memory, s.Runs, r.DurationS)
+	p("**The machine is shared**: while the VMs booted (%.0f s), other processes used %.1f CPU s (%.0f%% of its %d cores), the hypervisor stole %.1f s, and the load average went from %.2f to %.2f. "+
+		"A VM under TCG needs a whole core, so a busy machine stretches its boot: qemu's own CPU time up to the first answer (a column below) moves far less than wall time.",
+		m.RunsS, m.OtherCPUS, 100*m.OtherCPUS/(m.RunsS*float64(max(m.CPUs, 1))+1e-9), m.CPUs, m.StealS, m.LoadAvg, m.LoadAvgAfter)
+	p("")
+	p("| variant | image MB | first answer s, median (min–max) | qemu CPU s | kernel starts s | PID 1 at (uptime s) | role at (uptime s) | serving s | WordCount s | stop s | clean stops |")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, row := range r.Summary {
+		if row.Runs == row.Failed {
+			p("| %s | %.1f | failed (%d runs) | | | | | | | | |", row.Variant, row.SizeMB, row.Runs)
+			continue
+		}
+		failed := ""
+		if row.Failed > 0 {
+			failed = fmt.Sprintf(" (%d of %d failed)", row.Failed, row.Runs)
+		}
+		p("| %s%s | %.1f | %.2f (%.2f–%.2f) | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %d/%d |", row.Variant, failed, row.SizeMB,
+			row.FirstAnswerS, row.FirstAnswerMinS, row.FirstAnswerMaxS, row.QEMUCPUS, row.KernelStartS, row.InitUptimeS,
+			row.RoleUptimeS, row.ReadyS, row.WordCountS, row.StopS, row.CleanStops, row.Runs-row.Failed)
+	}
+	p("")
+	p("| goal | target | %s |", strings.Join(variants(r), " | "))
+	p("| --- | --- |%s", strings.Repeat(" ---: |", len(r.Images)))
+	for _, name := range []string{goalSizeName, goalBootName, goalBootName2} {
+		target, cells := "", []string{}
+		for _, v := range variants(r) {
+			cell := ""
+			for _, g := range r.Goals {
+				if g.Name == name && g.Variant == v {
+					target = g.Target
+					value := fmt.Sprintf("%.2f s", g.Value)
+					if name == goalSizeName {
+						value = fmt.Sprintf("%.1f MB", g.Value)
+					}
+					cell = value + " " + map[bool]string{true: "✅", false: "❌"}[g.Pass]
+				}
+			}
+			cells = append(cells, cell)
+		}
+		p("| %s | %s | %s |", name, target, strings.Join(cells, " | "))
+	}
+	p("")
+	p("What the columns are, each from launching `hummer image run DIR --pg-port P` (seconds) or from the guest kernel's clock (uptime):")
+	p("")
+	p("- **first answer**: a client opens a new connection every 25 ms through the forwarded port and sends `SELECT 1`; the first answer ends the measurement. (New connections rather than one retried: qemu's user networking holds a connection made before the guest listens and retries its SYN only seconds later.)")
+	p("- **kernel starts**: launch until the guest kernel's clock starts (console time of the init's first line minus its uptime): qemu, SeaBIOS, loading the kernel and initramfs, the kernel unpacking itself. **PID 1 at**: the kernel's own boot, the initramfs unpacked, hummer running as the init. **role at**: modules loaded, network up, the role starting in PID 1. **serving**: the role's `hummer is ready` on the console.")
+	p("- **WordCount**: the README's WordCount over kjv.txt (`%s`), answered by the VM and checked against a Go count; under TCG the engine runs several times slower than on the host.", s.Role)
+	p("- **stop**: SIGTERM to `hummer image run` until it exits: it presses Ctrl-Alt-Del through QMP (the ACPI power button for an `--acpi` image), the init stops the role and ends the VM. A clean stop exits 0 with the init's `powering off` on the console.")
+	p("")
+	p("Variants: **lz4** is what `hummer image build` makes by default (Debian's cloud kernel, lz4 initramfs, no ACPI); **gzip** the same with a gzip initramfs; **+acpi** keeps ACPI (`--acpi`: a power button and a real power-off); **+custom** swaps Debian's kernel for one built by `bench/kernel/build.sh` from Debian's linux-source-6.1 with `bench/kernel/hummer.config` (tinyconfig plus the serial console, the initramfs, virtio-net, IPv4 and what the Go runtime calls, all built in: no modules, no ACPI, no mitigations or tracing to patch in at boot), given to `image build --kernel DIR`.")
+	p("")
+	p("Where the time goes, from the kernel's `initcall_debug` log (an image prints it with `image build --cmdline \"initcall_debug log_buf_len=1M hummer.dmesg\"`): with Debian's kernel, about 0.4 s passes before the kernel's clock starts (qemu, SeaBIOS, loading and unpacking the 14 MB kernel) and its own boot takes most of the rest, chiefly patching alternatives into its text for the emulated CPU (0.35 s), unpacking the initramfs, whose bulk is the 39 MB static hummer binary (about 0.3 s as lz4, 0.55 s as gzip), and, with `--acpi`, the ACPI interpreter and interrupt routing. As PID 1, hummer loads the virtio modules and configures the network in about 0.15 s, and the role serves 0.05 s after it starts. The custom kernel starts its clock sooner (a 2.3 MB kernel) and reaches the init about 0.4 s earlier; unpacking the initramfs is then the largest single step.")
+	p("")
+	p("Already cut, and why it mattered under TCG: the kernel's crypto self-tests, kdf108 self-test and kprobe events (kernel command line), module signature checks (the modules are stripped of them at build: apt verified the package), a second Go runtime (the role runs in PID 1), the kernel's random pool waiting a second for jitter entropy (the guest CPU gets RDRAND), ACPI (by default), qemu's default devices and the NIC's option ROM. An uncompressed initramfs boots the custom kernel about 0.1 s sooner but makes a 46 MB image, over the 40 MB goal.")
+	p("")
+	p("```sh")
+	p("bench/kernel/build.sh /tmp/hk                # the custom kernel (a few minutes; apt-get installs linux-source-6.1 and the build tools)")
+	p("cd bench && go run ./cmd/image -repo .. -variants lz4,gzip,lz4+acpi,lz4+custom -custom-kernel /tmp/hk")
+	p("                                             # builds a static hummer and the images, boots each variant -runs times (10), writes %s", pathpkg.Join(resultsDir, ResultsFile))
+	p("cd bench && go run ./cmd/wordcount -render results/latest.json   # then redraw this README")
+	p("```")
+	p("")
+	return b.String()
+}
+
+func variants(r *Report) []string {
+	var v []string
+	for _, img := range r.Images {
+		v = append(v, img.Variant)
+	}
+	return v
+}
