@@ -33,7 +33,6 @@ type Options struct {
 	Snapshot func(view string) ([]byte, error)
 }
 
-
 // Build turns an optimised logical plan into a StreamGraph whose last node
 // delivers the query's rows to the client ("result" sink).
 //
