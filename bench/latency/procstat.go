@@ -1,108 +1,12 @@
 package latency
 
-import (
-	"bytes"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
+import "github.com/hummer-db/hummer/bench/procstat"
+
+// The machine's figures come from the shared procstat package.
+var (
+	processCPU = procstat.ProcessCPU
+	steal      = procstat.Steal
+	cpuWait    = procstat.CPUWait
+	selfCPU    = procstat.SelfCPU
+	loadAvg    = procstat.LoadAvg
 )
-
-// These read /proc as bench/cmd/wordcount's procfs.go does; that file is in a main
-// package, so the two helpers needed here are repeated.
-
-// userHZ is the unit of the CPU times in /proc: USER_HZ, 100 on every Linux that
-// Go supports on amd64 and arm64.
-const userHZ = 100
-
-// processCPU returns the user plus system CPU time process pid has used so far.
-func processCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')') // the command name, field 2, may hold spaces
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no ')'", pid)
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
-	}
-	return time.Duration(utime+stime) * time.Second / userHZ, nil
-}
-
-// steal returns the time the hypervisor has stolen since boot, all cores summed.
-func steal() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
-	}
-	v, err := strconv.ParseInt(f[8], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/stat: steal %q", f[8])
-	}
-	return time.Duration(v) * time.Second / userHZ, nil
-}
-
-// cpuWait returns the time since boot during which some runnable task waited
-// for a core (/proc/pressure/cpu, "some ... total=µs"), or -1 if the kernel
-// does not keep it.
-func cpuWait() time.Duration {
-	b, err := os.ReadFile("/proc/pressure/cpu")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.Lines(string(b)) {
-		if !strings.HasPrefix(line, "some ") {
-			continue
-		}
-		for _, f := range strings.Fields(line) {
-			if v, ok := strings.CutPrefix(f, "total="); ok {
-				us, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					return -1
-				}
-				return time.Duration(us) * time.Microsecond
-			}
-		}
-	}
-	return -1
-}
-
-// selfCPU returns this process's CPU time: the broker, the producer and the
-// consumers.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// loadAvg returns the one-minute load average, or -1 if it cannot be read.
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return -1
-	}
-	return v
-}
