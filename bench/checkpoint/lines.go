@@ -1,54 +1,25 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hummer-db/hummer/bench/stamped"
 )
 
-// clock reads time as Unix nanoseconds, but from the monotonic clock: the
-// producer and the readers share one clock in one process, so a latency is a
-// difference of two of its readings (as in bench/latency).
-type clock struct{ base time.Time }
+// The line format and clock are the shared stamped package's.
+type clock = stamped.Clock
 
-func newClock() clock { return clock{base: time.Now()} }
-
-func (c clock) now() int64 { return c.base.UnixNano() + int64(time.Since(c.base)) }
-
-// appendLine appends a line of the recovery part's input: its production
-// time and its sequence number.
-func appendLine(dst []byte, ts, seq int64) []byte {
-	dst = append(dst, "ts="...)
-	dst = strconv.AppendInt(dst, ts, 10)
-	dst = append(dst, " seq="...)
-	return strconv.AppendInt(dst, seq, 10)
-}
-
-// parseLine reads a line appendLine wrote.
-func parseLine(b []byte) (ts, seq int64, err error) {
-	rest, ok := bytes.CutPrefix(b, []byte("ts="))
-	if !ok {
-		return 0, 0, fmt.Errorf("line %q: no ts=", b)
-	}
-	t, s, ok := bytes.Cut(rest, []byte(" seq="))
-	if !ok {
-		return 0, 0, fmt.Errorf("line %q: no seq=", b)
-	}
-	if ts, err = strconv.ParseInt(string(t), 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("line %q: %w", b, err)
-	}
-	if seq, err = strconv.ParseInt(string(s), 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("line %q: %w", b, err)
-	}
-	return ts, seq, nil
-}
+var (
+	newClock   = stamped.NewClock
+	appendLine = stamped.AppendLine
+	parseLine  = stamped.ParseLine
+)
 
 // steadyProducer sends numbered, time-stamped lines at a fixed rate, line n
 // into partition n % partitions, until stopped.
@@ -86,7 +57,7 @@ func startProducer(addr, topic string, partitions, rate int, clk clock) (*steady
 			due := int64(float64(rate) * time.Since(start).Seconds())
 			for ; p.sent < due; p.sent++ {
 				rec := &kgo.Record{Topic: topic, Partition: int32(p.sent % int64(partitions)),
-					Value: appendLine(make([]byte, 0, 48), clk.now(), p.sent)}
+					Value: appendLine(make([]byte, 0, 48), clk.Now(), p.sent)}
 				cl.Produce(ctx, rec, p.promise)
 			}
 		}
@@ -168,7 +139,7 @@ func startRecorder(addr, topic string, committed bool, clk clock) (*recorder, er
 			if fs.IsClientClosed() {
 				return
 			}
-			at, now := time.Now(), clk.now()
+			at, now := time.Now(), clk.Now()
 			r.mu.Lock()
 			fs.EachRecord(func(rec *kgo.Record) {
 				ts, seq, err := parseLine(rec.Value)

@@ -1,54 +1,26 @@
 package latency
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hummer-db/hummer/bench/stamped"
 )
 
-// clock reads time as Unix nanoseconds, but from the monotonic clock: producer
-// and consumers share one clock in one process, so a latency is a difference of
-// two of its readings, immune to steps of the wall clock.
-type clock struct{ base time.Time }
+// The line format and clock are the shared stamped package's.
+type clock = stamped.Clock
 
-func newClock() clock { return clock{base: time.Now()} }
-
-func (c clock) now() int64 { return c.base.UnixNano() + int64(time.Since(c.base)) }
-
-// appendLine appends the line the producer sends: its send time and its sequence
-// number within its path.
-func appendLine(dst []byte, ts, seq int64) []byte {
-	dst = append(dst, "ts="...)
-	dst = strconv.AppendInt(dst, ts, 10)
-	dst = append(dst, " seq="...)
-	return strconv.AppendInt(dst, seq, 10)
-}
-
-// parseLine reads a line appendLine wrote.
-func parseLine(b []byte) (ts, seq int64, err error) {
-	rest, ok := bytes.CutPrefix(b, []byte("ts="))
-	if !ok {
-		return 0, 0, fmt.Errorf("line %q: no ts=", b)
-	}
-	t, s, ok := bytes.Cut(rest, []byte(" seq="))
-	if !ok {
-		return 0, 0, fmt.Errorf("line %q: no seq=", b)
-	}
-	if ts, err = strconv.ParseInt(string(t), 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("line %q: %w", b, err)
-	}
-	if seq, err = strconv.ParseInt(string(s), 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("line %q: %w", b, err)
-	}
-	return ts, seq, nil
-}
+var (
+	newClock   = stamped.NewClock
+	appendLine = stamped.AppendLine
+	parseLine  = stamped.ParseLine
+)
 
 // tracker is one path's ledger: which lines were sent, which came back and how
 // late. Sequence numbers are dense and increase, so it keeps one slot per line.
@@ -199,7 +171,7 @@ func (p *producer) run(ctx context.Context, topic string, t *tracker, rate int, 
 			if lo < 0 {
 				lo = seq
 			}
-			rec := &kgo.Record{Topic: topic, Value: appendLine(make([]byte, 0, 48), p.clk.now(), seq)}
+			rec := &kgo.Record{Topic: topic, Value: appendLine(make([]byte, 0, 48), p.clk.Now(), seq)}
 			p.cl.Produce(ctx, rec, p.promise)
 		}
 	}
@@ -249,7 +221,7 @@ func startConsumer(addr, topic string, t *tracker, clk clock) (*consumer, error)
 		var errs []error
 		for {
 			fs := cl.PollFetches(context.Background())
-			recv := clk.now()
+			recv := clk.Now()
 			if fs.IsClientClosed() {
 				c.done <- errors.Join(errs...)
 				return
