@@ -358,6 +358,9 @@ func hasTaskOn(g *ExecutionGraph, tm string) bool {
 	return false
 }
 
+// restartDelay is how long a failed job waits before its first restart.
+const restartDelay = 500 * time.Millisecond
+
 // supervise runs the job's attempts: it waits for the current one, and after a
 // failure of a job with checkpoints deploys the next from the newest complete
 // checkpoint, retrying until there are slots or the job is cancelled.
@@ -375,18 +378,17 @@ func (j *Job) supervise() {
 			break
 		}
 		log.Warn("job failed; restarting from its last checkpoint", "err", err)
-		// The first restart is at once: recovery time is what users wait for.
-		// An attempt that fails again soon backs off, so a failure that
-		// repeats does not spin.
+		// The restart waits a moment, for what the failed attempt holds (its
+		// sinks' transactions, say) to wind down: restarting at once measured
+		// slower recoveries, the new attempt's sinks waiting on the old ones. An
+		// attempt that fails again soon backs off, so a failure that repeats
+		// does not spin.
 		if time.Since(started) < 10*time.Second {
 			quickFailures++
 		} else {
 			quickFailures = 0
 		}
-		wait := time.Duration(0)
-		if quickFailures > 1 {
-			wait = min(250*time.Millisecond<<min(quickFailures-2, 5), 5*time.Second)
-		}
+		wait := min(restartDelay<<min(quickFailures, 4), 5*time.Second)
 		if err = j.restart(wait); err != nil {
 			break
 		}

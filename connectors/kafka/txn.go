@@ -190,10 +190,6 @@ func (w *txnWriter) client(id string) (*kgo.Client, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		// ProduceSync waits for its records: lingering for more only adds latency.
 		kgo.ProducerLinger(0),
-		// Fencing an earlier incarnation's transaction, the broker answers
-		// CONCURRENT_TRANSACTIONS until it has aborted it: retry soon, as a
-		// restarted job's output waits on it (kgo's default starts at 250ms).
-		kgo.RetryBackoffFn(func(tries int) time.Duration { return min(20*time.Millisecond<<min(tries, 6), time.Second) }),
 	)...)
 }
 
