@@ -367,9 +367,7 @@ const restartDelay = 500 * time.Millisecond
 func (j *Job) supervise() {
 	log := j.jm.log.With("job", j.ID)
 	var err error
-	quickFailures := 0 // attempts in a row that failed soon after they started
 	for {
-		started := time.Now()
 		err = j.runAttempt()
 		j.mu.Lock()
 		cancelled := j.cancelCause
@@ -380,15 +378,10 @@ func (j *Job) supervise() {
 		log.Warn("job failed; restarting from its last checkpoint", "err", err)
 		// The restart waits a moment, for what the failed attempt holds (its
 		// sinks' transactions, say) to wind down: restarting at once measured
-		// slower recoveries, the new attempt's sinks waiting on the old ones. An
-		// attempt that fails again soon backs off, so a failure that repeats
-		// does not spin.
-		if time.Since(started) < 10*time.Second {
-			quickFailures++
-		} else {
-			quickFailures = 0
-		}
-		wait := min(restartDelay<<min(quickFailures, 4), 5*time.Second)
+		// slower recoveries, the new attempt's sinks waiting on the old ones.
+		// As Flink's fixed-delay strategy, a failure that repeats restarts at
+		// that pace until the job is cancelled.
+		wait := restartDelay
 		if err = j.restart(wait); err != nil {
 			break
 		}
