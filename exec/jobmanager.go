@@ -532,14 +532,6 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 	finished := map[TaskID]bool{} // tasks that ended: no barrier reaches them
 	tick := time.NewTicker(j.opts.CheckpointInterval)
 	defer tick.Stop()
-	// A restored attempt checkpoints at once: a transactional sink's output
-	// since the restore becomes visible with the first checkpoint.
-	first := make(chan struct{}, 1)
-	j.mu.Lock()
-	if j.stats.RestoredFrom > 0 {
-		first <- struct{}{}
-	}
-	j.mu.Unlock()
 	// trigger starts the next checkpoint, unless one is still under way.
 	trigger := func() {
 		if cur != nil {
@@ -564,8 +556,6 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-first:
-			trigger()
 		case <-tick.C:
 			trigger()
 		case a := <-acks:
