@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -62,30 +61,8 @@ func writeTestCerts(t *testing.T) (caFile, certFile, keyFile string) {
 // test ends, waiting until its port accepts connections.
 func startServeEnv(t *testing.T, bin, addr string, env []string, args ...string) {
 	t.Helper()
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, append([]string{"serve", "--pg-addr", addr, "--data-dir", filepath.Join(t.TempDir(), "data")}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("hummer serve log:\n%s", logs.String())
-		}
-	})
+	exited := startProcessEnv(t, bin, env,
+		append([]string{"serve", "--pg-addr", addr, "--data-dir", filepath.Join(t.TempDir(), "data")}, args...)...)
 	waitUntil(t, "PostgreSQL port", exited, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {

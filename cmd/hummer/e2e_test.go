@@ -131,8 +131,15 @@ func freeAddr(t *testing.T) string {
 // 10s), and returns a channel closed when it exits.
 func startProcess(t *testing.T, bin string, args ...string) <-chan struct{} {
 	t.Helper()
+	return startProcessEnv(t, bin, nil, args...)
+}
+
+// startProcessEnv is startProcess with env added to the process's environment.
+func startProcessEnv(t *testing.T, bin string, env []string, args ...string) <-chan struct{} {
+	t.Helper()
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

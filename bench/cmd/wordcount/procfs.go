@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hummer-db/hummer/bench/procstat"
 )
 
 // userHZ is the unit of utime and stime in /proc/PID/stat: USER_HZ, 100 on every
@@ -16,27 +17,7 @@ const userHZ = 100
 
 // procCPU returns the user plus system CPU time that process pid has used so far,
 // summed over all its threads.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no ')'", pid)
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
-	}
-	return time.Duration(utime+stime) * time.Second / userHZ, nil
-}
+var procCPU = procstat.ProcessCPU
 
 // resetPeakRSS sets process pid's peak RSS (VmHWM) back to its current RSS, so the
 // next reading is the peak of what runs in between.
@@ -142,21 +123,7 @@ func readMachine(cpus int) machine {
 }
 
 // loadAvg returns the one-minute load average, or -1 if it cannot be read.
-func loadAvg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return -1
-	}
-	return v
-}
+var loadAvg = procstat.LoadAvg
 
 // cpuTimes is the machine's CPU time since boot, all cores summed.
 type cpuTimes struct {
