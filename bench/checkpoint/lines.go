@@ -58,7 +58,9 @@ func startProducer(addr, topic string, partitions, rate int, clk clock) (*steady
 			for ; p.sent < due; p.sent++ {
 				rec := &kgo.Record{Topic: topic, Partition: int32(p.sent % int64(partitions)),
 					Value: appendLine(make([]byte, 0, 48), clk.Now(), p.sent)}
-				cl.Produce(ctx, rec, p.promise)
+				// Not ctx: stop cancels it, and a record still buffered when
+				// it is cancelled fails unsent, though counted as sent.
+				cl.Produce(context.Background(), rec, p.promise)
 			}
 		}
 	}()
@@ -66,7 +68,7 @@ func startProducer(addr, topic string, partitions, rate int, clk clock) (*steady
 }
 
 func (p *steadyProducer) promise(_ *kgo.Record, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil {
 		p.mu.Lock()
 		if p.err == nil {
 			p.err = err
