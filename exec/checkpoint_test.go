@@ -27,7 +27,10 @@ type ckptTest struct {
 	// and checkpoint: committing an epoch again changes nothing (as a Kafka
 	// transaction committed twice).
 	committed map[[2]int64][]int64
-	restored  atomic.Int64 // sinks and sources that restored a state
+	// atEnd holds the numbers sinks committed at their end of stream, which
+	// no checkpoint follows (as the Kafka sink's finish).
+	atEnd    []int64
+	restored atomic.Int64 // sinks and sources that restored a state
 }
 
 // ckptSource emits its subtask's numbers in batches of 7, then waits to be
@@ -120,6 +123,12 @@ func (o *ckptSink) ProcessBatch(_ context.Context, _ int, b Batch, _ Collector) 
 }
 
 func (o *ckptSink) ProcessSignal(_ context.Context, _ int, s Signal, _ Collector) error {
+	if s.Kind == EndOfStream {
+		o.w.mu.Lock()
+		o.w.atEnd = append(o.w.atEnd, o.pending...)
+		o.w.mu.Unlock()
+		o.pending = nil
+	}
 	if s.Kind == Barrier {
 		if o.epochs == nil {
 			o.epochs = map[int64][]int64{}
@@ -245,12 +254,13 @@ func TestCheckpointRestart(t *testing.T) {
 
 // TestCheckpointsAfterTasksFinish: tasks whose input ended (a bounded source
 // beside a stream) take no part in later checkpoints, which complete without
-// them.
+// them; when the stream's part then fails, the job restarts with them ended:
+// the bounded source does not emit its row again.
 func TestCheckpointsAfterTasksFinish(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	w := &ckptTest{total: 1 << 40, committed: map[[2]int64][]int64{}}
-	w.failAt.Store(-1)
+	w.failAt.Store(5000)
 	reg := testRegistry()
 	reg.RegisterSource("ckpt", func(ConnectorSpec) (Source, error) { return &ckptSource{w: w}, nil })
 	reg.RegisterOperator("ckpt_sink", func(OperatorSpec) (Operator, error) { return &ckptSink{w: w}, nil })
@@ -278,10 +288,23 @@ func TestCheckpointsAfterTasksFinish(t *testing.T) {
 		<-j.Done()
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for j.Checkpoints().Completed < 3 {
+	for {
+		st := j.Checkpoints()
+		if st.Restarts == 1 && st.Completed >= 3 && st.Last > st.RestoredFrom+2 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("checkpoints %+v: they do not complete once tasks finished", j.Checkpoints())
+			t.Fatalf("checkpoints %+v: want 3 completed, a restart, then 3 more", st)
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+	if !w.failed.Load() {
+		t.Fatal("the stream's sink never failed")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.atEnd) != 1 || w.atEnd[0] != -5 {
+		t.Errorf("the bounded branch's sink took %v at its end, want [-5] once: restored from checkpoint %d, it ran again",
+			w.atEnd, j.Checkpoints().RestoredFrom)
 	}
 }

@@ -564,7 +564,6 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 				if cur == nil {
 					continue
 				}
-				delete(cur.acked, a.Task)
 			} else if cur == nil || a.Checkpoint != cur.id {
 				continue
 			}
@@ -581,7 +580,21 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 				cur.bytes += int64(a.Bytes)
 				cur.align = max(cur.align, a.Align)
 			}
-			if len(cur.acked)+len(finished) < tasks {
+			// A task that ended before the barrier reached it is in the
+			// checkpoint as ended; one that stored its state, then ended, is
+			// in it with that state.
+			var ended []TaskID
+			for t := range finished {
+				if !cur.acked[t] {
+					ended = append(ended, t)
+				}
+			}
+			if len(cur.acked)+len(ended) < tasks {
+				continue
+			}
+			if err := j.markEnded(ctx, cur.id, ended); err != nil {
+				j.jm.log.Warn("checkpoint not completed", "job", j.ID, "checkpoint", cur.id, "err", err)
+				cur = nil
 				continue
 			}
 			if err := j.store.Complete(ctx, j.ID, cur.id); err != nil {
@@ -605,6 +618,17 @@ func (j *Job) coordinate(ctx context.Context, ds []*Deployment) {
 			cur = nil
 		}
 	}
+}
+
+// markEnded stores, in checkpoint id, that the tasks ended before it (see
+// streamTask.storeFinal).
+func (j *Job) markEnded(ctx context.Context, id int64, ended []TaskID) error {
+	for _, t := range ended {
+		if err := j.store.Put(ctx, j.ID, id, taskKey(t), endedMarker); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadView returns the current rows of the job's view task (a materialised

@@ -35,6 +35,10 @@ type streamTask struct {
 	ckpt *taskCheckpoints
 	// view is the rows of the task's view operator, if it ends with one.
 	view *ViewState
+	// ended says the checkpoint the task restored from lists it as ended: it
+	// ran to its end in an earlier attempt, and everything it emitted is in
+	// the state of the tasks after it (runEnded).
+	ended bool
 }
 
 // closeNet closes the task's network channels: after its end of stream went out
@@ -89,13 +93,21 @@ func (t *streamTask) run(ctx context.Context) (err error) {
 	if err := t.restoreState(ctx); err != nil {
 		return err
 	}
-	if t.source != nil {
+	switch {
+	case t.ended:
+		err = t.runEnded(ctx)
+	case t.source != nil:
 		err = t.runSource(ctx)
-	} else {
+	default:
 		err = t.runInbox(ctx)
 	}
 	if err == nil && t.ckpt != nil {
-		t.ckpt.acks(CheckpointAck{Task: t.ckpt.task, Finished: true})
+		if !t.ended {
+			err = t.storeFinal(ctx)
+		}
+		if err == nil {
+			t.ckpt.acks(CheckpointAck{Task: t.ckpt.task, Finished: true})
+		}
 	}
 	return err
 }

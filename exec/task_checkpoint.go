@@ -29,6 +29,10 @@ type CheckpointAck struct {
 type taskState struct {
 	Source []byte         `json:"source,omitempty"`
 	Ops    map[int][]byte `json:"ops,omitempty"`
+	// Ended marks a task that had ended before the checkpoint: the
+	// coordinator writes it, and the state the task ended with is the store's
+	// final state of the task (storeFinal).
+	Ended bool `json:"ended,omitempty"`
 }
 
 // taskCheckpoints is a task's part in checkpointing. Nil when the job takes
@@ -140,6 +144,21 @@ func (t *streamTask) restoreState(ctx context.Context) error {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return fmt.Errorf("restoring %s from checkpoint %d: %w", t.tc.TaskName, cp.restore, err)
 	}
+	if st.Ended {
+		t.ended = true
+		data, err = cp.store.GetFinal(ctx, cp.job, taskKey(cp.task))
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			t.tc.Log.Info("restored as ended", "checkpoint", cp.restore)
+			return nil // it ended with no state
+		}
+		if err != nil {
+			return err
+		}
+		st = taskState{}
+		if err := json.Unmarshal(data, &st); err != nil {
+			return fmt.Errorf("restoring %s from its final state: %w", t.tc.TaskName, err)
+		}
+	}
 	for i, c := range t.checkpointed() {
 		part := st.Ops[i]
 		if i < 0 {
@@ -152,8 +171,62 @@ func (t *streamTask) restoreState(ctx context.Context) error {
 			return fmt.Errorf("restoring %s from checkpoint %d: %w", t.tc.TaskName, cp.restore, err)
 		}
 	}
-	t.tc.Log.Info("restored from checkpoint", "checkpoint", cp.restore)
+	t.tc.Log.Info("restored from checkpoint", "checkpoint", cp.restore, "ended", t.ended)
 	return nil
+}
+
+// endedMarker is the state the coordinator stores for a task that had ended
+// before a checkpoint and so took no part in it.
+var endedMarker = []byte(`{"ended":true}`)
+
+// storeFinal stores the state the task ended with: a later checkpoint, which
+// the task takes no part in, lists it as ended, and a restore from that
+// checkpoint gives it this state (a view its rows, a source its position at
+// the end) and runs it as ended.
+func (t *streamTask) storeFinal(ctx context.Context) error {
+	cp := t.ckpt
+	var st taskState
+	if c, ok := t.source.(Checkpointed); ok {
+		data, err := c.SnapshotState(ctx, 0)
+		if err != nil {
+			return fmt.Errorf("final snapshot of %s: %w", t.tc.TaskName, err)
+		}
+		st.Source = data
+	}
+	if err := t.snapshotOps(ctx, 0, &st); err != nil {
+		return err
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return cp.store.PutFinal(context.WithoutCancel(ctx), cp.job, taskKey(cp.task), data)
+}
+
+// runEnded runs a task restored as ended: it emitted everything before the
+// checkpoint, so it only passes the end of stream on once its inputs (ended
+// tasks too) have sent theirs, without its operators, which would otherwise
+// emit again what ends produce (a global aggregate's row, a sink's commit).
+func (t *streamTask) runEnded(ctx context.Context) error {
+	total := 0
+	for _, n := range t.channels {
+		total += n
+	}
+	for ended := 0; ended < total; {
+		select {
+		case m := <-t.inbox:
+			if m.IsData() {
+				m.Batch.Rec.Release()
+				return fmt.Errorf("task %s was restored as ended, but got rows", t.tc.TaskName)
+			}
+			if m.Signal.Kind == EndOfStream {
+				ended++
+			}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return t.out.CollectSignal(ctx, Signal{Kind: EndOfStream})
 }
 
 // notifyComplete tells the task's listeners that checkpoint id is complete.

@@ -30,10 +30,11 @@ type lineReader struct {
 	line   int64 // lines returned so far (the 1-based number of the last one)
 }
 
-// newLineReader reads the lines of r (size bytes long) that belong to the range
-// (start, end], and the line at start too when start is 0 and skipFirst is false.
-// Every subtask but the first skips the line that straddles its start: the
-// subtask before it reads that line through to its end.
+// newLineReader reads the lines of r (size bytes long) that start in the range
+// (start, end]. With skipFirst false it reads the line that starts at start too,
+// so start must start a line: 0, or an offset just after a '\n' (where a
+// checkpoint resumes). Every subtask but the first skips the line that straddles
+// its start: the subtask before it reads that line through to its end.
 func newLineReader(r io.ReaderAt, size, start, end int64, skipFirst bool, block int) (*lineReader, error) {
 	lr := &lineReader{r: r, size: size, end: end, buf: make([]byte, block), off: start}
 	if skipFirst {

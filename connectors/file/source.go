@@ -2,11 +2,13 @@ package file
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,9 +46,23 @@ type source struct {
 	nbad    int64
 	base    int64 // lines before the range, counted when first needed; -1 unknown
 	counted bool
+
+	// lock is the task's checkpoint lock, nil when the job takes no checkpoints.
+	lock *sync.Mutex
+	// first is the offset of the range's first line, as Open found it: the
+	// earliest position a checkpoint of this subtask can hold.
+	first int64
+	// done is the position checkpoints take: the file offset just after the
+	// last record emitted downstream (and any bad or blank ones read before
+	// it), the range's first line before any. With checkpoints, Run moves it
+	// only under lock, together with the batch it covers.
+	done int64
 }
 
-var _ exec.Source = (*source)(nil)
+var (
+	_ exec.Source       = (*source)(nil)
+	_ exec.Checkpointed = (*source)(nil)
+)
 
 func newSource(cfg config) *source {
 	out := make(types.Schema, len(cfg.cols))
@@ -63,6 +79,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.lock = tc.CheckpointLock
 	s.metrics = tc.Metrics
 	if s.metrics == nil {
 		s.metrics = &exec.TaskMetrics{}
@@ -100,6 +117,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if err != nil {
 		return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
 	}
+	s.first, s.done = s.lr.first, s.lr.first
 	return nil
 }
 
@@ -136,16 +154,104 @@ func (s *source) Close() error {
 	return err
 }
 
+// The source's part in checkpoints (exec/checkpoint.go): its state is the byte
+// offset just after the last record the subtask emitted, and a job restarting
+// from a checkpoint reads its range on from there. Bad records after the last
+// emitted one are read, and counted, again; a record is never emitted twice or
+// skipped.
+
+// sourceStateVersion is the version of sourceState's encoding.
+const sourceStateVersion = 1
+
+// sourceState is what SnapshotState returns, as JSON.
+type sourceState struct {
+	Version int    `json:"version"`
+	Path    string `json:"path"`
+	// Offset is where the subtask reads on: the start of a line of its range,
+	// or past the range's end (all of it was read), or the file's end.
+	Offset int64 `json:"offset"`
+}
+
+// SnapshotState returns the position of this subtask (see source.done), as
+// JSON. While Run runs, the task's checkpoint lock should be held.
+func (s *source) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	return json.Marshal(sourceState{Version: sourceStateVersion, Path: s.cfg.path, Offset: s.done})
+}
+
+// RestoreState makes Run read on from the position in data, which must be one
+// SnapshotState of the same subtask returned for this file. It is called after
+// Open and before Run. A subtask with nothing to read (a CSV subtask but the
+// first) checks data and ignores it.
+func (s *source) RestoreState(ctx context.Context, data []byte) error {
+	var st sourceState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return s.restoreError("%w", err)
+	}
+	switch {
+	case st.Version != sourceStateVersion:
+		return s.restoreError("state version %d, this release reads version %d", st.Version, sourceStateVersion)
+	case st.Path != s.cfg.path:
+		return s.restoreError("the state is of file %s", st.Path)
+	}
+	if s.lr == nil {
+		return nil
+	}
+	size := s.lr.size
+	switch {
+	case st.Offset < s.first:
+		return s.restoreError("offset %d is before this subtask's range, which starts at %d", st.Offset, s.first)
+	case st.Offset > size:
+		return s.restoreError("offset %d is past the end of the file (%d bytes): it changed since the checkpoint", st.Offset, size)
+	}
+	// Reading on from mid-line would make a row of a line's tail: the offset
+	// must start a line (or be the end of a file whose last line has no "\n").
+	if st.Offset > s.first && st.Offset < size {
+		var prev [1]byte
+		if _, err := s.f.ReadAt(prev[:], st.Offset-1); err != nil {
+			return s.readError(err)
+		}
+		if prev[0] != '\n' {
+			return s.restoreError("offset %d does not start a line: the file changed since the checkpoint", st.Offset)
+		}
+	}
+	// The line at the offset is this subtask's (it was next to be read), so the
+	// reader starts there without skipping a partial line; an offset past the
+	// range's end gives a reader with nothing left.
+	lr, err := newLineReader(s.f, size, st.Offset, s.lr.end, false, readBlock)
+	if err != nil {
+		return s.readError(err)
+	}
+	s.lr, s.done = lr, st.Offset
+	return nil
+}
+
+func (s *source) restoreError(format string, args ...any) error {
+	return fmt.Errorf("file: restoring the source of file %s: "+format, append([]any{s.cfg.path}, args...)...)
+}
+
 func (s *source) readError(err error) error {
 	return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
 }
 
-func (s *source) emit(ctx context.Context, out exec.Collector, rec arrow.RecordBatch) error {
+// emit hands rec downstream and then moves the position checkpoints take to
+// pos, the file offset just after the last record rec holds. With checkpoints
+// both happen under the task's checkpoint lock, taken once per batch, so that a
+// snapshot never falls between them; a batch that fails to go out does not move
+// the position.
+func (s *source) emit(ctx context.Context, out exec.Collector, rec arrow.RecordBatch, pos int64) error {
 	defer rec.Release()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return out.Collect(ctx, exec.Batch{Rec: rec})
+	if s.lock != nil {
+		s.lock.Lock()
+		defer s.lock.Unlock()
+	}
+	if err := out.Collect(ctx, exec.Batch{Rec: rec}); err != nil {
+		return err
+	}
+	s.done = pos
+	return nil
 }
 
 // badRecord counts a skipped record and logs the first few with their line number
@@ -192,7 +298,8 @@ func (s *source) runText(ctx context.Context, out exec.Collector) error {
 		b.Reserve(BatchRows)
 		b.ReserveData(int(min(int64(estimate), s.lr.remaining())))
 	}
-	flush := func() error {
+	// flush emits the lines appended so far, which end at pos.
+	flush := func(pos int64) error {
 		estimate = min(BatchBytes, b.DataLen()+b.DataLen()/8)
 		col := b.NewArray()
 		cols := make([]arrow.Array, len(s.out)) // a projection may repeat the column
@@ -201,10 +308,13 @@ func (s *source) runText(ctx context.Context, out exec.Collector) error {
 		}
 		rec := array.NewRecordBatch(schema, cols, int64(col.Len()))
 		col.Release()
-		return s.emit(ctx, out, rec)
+		return s.emit(ctx, out, rec, pos)
 	}
 	reserve()
 	for {
+		// A full batch is flushed only once the line that does not fit in it
+		// has been read, so what the batch covers ends where that line starts.
+		lineStart := s.lr.pos()
 		line, ok, err := s.lr.next()
 		if err != nil {
 			return s.readError(err)
@@ -217,7 +327,7 @@ func (s *source) runText(ctx context.Context, out exec.Collector) error {
 			continue
 		}
 		if b.Len() > 0 && (b.Len() >= BatchRows || b.DataLen()+len(line) > BatchBytes) {
-			if err := flush(); err != nil {
+			if err := flush(lineStart); err != nil {
 				return err
 			}
 			reserve()
@@ -225,7 +335,7 @@ func (s *source) runText(ctx context.Context, out exec.Collector) error {
 		b.BinaryBuilder.Append(line)
 	}
 	if b.Len() > 0 {
-		return flush()
+		return flush(s.lr.pos())
 	}
 	return nil
 }
@@ -244,7 +354,7 @@ func (s *source) runCount(ctx context.Context, out exec.Collector) error {
 			bytes += len(line) + 1
 		}
 		if rows > 0 && (!ok || rows >= BatchRows || bytes >= BatchBytes) {
-			if err := s.emit(ctx, out, array.NewRecordBatch(schema, nil, int64(rows))); err != nil {
+			if err := s.emit(ctx, out, array.NewRecordBatch(schema, nil, int64(rows)), s.lr.pos()); err != nil {
 				return err
 			}
 			rows, bytes = 0, 0
@@ -262,7 +372,8 @@ func (s *source) runCSV(ctx context.Context, out exec.Collector) error {
 	p := &csvParser{lr: s.lr, delim: s.cfg.delim}
 	bb := records.NewBuilder(s.alloc, s.out)
 	defer bb.Release()
-	skipHeader := s.cfg.header
+	// A reader restored past offset 0 starts after the header.
+	skipHeader := s.cfg.header && s.lr.first == 0
 	for {
 		ok, bad := p.next()
 		if p.err != nil {
@@ -284,13 +395,13 @@ func (s *source) runCSV(ctx context.Context, out exec.Collector) error {
 		}
 		bb.Commit(p.rec.bytes)
 		if bb.Rows() >= BatchRows || bb.Bytes() >= BatchBytes {
-			if err := s.emit(ctx, out, bb.Flush()); err != nil {
+			if err := s.emit(ctx, out, bb.Flush(), s.lr.pos()); err != nil {
 				return err
 			}
 		}
 	}
 	if bb.Rows() > 0 {
-		return s.emit(ctx, out, bb.Flush())
+		return s.emit(ctx, out, bb.Flush(), s.lr.pos())
 	}
 	return nil
 }
@@ -336,13 +447,13 @@ func (s *source) runJSON(ctx context.Context, out exec.Collector) error {
 		}
 		bb.Commit(len(line) + 1)
 		if bb.Rows() >= BatchRows || bb.Bytes() >= BatchBytes {
-			if err := s.emit(ctx, out, bb.Flush()); err != nil {
+			if err := s.emit(ctx, out, bb.Flush(), s.lr.pos()); err != nil {
 				return err
 			}
 		}
 	}
 	if bb.Rows() > 0 {
-		return s.emit(ctx, out, bb.Flush())
+		return s.emit(ctx, out, bb.Flush(), s.lr.pos())
 	}
 	return nil
 }

@@ -10,6 +10,10 @@
 //
 //	<job>/<checkpoint>/<task>   a task's state (task = "vertex.subtask")
 //	<job>/complete/<checkpoint> present once the checkpoint is complete
+//	<job>/final/<task>          the state a task ended with (its input did)
+//
+// A task that ended takes part in no later checkpoint: its state in those is a
+// marker the coordinator writes, and a restore finds its state under final/.
 package checkpoint
 
 import (
@@ -75,6 +79,29 @@ func (s *Store) Get(ctx context.Context, job string, checkpoint int64, task stri
 	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %d of job %s, task %s: %w", checkpoint, job, task, err)
+	}
+	return data, nil
+}
+
+func finalKey(job, task string) string { return fmt.Sprintf("%s/final/%s", job, task) }
+
+// PutFinal stores the state a task ended with; Prune leaves it, DropJob
+// deletes it.
+func (s *Store) PutFinal(ctx context.Context, job, task string, data []byte) error {
+	if err := s.b.WriteAll(ctx, finalKey(job, task), data, nil); err != nil {
+		return fmt.Errorf("final state of job %s, task %s: %w", job, task, err)
+	}
+	return nil
+}
+
+// GetFinal returns the state a task ended with, or ErrNotFound.
+func (s *Store) GetFinal(ctx context.Context, job, task string) ([]byte, error) {
+	data, err := s.b.ReadAll(ctx, finalKey(job, task))
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("%w: final state of job %s, task %s", ErrNotFound, job, task)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("final state of job %s, task %s: %w", job, task, err)
 	}
 	return data, nil
 }

@@ -50,8 +50,17 @@ func TestStore(t *testing.T) {
 			if _, err := s.Get(ctx, "7", 3, "2.0"); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("Get of a missing task: %v, want ErrNotFound", err)
 			}
+			if _, err := s.GetFinal(ctx, "7", "0.0"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("GetFinal before PutFinal: %v, want ErrNotFound", err)
+			}
+			if err := s.PutFinal(ctx, "7", "0.0", []byte("end")); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.Prune(ctx, "7", 2); err != nil {
 				t.Fatal(err)
+			}
+			if data, err := s.GetFinal(ctx, "7", "0.0"); err != nil || string(data) != "end" {
+				t.Errorf("final state after Prune: %q, %v", data, err)
 			}
 			ids, err := s.Completed(ctx, "7")
 			if err != nil || !slices.Equal(ids, []int64{3, 5}) {
@@ -68,6 +77,9 @@ func TestStore(t *testing.T) {
 			}
 			if _, ok, _ := s.Latest(ctx, "7"); ok {
 				t.Error("job still has checkpoints after DropJob")
+			}
+			if _, err := s.GetFinal(ctx, "7", "0.0"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("final state after DropJob: %v, want ErrNotFound", err)
 			}
 			if id, ok, _ := s.Latest(ctx, "70"); !ok || id != 9 {
 				t.Errorf("DropJob of 7 touched job 70: %d, %v", id, ok)
