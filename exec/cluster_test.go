@@ -12,22 +12,41 @@ import (
 // with its own data server on loopback, so every edge between them is a network
 // channel: the rows must arrive exactly as on one TaskManager, the hash exchange
 // must route each row to its subtask, and no memory or connection may be left.
+// With two slots per TaskManager the network tasks of NetworkOwn and
+// NetworkAuto take spare slots, and the JobManager counts those slots busy.
 func TestJobAcrossTaskManagers(t *testing.T) {
-	for _, mode := range []string{NetworkFused, NetworkOwn} {
-		t.Run(mode, func(t *testing.T) { jobAcrossTaskManagers(t, mode) })
+	for _, mode := range []string{NetworkFused, NetworkOwn, NetworkAuto} {
+		for _, slots := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/slots=%d", mode, slots), func(t *testing.T) { jobAcrossTaskManagers(t, mode, slots) })
+		}
 	}
 }
 
-func jobAcrossTaskManagers(t *testing.T, networkTasks string) {
+func jobAcrossTaskManagers(t *testing.T, networkTasks string, slots int) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	jm := clusterInProcess(t, 3, mem)
+	jm := clusterInProcess(t, 3, slots, mem)
 	sink := &collectSink{}
 	g := valuesJob(5000, 3, "pass")
 	g.NetworkTasks = networkTasks
 	job, err := jm.Submit("test", g, sink)
 	if err != nil {
 		t.Fatal(err)
+	}
+	own := 0
+	for _, nt := range job.Graph.NetTasks {
+		if nt.Own {
+			own++
+		}
+	}
+	jm.mu.Lock()
+	busy := len(jm.busy)
+	jm.mu.Unlock()
+	if busy != 3+own {
+		t.Errorf("%d slots busy while the job runs, want its 3 tasks' and %d network tasks'", busy, own)
+	}
+	if slots == 2 && networkTasks != NetworkFused && own == 0 {
+		t.Errorf("no network task took a spare slot: %+v", job.Graph.NetTasks)
 	}
 	<-job.Done()
 	if err := job.Err(); err != nil {
@@ -64,7 +83,7 @@ func TestFailureAcrossTaskManagers(t *testing.T) {
 func failureAcrossTaskManagers(t *testing.T, networkTasks string) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	jm := clusterInProcess(t, 2, mem)
+	jm := clusterInProcess(t, 2, 1, mem)
 	g := valuesJob(1000, 2, "fail")
 	g.NetworkTasks = networkTasks
 	job, err := jm.Submit("test", g, &collectSink{})
@@ -77,9 +96,10 @@ func failureAcrossTaskManagers(t *testing.T, networkTasks string) {
 	}
 }
 
-// clusterInProcess returns a JobManager with n TaskManagers of one slot, each
-// with its own data server on loopback; the servers close when the test ends.
-func clusterInProcess(t *testing.T, n int, mem memory.Allocator) *JobManager {
+// clusterInProcess returns a JobManager with n TaskManagers of slots slots,
+// each with its own data server on loopback; the servers close when the test
+// ends.
+func clusterInProcess(t *testing.T, n, slots int, mem memory.Allocator) *JobManager {
 	t.Helper()
 	jm := NewJobManager(nil)
 	for i := 0; i < n; i++ {
@@ -89,7 +109,7 @@ func clusterInProcess(t *testing.T, n int, mem memory.Allocator) *JobManager {
 		}
 		t.Cleanup(func() { data.Close() })
 		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{
-			ID: fmt.Sprintf("tm%d", i), Slots: 1, Registry: testRegistry(), Alloc: mem, Data: data,
+			ID: fmt.Sprintf("tm%d", i), Slots: slots, Registry: testRegistry(), Alloc: mem, Data: data,
 		}))
 	}
 	return jm

@@ -42,6 +42,21 @@ type ExecEdge struct {
 	Network bool `json:"network,omitempty"`
 }
 
+// ExecNetTask is the network task of one producing task on one JobGraph edge:
+// it encodes the producer's batches for that edge's network channels and
+// writes them, beside the producer rather than in it (PlaceNetworkTasks).
+type ExecNetTask struct {
+	From     TaskID `json:"from"`
+	ToVertex int    `json:"to_vertex"`
+	Input    int    `json:"input"`
+	Name     string `json:"name"`
+	// Slot is the network task's own slot, or its producer's when the
+	// producer's TaskManager had none to spare.
+	Slot SlotRef `json:"slot"`
+	// Own says Slot is a slot of its own.
+	Own bool `json:"own,omitempty"`
+}
+
 // ExecutionGraph is the JobGraph expanded to one task per parallel instance and
 // one edge per channel, with every task placed in a slot.
 type ExecutionGraph struct {
@@ -49,6 +64,10 @@ type ExecutionGraph struct {
 	Job   *JobGraph   `json:"job"`
 	Tasks []*ExecTask `json:"tasks"`
 	Edges []*ExecEdge `json:"edges"`
+	// NetTasks are the network tasks of the edges whose sending side runs
+	// apart from the producers; the other network channels are written by
+	// their producers.
+	NetTasks []*ExecNetTask `json:"net_tasks,omitempty"`
 	// DataAddrs maps each TaskManager of the job to the address its network
 	// channels are sent to, on the job's network (Job.Network).
 	DataAddrs map[string]string `json:"data_addrs,omitempty"`
@@ -137,6 +156,82 @@ func BuildExecutionGraph(jobID string, job *JobGraph, slots []SlotRef) (*Executi
 		}
 	}
 	return g, nil
+}
+
+// PlaceNetworkTasks decides, edge by edge, how the sending side of g's network
+// channels runs, and places the network tasks, as the paper has it: a network
+// task takes a slot of its own or is fused into its producer. free are the
+// slots no job uses; those g's tasks leave are the spare ones. An edge with
+// mode NetworkOwn gets a network task per producer with network channels on
+// it, in a spare slot of the producer's TaskManager when there is one, else
+// sharing the producer's; with NetworkAuto it gets them only if every such
+// producer's TaskManager has a spare slot for it, else it is fused.
+func PlaceNetworkTasks(g *ExecutionGraph, free []SlotRef) {
+	used := map[SlotRef]bool{}
+	for _, t := range g.Tasks {
+		used[t.Slot] = true
+	}
+	spare := map[string][]SlotRef{} // by TaskManager, in placement order
+	for _, s := range interleaveSlots(free) {
+		if !used[s] {
+			spare[s.TaskManager] = append(spare[s.TaskManager], s)
+		}
+	}
+	mode := g.Job.NetworkTasks
+	if mode == "" {
+		mode = NetworkAuto
+	}
+	g.NetTasks = nil
+	if mode == NetworkFused {
+		return
+	}
+	for _, je := range g.Job.Edges {
+		// The producers with network channels on the edge, in subtask order.
+		var senders []*ExecTask
+		seen := map[TaskID]bool{}
+		for _, e := range g.Edges {
+			if e.Network && e.From.Vertex == je.From && e.To.Vertex == je.To && e.Input == je.Input && !seen[e.From] {
+				seen[e.From] = true
+				senders = append(senders, g.Task(e.From))
+			}
+		}
+		if len(senders) == 0 {
+			continue
+		}
+		if mode == NetworkAuto {
+			need := map[string]int{}
+			for _, s := range senders {
+				need[s.Slot.TaskManager]++
+			}
+			enough := true
+			for tm, n := range need {
+				enough = enough && len(spare[tm]) >= n
+			}
+			if !enough {
+				continue // fused
+			}
+		}
+		for _, s := range senders {
+			nt := &ExecNetTask{From: s.ID, ToVertex: je.To, Input: je.Input, Slot: s.Slot,
+				Name: fmt.Sprintf("network %s -> V%d", s.Name, je.To)}
+			if free := spare[s.Slot.TaskManager]; len(free) > 0 {
+				nt.Slot, nt.Own = free[0], true
+				spare[s.Slot.TaskManager] = free[1:]
+			}
+			g.NetTasks = append(g.NetTasks, nt)
+		}
+	}
+}
+
+// NetTask returns the network task of producer from on the edge into input of
+// vertex to, or nil when the producer writes that edge's channels itself.
+func (g *ExecutionGraph) NetTask(from TaskID, to, input int) *ExecNetTask {
+	for _, nt := range g.NetTasks {
+		if nt.From == from && nt.ToVertex == to && nt.Input == input {
+			return nt
+		}
+	}
+	return nil
 }
 
 // PlaceSlots orders slots for placement, as the paper places tasks: the free

@@ -134,11 +134,12 @@ type JobGraph struct {
 	// gives vertices whose Parallelism is AutoParallelism (0: no bound).
 	MinParallelism int `json:"min_parallelism,omitempty"`
 	MaxParallelism int `json:"max_parallelism,omitempty"`
-	// NetworkTasks says how a network edge's sending side runs: NetworkFused
-	// (the default) serialises and writes in the producing task itself;
-	// NetworkOwn gives each network channel a network task of its own, which the
-	// producer hands batches to through a queue, so encoding and socket writes
-	// overlap the producer's work (SET network_task = 'own').
+	// NetworkTasks says how the sending side of a network edge runs:
+	// NetworkFused serialises and writes in the producing task itself;
+	// NetworkOwn gives the producer a network task, which it hands batches to
+	// through a queue, so encoding and socket writes overlap its work;
+	// NetworkAuto (or empty, the default) chooses per edge (PlaceNetworkTasks).
+	// SET network_task = 'fused' | 'own' | 'auto'.
 	NetworkTasks string `json:"network_tasks,omitempty"`
 	// Network names the network the job's channels between TaskManagers use
 	// (SET network = 'batch'): each TaskManager declares its networks with

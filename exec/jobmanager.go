@@ -107,14 +107,19 @@ func (jm *JobManager) slots() []SlotRef {
 // EXPLAIN).
 func (jm *JobManager) Schedule(job *JobGraph) (*ExecutionGraph, error) {
 	jm.mu.Lock()
-	job, slots := jm.place(job)
-	jm.mu.Unlock()
-	return BuildExecutionGraph("explain", job, slots)
+	defer jm.mu.Unlock()
+	job, slots, free := jm.place(job)
+	g, err := BuildExecutionGraph("explain", job, slots)
+	if err == nil {
+		PlaceNetworkTasks(g, free)
+	}
+	return g, err
 }
 
 // place resolves job's automatic parallelism to the number of free slots and
-// returns the slots in placement order (PlaceSlots). Lock should be held.
-func (jm *JobManager) place(job *JobGraph) (*JobGraph, []SlotRef) {
+// returns the slots in placement order (PlaceSlots), and the free ones. Lock
+// should be held.
+func (jm *JobManager) place(job *JobGraph) (*JobGraph, []SlotRef, []SlotRef) {
 	var free, busy []SlotRef
 	for _, s := range jm.slots() {
 		if jm.busy[s] > 0 {
@@ -123,19 +128,26 @@ func (jm *JobManager) place(job *JobGraph) (*JobGraph, []SlotRef) {
 			free = append(free, s)
 		}
 	}
-	return job.WithParallelism(len(free)), PlaceSlots(free, busy)
+	return job.WithParallelism(len(free)), PlaceSlots(free, busy), free
 }
 
 // occupy counts job g as running on the slots of its tasks (delta 1), or no
 // longer (delta -1). Lock should be held.
 func (jm *JobManager) occupy(g *ExecutionGraph, delta int) {
 	seen := map[SlotRef]bool{}
+	slots := make([]SlotRef, 0, len(g.Tasks)+len(g.NetTasks))
 	for _, t := range g.Tasks {
-		if !seen[t.Slot] {
-			seen[t.Slot] = true
-			jm.busy[t.Slot] += delta
-			if jm.busy[t.Slot] <= 0 {
-				delete(jm.busy, t.Slot)
+		slots = append(slots, t.Slot)
+	}
+	for _, nt := range g.NetTasks {
+		slots = append(slots, nt.Slot)
+	}
+	for _, s := range slots {
+		if !seen[s] {
+			seen[s] = true
+			jm.busy[s] += delta
+			if jm.busy[s] <= 0 {
+				delete(jm.busy, s)
 			}
 		}
 	}
@@ -270,10 +282,11 @@ func (jm *JobManager) SubmitJob(statement string, job *JobGraph, results ResultS
 // checkpoint restore (0: none), and makes it j's current attempt.
 func (jm *JobManager) deploy(j *Job, job *JobGraph, attempt int, restore int64) (*ExecutionGraph, error) {
 	jm.mu.Lock()
-	job, slots := jm.place(job)
+	job, slots, free := jm.place(job)
 	tms := append([]Worker(nil), jm.tms...)
 	g, err := BuildExecutionGraph(j.ID, job, slots)
 	if err == nil {
+		PlaceNetworkTasks(g, free)
 		jm.occupy(g, 1) // before unlocking, so a job submitted at once sees these slots busy
 	}
 	jm.mu.Unlock()

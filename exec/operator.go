@@ -44,10 +44,13 @@ func (k ChangeKind) String() string {
 	return "?"
 }
 
-// How a network edge's sending side runs (JobGraph.NetworkTasks).
+// How a network edge's sending side runs (JobGraph.NetworkTasks; see
+// PlaceNetworkTasks): fused into the producing task, in a network task of its
+// own, or, the default, chosen per edge by the slots there are.
 const (
 	NetworkFused = "fused"
 	NetworkOwn   = "own"
+	NetworkAuto  = "auto"
 )
 
 // Batch is the unit of data on every edge: an Arrow record batch plus the change

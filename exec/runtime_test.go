@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -191,6 +192,52 @@ func TestPlacementSpreadsReplicas(t *testing.T) {
 	}
 	if _, err := BuildExecutionGraph("j", valuesJob(1, 6, "pass"), PlaceSlots(slots, nil)); !errors.Is(err, ErrNoSlots) {
 		t.Errorf("parallelism 6 on 5 slots: err %v, want ErrNoSlots", err)
+	}
+}
+
+// TestPlaceNetworkTasks: values (1, on tm1) -> pass (3) -> check (3 by hash),
+// one task of each vertex in slot 0 of each TaskManager, slot 1 spare. The
+// expected placements are worked out by hand from PlaceNetworkTasks' rules.
+func TestPlaceNetworkTasks(t *testing.T) {
+	slots := []SlotRef{{"tm1", 0}, {"tm1", 1}, {"tm2", 0}, {"tm2", 1}, {"tm3", 0}, {"tm3", 1}}
+	type placed struct {
+		from      TaskID
+		to        int
+		slot      SlotRef
+		ownedSlot bool
+	}
+	for _, tc := range []struct {
+		mode string
+		want []placed
+	}{
+		// No network task.
+		{NetworkFused, nil},
+		// values' edge: its TaskManager has a spare slot. pass's edge: the
+		// three producers need one each, tm1's was just taken, so fused.
+		{NetworkAuto, []placed{{TaskID{0, 0}, 1, SlotRef{"tm1", 1}, true}}},
+		// Every producer gets one; pass[0] shares its own slot.
+		{NetworkOwn, []placed{
+			{TaskID{0, 0}, 1, SlotRef{"tm1", 1}, true},
+			{TaskID{1, 0}, 2, SlotRef{"tm1", 0}, false},
+			{TaskID{1, 1}, 2, SlotRef{"tm2", 1}, true},
+			{TaskID{1, 2}, 2, SlotRef{"tm3", 1}, true},
+		}},
+	} {
+		job := valuesJob(1, 3, "pass")
+		job.NetworkTasks = tc.mode
+		free := []SlotRef{{"tm1", 0}, {"tm2", 0}, {"tm3", 0}, {"tm1", 1}, {"tm2", 1}, {"tm3", 1}}
+		g, err := BuildExecutionGraph("j", job, PlaceSlots(slots, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		PlaceNetworkTasks(g, free)
+		var got []placed
+		for _, nt := range g.NetTasks {
+			got = append(got, placed{nt.From, nt.ToVertex, nt.Slot, nt.Own})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: network tasks %v, want %v", tc.mode, got, tc.want)
+		}
 	}
 }
 

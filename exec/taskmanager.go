@@ -299,7 +299,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 				ns := &lazySender{cfg: DialConfig{Addr: addr, LocalAddr: localAddr, Key: EdgeChannelKey(g.RunID(), ee), From: id, Alloc: t.tc.Alloc},
 					metrics: t.tc.Metrics}
 				t.net = append(t.net, ns)
-				if g.Job.NetworkTasks == NetworkOwn {
+				if g.NetTask(id, je.To, je.Input) != nil {
 					nt := &netTask{inbox: make(chan Message, QueueCapacity), out: ns, done: make(chan struct{})}
 					t.netTasks = append(t.netTasks, nt)
 					w.targets = append(w.targets, nt)

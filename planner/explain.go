@@ -44,6 +44,13 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		}
 		b.WriteString("\n")
 	}
+	for _, nt := range eg.NetTasks {
+		slot := "its producer's slot " + nt.Slot.String()
+		if nt.Own {
+			slot = nt.Slot.String()
+		}
+		fmt.Fprintf(&b, "  network task of %s for V%d input=%d on %s\n", nt.From, nt.ToVertex, nt.Input, slot)
+	}
 	for _, line := range channelSummary(eg) {
 		b.WriteString("  " + line + "\n")
 	}
@@ -96,11 +103,7 @@ func channelSummary(eg *exec.ExecutionGraph) []string {
 		lines[i] = fmt.Sprintf("V%d -> V%d input=%d %s: %d channel(s), %d over the network",
 			k.from, k.to, k.input, c.part, c.n, c.network)
 		if c.network > 0 {
-			tasks := eg.Job.NetworkTasks
-			if tasks == "" {
-				tasks = exec.NetworkFused
-			}
-			lines[i] += " (network tasks: " + tasks + ")"
+			lines[i] += " (" + netTaskText(eg, k.from, k.to, k.input) + ")"
 		}
 	}
 	return lines
@@ -133,4 +136,22 @@ func ExplainDot(sg *StreamGraph) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// netTaskText says how the sending side of the edge from -> to runs: fused into
+// its producers, or in network tasks, with how many took a slot of their own.
+func netTaskText(eg *exec.ExecutionGraph, from, to, input int) string {
+	n, own := 0, 0
+	for _, nt := range eg.NetTasks {
+		if nt.From.Vertex == from && nt.ToVertex == to && nt.Input == input {
+			n++
+			if nt.Own {
+				own++
+			}
+		}
+	}
+	if n == 0 {
+		return "network tasks: fused"
+	}
+	return fmt.Sprintf("network tasks: own, %d of %d in a slot of their own", own, n)
 }

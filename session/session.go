@@ -704,7 +704,7 @@ func defaultVars() map[string]types.Value {
 		"min_parallelism":    types.IntValue(0),
 		"max_parallelism":    types.IntValue(0),
 		"network":            types.StringValue(""),
-		"network_task":       types.StringValue(exec.NetworkFused),
+		"network_task":       types.StringValue(exec.NetworkAuto),
 		"application_name":   types.StringValue(""),
 		"client_encoding":    types.StringValue("UTF8"),
 		"datestyle":          types.StringValue("ISO, MDY"),
@@ -743,8 +743,8 @@ func (s *Session) set(name string, v types.Value) error {
 	}
 	if name == "network_task" {
 		mode := strings.ToLower(strings.TrimSpace(formatVar(v)))
-		if mode != exec.NetworkFused && mode != exec.NetworkOwn {
-			return sql.Errorf(sql.ErrInvalidValue, 0, "network_task must be 'fused' or 'own', got %s", formatVar(v))
+		if mode != exec.NetworkFused && mode != exec.NetworkOwn && mode != exec.NetworkAuto {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "network_task must be 'fused', 'own' or 'auto', got %s", formatVar(v))
 		}
 		s.vars[name] = types.StringValue(mode)
 		return nil

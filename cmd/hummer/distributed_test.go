@@ -12,19 +12,21 @@ import (
 // TestDistributedWordCount starts one `hummer jobmanager` and three `hummer
 // taskmanager` processes, then drives WordCount over the King James Bible with
 // parallelism 3 through psql: the counts must equal a plain Go word count, and
-// the plan must place the tasks on all three TaskManagers.
+// the plan must place the tasks on all three TaskManagers. Each has two slots,
+// so the hash exchange's network tasks take the slots the job leaves spare
+// (SET network_task = 'auto', the default).
 func TestDistributedWordCount(t *testing.T) {
 	bin := buildHummer(t)
 	pgAddr, rpcAddr := freeAddr(t), freeAddr(t)
 	jm := startProcess(t, bin, "jobmanager", "--pg-addr", pgAddr, "--rpc-addr", rpcAddr,
 		"--data-dir", filepath.Join(t.TempDir(), "jm"))
 	for i := 0; i < 3; i++ {
-		startProcess(t, bin, "taskmanager", "--jobmanager", rpcAddr, "--slots", "1",
+		startProcess(t, bin, "taskmanager", "--jobmanager", rpcAddr, "--slots", "2",
 			"--data-dir", filepath.Join(t.TempDir(), fmt.Sprintf("tm%d", i)))
 	}
-	// Three slots exist once all three TaskManagers have registered.
+	// Six slots exist once all three TaskManagers have registered.
 	waitUntil(t, "three registered TaskManagers", jm, func() bool {
-		out, err := psqlErr(pgAddr, "SET parallelism = 3;")
+		out, err := psqlErr(pgAddr, "SET parallelism = 6;")
 		return err == nil && !strings.Contains(out, "ERROR")
 	})
 
@@ -57,6 +59,16 @@ func TestDistributedWordCount(t *testing.T) {
 	}
 	if len(tms) != 3 {
 		t.Errorf("EXPLAIN places tasks on %d TaskManagers, want 3:\n%s", len(tms), plan)
+	}
+	// The scans' partial counts go to the final counts by hash: three
+	// producers, one per TaskManager, each with a spare slot beside it.
+	if !strings.Contains(plan, "network tasks: own, 3 of 3 in a slot of their own") ||
+		strings.Count(plan, "network task of ") != 3 || !strings.Contains(plan, "/slot1") {
+		t.Errorf("EXPLAIN does not show the hash exchange's three network tasks in slots of their own:\n%s", plan)
+	}
+	if out := psql(t, pgAddr, "SET parallelism = 3;\nSET network_task = 'fused';\nEXPLAIN "+query+";"); strings.Contains(out, "network task of ") ||
+		!strings.Contains(out, "network tasks: fused") {
+		t.Errorf("with network_task = 'fused' EXPLAIN still shows network tasks:\n%s", out)
 	}
 
 	// EXPLAIN ANALYZE runs the query: every task reports where it ran and what it
