@@ -73,7 +73,7 @@ func TestDescribe(t *testing.T) {
 // TestRegister builds every connector through the registry and moves rows from
 // a memory table through the memory sink into another.
 func TestRegister(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	r := exec.NewRegistry()
 	store := Register(r)

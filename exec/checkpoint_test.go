@@ -176,7 +176,7 @@ func (o *ckptSink) RestoreState(_ context.Context, data []byte) error {
 // covered by the checkpoint the sources rewound to, those after it are
 // committed by the new attempt.
 func TestCheckpointRestart(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	w := &ckptTest{total: 2000, committed: map[[2]int64][]int64{}}
 	w.failAt.Store(1234)
@@ -257,7 +257,7 @@ func TestCheckpointRestart(t *testing.T) {
 // them; when the stream's part then fails, the job restarts with them ended:
 // the bounded source does not emit its row again.
 func TestCheckpointsAfterTasksFinish(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	w := &ckptTest{total: 1 << 40, committed: map[[2]int64][]int64{}}
 	w.failAt.Store(5000)

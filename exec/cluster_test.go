@@ -23,7 +23,7 @@ func TestJobAcrossTaskManagers(t *testing.T) {
 }
 
 func jobAcrossTaskManagers(t *testing.T, networkTasks string, slots int) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	jm := clusterInProcess(t, 3, slots, mem)
 	sink := &collectSink{}
@@ -81,7 +81,7 @@ func TestFailureAcrossTaskManagers(t *testing.T) {
 }
 
 func failureAcrossTaskManagers(t *testing.T, networkTasks string) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	jm := clusterInProcess(t, 2, 1, mem)
 	g := valuesJob(1000, 2, "fail")

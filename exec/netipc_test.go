@@ -230,7 +230,7 @@ func FuzzNetDecodeBatch(f *testing.F) {
 		if len(frame) == 0 {
 			return
 		}
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 		defer mem.AssertSize(t, 0)
 		kind := frameBatch
 		if frame[0]%2 == 0 {

@@ -102,7 +102,7 @@ func valuesJob(n, par int, middle string) *JobGraph {
 }
 
 func TestJobRunsToEndOfStream(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, par := range []int{1, 2, 3} {
 		jm := NewJobManager(nil)
@@ -132,7 +132,7 @@ func TestJobRunsToEndOfStream(t *testing.T) {
 }
 
 func TestFailedTaskFailsJobAndFreesMemory(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	jm := NewJobManager(nil)
 	jm.AddTaskManager(NewTaskManager(TaskManagerConfig{Slots: 2, Registry: testRegistry(), Alloc: mem}))
@@ -147,7 +147,7 @@ func TestFailedTaskFailsJobAndFreesMemory(t *testing.T) {
 }
 
 func TestCancelStopsJob(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	jm := NewJobManager(nil)
 	jm.AddTaskManager(NewTaskManager(TaskManagerConfig{Slots: 2, Registry: testRegistry(), Alloc: mem}))
@@ -245,7 +245,7 @@ func TestPlaceNetworkTasks(t *testing.T) {
 // JobManager gets the slots no running job uses, within its min and max, and is
 // placed on them first.
 func TestAutoParallelismTakesFreeSlots(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	jm := NewJobManager(nil)
 	jm.AddTaskManager(NewTaskManager(TaskManagerConfig{ID: "tm", Slots: 4, Registry: testRegistry(), Alloc: mem}))

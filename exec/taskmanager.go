@@ -27,7 +27,7 @@ type TaskManagerConfig struct {
 	// Slots is the number of tasks of one vertex it runs at once; 0 means one per core.
 	Slots    int
 	Registry *Registry
-	// Alloc is the allocator every task gets; nil means memory.DefaultAllocator.
+	// Alloc is the allocator every task gets; nil means a PoolAllocator.
 	Alloc memory.Allocator
 	Log   *slog.Logger
 	// Data receives the network channels of tasks placed here from other
@@ -53,7 +53,7 @@ func NewTaskManager(cfg TaskManagerConfig) *TaskManager {
 		cfg.Slots = runtime.NumCPU()
 	}
 	if cfg.Alloc == nil {
-		cfg.Alloc = memory.DefaultAllocator
+		cfg.Alloc = defaultPool
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

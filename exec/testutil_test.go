@@ -22,7 +22,7 @@ import (
 
 // opTestMem returns a checked allocator; callers defer mem.AssertSize(t, 0).
 func opTestMem() *memory.CheckedAllocator {
-	return memory.NewCheckedAllocator(memory.NewGoAllocator())
+	return memory.NewCheckedAllocator(NewPoisoningPoolAllocator())
 }
 
 func opTestTC(mem memory.Allocator) *TaskContext {

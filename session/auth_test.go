@@ -23,7 +23,7 @@ import (
 
 func openAuthEngine(t *testing.T) *session.Engine {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	reg := exec.NewRegistry()
 	tables := connectors.Register(reg)
 	e, err := session.Open(session.Config{DataDir: t.TempDir(), Registry: reg, Validate: connectors.Validate, Slots: 2, Alloc: mem,

@@ -19,7 +19,7 @@ import (
 
 func openEngine(t *testing.T) *session.Session {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	reg := exec.NewRegistry()
 	connectors.Register(reg)
 	e, err := session.Open(session.Config{DataDir: t.TempDir(), Registry: reg, Validate: connectors.Validate, Slots: 2, Alloc: mem})

@@ -55,7 +55,7 @@ type Config struct {
 	// CheckpointInterval is the default time between checkpoints (1s when 0);
 	// SET checkpoint_interval changes it per session, '0' turning them off.
 	CheckpointInterval time.Duration
-	// Alloc is the allocator of every task; nil means memory.DefaultAllocator.
+	// Alloc is the allocator of every task; nil means the TaskManagers' PoolAllocator.
 	Alloc memory.Allocator
 	// OnClose, if set, runs when the engine closes, after its jobs stopped (it
 	// releases what the connectors hold, such as the memory tables).

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/wire"
 )
 
@@ -277,7 +278,7 @@ func startTestServer(t *testing.T) string {
 // single one, one slot each otherwise.
 func startClusterServer(t *testing.T, tms int) string {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	slots := 2
 	if tms > 1 {
 		slots = 1

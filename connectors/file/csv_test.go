@@ -22,7 +22,7 @@ var csvSchema = types.Schema{
 }
 
 func TestCSV(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, tc := range []struct {
 		name    string
@@ -137,7 +137,7 @@ func TestCSV(t *testing.T) {
 
 // TestCSVLarge crosses batch boundaries with multi-line records.
 func TestCSVLarge(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	var sb strings.Builder
 	var want []string

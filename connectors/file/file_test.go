@@ -166,7 +166,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -204,7 +204,7 @@ func newSourceFor(c exec.ConnectorSpec) (exec.Source, error) {
 
 // TestCancel checks that Run stops between batches once ctx is cancelled.
 func TestCancel(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	_, url := writeFile(t, strings.Repeat("x\n", 10*BatchRows))
 	src, err := newSourceFor(exec.ConnectorSpec{Connector: Name, URL: url, Schema: lineSchema})

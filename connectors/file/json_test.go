@@ -16,7 +16,7 @@ import (
 )
 
 func TestJSON(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	schema := types.Schema{
 		{Name: "id", Type: types.Int64Type},
@@ -84,7 +84,7 @@ func TestJSON(t *testing.T) {
 
 // TestJSONSplit checks that parallel subtasks read every object exactly once.
 func TestJSONSplit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	var sb strings.Builder
 	var want []string
@@ -106,7 +106,7 @@ func TestJSONSplit(t *testing.T) {
 // TestBadRecordLog checks that bad records are logged with their line number in
 // the file, also by subtasks that start mid-file, and that only the first few are.
 func TestBadRecordLog(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	var sb strings.Builder
 	var badLines []int

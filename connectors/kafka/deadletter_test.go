@@ -25,7 +25,7 @@ func TestDeadLetter(t *testing.T) {
 		kafka.Message{Value: []byte(`{"id": 4, "name": "d"}`)},
 		kafka.Message{Value: []byte(`not json`)},
 	)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/in?format=json&dead_letter=in-bad", Schema: rowSchema}
 	r := startSource(t, mem, c, 0, 1)
@@ -63,7 +63,7 @@ func TestDeadLetterTopicMissing(t *testing.T) {
 	unknownTopicWait = time.Second
 	addr := cluster(t, "in", 1)
 	produce(t, addr, "in", `{"id": 1}`, `{"id": "x"}`)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/in?format=json&dead_letter=nowhere", Schema: rowSchema}
 	r := startSource(t, mem, c, 0, 1)

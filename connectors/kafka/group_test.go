@@ -41,7 +41,7 @@ func committed(t *testing.T, addr, group, topic string, parts int) int64 {
 func TestGroupResumes(t *testing.T) {
 	const parts = 2
 	addr := cluster(t, "events", parts)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	values := func(from, to int) []string {
 		var vs []string

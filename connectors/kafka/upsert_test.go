@@ -17,7 +17,7 @@ import (
 func TestSinkUpsert(t *testing.T) {
 	const parts = 3
 	addr := cluster(t, "users", parts)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/users?format=json", Schema: rowSchema, Key: []int{0}}
 	k := openSink(t, mem, c)
@@ -71,7 +71,7 @@ func TestSinkUpsert(t *testing.T) {
 
 func TestSinkUpsertCompositeKey(t *testing.T) {
 	addr := cluster(t, "pairs", 1)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	// The key's fields come in the PRIMARY KEY's order, which need not be the
 	// table's; the value's names are the table's whatever the query called its

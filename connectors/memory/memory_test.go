@@ -30,7 +30,7 @@ func record(t *testing.T, alloc memory.Allocator, rows string) arrow.RecordBatch
 }
 
 func TestSource(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	store := NewStore()
 	defer store.Close()
@@ -109,7 +109,7 @@ func TestSource(t *testing.T) {
 // TestSink writes a changelog through the sink and reads it back from the store
 // and through a source.
 func TestSink(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	store := NewStore()
 	defer store.Close()
