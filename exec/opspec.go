@@ -30,6 +30,12 @@ type UnnestConfig struct {
 	Col  int    `json:"col"`
 	Func string `json:"func"`
 	Sep  string `json:"sep"`
+	// MinBytes and MinChars drop the pieces shorter than that many bytes or
+	// characters: a filter on the pieces' length (word <> '', length(word) > 3)
+	// that the planner moved into the split, so that the pieces it would drop
+	// are never written.
+	MinBytes int `json:"min_bytes,omitempty"`
+	MinChars int `json:"min_chars,omitempty"`
 }
 
 // AggPhase says which half of a two-phase aggregation an operator does.

@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"regexp"
 	"regexp/syntax"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -68,7 +69,12 @@ func newUnnestOp(spec OperatorSpec) (Operator, error) {
 	if cfg.Col < 0 || cfg.Col >= len(spec.Out) {
 		return nil, fmt.Errorf("unnest: column %d out of range of %d output columns", cfg.Col, len(spec.Out))
 	}
-	return &unnestOp{col: cfg.Col, split: split, out: spec.Out.Arrow()}, nil
+	if cfg.MinBytes < 0 || cfg.MinChars < 0 {
+		return nil, fmt.Errorf("unnest: negative minimum piece length")
+	}
+	// A piece has at least as many bytes as characters.
+	w := pieceWriter{minBytes: max(cfg.MinBytes, cfg.MinChars), minChars: cfg.MinChars}
+	return &unnestOp{col: cfg.Col, split: split, out: spec.Out.Arrow(), w: w}, nil
 }
 
 // pieceWriter collects the pieces of one batch.
@@ -80,9 +86,15 @@ type pieceWriter struct {
 	// keepRows is set when other columns or change kinds must be repeated per
 	// piece; a batch of the split column alone (WordCount's) needs no rep.
 	keepRows bool
+	// Pieces of fewer bytes than minBytes, or characters than minChars, are
+	// dropped (UnnestConfig).
+	minBytes, minChars int
 }
 
 func (w *pieceWriter) piece(row int32, p []byte) {
+	if len(p) < w.minBytes || w.minChars > 1 && !hasChars(p, w.minChars) {
+		return
+	}
 	pos := int(w.pos)
 	if len(p) <= 8 && cap(p) >= 8 && pos+8 <= cap(w.data) {
 		// Most words: one 8-byte load and store instead of a memmove call. The
@@ -98,6 +110,20 @@ func (w *pieceWriter) piece(row int32, p []byte) {
 	if w.keepRows {
 		w.rep = append(w.rep, row)
 	}
+}
+
+// hasChars reports whether p, of at least k bytes, holds at least k UTF-8
+// characters: always when it is ASCII or four bytes per character long.
+func hasChars(p []byte, k int) bool {
+	if len(p) >= utf8.UTFMax*k {
+		return true
+	}
+	for _, c := range p {
+		if c >= utf8.RuneSelf {
+			return utf8.RuneCount(p) >= k
+		}
+	}
+	return true
 }
 
 // splitterFor returns the function that splits one string for fn and sep.

@@ -166,11 +166,22 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.add(op, 1, 1), nil
 
 	case *sql.Filter:
+		cond := p.Cond
+		if u, ok := p.Input.(*sql.Unnest); ok {
+			// Length conditions on the pieces move into the split
+			// (unnest_filter.go).
+			minBytes, minChars, rest := unnestLengthBounds(cond, u.Col)
+			from, err := b.unnest(u, minBytes, minChars)
+			if err != nil || rest == nil {
+				return from, err
+			}
+			return b.pass(from, b.forward(from, "filter", "filter "+rest.String(), exec.FilterConfig{Cond: rest}, p.Schema())), nil
+		}
 		from, err := b.build(p.Input)
 		if err != nil {
 			return 0, err
 		}
-		return b.pass(from, b.forward(from, "filter", "filter "+p.Cond.String(), exec.FilterConfig{Cond: p.Cond}, p.Schema())), nil
+		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), exec.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
 		from, err := b.build(p.Input)
@@ -180,12 +191,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(from, b.forward(from, "project", "project "+exprList(p.Exprs), exec.ProjectConfig{Exprs: p.Exprs}, p.Out)), nil
 
 	case *sql.Unnest:
-		from, err := b.build(p.Input)
-		if err != nil {
-			return 0, err
-		}
-		label := fmt.Sprintf("unnest %s(%s, %s)", p.Func, p.Input.Schema()[p.Col].Name, expr.FormatValue(types.StringValue(p.Sep)))
-		return b.pass(from, b.forward(from, "unnest", label, exec.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep}, p.Out)), nil
+		return b.unnest(p, 0, 0)
 
 	case *sql.Aggregate:
 		return b.aggregate(p)
@@ -437,4 +443,22 @@ func sortKeys(p *sql.Sort) string {
 		}
 	}
 	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// unnest builds an unnest that drops the pieces shorter than minBytes bytes or
+// minChars characters (0: none).
+func (b *builder) unnest(p *sql.Unnest, minBytes, minChars int) (int, error) {
+	from, err := b.build(p.Input)
+	if err != nil {
+		return 0, err
+	}
+	label := fmt.Sprintf("unnest %s(%s, %s)", p.Func, p.Input.Schema()[p.Col].Name, expr.FormatValue(types.StringValue(p.Sep)))
+	if minBytes > 0 {
+		label += fmt.Sprintf(" pieces of %d+ bytes", minBytes)
+	}
+	if minChars > 0 {
+		label += fmt.Sprintf(" pieces of %d+ characters", minChars)
+	}
+	cfg := exec.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep, MinBytes: minBytes, MinChars: minChars}
+	return b.pass(from, b.forward(from, "unnest", label, cfg, p.Out)), nil
 }
