@@ -87,12 +87,13 @@ type pieceWriter struct {
 	// piece; a batch of the split column alone (WordCount's) needs no rep.
 	keepRows bool
 	// Pieces of fewer bytes than minBytes, or characters than minChars, are
-	// dropped (UnnestConfig).
+	// dropped (UnnestConfig): piece drops the short ones in bytes at once,
+	// dropFewerChars those of multi-byte characters after the split.
 	minBytes, minChars int
 }
 
 func (w *pieceWriter) piece(row int32, p []byte) {
-	if len(p) < w.minBytes || w.minChars > 1 && !hasChars(p, w.minChars) {
+	if len(p) < w.minBytes {
 		return
 	}
 	pos := int(w.pos)
@@ -101,15 +102,59 @@ func (w *pieceWriter) piece(row int32, p []byte) {
 		// bytes past the piece are scratch that the next piece overwrites
 		// (both buffers have the room: Arrow pads buffers to 64 bytes).
 		binary.LittleEndian.PutUint64(w.data[pos:pos+8], binary.LittleEndian.Uint64(p[:8]))
-		pos += len(p)
 	} else {
-		pos += copy(w.data[pos:], p)
+		copy(w.data[pos:], p) // data holds the whole input batch's bytes
 	}
+	pos += len(p)
 	w.pos = int32(pos)
 	w.offs = append(w.offs, w.pos)
 	if w.keepRows {
 		w.rep = append(w.rep, row)
 	}
+}
+
+// dropFewerChars drops the pieces of fewer than k characters, moving the
+// others down. Pieces have at least k bytes already (minBytes), so only those
+// with multi-byte characters can go: a batch of ASCII pieces is left as is.
+func (w *pieceWriter) dropFewerChars(k int) {
+	if asciiOnly(w.data[:w.pos]) {
+		return
+	}
+	out, pos, lo := 1, int32(0), w.offs[0]
+	for i := 1; i < len(w.offs); i++ {
+		hi := w.offs[i] // read before offs[out <= i] is overwritten
+		p := w.data[lo:hi]
+		lo = hi
+		if !hasChars(p, k) {
+			continue
+		}
+		pos += int32(copy(w.data[pos:], p))
+		w.offs[out] = pos
+		if w.keepRows {
+			w.rep[out-1] = w.rep[i-1]
+		}
+		out++
+	}
+	w.offs, w.pos = w.offs[:out], pos
+	if w.keepRows {
+		w.rep = w.rep[:out-1]
+	}
+}
+
+// asciiOnly reports whether b holds only ASCII bytes, eight at a time.
+func asciiOnly(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // hasChars reports whether p, of at least k bytes, holds at least k UTF-8
@@ -357,6 +402,9 @@ func (o *unnestOp) ProcessBatch(ctx context.Context, input int, b Batch, out Col
 			continue
 		}
 		o.split(w, int32(i), data[offs[i]:offs[i+1]])
+	}
+	if w.minChars > 1 {
+		w.dropFewerChars(w.minChars)
 	}
 	w.data = nil
 	k := len(w.offs) - 1
