@@ -101,6 +101,13 @@ func evalCaseMap(c *call) (arrow.Array, error) {
 	src := in.all()
 	data, d := newValues[uint8](c.mem, len(src))
 	if asciiCaseMap(d, src, c.e.Func == "upper") {
+		// The strings keep their lengths: the input's offsets serve as they
+		// are when they start at 0, as a column's usually do.
+		if arg := c.args[0].Data(); arg.Offset() == 0 && in.offs[0] == 0 && arg.Len() == c.n && arg.Buffers()[1] != nil {
+			offs := arg.Buffers()[1]
+			offs.Retain()
+			return finish(arrow.BinaryTypes.String, c.n, nulls, valid, offs, data), nil
+		}
 		offs, o := newValues[int32](c.mem, c.n+1)
 		base := in.offs[0]
 		for i, v := range in.offs {
