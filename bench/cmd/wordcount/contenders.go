@@ -62,6 +62,9 @@ const (
 	nameDuckDB  = "duckdb"
 	nameMawk    = "mawk"
 	nameGo      = "go counter"
+	// nameGo1 is the Go counter on one goroutine: how the machine itself
+	// scales from one core to two (Hummer's parallelism goal), for reference.
+	nameGo1 = "go counter, 1 worker"
 )
 
 func identity(m map[string]int64) map[string]int64 { return m }
@@ -90,6 +93,8 @@ func contenders(h *hummerServer, measure, duckwc, duckDBQuery, gowc string, cpus
 			Want: identity, Run: child("mawk", mawkProgram)},
 		{Name: nameGo, Notes: fmt.Sprintf("`bench/cmd/gowc` (package `bench/wc`): %d goroutines, one per core, each on a line-aligned byte range; one process per run", cpus),
 			Query: "gowc %s", Want: identity, Run: child(gowc, "-workers", fmt.Sprint(cpus))},
+		{Name: nameGo1, Notes: "the same with one goroutine: the machine's own scaling from one core to two, for reference",
+			Query: "gowc -workers 1 %s", Want: identity, Run: child(gowc, "-workers", "1")},
 	}
 }
 

@@ -96,6 +96,17 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	p("")
 	p("The two variants check generality: the same WordCount with `GROUP BY upper(word)`, and with `AND length(word) > 3` added to the WHERE clause, each run at parallelism 2 and compared by wall time with the plain query.")
 	p("")
+	var machine []string
+	for _, c := range cols {
+		two, one := r.row(nameGo, c), r.row(nameGo1, c)
+		if one.MBPerS > 0 && two.MBPerS > 0 {
+			machine = append(machine, fmt.Sprintf("%.2f on %d x kjv", two.MBPerS/one.MBPerS, c))
+		}
+	}
+	if len(machine) > 0 {
+		p("For the parallelism goal, the machine's own scaling: the hand-written Go counter on two goroutines against one gets %s (whole processes, as above).", strings.Join(machine, ", "))
+		p("")
+	}
 
 	if r.Distributed != nil {
 		r.Distributed.readme(r, p)
