@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +55,7 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	stopProfile := startCPUProfile()
 	var err error
 	switch os.Args[1] {
 	case "serve":
@@ -72,9 +74,34 @@ func main() {
 		fmt.Fprintf(os.Stderr, "hummer: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+	stopProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hummer:", err)
 		os.Exit(1)
+	}
+}
+
+// startCPUProfile profiles the whole process into the file $HUMMER_CPUPROFILE
+// names, with the command and process id appended (the processes of a cluster
+// on one host do not overwrite each other's), when it is set: a way to see
+// where a TaskManager or JobManager spends its time. The returned function
+// stops and writes the profile.
+func startCPUProfile() (stop func()) {
+	path := os.Getenv("HUMMER_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%s.%d", path, os.Args[1], os.Getpid()))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hummer: HUMMER_CPUPROFILE:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 
