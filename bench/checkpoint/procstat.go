@@ -1,9 +1,7 @@
 package checkpoint
 
 import (
-	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/hummer-db/hummer/bench/procstat"
@@ -46,19 +44,7 @@ type Machine struct {
 }
 
 func readMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), CPUModel: "unknown", LoadAvg: loadAvg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(b)) {
-			if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-				m.CPUModel = strings.TrimSpace(val)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	return m
+	return Machine{CPUs: runtime.NumCPU(), CPUModel: procstat.CPUModel(), Kernel: procstat.KernelRelease(), LoadAvg: loadAvg()}
 }
 
 // meter measures what the machine did while a part ran.

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/hummer-db/hummer/bench/procstat"
 )
 
 // Config is what to run.
@@ -312,19 +314,7 @@ func moduleVersion(path string) string {
 }
 
 func readMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), CPUModel: "unknown", LoadAvg: loadAvg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(b)) {
-			if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-				m.CPUModel = strings.TrimSpace(val)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	return m
+	return Machine{CPUs: runtime.NumCPU(), CPUModel: procstat.CPUModel(), Kernel: procstat.KernelRelease(), LoadAvg: loadAvg()}
 }
 
 // meter measures what the machine did while the segments ran.

@@ -105,3 +105,23 @@ func LoadAvg() float64 {
 	}
 	return v
 }
+
+// CPUModel returns the model name of the machine's first CPU, or "unknown".
+func CPUModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.Lines(string(b)) {
+		if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+			return strings.TrimSpace(val)
+		}
+	}
+	return "unknown"
+}
+
+// KernelRelease returns the running kernel's release (uname -r), or "".
+func KernelRelease() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return strings.TrimSpace(string(b))
+}

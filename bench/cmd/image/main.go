@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hummer-db/hummer/bench/counts"
+	"github.com/hummer-db/hummer/bench/procstat"
 	"github.com/hummer-db/hummer/bench/vmimage"
 )
 
@@ -493,34 +494,18 @@ func (m *meter) done(out *vmimage.Machine, vm time.Duration) {
 }
 
 func readMachine() vmimage.Machine {
-	m := vmimage.Machine{CPUs: runtime.NumCPU(), CPUModel: "unknown", LoadAvg: loadAvg()}
+	m := vmimage.Machine{CPUs: runtime.NumCPU(), CPUModel: procstat.CPUModel(), Kernel: procstat.KernelRelease(), LoadAvg: loadAvg()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(b)) {
-			if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-				m.CPUModel = strings.TrimSpace(val)
-				break
-			}
-		}
 		m.KVM = regexp.MustCompile(`\b(vmx|svm)\b`).Match(b)
 	}
 	if _, err := os.Stat("/dev/kvm"); err != nil {
 		m.KVM = false
 	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
 	return m
 }
 
-func loadAvg() float64 {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
+// loadAvg returns the one-minute load average, or -1 if it cannot be read.
+var loadAvg = procstat.LoadAvg
 
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -99,15 +99,7 @@ type machine struct {
 }
 
 func readMachine(cpus int) machine {
-	m := machine{CPUs: cpus, CPUModel: "unknown"}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(b)) {
-			if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-				m.CPUModel = strings.TrimSpace(val)
-				break
-			}
-		}
-	}
+	m := machine{CPUs: cpus, CPUModel: procstat.CPUModel(), Kernel: procstat.KernelRelease()}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for line := range strings.Lines(string(b)) {
 			if val, ok := strings.CutPrefix(line, "MemTotal:"); ok {
@@ -115,9 +107,6 @@ func readMachine(cpus int) machine {
 				m.MemGiB = round(kb/(1<<20), 1)
 			}
 		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
 	}
 	return m
 }
