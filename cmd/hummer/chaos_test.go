@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -264,29 +262,12 @@ type killable struct {
 	args   []string
 	cmd    *exec.Cmd
 	exited chan struct{}
-	logs   *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs   *syncBuffer
 }
 
 func startKillable(t *testing.T, bin string, args ...string) *killable {
 	t.Helper()
-	k := &killable{bin: bin, args: args, logs: &lockedBuffer{}}
+	k := &killable{bin: bin, args: args, logs: &syncBuffer{}}
 	k.start(t)
 	t.Cleanup(func() {
 		k.cmd.Process.Signal(os.Interrupt)
