@@ -241,6 +241,48 @@ func TestPlaceNetworkTasks(t *testing.T) {
 	}
 }
 
+// TestOccupyCountsNetworkTasks: the slots network tasks of their own take are
+// busy while their job runs, and free again after.
+func TestOccupyCountsNetworkTasks(t *testing.T) {
+	jm := NewJobManager(nil)
+	for _, id := range []string{"tm1", "tm2", "tm3"} {
+		jm.AddTaskManager(NewTaskManager(TaskManagerConfig{ID: id, Slots: 2, Registry: testRegistry()}))
+	}
+	job := valuesJob(1, 3, "pass")
+	job.NetworkTasks = NetworkOwn
+	g, err := jm.Schedule(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[SlotRef]bool{}
+	for _, nt := range g.NetTasks {
+		if nt.Own {
+			own[nt.Slot] = true
+		}
+	}
+	if len(own) == 0 {
+		t.Fatalf("no network task in a slot of its own: %+v", g.NetTasks)
+	}
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	jm.occupy(g, 1)
+	for s := range own {
+		if jm.busy[s] != 1 {
+			t.Errorf("slot %s of a network task is not busy", s)
+		}
+	}
+	if len(jm.busy) != 3+len(own) {
+		t.Errorf("%d slots busy, want the tasks' 3 and the network tasks' %d", len(jm.busy), len(own))
+	}
+	if _, _, free := jm.place(job); len(free) != 6-3-len(own) {
+		t.Errorf("%d slots free while the job runs, want %d", len(free), 6-3-len(own))
+	}
+	jm.occupy(g, -1)
+	if len(jm.busy) != 0 {
+		t.Errorf("slots still busy after the job: %v", jm.busy)
+	}
+}
+
 // TestAutoParallelismTakesFreeSlots: a job that leaves parallelism to the
 // JobManager gets the slots no running job uses, within its min and max, and is
 // placed on them first.
