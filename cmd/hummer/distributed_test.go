@@ -49,7 +49,13 @@ func TestDistributedWordCount(t *testing.T) {
 		WHERE word <> '' GROUP BY word`
 	checkCounts(t, psql(t, pgAddr, "SET parallelism = 3;\n"+query+";"), want)
 
-	plan := psql(t, pgAddr, "SET parallelism = 3;\nEXPLAIN "+query+";")
+	// The query's job frees its slots just after its client has the result:
+	// plan once all six are free again, so that three are spare.
+	var plan string
+	waitUntil(t, "a plan with the three network tasks in spare slots", jm, func() bool {
+		plan = psql(t, pgAddr, "SET parallelism = 3;\nEXPLAIN "+query+";")
+		return strings.Contains(plan, "network tasks: own, 3 of 3 in a slot of their own")
+	})
 	tms := map[string]bool{}
 	for _, line := range strings.Split(plan, "\n") {
 		if _, after, ok := strings.Cut(line, " on "); ok && strings.Contains(line, "task ") {
@@ -62,8 +68,7 @@ func TestDistributedWordCount(t *testing.T) {
 	}
 	// The scans' partial counts go to the final counts by hash: three
 	// producers, one per TaskManager, each with a spare slot beside it.
-	if !strings.Contains(plan, "network tasks: own, 3 of 3 in a slot of their own") ||
-		strings.Count(plan, "network task of ") != 3 || !strings.Contains(plan, "/slot1") {
+	if strings.Count(plan, "network task of ") != 3 || !strings.Contains(plan, "/slot1") {
 		t.Errorf("EXPLAIN does not show the hash exchange's three network tasks in slots of their own:\n%s", plan)
 	}
 	if out := psql(t, pgAddr, "SET parallelism = 3;\nSET network_task = 'fused';\nEXPLAIN "+query+";"); strings.Contains(out, "network task of ") ||
