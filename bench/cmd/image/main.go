@@ -31,6 +31,7 @@ import (
 
 	"github.com/hummer-db/hummer/bench/counts"
 	"github.com/hummer-db/hummer/bench/procstat"
+	benchrepo "github.com/hummer-db/hummer/bench/repo"
 	"github.com/hummer-db/hummer/bench/vmimage"
 )
 
@@ -128,7 +129,7 @@ func run(repo, hummer, kernel, custom, work, results string, vs []variant, runs,
 
 	rep := &vmimage.Report{Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Machine: readMachine()}
 	initSQL := "CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file:///data/kjv.txt'"
-	rep.Setup = vmimage.Setup{Runs: runs, CPUs: cpus, Memory: memory, Accel: "tcg", Hummer: gitDescribe(repo), QEMU: qemuVersion(),
+	rep.Setup = vmimage.Setup{Runs: runs, CPUs: cpus, Memory: memory, Accel: "tcg", Hummer: benchrepo.Version(repo), QEMU: qemuVersion(),
 		Role: "serve --init \"" + initSQL + "\" with kjv.txt at /data/kjv.txt"}
 	if rep.Machine.KVM {
 		rep.Setup.Accel = "kvm"
@@ -523,14 +524,6 @@ func qemuVersion() string {
 	}
 	line, _, _ := strings.Cut(string(out), "\n")
 	return strings.TrimSpace(line)
-}
-
-func gitDescribe(repo string) string {
-	out, err := exec.Command("git", "-C", repo, "describe", "--always", "--dirty").Output()
-	if err != nil {
-		return "unknown (not a git checkout)"
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func round(x float64, digits int) float64 {

@@ -12,13 +12,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hummer-db/hummer/bench/latency"
+	benchrepo "github.com/hummer-db/hummer/bench/repo"
 )
 
 func main() {
@@ -71,16 +71,11 @@ func run(cfg latency.Config, repo, results, work string) error {
 	if cfg.Hummer == "" {
 		cfg.Hummer = filepath.Join(work, "hummer")
 		progress("go build -o %s ./cmd/hummer (in %s)", cfg.Hummer, repo)
-		cmd := exec.Command("go", "build", "-o", cfg.Hummer, "./cmd/hummer")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = repo, os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("building cmd/hummer: %w", err)
+		if err := benchrepo.Build(repo, cfg.Hummer, "./cmd/hummer"); err != nil {
+			return err
 		}
 	}
-	cfg.Version = "unknown (not a git checkout)"
-	if out, err := exec.Command("git", "-C", repo, "describe", "--always", "--dirty").Output(); err == nil {
-		cfg.Version = strings.TrimSpace(string(out))
-	}
+	cfg.Version = benchrepo.Version(repo)
 
 	rep, runErr := latency.Run(context.Background(), cfg)
 	if rep == nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hummer-db/hummer/bench/counts"
 	"github.com/hummer-db/hummer/bench/latency"
+	benchrepo "github.com/hummer-db/hummer/bench/repo"
 )
 
 func main() {
@@ -296,12 +297,7 @@ func rerender(path string, cfg config) error {
 
 func goBuild(dir, out, pkg string) error {
 	progress("go build -o %s %s (in %s)", out, pkg, dir)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s: %w", pkg, err)
-	}
-	return nil
+	return benchrepo.Build(dir, out, pkg)
 }
 
 func output(name string, args ...string) (string, error) {
@@ -325,11 +321,7 @@ func readVersions(repo, duckwc string) (versions, error) {
 		return v, fmt.Errorf("mawk -W version: %w (install it: apt-get install -y mawk)", err)
 	}
 	v.Mawk, _, _ = strings.Cut(string(m), "\n")
-	g, err := output("git", "-C", repo, "describe", "--always", "--dirty")
-	if err != nil {
-		g = "unknown (not a git checkout)"
-	}
-	v.Hummer = strings.TrimSpace(g)
+	v.Hummer = benchrepo.Version(repo)
 	return v, nil
 }
 
