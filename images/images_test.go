@@ -143,6 +143,20 @@ func TestQEMUArgs(t *testing.T) {
 			t.Errorf("qemu args lack %q:\n%s", want, line)
 		}
 	}
+	// Only an image with ACPI has PCI hotplug to describe, or an HPET to drop.
+	if strings.Contains(line, "PIIX4_PM") || strings.Contains(line, "-no-hpet") {
+		t.Errorf("qemu args of an image without ACPI set ACPI devices:\n%s", line)
+	}
+	m.ACPI = true
+	if args, err = QEMUArgs(m, o, "tcg", ""); err != nil {
+		t.Fatal(err)
+	}
+	line = strings.Join(args, " ")
+	for _, want := range []string{"-global PIIX4_PM.acpi-root-pci-hotplug=off", "-global PIIX4_PM.acpi-pci-hotplug-with-bridge-support=off", "-no-hpet"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("qemu args of an image with ACPI lack %q:\n%s", want, line)
+		}
+	}
 }
 
 // TestResolveModules checks the load order against a modules.dep and against

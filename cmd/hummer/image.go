@@ -114,6 +114,10 @@ func imageBuild(args []string) error {
 	return nil
 }
 
+// buildTags are the Makefile's build tags (see GOFLAGS there): the binary an
+// image boots should be the smallest that does the job.
+const buildTags = "grpcnotrace,arrow_json_stdlib"
+
 // staticHummer returns the hummer binary to put in an image: bin if given,
 // else this executable when it is statically linked, else one built from the
 // source tree the current directory is in, with cgo off; and what removes the
@@ -141,7 +145,7 @@ func staticHummer(ctx context.Context, bin string) (string, func(), error) {
 	cleanup := func() { os.RemoveAll(dir) }
 	out := filepath.Join(dir, "hummer")
 	fmt.Fprintf(os.Stderr, "building a static hummer (CGO_ENABLED=0) from %s\n", root)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/hummer")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", buildTags, "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/hummer")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

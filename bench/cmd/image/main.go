@@ -38,11 +38,17 @@ import (
 // wordCount is the README's WordCount.
 const wordCount = "SELECT word, COUNT(*) AS n FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM docs) AS t WHERE word <> '' GROUP BY word"
 
+// hummerBuildTags are the build tags of the Makefile (GOFLAGS there) and of
+// `hummer image build`, which the static binary is built with, as an image
+// would be.
+const hummerBuildTags = "grpcnotrace,arrow_json_stdlib"
+
 // variant is one way to build the image.
 type variant struct {
 	name, compress string
 	acpi           bool
-	custom         bool // with the -custom-kernel
+	custom         bool     // with the -custom-kernel
+	params         []string // more kernel parameters (+k:NAME=VALUE)
 }
 
 func parseVariant(s string) (variant, error) {
@@ -56,7 +62,11 @@ func parseVariant(s string) (variant, error) {
 		case "custom":
 			v.custom = true
 		default:
-			return v, fmt.Errorf("variant %q: want COMPRESSION[+acpi][+custom]", s)
+			param, ok := strings.CutPrefix(p, "k:")
+			if !ok || param == "" {
+				return v, fmt.Errorf("variant %q: want COMPRESSION[+acpi][+custom][+k:PARAM...]", s)
+			}
+			v.params = append(v.params, param)
 		}
 	}
 	return v, nil
@@ -68,7 +78,7 @@ func main() {
 	kernel := flag.String("kernel", "", "passed to hummer image build --kernel (default: Debian's cloud kernel)")
 	custom := flag.String("custom-kernel", "", "the kernel of +custom variants (bench/kernel/build.sh DIR makes one)")
 	runs := flag.Int("runs", 10, "boots per variant")
-	variantsFlag := flag.String("variants", "lz4,gzip,lz4+acpi", "images to compare: COMPRESSION[+acpi][+custom], the first is the default image")
+	variantsFlag := flag.String("variants", "lz4,gzip,lz4+acpi", "images to compare: COMPRESSION[+acpi][+custom][+k:KERNEL_PARAM...], the first is the default image")
 	cpus := flag.Int("cpus", 1, "vCPUs of the VM")
 	memory := flag.String("memory", "1G", "memory of the VM")
 	results := flag.String("results", "results", "directory for image.json")
@@ -113,7 +123,7 @@ func run(repo, hummer, kernel, custom, work, results string, vs []variant, runs,
 	if hummer == "" {
 		hummer = filepath.Join(work, "hummer")
 		progress("CGO_ENABLED=0 go build -o %s ./cmd/hummer (in %s)", hummer, repo)
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", hummer, "./cmd/hummer")
+		cmd := exec.Command("go", "build", "-tags", hummerBuildTags, "-trimpath", "-ldflags", "-s -w", "-o", hummer, "./cmd/hummer")
 		cmd.Dir, cmd.Stdout, cmd.Stderr = repo, os.Stderr, os.Stderr
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if err := cmd.Run(); err != nil {
@@ -140,6 +150,9 @@ func run(repo, hummer, kernel, custom, work, results string, vs []variant, runs,
 		args := []string{"image", "build", "--out", dir, "--compress", v.compress, "--add", kjv + ":/data/kjv.txt"}
 		if v.acpi {
 			args = append(args, "--acpi")
+		}
+		if len(v.params) > 0 {
+			args = append(args, "--cmdline", strings.Join(v.params, " "))
 		}
 		switch {
 		case v.custom:
