@@ -41,6 +41,12 @@ type RunOptions struct {
 	Accel string
 	// QEMU is the emulator binary; "" is qemu-system-x86_64.
 	QEMU string
+	// CacheDir keeps the uncompressed kernels Start boots through their PVH
+	// entry point (PVHKernel); "" is DefaultCacheDir.
+	CacheDir string
+	// Kernel, when set, is booted instead of the image's bzImage; Start sets it
+	// to the image kernel's PVH ELF image when it has one.
+	Kernel string
 }
 
 // Forward is a host TCP port forwarded to a guest port.
@@ -79,6 +85,9 @@ type VM struct {
 	Started time.Time
 	// Accel is the accelerator qemu runs with (kvm or tcg).
 	Accel string
+	// Kernel is the kernel file qemu boots: the image's bzImage, or its PVH
+	// ELF image (PVHKernel).
+	Kernel string
 
 	cmd    *exec.Cmd
 	acpi   bool // the guest has ACPI (a power button)
@@ -109,6 +118,10 @@ func QEMUArgs(m *Manifest, o RunOptions, accel, qmp string) ([]string, error) {
 	for _, f := range fwds {
 		netdev += fmt.Sprintf(",hostfwd=tcp:%s:%d-:%d", f.HostAddr, f.HostPort, f.GuestPort)
 	}
+	kernel := o.Kernel
+	if kernel == "" {
+		kernel = filepath.Join(o.Dir, m.Kernel)
+	}
 	initArgs, err := kernelInitArgs(o.RoleArgs)
 	if err != nil {
 		return nil, err
@@ -122,7 +135,7 @@ func QEMUArgs(m *Manifest, o RunOptions, accel, qmp string) ([]string, error) {
 		// does when its kernel panics (panic=-1), makes qemu exit like a
 		// power-off: no VM ever boots twice.
 		"-no-reboot",
-		"-kernel", filepath.Join(o.Dir, m.Kernel), "-initrd", filepath.Join(o.Dir, m.Initramfs),
+		"-kernel", kernel, "-initrd", filepath.Join(o.Dir, m.Initramfs),
 		"-append", m.Cmdline + " -- image boot" + initArgs,
 		"-netdev", netdev,
 		// romfile= spares the firmware loading iPXE: the kernel is given directly.
@@ -249,6 +262,18 @@ func Start(o RunOptions) (*VM, error) {
 	if qemu == "" {
 		qemu = "qemu-system-x86_64"
 	}
+	if o.Kernel == "" {
+		cache := o.CacheDir
+		if cache == "" {
+			cache = DefaultCacheDir()
+		}
+		// Without a PVH entry point, or without a cache to unpack it to, the
+		// bzImage boots as it would anywhere, only slower.
+		o.Kernel = filepath.Join(o.Dir, m.Kernel)
+		if k, err := PVHKernel(o.Kernel, cache); err == nil {
+			o.Kernel = k
+		}
+	}
 	// A unix socket's path must be short: not under the image directory.
 	qmpDir, err := os.MkdirTemp("", "hummer-qmp-")
 	if err != nil {
@@ -269,7 +294,7 @@ func Start(o RunOptions) (*VM, error) {
 		// inherits it; refused (kernels before 3.15), it only costs that time.
 		unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0)
 	}
-	v := &VM{Accel: accel, acpi: m.ACPI, qmpDir: qmpDir, done: make(chan struct{})}
+	v := &VM{Accel: accel, Kernel: o.Kernel, acpi: m.ACPI, qmpDir: qmpDir, done: make(chan struct{})}
 	console := o.Console
 	if console == nil {
 		console = os.Stdout

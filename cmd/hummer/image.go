@@ -211,7 +211,7 @@ func imageRun(args []string) error {
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("hummer image run: booting %s (%s, %d CPU, %s)", dir, vm.Accel, *cpus, *memory)
+	msg := fmt.Sprintf("hummer image run: booting %s (%s, %d CPU, %s, kernel %s)", dir, vm.Accel, *cpus, *memory, vm.Kernel)
 	if *pgPort > 0 {
 		msg += fmt.Sprintf("; psql -h 127.0.0.1 -p %d -U hummer", *pgPort)
 	}
