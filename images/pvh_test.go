@@ -72,7 +72,8 @@ func compressLZ4(t *testing.T, b []byte) []byte {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return out.Bytes()
+	// The kernel's build appends the uncompressed size after the frames.
+	return binary.LittleEndian.AppendUint32(out.Bytes(), uint32(len(b)))
 }
 
 func compressGzip(t *testing.T, b []byte) []byte {
@@ -87,6 +88,11 @@ func compressGzip(t *testing.T, b []byte) []byte {
 
 func TestPVHKernel(t *testing.T) {
 	pvh := testELF(t, append(note("Xen", 6, []byte("linux")), note("Xen", xenELFNotePhys32Entry, []byte{0, 0, 0, 1})...))
+	// Over 8 MiB: the lz4 legacy format splits it into blocks.
+	big := append(append([]byte(nil), pvh...), make([]byte, 20<<20)...)
+	for i := len(pvh); i < len(big); i += 4096 {
+		big[i] = byte(i >> 12)
+	}
 	for _, tc := range []struct {
 		name    string
 		payload []byte
@@ -97,6 +103,7 @@ func TestPVHKernel(t *testing.T) {
 		{"without a PVH note", compressLZ4(t, testELF(t, note("Xen", 6, []byte("linux")))), nil},
 		{"a PVH note type from another owner", compressLZ4(t, testELF(t, note("GNU", xenELFNotePhys32Entry, []byte{1, 2, 3, 4}))), nil},
 		{"xz", append([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, pvh...), nil},
+		{"lz4 over several blocks", compressLZ4(t, big), big},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, cache := t.TempDir(), t.TempDir()
@@ -128,6 +135,16 @@ func TestPVHKernel(t *testing.T) {
 			}
 		})
 	}
+	t.Run("corrupt lz4", func(t *testing.T) {
+		p := compressLZ4(t, big)
+		for _, bad := range [][]byte{p[:len(p)/2], append(p[:len(p)-4:len(p)-4], 1, 2, 3, 4)} {
+			bz := t.TempDir() + "/vmlinuz"
+			os.WriteFile(bz, testBzImage(bad), 0o644)
+			if k, err := PVHKernel(bz, t.TempDir()); !errors.Is(err, ErrKernel) {
+				t.Fatalf("PVHKernel of a corrupt payload = %q, %v; want ErrKernel", k, err)
+			}
+		}
+	})
 	t.Run("not a bzImage", func(t *testing.T) {
 		p := t.TempDir() + "/vmlinuz"
 		os.WriteFile(p, bytes.Repeat([]byte{0x90}, 4096), 0o644)
