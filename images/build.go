@@ -266,7 +266,7 @@ func Build(ctx context.Context, o BuildOptions) (*Manifest, error) {
 		float64(m.InitramfsBytes)/1e6, comp, len(mods), time.Since(start).Seconds(), k.Version, float64(m.KernelBytes)/1e6)
 	// Start boots a kernel through its PVH entry point when it has one, from
 	// its ELF image unpacked into the cache: unpacked now, the image's first
-	// boot on this machine does not wait for it (0.4 s for Debian's kernel).
+	// boot on this machine does not wait for it (0.1 s for Debian's kernel).
 	if elfImage, err := PVHKernel(filepath.Join(o.Out, KernelFile), o.CacheDir); err != nil {
 		fmt.Fprintf(logw, "kernel boots as a bzImage: %v\n", err)
 	} else {

@@ -22,7 +22,7 @@ import (
 // about 0.2 s before the kernel's first instruction. A kernel built with
 // CONFIG_PVH can instead be booted from its uncompressed ELF image through its
 // PVH entry point: qemu loads the segments itself, at native speed. Images keep
-// the bzImage (small, and bootable by any loader); Run boots the ELF image
+// the bzImage (small, and bootable by any loader); Start boots the ELF image
 // unpacked from it into the cache the first time, when the kernel has a PVH
 // entry point.
 
@@ -31,7 +31,7 @@ import (
 const xenELFNotePhys32Entry = 18
 
 // errNoPVH says a kernel cannot be booted through a PVH entry point, or that
-// its payload is in a format PVHKernel does not unpack: Run boots the bzImage.
+// its payload is in a format PVHKernel does not unpack: Start boots the bzImage.
 var errNoPVH = errors.New("no PVH entry point")
 
 // PVHKernel returns the uncompressed ELF image of the bzImage at path, unpacked
