@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,12 @@ func TestImageWordCount(t *testing.T) {
 	_, port, _ := strings.Cut(addr, ":")
 	vm := startVM(t, bin, img, "--pg-port", port)
 	vm.waitFor(t, "hummer is ready", 2*time.Minute)
+	// Debian's kernel has a PVH entry point and an lz4 payload: it must boot
+	// from its ELF image (images.PVHKernel), not through the emulated
+	// decompressor of the bzImage.
+	if !regexp.MustCompile(`booting .*kernel \S*/pvh/[0-9a-f]+\.vmlinux\)`).MatchString(vm.log()) {
+		t.Errorf("the VM did not boot its kernel through the PVH entry point:\n%s", vm.log())
+	}
 
 	text, err := os.ReadFile(kjv)
 	if err != nil {
