@@ -145,15 +145,22 @@ func staticHummer(ctx context.Context, bin string) (string, func(), error) {
 	cleanup := func() { os.RemoveAll(dir) }
 	out := filepath.Join(dir, "hummer")
 	fmt.Fprintf(os.Stderr, "building a static hummer (CGO_ENABLED=0) from %s\n", root)
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", buildTags, "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/hummer")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := staticBuild(ctx, root, "./cmd/hummer", out)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		cleanup()
 		return "", nothing, fmt.Errorf("image build: go build: %w", err)
 	}
 	return out, cleanup, nil
+}
+
+// staticBuild is the go build of an image's hummer: package pkg of the tree at
+// dir into out, with cgo off (static), the build tags and no symbols.
+func staticBuild(ctx context.Context, dir, pkg, out string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", buildTags, "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd
 }
 
 // moduleRoot finds the hummer source tree at or above the current directory.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -210,9 +211,7 @@ func buildStaticHummer(t *testing.T) string {
 		t.Fatal("psql is not installed (CI installs postgresql-client)")
 	}
 	bin := filepath.Join(t.TempDir(), "hummer")
-	build := exec.Command("go", "build", "-tags", buildTags, "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := staticBuild(context.Background(), ".", ".", bin).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
