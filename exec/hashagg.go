@@ -122,6 +122,7 @@ func newHashAgg(cfg HashAggConfig, spec OperatorSpec) (*hashAggOp, error) {
 // buildAggs makes fresh aggregate states (and the row count in updates mode)
 // and returns the number of columns they emit.
 func (o *hashAggOp) buildAggs() (int, error) {
+	o.releaseAggs()
 	o.aggs = o.aggs[:0]
 	col := len(o.keyCols)
 	width := 0
@@ -311,6 +312,7 @@ func (o *hashAggOp) Flush(ctx context.Context, out Collector) error {
 		if err := o.emit(ctx, out); err != nil {
 			return err
 		}
+		o.table.release()
 		o.table = newKeyTable()
 		o.seen = false
 		_, err := o.buildAggs()
@@ -322,7 +324,7 @@ func (o *hashAggOp) Flush(ctx context.Context, out Collector) error {
 	live := func(g uint32) bool {
 		return len(o.keyCols) == 0 || o.rows.counts[g] > 0
 	}
-	o.rows.counts = growZero(o.rows.counts, o.ngroups())
+	o.rows.counts = poolInt64.growZero(o.rows.counts, o.ngroups())
 	// The old rows first, so that every group's retraction precedes its new row.
 	done := 0
 	for _, rec := range o.oldRows {
@@ -443,12 +445,28 @@ func (o *hashAggOp) rowsAt(sel groupSel) (arrow.RecordBatch, error) {
 // release drops the group state; the operator only forwards signals afterwards.
 func (o *hashAggOp) release() {
 	o.releaseOld()
+	if o.table != nil {
+		o.table.release()
+	}
 	o.table = nil
+	o.releaseAggs()
 	o.aggs = nil
 	o.rows = nil
 	o.keys = rowKeys{}
 	o.gids, o.signs, o.keyArrs = nil, nil, nil
 	o.dirty, o.isDirty, o.emitted = nil, nil, nil
+}
+
+// releaseAggs gives the aggregates' pooled state arrays back.
+func (o *hashAggOp) releaseAggs() {
+	for _, a := range o.aggs {
+		if p, ok := a.(pooledAggregate); ok {
+			p.release()
+		}
+	}
+	if o.rows != nil {
+		o.rows.release()
+	}
 }
 
 func (o *hashAggOp) Close(ctx context.Context) error {

@@ -35,6 +35,13 @@ type aggregate interface {
 	loadState(r *aggStateReader) error
 }
 
+// pooledAggregate is an aggregate whose state arrays come from a slicePool:
+// release gives them back, and the aggregate is not used afterwards.
+type pooledAggregate interface {
+	aggregate
+	release()
+}
+
 // groupSel selects the groups an aggregate's result covers: ids when not nil
 // (a streaming aggregation's changed groups), else lo..hi-1 (a bounded one's
 // result, in order).
@@ -151,8 +158,14 @@ type countAgg struct {
 
 func (a *countAgg) width() int { return 1 }
 
+// release gives the counts back to their pool (see pooledAggregate).
+func (a *countAgg) release() {
+	poolInt64.put(a.counts)
+	a.counts = nil
+}
+
 func (a *countAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8) error {
-	a.counts = growZero(a.counts, ngroups)
+	a.counts = poolInt64.growZero(a.counts, ngroups)
 	counts := a.counts
 	if a.col < 0 {
 		if signs == nil {
@@ -214,7 +227,7 @@ func (a *countAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, sig
 }
 
 func (a *countAgg) result(mem memory.Allocator, sel groupSel, _ []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error) {
-	a.counts = growZero(a.counts, sel.end())
+	a.counts = poolInt64.growZero(a.counts, sel.end())
 	return append(dst, int64Column(mem, sel.int64s(a.counts))), nil
 }
 

@@ -430,6 +430,9 @@ func (o *hashJoinOp) Close(ctx context.Context) error {
 		o.build.Release()
 		o.build = nil
 	}
+	if o.table != nil {
+		o.table.release()
+	}
 	o.table = nil
 	return nil
 }

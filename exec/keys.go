@@ -443,10 +443,20 @@ type keyTable struct {
 
 func newKeyTable() *keyTable {
 	t := &keyTable{seed: maphash.Comparable(maphash.MakeSeed(), 0), nullID: -1}
-	t.slots = make([]uint64, 1024)
+	t.slots = poolUint64.get(1024, true)
 	t.mask = uint64(len(t.slots) - 1)
-	t.offs = []int{0}
+	t.offs = append(poolInt.get(0, false), 0)
 	return t
+}
+
+// release gives the table's arrays back to their pools; the table must not be
+// used afterwards, nor any slice of its arena.
+func (t *keyTable) release() {
+	poolUint64.put(t.slots)
+	poolWords.put(t.words)
+	poolInt.put(t.offs)
+	poolBytes.put(t.arena)
+	*t = keyTable{}
 }
 
 // len returns the number of keys.
@@ -495,9 +505,9 @@ func (t *keyTable) findOrInsertHashed(key []byte, h, w0, w1 uint64) uint32 {
 		return uint32(m) - 1
 	}
 	g := uint32(t.len())
-	t.arena = append(t.arena, key...)
-	t.offs = append(t.offs, len(t.arena))
-	t.words = append(t.words, [2]uint64{w0, w1})
+	t.arena = append(poolBytes.grow(t.arena, len(key)), key...)
+	t.offs = append(poolInt.grow(t.offs, 1), len(t.arena))
+	t.words = append(poolWords.grow(t.words, 1), [2]uint64{w0, w1})
 	t.slots[p] = slotTag(h, len(key))<<32 | uint64(g+1)
 	if uint64(g+1)*2 > t.mask {
 		t.grow()
@@ -518,7 +528,7 @@ func (t *keyTable) find(key []byte) int32 {
 // grow doubles the slots, rehashing the keys in id order (a sequential read of
 // the arena) rather than keeping a hash per key.
 func (t *keyTable) grow() {
-	slots := make([]uint64, 2*len(t.slots))
+	slots := poolUint64.get(2*len(t.slots), true)
 	mask := uint64(len(slots) - 1)
 	for g := range uint32(t.len()) {
 		if int32(g) == t.nullID {
@@ -532,6 +542,7 @@ func (t *keyTable) grow() {
 		}
 		slots[p] = slotTag(h, len(key))<<32 | uint64(g+1)
 	}
+	poolUint64.put(t.slots)
 	t.slots, t.mask = slots, mask
 }
 
@@ -540,8 +551,8 @@ func (t *keyTable) grow() {
 func (t *keyTable) nullGroup() uint32 {
 	if t.nullID < 0 {
 		t.nullID = int32(t.len())
-		t.offs = append(t.offs, len(t.arena))
-		t.words = append(t.words, [2]uint64{})
+		t.offs = append(poolInt.grow(t.offs, 1), len(t.arena))
+		t.words = append(poolWords.grow(t.words, 1), [2]uint64{})
 	}
 	return uint32(t.nullID)
 }

@@ -1,0 +1,101 @@
+package exec
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	poisonSlices = true
+	os.Exit(m.Run())
+}
+
+func TestSlicePool(t *testing.T) {
+	var p slicePool[int64]
+	for _, n := range []int{0, 1, 1000, 1024, 1025, 5000} {
+		s := p.get(n, true)
+		if len(s) != n || cap(s) < 1<<minSliceClass || cap(s)&(cap(s)-1) != 0 || cap(s) < n {
+			t.Fatalf("get(%d): len %d cap %d", n, len(s), cap(s))
+		}
+		for i, v := range s {
+			if v != 0 {
+				t.Fatalf("get(%d, zero): s[%d] = %d", n, i, v)
+			}
+		}
+		for i := range s {
+			s[i] = int64(i) + 1
+		}
+		p.put(s)
+	}
+	// A zeroed get is zero even when the pool hands back a used slice.
+	for range 10 {
+		s := p.get(1500, true)
+		if i := slices.IndexFunc(s, func(v int64) bool { return v != 0 }); i >= 0 {
+			t.Fatalf("zeroed get: s[%d] = %d", i, s[i])
+		}
+		for i := range s {
+			s[i] = -1
+		}
+		p.put(s)
+	}
+
+	// grow keeps the contents and at least doubles; growZero zeroes the new part.
+	var s []int64
+	for i := range 100_000 {
+		s = append(p.grow(s, 1), int64(i))
+	}
+	for i, v := range s {
+		if v != int64(i) {
+			t.Fatalf("after grow: s[%d] = %d", i, v)
+		}
+	}
+	z := p.growZero(s[:10], 3000)
+	if len(z) != 3000 || !slices.Equal(z[:10], []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("growZero: len %d, first %v", len(z), z[:10])
+	}
+	if i := slices.IndexFunc(z[10:], func(v int64) bool { return v != 0 }); i >= 0 {
+		t.Fatalf("growZero: z[%d] = %d", 10+i, z[10+i])
+	}
+	if got := p.growZero(z, 5); len(got) != 3000 {
+		t.Fatalf("growZero to fewer: len %d", len(got))
+	}
+	p.put(z)
+
+	// Slices of other capacities are not taken.
+	odd := make([]int64, 1000, 1500)
+	p.put(odd)
+	for range 10 {
+		if s := p.get(1000, false); cap(s) == 1500 {
+			t.Fatal("the pool handed out a slice it did not make")
+		}
+	}
+}
+
+// TestKeyTableRelease builds key tables one after another, each released
+// before the next, with the pool poisoning what it takes back: a table built
+// from reused (poisoned) arrays must find every key it holds, and no other.
+func TestKeyTableRelease(t *testing.T) {
+	for round := range 4 {
+		tb := newKeyTable()
+		n := 5000 * (round + 1)
+		for i := range n {
+			if g := tb.findOrInsert(fmt.Appendf(nil, "key %d of round %d", i, round)); g != uint32(i) {
+				t.Fatalf("round %d: key %d got id %d", round, i, g)
+			}
+		}
+		for i := range n {
+			if g := tb.find(fmt.Appendf(nil, "key %d of round %d", i, round)); g != int32(i) {
+				t.Fatalf("round %d: key %d found as %d", round, i, g)
+			}
+			if got, want := string(tb.key(uint32(i))), fmt.Sprintf("key %d of round %d", i, round); got != want {
+				t.Fatalf("round %d: key %d is %q", round, i, got)
+			}
+		}
+		if g := tb.find(fmt.Appendf(nil, "key 0 of round %d", round+1)); g != -1 {
+			t.Fatalf("round %d: found a key of the next round as %d", round, g)
+		}
+		tb.release()
+	}
+}
