@@ -155,6 +155,29 @@ type TaskContext struct {
 	// batch that position covers, so that no snapshot falls between the two;
 	// the task takes it around the batches of any other source.
 	CheckpointLock *sync.Mutex
+	// Colocated is shared by the subtasks of this task's vertex that run in
+	// this TaskManager, in this run of the job; nil when a test builds a
+	// TaskContext alone.
+	Colocated *Colocated
+}
+
+// Colocated holds one value for the subtasks of a vertex that run in one
+// TaskManager: a file source's queue of byte ranges, through which the subtask
+// on the less busy core reads more of the file. Subtasks in other TaskManagers
+// have their own.
+type Colocated struct {
+	mu sync.Mutex
+	v  any
+}
+
+// Value returns the shared value, which the first caller makes with newValue.
+func (c *Colocated) Value(newValue func() any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.v == nil {
+		c.v = newValue()
+	}
+	return c.v
 }
 
 // Operator processes batches pushed by its task. Batches are borrowed for the call;

@@ -13,7 +13,7 @@ import (
 // dozen doublings. From Go's allocator each doubling is fresh memory that the
 // kernel faults in and zeroes and the collector later finds; from a pool, the
 // second and later queries reuse what the first grew. Measured on WordCount
-// (10 x kjv, BenchmarkWordCount in cmd/hummer), it took 8 ms off a 98 ms query
+// (10 x kjv, BenchmarkWordCount in cmd/hummer), it took 9 ms off a 104 ms query
 // at parallelism 2, where four tables grow at once.
 //
 // An operator gives its slices back (put) when it is done with them; one it

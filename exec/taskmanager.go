@@ -226,6 +226,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 		}
 		return nil, err
 	}
+	colocated := map[int]*Colocated{} // by vertex
 	for _, et := range g.Tasks {
 		if et.Slot.TaskManager != tm.cfg.ID {
 			continue
@@ -234,6 +235,10 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *ExecutionGraph, results Re
 		if err != nil {
 			return fail(err)
 		}
+		if colocated[et.ID.Vertex] == nil {
+			colocated[et.ID.Vertex] = &Colocated{}
+		}
+		t.tc.Colocated = colocated[et.ID.Vertex]
 		tasks[et.ID] = t
 		d.metrics[et.ID] = t.tc.Metrics
 		if t.view != nil {

@@ -10,10 +10,12 @@
 //
 // Parallel reading: subtask i of n reads the lines that start in the byte range
 // (i*size/n, (i+1)*size/n] (subtask 0 also the line at offset 0), so every line is
-// read by exactly one subtask whatever n is. CSV is the exception: a quoted field
-// may hold a newline, so a byte offset cannot tell where a record starts without
-// reading everything before it; subtask 0 reads the whole CSV file and the other
-// subtasks emit nothing.
+// read by exactly one subtask whatever n is. In a job without checkpoints the
+// subtasks that run in one TaskManager share their ranges instead, piece by
+// piece (rangeQueue), so that one slowed by a busy core leaves more to the
+// others. CSV is the exception: a quoted field may hold a newline, so a byte
+// offset cannot tell where a record starts without reading everything before
+// it; subtask 0 reads the whole CSV file and the other subtasks emit nothing.
 package file
 
 import (

@@ -10,6 +10,10 @@ import (
 // a read costs nothing per line, small enough to stay cheap for small files.
 const readBlock = 1 << 20
 
+// tailRead is how much a lineReader reads at a time past its range's end, where
+// it only finishes the range's last line.
+const tailRead = 16 << 10
+
 // lineReader returns the lines of one subtask's byte range of a file, without their
 // "\n" or "\r\n". Lines that start in (start, end] belong to the range, and for
 // the range that starts the file also the line at offset 0; see the package doc.
@@ -36,14 +40,25 @@ type lineReader struct {
 // checkpoint resumes). Every subtask but the first skips the line that straddles
 // its start: the subtask before it reads that line through to its end.
 func newLineReader(r io.ReaderAt, size, start, end int64, skipFirst bool, block int) (*lineReader, error) {
-	lr := &lineReader{r: r, size: size, end: end, buf: make([]byte, block), off: start}
+	lr := &lineReader{r: r, size: size, buf: make([]byte, block)}
+	if err := lr.reset(start, end, skipFirst); err != nil {
+		return nil, err
+	}
+	return lr, nil
+}
+
+// reset makes lr read the range (start, end] of the same file, as
+// newLineReader does, reusing its buffer.
+func (lr *lineReader) reset(start, end int64, skipFirst bool) error {
+	lr.end, lr.off = end, start
+	lr.lo, lr.hi, lr.scan, lr.line = 0, 0, 0, 0
 	if skipFirst {
 		if err := lr.skipLine(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	lr.first = lr.pos()
-	return lr, nil
+	return nil
 }
 
 // pos is the file offset of the next unread byte.
@@ -119,7 +134,10 @@ func (lr *lineReader) fill() error {
 		copy(nb, lr.buf[:lr.hi])
 		lr.buf = nb
 	}
-	want := int(min(int64(len(lr.buf)-lr.hi), lr.size-lr.off-int64(lr.hi)))
+	// Past the range's end only the line that straddles it is left to read:
+	// read up to tailRead bytes at a time for it, rather than a whole buffer.
+	at := lr.off + int64(lr.hi)
+	want := int(min(int64(len(lr.buf)-lr.hi), lr.size-at, max(lr.end+1-at, tailRead)))
 	n, err := lr.r.ReadAt(lr.buf[lr.hi:lr.hi+want], lr.off+int64(lr.hi))
 	lr.hi += n
 	if n < want {

@@ -43,9 +43,14 @@ type source struct {
 	alloc   memory.Allocator
 	f       *os.File
 	lr      *lineReader // nil when this subtask has nothing to read
-	nbad    int64
-	base    int64 // lines before the range, counted when first needed; -1 unknown
-	counted bool
+	// queue, when not nil, is shared with the subtasks of the same file in this
+	// TaskManager: lr reads one of its pieces at a time (rangeQueue).
+	queue *rangeQueue
+	nbad  int64
+	// base is the number of lines before lr's range, counted when a bad
+	// record first needs it (-1: unknown), for the range that starts at
+	// baseFor; baseFor is -1 before any is counted.
+	base, baseFor int64
 
 	// lock is the task's checkpoint lock, nil when the job takes no checkpoints.
 	lock *sync.Mutex
@@ -69,7 +74,7 @@ func newSource(cfg config) *source {
 	for i, c := range cfg.cols {
 		out[i] = cfg.schema[c]
 	}
-	return &source{cfg: cfg, out: out}
+	return &source{cfg: cfg, out: out, baseFor: -1}
 }
 
 // Open opens the file and positions this subtask at its byte range. A file that
@@ -113,6 +118,11 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		}
 		start, end = 0, size
 	}
+	if n > 1 && !tc.Checkpointing && tc.Colocated != nil && s.cfg.format != FormatCSV {
+		s.queue = tc.Colocated.Value(func() any { return newRangeQueue() }).(*rangeQueue)
+		s.queue.add(start, end)
+		return nil
+	}
 	s.lr, err = newLineReader(f, size, start, end, i > 0, readBlock)
 	if err != nil {
 		return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
@@ -121,13 +131,58 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	return nil
 }
 
+// nextPiece makes lr read the queue's next piece; it returns false when the
+// queue is empty (or the source reads its own range, and is done with it).
+func (s *source) nextPiece() (bool, error) {
+	if s.queue == nil {
+		return false, nil
+	}
+	start, end, ok := s.queue.take()
+	if !ok {
+		return false, nil
+	}
+	var err error
+	if s.lr == nil {
+		var st os.FileInfo
+		if st, err = s.f.Stat(); err == nil {
+			s.lr, err = newLineReader(s.f, st.Size(), start, end, start > 0, readBlock)
+		}
+	} else {
+		err = s.lr.reset(start, end, start > 0)
+	}
+	return err == nil, err
+}
+
+// next returns the next line to read, from lr's range and then from the
+// queue's pieces, or ok=false after the last.
+func (s *source) next() (line []byte, ok bool, err error) {
+	for {
+		if s.lr != nil {
+			if line, ok, err = s.lr.next(); ok || err != nil {
+				return line, ok, err
+			}
+		}
+		if ok, err = s.nextPiece(); !ok || err != nil {
+			return nil, false, err
+		}
+	}
+}
+
 // split returns i*size/n without overflowing for any file size.
 func split(size, i, n int64) int64 { return size/n*i + size%n*i/n }
 
 // Run reads the range and emits its rows; it returns nil at the end of the range.
 func (s *source) Run(ctx context.Context, out exec.Collector) error {
-	if s.lr == nil {
+	if s.lr == nil && s.queue == nil {
 		return nil
+	}
+	if s.lr == nil {
+		if ok, err := s.nextPiece(); !ok || err != nil {
+			if err != nil {
+				return s.readError(err)
+			}
+			return nil
+		}
 	}
 	var err error
 	switch s.cfg.format {
@@ -255,15 +310,15 @@ func (s *source) emit(ctx context.Context, out exec.Collector, rec arrow.RecordB
 }
 
 // badRecord counts a skipped record and logs the first few with their line number
-// (line is 1-based within this subtask's range).
+// (line is 1-based within lr's range).
 func (s *source) badRecord(line int64, err error) {
 	s.metrics.BadRecords.Add(1)
 	s.nbad++
 	if s.nbad > maxLoggedBadRecords {
 		return
 	}
-	if !s.counted {
-		s.counted = true
+	if s.baseFor != s.lr.first {
+		s.baseFor = s.lr.first
 		if n, err := countLines(s.f, s.lr.first); err == nil {
 			s.base = n
 		} else {
@@ -315,7 +370,7 @@ func (s *source) runText(ctx context.Context, out exec.Collector) error {
 		// A full batch is flushed only once the line that does not fit in it
 		// has been read, so what the batch covers ends where that line starts.
 		lineStart := s.lr.pos()
-		line, ok, err := s.lr.next()
+		line, ok, err := s.next()
 		if err != nil {
 			return s.readError(err)
 		}
@@ -345,7 +400,7 @@ func (s *source) runCount(ctx context.Context, out exec.Collector) error {
 	schema := arrow.NewSchema(nil, nil)
 	rows, bytes := 0, 0
 	for {
-		line, ok, err := s.lr.next()
+		line, ok, err := s.next()
 		if err != nil {
 			return s.readError(err)
 		}
@@ -430,7 +485,7 @@ func (s *source) runJSON(ctx context.Context, out exec.Collector) error {
 	bb := records.NewBuilder(s.alloc, s.out)
 	defer bb.Release()
 	for {
-		line, ok, err := s.lr.next()
+		line, ok, err := s.next()
 		if err != nil {
 			return s.readError(err)
 		}
