@@ -504,6 +504,12 @@ func (t *keyTable) findOrInsertHashed(key []byte, h, w0, w1 uint64) uint32 {
 	if m := t.slots[p]; m != 0 {
 		return uint32(m) - 1
 	}
+	return t.insertAt(p, key, h, w0, w1)
+}
+
+// insertAt adds key, which hashes to h and starts with words w0 and w1, in the
+// empty slot p that probing for it ended at, and returns its id.
+func (t *keyTable) insertAt(p uint64, key []byte, h, w0, w1 uint64) uint32 {
 	g := uint32(t.len())
 	t.arena = append(poolBytes.grow(t.arena, len(key)), key...)
 	t.offs = append(poolInt.grow(t.offs, 1), len(t.arena))
@@ -583,19 +589,32 @@ func (t *keyTable) insertRows(k *rowKeys, gids []uint32) {
 		return
 	}
 	for i := 0; i < len(gids); i++ {
-		i = t.findShort(data, offs, gids, i)
-		if i < len(gids) {
-			gids[i] = t.findOrInsert(data[offs[i]:offs[i+1]])
+		var p, h, w0, w1 uint64
+		i, p, h, w0, w1 = t.findShort(data, offs, gids, i)
+		if i == len(gids) {
+			break
+		}
+		key := data[offs[i]:offs[i+1]]
+		if p == noSlot {
+			gids[i] = t.findOrInsert(key)
+		} else {
+			gids[i] = t.insertAt(p, key, h, w0, w1)
 		}
 	}
 }
 
+// noSlot is findShort's slot when it stopped at a key it did not probe for.
+const noSlot = ^uint64(0)
+
 // findShort sets gids[i], from row i on, while row i's key is at most 16 bytes,
 // can be loaded as two words from data, and is in the table. It returns the
-// first row it did not do. It inlines hashKey and probe for such keys and, being
-// a leaf, keeps its loop in registers: calls made the loop spill and reload
-// most of its variables on every row.
-func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) int {
+// first row it did not do and, when that row's key is such a key but new, the
+// empty slot p where it goes and its hash and words, for insertAt (else p is
+// noSlot): probing again for a new key cost a tenth of the time of adding it.
+// It inlines hashKey and probe for such keys and, being a leaf, keeps its loop
+// in registers: calls made the loop spill and reload most of its variables on
+// every row.
+func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) (int, uint64, uint64, uint64, uint64) {
 	slots, mask, words := t.slots, t.mask, t.words
 	s0, s1 := t.seed^hashK0, t.seed^hashK1
 	offs = offs[:len(gids)+1]
@@ -603,7 +622,7 @@ func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) in
 		s, e := uint(uint32(offs[i])), uint(uint32(offs[i+1]))
 		n := e - s
 		if n > 16 || s+16 > uint(len(data)) {
-			return i
+			return i, noSlot, 0, 0, 0
 		}
 		b := data[s : s+16]
 		w0 := binary.LittleEndian.Uint64(b) & firstWord[n]
@@ -618,11 +637,11 @@ func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) in
 				break
 			}
 			if m == 0 {
-				return i
+				return i, p, h, w0, w1
 			}
 		}
 	}
-	return i
+	return i, noSlot, 0, 0, 0
 }
 
 // lookupRows sets ids[i] to the id of row i's key, or -1 when the table lacks it

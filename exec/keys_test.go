@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // keyTestKeys returns n random keys that stress the table's comparisons: every
@@ -227,7 +229,7 @@ func TestKeyTableFindShort(t *testing.T) {
 	gids := make([]uint32, len(strs))
 	tb.insertRows(k, gids)
 	got := make([]uint32, len(strs))
-	if i := tb.findShort(k.data[:cap(k.data)], k.offs, got, 0); i != len(strs) {
+	if i, _, _, _, _ := tb.findShort(k.data[:cap(k.data)], k.offs, got, 0); i != len(strs) {
 		t.Fatalf("findShort stopped at row %d (%q), want %d", i, strs[i], len(strs))
 	}
 	if fmt.Sprint(got) != fmt.Sprint(gids) {
@@ -242,7 +244,65 @@ func TestKeyTableFindShort(t *testing.T) {
 	tb.findOrInsertHashed([]byte(b), ha, w0, w1)
 	k = keyTestRaw([]string{a}, false)
 	k.data = append(k.data, make([]byte, 16)...)[:len(k.data)]
-	if i := tb.findShort(k.data[:cap(k.data)], k.offs, got[:1], 0); i != 0 {
-		t.Errorf("findShort took %q for %q", b, a)
+	i, p, h, w0, w1 := tb.findShort(k.data[:cap(k.data)], k.offs, got[:1], 0)
+	if i != 0 {
+		t.Fatalf("findShort took %q for %q", b, a)
 	}
+	// It stops at the new key with its hash, its words and the empty slot
+	// probing for it ends at.
+	wh, ww0, ww1 := hashKey([]byte(a), tb.seed)
+	if want := tb.probe([]byte(a), wh, ww0, ww1); p != want || tb.slots[p] != 0 || p == ha&tb.mask || h != wh || w0 != ww0 || w1 != ww1 {
+		t.Errorf("findShort gave slot %d, hash %x, words %x %x for the new key; want the empty slot %d after the home slot %d, hash %x, words %x %x",
+			p, h, w0, w1, want, ha&tb.mask, wh, ww0, ww1)
+	}
+	// A key it cannot load as words gives no slot.
+	long := keyTestRaw([]string{"a key longer than sixteen bytes"}, false)
+	if i, p, _, _, _ := tb.findShort(long.data[:cap(long.data)], long.offs, got[:1], 0); i != 0 || p != noSlot {
+		t.Errorf("findShort on a long key: row %d, slot %d; want 0, noSlot", i, p)
+	}
+}
+
+// BenchmarkKeyTableInsert adds the 58,733 distinct words of the King James
+// Bible (lower-cased, split on ' ') to an empty table, in batches of 4096: the
+// cost of a new key, which a partial aggregate pays for its whole vocabulary
+// and the final one for its share.
+func BenchmarkKeyTableInsert(b *testing.B) {
+	raw, err := os.ReadFile("../data/kjv.txt")
+	if err != nil {
+		b.Skipf("corpus: %v", err)
+	}
+	seen := map[string]bool{}
+	var words []string
+	for line := range strings.SplitSeq(strings.ToLower(string(raw)), "\n") {
+		for w := range strings.SplitSeq(line, " ") {
+			if w != "" && !seen[w] {
+				seen[w] = true
+				words = append(words, w)
+			}
+		}
+	}
+	var batches []arrow.Array
+	for lo := 0; lo < len(words); lo += 4096 {
+		sb := array.NewStringBuilder(memory.DefaultAllocator)
+		sb.AppendValues(words[lo:min(lo+4096, len(words))], nil)
+		batches = append(batches, sb.NewArray())
+		sb.Release()
+	}
+	defer releaseArrays(batches)
+	var k rowKeys
+	gids := make([]uint32, 4096)
+	for b.Loop() {
+		t := newKeyTable()
+		for _, s := range batches {
+			if err := k.encode([]arrow.Array{s}, nil, s.Len()); err != nil {
+				b.Fatal(err)
+			}
+			t.insertRows(&k, gids)
+		}
+		if t.len() != len(words) {
+			b.Fatalf("%d keys, want %d", t.len(), len(words))
+		}
+		t.release()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(words)), "ns/key")
 }
