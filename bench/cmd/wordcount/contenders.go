@@ -80,7 +80,7 @@ func contenders(h *hummerServer, measure, duckwc, duckDBQuery, gowc string, cpus
 			return runChild(ctx, measure, filepath.Join(filepath.Dir(in.Path), "measure.json"), name, append(args, in.Path)...)
 		}
 	}
-	viaWire := "`hummer serve`; a pgx client (simple protocol) sends `SET parallelism = %d` and the query, and receives every row"
+	viaWire := "`hummer serve`; a pgx client (simple protocol) sends `SET parallelism = %d` and the query, and receives every row (checked after the clock stops, as the other contenders' output is)"
 	return []contender{
 		{Name: nameHummer2, Notes: fmt.Sprintf(viaWire, 2), Query: wordCountSQL, Want: identity, Run: hummer(2, wordCountSQL)},
 		{Name: nameHummer1, Notes: fmt.Sprintf(viaWire, 1), Query: wordCountSQL, Want: identity, Run: hummer(1, wordCountSQL)},

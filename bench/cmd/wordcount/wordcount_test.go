@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hummer-db/hummer/bench/counts"
 	"github.com/hummer-db/hummer/bench/latency"
 )
 
@@ -142,5 +144,37 @@ func TestReadmeTakesLatencySection(t *testing.T) {
 	}
 	if md := r.readme("results", nil); strings.Contains(md, "## Latency") {
 		t.Error("a latency section without latency results")
+	}
+}
+
+func TestDigestRows(t *testing.T) {
+	want := map[string]int64{"the": 64203, "lord": 7964, "": 1, "in the beginning": 3}
+	var raw []byte
+	var ends []int
+	for w, n := range want {
+		raw = append(raw, w...)
+		ends = append(ends, len(raw))
+		raw = strconv.AppendInt(raw, n, 10)
+		ends = append(ends, len(raw))
+	}
+	var d counts.Digest
+	if err := digestRows(raw, ends, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d != counts.Of(want) {
+		t.Errorf("digest %v, want %v", d, counts.Of(want))
+	}
+	for _, bad := range []struct {
+		raw  string
+		ends []int
+	}{
+		{"the", []int{3}},       // half a row
+		{"the", []int{3, -1}},   // a NULL count
+		{"the12x", []int{3, 6}}, // not a number
+		{"12", []int{-1, 2}},    // a NULL word
+	} {
+		if err := digestRows([]byte(bad.raw), bad.ends, &counts.Digest{}); err == nil {
+			t.Errorf("%q %v: no error", bad.raw, bad.ends)
+		}
 	}
 }
