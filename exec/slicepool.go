@@ -95,8 +95,9 @@ func (p *slicePool[T]) growZero(s []T, n int) []T {
 	return s
 }
 
-// The pools of the key tables' and aggregates' arrays.
+// The pools of the key tables' and aggregates' arrays, and of scratch space.
 var (
+	poolInt32  slicePool[int32]
 	poolUint64 slicePool[uint64]
 	poolInt64  slicePool[int64]
 	poolWords  slicePool[[2]uint64]

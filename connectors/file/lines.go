@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // readBlock is how much a lineReader asks the file for at a time: big enough that
@@ -21,7 +22,8 @@ const tailRead = 16 << 10
 //
 // The buffer is plain Go memory rather than the task's Arrow allocator: it is
 // scratch space for I/O, and every byte that leaves the reader is copied into an
-// Arrow buffer.
+// Arrow buffer. Buffers of readBlock bytes come from blockPool and go back
+// there on release, so that each query does not fault in fresh ones.
 type lineReader struct {
 	r      io.ReaderAt
 	size   int64 // bytes of the file to read: its size when opened
@@ -40,11 +42,32 @@ type lineReader struct {
 // checkpoint resumes). Every subtask but the first skips the line that straddles
 // its start: the subtask before it reads that line through to its end.
 func newLineReader(r io.ReaderAt, size, start, end int64, skipFirst bool, block int) (*lineReader, error) {
-	lr := &lineReader{r: r, size: size, buf: make([]byte, block)}
+	lr := &lineReader{r: r, size: size}
+	if block == readBlock {
+		lr.buf = *blockPool.Get().(*[]byte)
+	} else {
+		lr.buf = make([]byte, block)
+	}
 	if err := lr.reset(start, end, skipFirst); err != nil {
+		lr.release()
 		return nil, err
 	}
 	return lr, nil
+}
+
+// blockPool holds read buffers of readBlock bytes.
+var blockPool = sync.Pool{New: func() any {
+	b := make([]byte, readBlock)
+	return &b
+}}
+
+// release gives the buffer back; lr must not be used afterwards. A buffer that
+// grew for a long line goes to the collector instead.
+func (lr *lineReader) release() {
+	if b := lr.buf; len(b) == readBlock {
+		blockPool.Put(&b)
+	}
+	lr.buf = nil
 }
 
 // reset makes lr read the range (start, end] of the same file, as

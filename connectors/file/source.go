@@ -201,6 +201,10 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 
 // Close closes the file; it is safe to call twice.
 func (s *source) Close() error {
+	if s.lr != nil {
+		s.lr.release()
+		s.lr = nil
+	}
 	if s.f == nil {
 		return nil
 	}
@@ -276,6 +280,7 @@ func (s *source) RestoreState(ctx context.Context, data []byte) error {
 	if err != nil {
 		return s.readError(err)
 	}
+	s.lr.release()
 	s.lr, s.done = lr, st.Offset
 	return nil
 }
