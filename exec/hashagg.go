@@ -206,6 +206,11 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b Batch, out Co
 		if err := o.keys.encode(o.keyArrs, nil, n); err != nil {
 			return err
 		}
+		if o.cfg.Phase == AggFinal && o.table.len() == 0 {
+			// A partial aggregate emits each of its keys once: the table
+			// will hold at least the first batch's keys.
+			o.table.reserve(n, int(o.keys.offs[n]-o.keys.offs[0]))
+		}
 		o.table.insertRows(&o.keys, gids)
 	} else {
 		clear(gids)

@@ -265,8 +265,14 @@ func TestKeyTableFindShort(t *testing.T) {
 // BenchmarkKeyTableInsert adds the 58,733 distinct words of the King James
 // Bible (lower-cased, split on ' ') to an empty table, in batches of 4096: the
 // cost of a new key, which a partial aggregate pays for its whole vocabulary
-// and the final one for its share.
+// and the final one for its share. Reserved, the table has room for them all
+// from the start, as a final aggregate's has for its first batch.
 func BenchmarkKeyTableInsert(b *testing.B) {
+	b.Run("growing", func(b *testing.B) { benchmarkKeyTableInsert(b, false) })
+	b.Run("reserved", func(b *testing.B) { benchmarkKeyTableInsert(b, true) })
+}
+
+func benchmarkKeyTableInsert(b *testing.B, reserved bool) {
 	raw, err := os.ReadFile("../data/kjv.txt")
 	if err != nil {
 		b.Skipf("corpus: %v", err)
@@ -293,6 +299,9 @@ func BenchmarkKeyTableInsert(b *testing.B) {
 	gids := make([]uint32, 4096)
 	for b.Loop() {
 		t := newKeyTable()
+		if reserved {
+			t.reserve(len(words), 0)
+		}
 		for _, s := range batches {
 			if err := k.encode([]arrow.Array{s}, nil, s.Len()); err != nil {
 				b.Fatal(err)
@@ -305,4 +314,41 @@ func BenchmarkKeyTableInsert(b *testing.B) {
 		t.release()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(words)), "ns/key")
+}
+
+// TestKeyTableReserve checks that after reserve(n) adding n keys moves none of
+// the table's arrays, and that every key is found.
+func TestKeyTableReserve(t *testing.T) {
+	tb := newKeyTable()
+	for i := range 100 {
+		tb.findOrInsert(fmt.Appendf(nil, "before %d", i))
+	}
+	const n = 20000
+	keys := make([][]byte, n)
+	size := 0
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "reserved key %d", i)
+		size += len(keys[i])
+	}
+	tb.reserve(n, size)
+	slots, words, offs, arena := &tb.slots[0], &tb.words[:1][0], &tb.offs[0], &tb.arena[:1][0]
+	for i, k := range keys {
+		if g := tb.findOrInsert(k); g != uint32(100+i) {
+			t.Fatalf("key %d got id %d", i, g)
+		}
+	}
+	if &tb.slots[0] != slots || &tb.words[0] != words || &tb.offs[0] != offs || &tb.arena[0] != arena {
+		t.Error("adding the reserved keys moved the table's arrays")
+	}
+	for i := range 100 {
+		if g := tb.find(fmt.Appendf(nil, "before %d", i)); g != int32(i) {
+			t.Fatalf("key %d of before found as %d", i, g)
+		}
+	}
+	for i, k := range keys {
+		if g := tb.find(k); g != int32(100+i) {
+			t.Fatalf("key %q found as %d", k, g)
+		}
+	}
+	tb.release()
 }
