@@ -384,14 +384,22 @@ func (t *streamTask) runInbox(ctx context.Context) error {
 }
 
 // drain releases every batch still queued in the inbox of a task that stopped
-// early, so a failed or cancelled job gives back all its memory.
+// early, and in the inboxes of its network tasks, so a failed or cancelled job
+// gives back all its memory. It is called once every task of the job has
+// returned: a task that is cancelled may still queue a batch for its network
+// task after that one stopped (a select takes either of its ready cases).
 func (t *streamTask) drain() {
-	if t.inbox == nil {
-		return
+	drainInbox(t.inbox)
+	for _, nt := range t.netTasks {
+		drainInbox(nt.inbox)
 	}
+}
+
+// drainInbox releases the batches queued in inbox (which may be nil).
+func drainInbox(inbox chan Message) {
 	for {
 		select {
-		case m := <-t.inbox:
+		case m := <-inbox:
 			if m.IsData() {
 				m.Batch.Rec.Release()
 			}

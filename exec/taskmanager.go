@@ -413,18 +413,7 @@ func (n *netTask) send(ctx context.Context, b Batch, s Signal) error {
 
 func (n *netTask) run(ctx context.Context) error {
 	defer close(n.done)
-	defer func() { // release what a failure or cancellation left queued
-		for {
-			select {
-			case m := <-n.inbox:
-				if m.IsData() {
-					m.Batch.Rec.Release()
-				}
-			default:
-				return
-			}
-		}
-	}()
+	defer drainInbox(n.inbox) // what a failure or cancellation left queued (and see streamTask.drain)
 	for {
 		var m Message
 		select {
