@@ -6,7 +6,8 @@ import "sync"
 // subtasks reading, so that each subtask takes a few pieces early on and small
 // ones near the end, within these bounds. A piece of 256 KiB is about a
 // millisecond of WordCount on one core, which bounds how far apart the subtasks
-// finish; below that, each piece's extra read and line skip start to show.
+// finish; each piece costs a reader reset and the skip of the line it starts
+// in.
 const (
 	minPiece = 256 << 10
 	maxPiece = 4 << 20
