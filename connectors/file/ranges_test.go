@@ -64,8 +64,9 @@ func TestRangeQueue(t *testing.T) {
 // exec.Colocated, holding a queue with the given piece bounds, and returns the
 // rows each emitted and the bad records each counted. concurrent runs them at
 // once; otherwise all open first and then run one after another, so the first
-// one reads everything.
-func sharedRun(t *testing.T, mem memory.Allocator, c exec.ConnectorSpec, n int, minP, maxP int64, concurrent bool, logs []*strings.Builder) []subtaskResult {
+// one reads everything. setup, when not nil, adjusts each subtask's
+// TaskContext before it opens.
+func sharedRun(t *testing.T, mem memory.Allocator, c exec.ConnectorSpec, n int, minP, maxP int64, concurrent bool, setup func(*exec.TaskContext)) []subtaskResult {
 	t.Helper()
 	colocated := &exec.Colocated{}
 	colocated.Value(func() any { return &rangeQueue{minPiece: minP, maxPiece: maxP} })
@@ -78,8 +79,8 @@ func sharedRun(t *testing.T, mem memory.Allocator, c exec.ConnectorSpec, n int, 
 		}
 		tc := conntest.TaskContext(t, mem, i, n)
 		tc.Colocated = colocated
-		if logs != nil {
-			tc.Log = slog.New(slog.NewTextHandler(logs[i], nil))
+		if setup != nil {
+			setup(tc)
 		}
 		if err := src.Open(context.Background(), tc); err != nil {
 			t.Fatal(err)
@@ -190,7 +191,9 @@ func TestSharedRangesBadRecords(t *testing.T) {
 	c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=json", Schema: types.Schema{{Name: "n", Type: types.Int64Type}}}
 	const n = 2
 	logs := []*strings.Builder{{}, {}}
-	res := sharedRun(t, mem, c, n, 100, 700, true, logs)
+	res := sharedRun(t, mem, c, n, 100, 700, true, func(tc *exec.TaskContext) {
+		tc.Log = slog.New(slog.NewTextHandler(logs[tc.Subtask], nil))
+	})
 	got, nbad := sortedRows(res)
 	if !slices.Equal(got, wantRows) || nbad != 20 {
 		t.Fatalf("%s, %d bad records, want 20", firstDiff(got, wantRows), nbad)
@@ -215,7 +218,8 @@ func TestSharedRangesBadRecords(t *testing.T) {
 
 // TestSharedRangesNotWithCheckpoints checks that subtasks of a job that takes
 // checkpoints read their own ranges, even with a Colocated: a checkpoint holds
-// a position in the subtask's range.
+// a position in the subtask's range. The subtasks run one after another, so
+// the first would read everything if they shared.
 func TestSharedRangesNotWithCheckpoints(t *testing.T) {
 	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
@@ -224,27 +228,13 @@ func TestSharedRangesNotWithCheckpoints(t *testing.T) {
 	c := exec.ConnectorSpec{Connector: Name, URL: url, Schema: lineSchema}
 	const n = 3
 	own := readAll(t, mem, c, n)
-	colocated := &exec.Colocated{}
-	for i := range n {
-		src, err := newSourceFor(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc := conntest.TaskContext(t, mem, i, n)
-		tc.Colocated = colocated
+	res := sharedRun(t, mem, c, n, minPiece, maxPiece, false, func(tc *exec.TaskContext) {
 		tc.Checkpointing = true
 		tc.CheckpointLock = new(sync.Mutex)
-		if err := src.Open(context.Background(), tc); err != nil {
-			t.Fatal(err)
+	})
+	for i := range n {
+		if len(res[i].rows) != len(own[i].rows) {
+			t.Errorf("subtask %d read %d rows, its range has %d", i, len(res[i].rows), len(own[i].rows))
 		}
-		var out conntest.Collector
-		if err := src.Run(context.Background(), &out); err != nil {
-			t.Fatal(err)
-		}
-		if got := out.Rows(); len(got) != len(own[i].rows) {
-			t.Errorf("subtask %d read %d rows, its range has %d", i, len(got), len(own[i].rows))
-		}
-		out.Release()
-		src.Close()
 	}
 }

@@ -44,8 +44,10 @@ type source struct {
 	f       *os.File
 	lr      *lineReader // nil when this subtask has nothing to read
 	// queue, when not nil, is shared with the subtasks of the same file in this
-	// TaskManager: lr reads one of its pieces at a time (rangeQueue).
+	// TaskManager: lr reads one of its pieces at a time (rangeQueue) of the
+	// file's size bytes, as Open found it.
 	queue *rangeQueue
+	size  int64
 	nbad  int64
 	// base is the number of lines before lr's range, counted when a bad
 	// record first needs it (-1: unknown), for the range that starts at
@@ -121,6 +123,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if n > 1 && !tc.Checkpointing && tc.Colocated != nil && s.cfg.format != FormatCSV {
 		s.queue = tc.Colocated.Value(func() any { return newRangeQueue() }).(*rangeQueue)
 		s.queue.add(start, end)
+		s.size = size
 		return nil
 	}
 	s.lr, err = newLineReader(f, size, start, end, i > 0, readBlock)
@@ -143,10 +146,7 @@ func (s *source) nextPiece() (bool, error) {
 	}
 	var err error
 	if s.lr == nil {
-		var st os.FileInfo
-		if st, err = s.f.Stat(); err == nil {
-			s.lr, err = newLineReader(s.f, st.Size(), start, end, start > 0, readBlock)
-		}
+		s.lr, err = newLineReader(s.f, s.size, start, end, start > 0, readBlock)
 	} else {
 		err = s.lr.reset(start, end, start > 0)
 	}
