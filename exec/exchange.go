@@ -212,8 +212,22 @@ func HashRows(rec arrow.RecordBatch, keys []int, out []uint64) error {
 		case *array.String:
 			offs := a.ValueOffsets()
 			data := a.ValueBytes()
+			base := offs[0]
 			for i := range out {
-				out[i] = mix(out[i], hashBytes(data[offs[i]-offs[0]:offs[i+1]-offs[0]]))
+				// hashKey unseeded, with its case of up to 16 bytes inlined
+				// as keyTable.findShort has it: two loads (Arrow pads its
+				// buffers, so they may read past the value) and a multiply.
+				s, e := int(offs[i]-base), int(offs[i+1]-base)
+				var h uint64
+				if n := e - s; n <= 16 && s+16 <= cap(data) {
+					b := data[s : s+16]
+					w0 := binary.LittleEndian.Uint64(b) & firstWord[n]
+					w1 := binary.LittleEndian.Uint64(b[8:]) & secondWord[n]
+					h = hashMix(w0^hashK0, w1^hashK1^uint64(n))
+				} else {
+					h, _, _ = hashKey(data[s:e], 0)
+				}
+				out[i] = mix(out[i], h)
 			}
 		case *array.Null:
 			// every row is NULL: the same hash for all
@@ -240,18 +254,4 @@ func mix(h, v uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
-}
-
-// hashBytes hashes a byte string eight bytes at a time.
-func hashBytes(b []byte) uint64 {
-	h := uint64(len(b)) * 0x9e3779b97f4a7c15
-	for len(b) >= 8 {
-		h = mix(h, binary.LittleEndian.Uint64(b))
-		b = b[8:]
-	}
-	var tail uint64
-	for i, c := range b {
-		tail |= uint64(c) << (8 * i)
-	}
-	return mix(h, tail)
 }
