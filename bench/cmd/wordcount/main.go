@@ -32,7 +32,7 @@ func main() {
 	flag.StringVar(&cfg.repo, "repo", "..", "the Hummer repository (holds cmd/hummer and data/kjv.txt)")
 	flag.StringVar(&cfg.hummer, "hummer", "", "a hummer binary to use instead of building one from -repo")
 	copies := flag.String("copies", "10,50", "input sizes, in copies of kjv.txt")
-	flag.IntVar(&cfg.reps, "reps", 5, "interleaved runs of every contender per input; medians are reported")
+	flag.IntVar(&cfg.reps, "reps", 8, "interleaved runs of every contender per input; medians are reported (8: one cycle of the run orders of the 8 contenders)")
 	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
 	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
 	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
@@ -230,10 +230,9 @@ func runEngines(ctx context.Context, cfg config, rep *report, b bins, work strin
 			wants[i] = counts.Of(c.Want(in.Ref))
 		}
 		for r := range cfg.reps {
-			// Interleaved, and rotated each repetition so that no contender always
-			// runs right after the same other one.
-			for k := range cs {
-				i := (k + r) % len(cs)
+			// Interleaved, in the orders of a Williams design: no contender
+			// always runs right after the same other one.
+			for _, i := range runOrder(len(cs), r) {
 				c := cs[i]
 				m, got, err := c.Run(ctx, in)
 				if err == nil && got != wants[i] {
@@ -330,3 +329,38 @@ func progress(format string, args ...any) {
 }
 
 func mib(b int64) float64 { return round(float64(b)/(1<<20), 1) }
+
+// orderCycle is how many repetitions runOrder takes to balance n contenders.
+func orderCycle(n int) int {
+	if n%2 == 1 {
+		return 2 * n
+	}
+	return n
+}
+
+// runOrder returns the order in which n contenders run in repetition r: the
+// rows of a Williams design. A run leaves things behind for the next one (cold
+// caches, a process exiting, a server that idled while others ran), so a
+// contender should not always follow the same other one, as it does when one
+// order is rotated. Over n repetitions (2n when n is odd, the second n mirrored)
+// every contender runs first equally often and right after every other one
+// equally often: once each for n even, twice for n odd.
+func runOrder(n, r int) []int {
+	// Row 0 is 0, 1, n-1, 2, n-2, ...; row r adds r to each (mod n).
+	order := make([]int, n)
+	lo, hi := 1, n-1
+	for j := 1; j < n; j++ {
+		if j%2 == 1 {
+			order[j], lo = lo, lo+1
+		} else {
+			order[j], hi = hi, hi-1
+		}
+	}
+	for j := range order {
+		order[j] = (order[j] + r) % n
+	}
+	if n%2 == 1 && (r/n)%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
+}

@@ -138,7 +138,7 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 
 	p("## What runs")
 	p("")
-	p("Each input is N copies of `data/kjv.txt` (the King James Bible, %d bytes) in one file in a temporary directory; it is read once before any run, so every contender finds it in the page cache. Contenders run one after another, never at the same time, in an order rotated each repetition.", r.kjvBytes())
+	p("Each input is N copies of `data/kjv.txt` (the King James Bible, %d bytes) in one file in a temporary directory; it is read once before any run, so every contender finds it in the page cache. Contenders run one after another, never at the same time, in the orders of a Williams design: over %d repetitions each runs first equally often and right after each other contender equally often, so that none always inherits what the same other one leaves behind (cold caches, an exiting process, an idle server).", r.kjvBytes(), orderCycle(len(r.Contenders)))
 	p("")
 	for _, c := range r.Contenders {
 		p("- **%s**: %s.", c.Name, c.Notes)

@@ -178,3 +178,42 @@ func TestDigestRows(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOrderBalanced checks the Williams design: over a full cycle of
+// repetitions each repetition runs every contender once, each contender runs
+// first equally often, and each runs right after every other one equally often.
+func TestRunOrderBalanced(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		cycle := orderCycle(n)
+		times := cycle / n
+		first := make([]int, n)
+		after := make([][]int, n) // after[a][b]: runs of b right after a
+		for a := range after {
+			after[a] = make([]int, n)
+		}
+		for r := range cycle {
+			order := runOrder(n, r)
+			seen := make([]bool, n)
+			for _, c := range order {
+				if seen[c] {
+					t.Fatalf("n=%d rep %d: %v runs contender %d twice", n, r, order, c)
+				}
+				seen[c] = true
+			}
+			first[order[0]]++
+			for j := 1; j < n; j++ {
+				after[order[j-1]][order[j]]++
+			}
+		}
+		for c := range n {
+			if first[c] != times {
+				t.Errorf("n=%d: contender %d first in %d repetitions of %d, want %d", n, c, first[c], cycle, times)
+			}
+			for b := range n {
+				if b != c && after[c][b] != times {
+					t.Errorf("n=%d: contender %d right after %d %d times, want %d", n, b, c, after[c][b], times)
+				}
+			}
+		}
+	}
+}
