@@ -63,7 +63,10 @@ func appenderFor(arr arrow.Array) textAppender {
 		scale := int(a.DataType().(*arrow.Decimal128Type).Scale)
 		return func(dst []byte, i int) []byte { return types.AppendDecimal(dst, vs[i], scale) }
 	case *array.String:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
+		// The value bytes by the offsets, without Value's string header.
+		offs, data := a.ValueOffsets(), a.ValueBytes()
+		base := offs[0]
+		return func(dst []byte, i int) []byte { return append(dst, data[offs[i]-base:offs[i+1]-base]...) }
 	case *array.Timestamp:
 		vs := a.Values() // microseconds: the engine's only timestamp unit
 		return func(dst []byte, i int) []byte { return types.AppendTimestamp(dst, int64(vs[i])) }

@@ -157,6 +157,12 @@ func TestAppendTextOthers(t *testing.T) {
 	sb.AppendValues([]string{"", "a\tb\nc", "日本"}, nil)
 	sb.AppendNull()
 	check(sb.NewArray(), "", "a\tb\nc", "日本", "NULL")
+	// A slice of a column (as a LIMIT or a split batch makes): its values
+	// start at an offset into the column's bytes.
+	sb.AppendValues([]string{"skipped", "one", "two"}, nil)
+	whole := sb.NewArray()
+	check(array.NewSlice(whole, 1, 3), "one", "two")
+	whole.Release()
 	sb.Release()
 
 	nb := array.NewNullBuilder(mem)
