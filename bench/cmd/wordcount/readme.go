@@ -107,6 +107,18 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 		p("For the parallelism goal, the machine's own scaling: the hand-written Go counter on two goroutines against one gets %s (whole processes, as above).", strings.Join(machine, ", "))
 		p("")
 	}
+	var spread []string
+	for _, c := range cols {
+		h := perRepRatios(r.Runs, nameHummer1, nameHummer2, c)
+		g := perRepRatios(r.Runs, nameGo1, nameGo, c)
+		if len(h) > 0 && len(g) > 0 {
+			spread = append(spread, fmt.Sprintf("on %d x kjv Hummer's from %.2f to %.2f, the Go counter's from %.2f to %.2f", c, h[0], h[len(h)-1], g[0], g[len(g)-1]))
+		}
+	}
+	if len(spread) > 0 {
+		p("Taken one repetition at a time (a pair of runs within one pass over the contenders), the speed-up from one core to two ranged %s: the spread a median of such ratios comes from on a shared machine.", strings.Join(spread, "; "))
+		p("")
+	}
 
 	if r.Distributed != nil {
 		r.Distributed.readme(r, p)
@@ -200,4 +212,23 @@ func (r *report) kjvBytes() int64 {
 		return 0
 	}
 	return r.Inputs[0].Bytes / int64(r.Inputs[0].Copies)
+}
+
+// perRepRatios returns, sorted, the wall time of contender slow over that of
+// fast in each repetition on copies where both ran without error.
+func perRepRatios(runs []runReport, slow, fast string, copies int) []float64 {
+	wall := map[string]map[int]float64{slow: {}, fast: {}}
+	for _, run := range runs {
+		if m, ok := wall[run.Contender]; ok && run.Copies == copies && run.Error == "" && run.WallS > 0 {
+			m[run.Rep] = run.WallS
+		}
+	}
+	var out []float64
+	for rep, s := range wall[slow] {
+		if f, ok := wall[fast][rep]; ok {
+			out = append(out, s/f)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

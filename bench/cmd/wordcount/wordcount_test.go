@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -215,5 +216,25 @@ func TestRunOrderBalanced(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPerRepRatios checks that the ratios pair the runs of one repetition and
+// input, and skip a repetition where either run failed.
+func TestPerRepRatios(t *testing.T) {
+	runs := []runReport{
+		{Contender: "slow", Copies: 10, Rep: 1, WallS: 2},
+		{Contender: "fast", Copies: 10, Rep: 1, WallS: 1},
+		{Contender: "slow", Copies: 10, Rep: 2, WallS: 3},
+		{Contender: "fast", Copies: 10, Rep: 2, WallS: 2},
+		{Contender: "slow", Copies: 10, Rep: 3, WallS: 9},
+		{Contender: "fast", Copies: 10, Rep: 3, WallS: 1, Error: "boom"},
+		{Contender: "slow", Copies: 50, Rep: 1, WallS: 7},
+		{Contender: "fast", Copies: 50, Rep: 1, WallS: 1},
+		{Contender: "other", Copies: 10, Rep: 1, WallS: 5},
+	}
+	got := perRepRatios(runs, "slow", "fast", 10)
+	if want := []float64{1.5, 2}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }
