@@ -23,6 +23,27 @@ type Result struct {
 	Notices []string
 }
 
+// RowEncoder encodes a batch's rows for a client, appending them to dst. It is
+// called from the goroutines that produce the batches, several at once.
+type RowEncoder func(dst []byte, b arrow.RecordBatch) ([]byte, error)
+
+// EncodingRows is implemented by Rows whose producers can encode their own
+// batches: the result tasks of a query, one per subtask, then encode in parallel
+// rather than leave every row to the one goroutine that writes to the client.
+type EncodingRows interface {
+	Rows
+	// EncodeWith has the batches encoded by enc where they are sent from now on,
+	// and reports whether they will be: only when several tasks send them (one
+	// is better left to produce while its reader encodes). When it reports true,
+	// use NextEncoded instead of Next from then on.
+	EncodeWith(enc RowEncoder) bool
+	// NextEncoded returns the encoding of the next batch and its number of rows
+	// (encoding it itself if it was sent before EncodeWith), or io.EOF after the
+	// last one, or the error that failed the job. The caller may keep data until
+	// its next call or Close.
+	NextEncoded(ctx context.Context) (data []byte, rows int64, err error)
+}
+
 // Rows streams a statement's result.
 type Rows interface {
 	Schema() types.Schema

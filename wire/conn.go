@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -45,9 +44,7 @@ type conn struct {
 	out      []byte
 	writeErr error // first write failure: nothing more can reach the client
 
-	// Scratch space of sendBatch, reused from batch to batch.
-	appenders []textAppender
-	nullable  []arrow.Array
+	enc rowEncoder // sendBatch's, reused from batch to batch
 
 	// ignoreTillSync: an extended-protocol message failed, so the following ones
 	// are skipped until Sync, as the protocol prescribes.
@@ -465,11 +462,19 @@ func (c *conn) flush() error {
 	if len(c.out) == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(c.out)
+	err := c.write(c.out)
 	c.out = c.out[:0]
-	if err != nil {
+	return err
+}
+
+// write writes p to the client, or fails as the first failed write did.
+func (c *conn) write(p []byte) error {
+	if c.writeErr != nil {
+		return c.writeErr
+	}
+	if _, err := c.nc.Write(p); err != nil {
 		c.writeErr = err
 		c.cancel() // stop whatever still produces output for nobody
 	}
-	return err
+	return c.writeErr
 }

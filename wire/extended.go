@@ -299,6 +299,12 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 // sent and whether it stopped at the limit.
 func (c *conn) sendPortalRows(ctx context.Context, p *extPortal, limit int64) (sent int64, suspended bool, err error) {
 	ncols := len(p.formats)
+	// All the rows: their producers may encode them (without a limit there
+	// is no batch to cut at a row).
+	if er, ok := p.res.Rows.(session.EncodingRows); ok && limit == 0 && p.pending == nil && er.EncodeWith(encoderFor(ncols, p.formats)) {
+		sent, err := c.sendEncodedRows(ctx, er)
+		return sent, false, err
+	}
 	for {
 		b := p.pending
 		p.pending = nil

@@ -111,6 +111,14 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 	}
 	c.send(rowDescription(schema))
 	var rows int64
+	if er, ok := r.Rows.(session.EncodingRows); ok && er.EncodeWith(encoderFor(len(schema), nil)) {
+		rows, err := c.sendEncodedRows(ctx, er)
+		if err != nil {
+			return err
+		}
+		c.send(&pgproto3.CommandComplete{CommandTag: commandTag(r.Tag, rows)})
+		return nil
+	}
 	for {
 		b, err := r.Rows.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -140,55 +148,133 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 // flushing whenever it grows past flushThreshold. formats gives each column's
 // format code; nil means text for all.
 func (c *conn) sendBatch(b arrow.RecordBatch, ncols int, formats []int16) error {
-	if int(b.NumCols()) != ncols {
-		return fmt.Errorf("wire: batch has %d columns, schema %d", b.NumCols(), ncols)
+	e := &c.enc
+	e.ncols, e.formats = ncols, formats
+	if err := e.prepare(b); err != nil {
+		return err
 	}
-	appenders, nullable := c.appenders[:0], c.nullable[:0]
-	for j := range ncols {
-		col := b.Column(j)
-		if formats != nil && formats[j] == pgproto3.BinaryFormat {
-			appenders = append(appenders, binaryAppenderFor(col))
-		} else {
-			appenders = append(appenders, appenderFor(col))
-		}
-		if col.NullN() > 0 || col.DataType().ID() == arrow.NULL {
-			nullable = append(nullable, col) // this column may hold NULLs
-		} else {
-			nullable = append(nullable, nil)
-		}
-	}
-	c.appenders, c.nullable = appenders, nullable
-	defer func() { // keep no batch alive through the scratch space
-		clear(appenders)
-		clear(nullable)
-	}()
-	out := c.out
-	nrows := int(b.NumRows())
-	for i := range nrows {
-		start := len(out)
-		out = append(out, 'D', 0, 0, 0, 0, byte(ncols>>8), byte(ncols))
-		for j, app := range appenders {
-			if col := nullable[j]; col != nil && IsNull(col, i) {
-				out = append(out, 0xff, 0xff, 0xff, 0xff) // length -1: NULL
-				continue
-			}
-			lenAt := len(out)
-			out = append(out, 0, 0, 0, 0)
-			out = app(out, i)
-			binary.BigEndian.PutUint32(out[lenAt:], uint32(len(out)-lenAt-4))
-		}
-		// The length counts itself but not the type byte.
-		binary.BigEndian.PutUint32(out[start+1:], uint32(len(out)-start-1))
-		if len(out) >= flushThreshold {
-			c.out = out
+	defer e.done() // keep no batch alive through the scratch space
+	for i, n := 0, int(b.NumRows()); i < n; {
+		c.out, i = e.appendRows(c.out, i, n, flushThreshold)
+		if len(c.out) >= flushThreshold {
 			if err := c.flush(); err != nil {
 				return err
 			}
-			out = c.out
 		}
 	}
-	c.out = out
 	return nil
+}
+
+// sendEncodedRows sends all of rows' rows, which their producers encode (rows
+// accepted an encoder), and reports how many it sent. Each batch goes out as
+// soon as it arrives, as in sendResult.
+func (c *conn) sendEncodedRows(ctx context.Context, rows session.EncodingRows) (int64, error) {
+	var sent int64
+	for {
+		data, n, err := rows.NextEncoded(ctx)
+		if errors.Is(err, io.EOF) {
+			return sent, nil
+		}
+		if err != nil {
+			return sent, err
+		}
+		sent += n
+		if err := c.sendEncoded(data); err != nil {
+			return sent, err
+		}
+		if err := c.flush(); err != nil {
+			return sent, err
+		}
+	}
+}
+
+// sendEncoded queues DataRow messages encoded elsewhere (session.EncodingRows):
+// small runs of them join the output buffer, larger ones are written after it as
+// they are.
+func (c *conn) sendEncoded(data []byte) error {
+	if len(c.out)+len(data) <= flushThreshold {
+		c.out = append(c.out, data...)
+		return nil
+	}
+	if err := c.flush(); err != nil {
+		return err
+	}
+	return c.write(data)
+}
+
+// encoderFor returns the session.RowEncoder of results of ncols columns in the
+// given formats (nil: text for all), for the tasks that produce them to run.
+func encoderFor(ncols int, formats []int16) session.RowEncoder {
+	return func(dst []byte, b arrow.RecordBatch) ([]byte, error) {
+		e := rowEncoder{ncols: ncols, formats: formats}
+		if err := e.prepare(b); err != nil {
+			return dst, err
+		}
+		dst, _ = e.appendRows(dst, 0, int(b.NumRows()), math.MaxInt)
+		return dst, nil
+	}
+}
+
+// rowEncoder encodes the rows of a batch of ncols columns as DataRow messages, in
+// the format codes formats gives (nil: text for all). Its scratch space is reused
+// from batch to batch: one rowEncoder serves one goroutine.
+type rowEncoder struct {
+	ncols     int
+	formats   []int16
+	appenders []textAppender
+	nullable  []arrow.Array // a column that may hold NULLs, else nil
+}
+
+// prepare readies e for b's rows.
+func (e *rowEncoder) prepare(b arrow.RecordBatch) error {
+	if int(b.NumCols()) != e.ncols {
+		return fmt.Errorf("wire: batch has %d columns, schema %d", b.NumCols(), e.ncols)
+	}
+	e.appenders, e.nullable = e.appenders[:0], e.nullable[:0]
+	for j := range e.ncols {
+		col := b.Column(j)
+		if e.formats != nil && e.formats[j] == pgproto3.BinaryFormat {
+			e.appenders = append(e.appenders, binaryAppenderFor(col))
+		} else {
+			e.appenders = append(e.appenders, appenderFor(col))
+		}
+		if col.NullN() > 0 || col.DataType().ID() == arrow.NULL {
+			e.nullable = append(e.nullable, col)
+		} else {
+			e.nullable = append(e.nullable, nil)
+		}
+	}
+	return nil
+}
+
+// done drops e's references to the batch it was prepared for.
+func (e *rowEncoder) done() {
+	clear(e.appenders)
+	clear(e.nullable)
+}
+
+// appendRows appends the DataRows of rows i to n-1 of the prepared batch to dst,
+// stopping early once dst holds limit bytes or more; it returns dst and the first
+// row not appended.
+func (e *rowEncoder) appendRows(dst []byte, i, n, limit int) ([]byte, int) {
+	ncols := e.ncols
+	for ; i < n && len(dst) < limit; i++ {
+		start := len(dst)
+		dst = append(dst, 'D', 0, 0, 0, 0, byte(ncols>>8), byte(ncols))
+		for j, app := range e.appenders {
+			if col := e.nullable[j]; col != nil && IsNull(col, i) {
+				dst = append(dst, 0xff, 0xff, 0xff, 0xff) // length -1: NULL
+				continue
+			}
+			lenAt := len(dst)
+			dst = append(dst, 0, 0, 0, 0)
+			dst = app(dst, i)
+			binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+		}
+		// The length counts itself but not the type byte.
+		binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	}
+	return dst, i
 }
 
 // commandTag is the CommandComplete tag of a statement that returned rows:

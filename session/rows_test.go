@@ -1,0 +1,134 @@
+package session
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// textEncoder encodes each row of a one-column text batch as "value;" and counts
+// its calls.
+type textEncoder struct{ calls int }
+
+func (e *textEncoder) encode(dst []byte, b arrow.RecordBatch) ([]byte, error) {
+	e.calls++
+	col := b.Column(0).(*array.String)
+	for i := range col.Len() {
+		dst = append(dst, col.Value(i)...)
+		dst = append(dst, ';')
+	}
+	return dst, nil
+}
+
+func textBatch(mem memory.Allocator, vals ...string) arrow.RecordBatch {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.AppendValues(vals, nil)
+	col := b.NewArray()
+	defer col.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	return array.NewRecordBatch(schema, []arrow.Array{col}, int64(len(vals)))
+}
+
+// TestJobRowsEncodeWhereSent checks EncodingRows with several result tasks: a
+// batch sent before EncodeWith is encoded by NextEncoded, one sent after it by
+// Send, in the sender's goroutine, before it is queued; a batch that retracts
+// rows is refused as Next refuses it; and every batch is released.
+func TestJobRowsEncodeWhereSent(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
+	r.producers.Store(2)
+	send := func(b exec.Batch) {
+		t.Helper()
+		err := r.Send(ctx, "job", b)
+		b.Rec.Release() // Send keeps its own reference, or none once encoded
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	send(exec.Batch{Rec: textBatch(mem, "a", "b")})
+	var enc textEncoder
+	if !r.EncodeWith(enc.encode) {
+		t.Fatal("EncodeWith declined with two result tasks")
+	}
+	if enc.calls != 0 {
+		t.Fatalf("EncodeWith encoded %d batches already queued", enc.calls)
+	}
+	send(exec.Batch{Rec: textBatch(mem, "c")})
+	if enc.calls != 1 {
+		t.Fatalf("a Send after EncodeWith made %d encoder calls, want 1", enc.calls)
+	}
+	send(exec.Batch{Rec: textBatch(mem, "x"), Ops: []exec.ChangeKind{exec.Delete}})
+	if enc.calls != 1 {
+		t.Fatalf("a retracting batch was encoded")
+	}
+
+	for _, want := range []struct {
+		data string
+		rows int64
+	}{{"a;b;", 2}, {"c;", 1}} {
+		data, n, err := r.NextEncoded(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data) != want.data || n != want.rows {
+			t.Errorf("NextEncoded: %q (%d rows), want %q (%d rows)", data, n, want.data, want.rows)
+		}
+	}
+	if enc.calls != 2 {
+		t.Errorf("%d encoder calls, want 2 (one by Send, one by NextEncoded)", enc.calls)
+	}
+	if _, _, err := r.NextEncoded(ctx); err == nil {
+		t.Errorf("a batch that retracts rows was sent to the client")
+	}
+	putEncoded(r.last)
+}
+
+// TestJobRowsNextEncodedNeedsEncoder checks that NextEncoded without an encoder is
+// an error, not a panic, and releases the batch it took.
+func TestJobRowsNextEncodedNeedsEncoder(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
+	b := textBatch(mem, "a")
+	if err := r.Send(context.Background(), "job", exec.Batch{Rec: b}); err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	if _, _, err := r.NextEncoded(context.Background()); err == nil {
+		t.Fatal("NextEncoded without an encoder succeeded")
+	}
+}
+
+// TestJobRowsOneProducer checks that with one result task EncodeWith declines,
+// and the batches stay batches for Next.
+func TestJobRowsOneProducer(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
+	r.producers.Store(1)
+	var enc textEncoder
+	if r.EncodeWith(enc.encode) {
+		t.Fatal("EncodeWith accepted an encoder with one result task")
+	}
+	b := textBatch(mem, "a", "b")
+	if err := r.Send(ctx, "job", exec.Batch{Rec: b}); err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	got, err := r.Next(ctx)
+	if err != nil || got.NumRows() != 2 || enc.calls != 0 {
+		t.Errorf("Next: %v rows, %v, %d encoder calls; want 2, nil, 0", got.NumRows(), err, enc.calls)
+	}
+	got.Release()
+}
