@@ -179,7 +179,7 @@ func (d *distributedReport) summarise(inputs []inputReport) {
 		}
 		v := d.row(modeCluster, in.Copies).VsLocal
 		d.Goals = append(d.Goals, goal{Name: fmt.Sprintf("%s throughput / local mode's", modeCluster), Copies: in.Copies,
-			Value: round(v, 2), Target: fmt.Sprintf("≥ %.1f", distGoal), Pass: v >= distGoal})
+			Value: round(v, 3), Target: fmt.Sprintf("≥ %.1f", distGoal), Pass: v >= distGoal})
 	}
 	for i := range d.Summary {
 		s := &d.Summary[i]
@@ -239,7 +239,7 @@ func (d *distributedReport) readme(r *report, p func(string, ...any)) {
 			for _, g := range d.Goals {
 				if g.Name == name && g.Copies == c {
 					target = g.Target
-					return fmt.Sprintf("%.2f %s", g.Value, map[bool]string{true: "✅", false: "❌"}[g.Pass])
+					return fmt.Sprintf("%.3f %s", g.Value, map[bool]string{true: "✅", false: "❌"}[g.Pass])
 				}
 			}
 			return ""
@@ -300,6 +300,6 @@ func (d *distributedReport) writeTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, g := range d.Goals {
-		fmt.Fprintf(w, "%s  %dx  %.2f  %s  %s\n", g.Name, g.Copies, g.Value, g.Target, passMark(g.Pass))
+		fmt.Fprintf(w, "%s  %dx  %.3f  %s  %s\n", g.Name, g.Copies, g.Value, g.Target, passMark(g.Pass))
 	}
 }

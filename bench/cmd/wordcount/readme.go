@@ -86,7 +86,7 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 			cell := " |"
 			for _, g := range r.Goals {
 				if g.Name == name && g.Copies == c {
-					cell = fmt.Sprintf(" %.2f %s |", g.Value, map[bool]string{true: "✅", false: "❌"}[g.Pass])
+					cell = fmt.Sprintf(" %.3f %s |", g.Value, map[bool]string{true: "✅", false: "❌"}[g.Pass])
 				}
 			}
 			line += cell

@@ -121,7 +121,7 @@ func (r *report) summarise() {
 		}
 		h2, h1 := r.row(nameHummer2, in.Copies), r.row(nameHummer1, in.Copies)
 		add := func(name string, value float64, target string, pass bool) {
-			r.Goals = append(r.Goals, goal{Name: name, Copies: in.Copies, Value: round(value, 2), Target: target, Pass: pass && value > 0})
+			r.Goals = append(r.Goals, goal{Name: name, Copies: in.Copies, Value: round(value, 3), Target: target, Pass: pass && value > 0})
 		}
 		add("Hummer p=2 throughput / DuckDB's", h2.VsDuckDB, "≥ 1.5", h2.VsDuckDB >= 1.5)
 		add("Hummer p=2 throughput / the Go counter's", h2.VsGo, "≥ 0.8", h2.VsGo >= 0.8)
@@ -211,7 +211,7 @@ func (r *report) writeTable(w io.Writer) {
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, g := range r.Goals {
-		fmt.Fprintf(tw, "%s\t%dx\t%.2f\t%s\t%s\n", g.Name, g.Copies, g.Value, g.Target, passMark(g.Pass))
+		fmt.Fprintf(tw, "%s\t%dx\t%.3f\t%s\t%s\n", g.Name, g.Copies, g.Value, g.Target, passMark(g.Pass))
 	}
 	tw.Flush()
 	if r.Distributed != nil {

@@ -67,7 +67,7 @@ func TestSummariseAndGoals(t *testing.T) {
 		}
 	}
 	md := r.readme("results", nil)
-	for _, s := range []string{"![", "| hummer p=2 | 10 x kjv (100 MB) | 200.0 |", "| mawk | 10 x kjv (100 MB) | failed |", "0.50 ❌"} {
+	for _, s := range []string{"![", "| hummer p=2 | 10 x kjv (100 MB) | 200.0 |", "| mawk | 10 x kjv (100 MB) | failed |", "0.500 ❌"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("README lacks %q", s)
 		}
@@ -129,7 +129,7 @@ func TestDistributedSummary(t *testing.T) {
 		}
 	}
 	md := r.readme("results", nil)
-	for _, s := range []string{"| 3 TaskManagers | 10 x kjv (100 MB) | 80.0 | 1.250 | 1.25 | 50.0 | 2.0 | 0.80 |", "0.80 ❌ | 1.00 ✅ |", "has 0 cores"} {
+	for _, s := range []string{"| 3 TaskManagers | 10 x kjv (100 MB) | 80.0 | 1.250 | 1.25 | 50.0 | 2.0 | 0.80 |", "0.800 ❌ | 1.000 ✅ |", "has 0 cores"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("README lacks %q:\n%s", s, md)
 		}
