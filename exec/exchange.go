@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -214,16 +213,11 @@ func HashRows(rec arrow.RecordBatch, keys []int, out []uint64) error {
 			data := a.ValueBytes()
 			base := offs[0]
 			for i := range out {
-				// hashKey unseeded, with its case of up to 16 bytes inlined
-				// as keyTable.findShort has it: two loads (Arrow pads its
-				// buffers, so they may read past the value) and a multiply.
+				// The key tables' hash, unseeded.
 				s, e := int(offs[i]-base), int(offs[i+1]-base)
 				var h uint64
 				if n := e - s; n <= 16 && s+16 <= cap(data) {
-					b := data[s : s+16]
-					w0 := binary.LittleEndian.Uint64(b) & firstWord[n]
-					w1 := binary.LittleEndian.Uint64(b[8:]) & secondWord[n]
-					h = hashMix(w0^hashK0, w1^hashK1^uint64(n))
+					h, _, _ = shortKey(data[s:s+16], uint(n), hashK0, hashK1)
 				} else {
 					h, _, _ = hashKey(data[s:e], 0)
 				}

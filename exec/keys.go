@@ -367,6 +367,22 @@ func hashMix(a, b uint64) uint64 {
 	return hi ^ lo
 }
 
+// shortHash is the hash of a key of n <= 16 bytes whose zero-padded words are
+// w0 and w1, for the seed whose k0 and k1 are seed^hashK0 and seed^hashK1.
+func shortHash(w0, w1, n, k0, k1 uint64) uint64 { return hashMix(w0^k0, w1^k1^n) }
+
+// shortKey hashes the key of n <= 16 bytes at the start of b, which holds 16
+// bytes (Arrow pads its buffers, so they may run past the key), and returns its
+// words too: hashKey's case of such keys in two loads. It is inlined, so that
+// the loops over a batch's keys that call it (keyTable.findShort, HashRows)
+// stay leaves and keep their variables in registers.
+func shortKey(b []byte, n uint, k0, k1 uint64) (h, w0, w1 uint64) {
+	b = b[:16]
+	w0 = binary.LittleEndian.Uint64(b) & firstWord[n]
+	w1 = binary.LittleEndian.Uint64(b[8:]) & secondWord[n]
+	return shortHash(w0, w1, uint64(n), k0, k1), w0, w1
+}
+
 // lowBytes[n] keeps the first n bytes of a little-endian word.
 var lowBytes = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, ^uint64(0)}
 
@@ -399,8 +415,8 @@ func loadWord(p []byte) uint64 {
 }
 
 // hashKey returns p's hash and its first two words (bytes 0-7 and 8-15,
-// zero-padded). keyTable.findShort inlines its case of up to 16 bytes; the two
-// must agree.
+// zero-padded). Loops over many keys take their keys of up to 16 bytes through
+// shortKey instead.
 func hashKey(p []byte, seed uint64) (h, w0, w1 uint64) {
 	n := uint64(len(p))
 	w0 = loadWord(p)
@@ -408,7 +424,7 @@ func hashKey(p []byte, seed uint64) (h, w0, w1 uint64) {
 		w1 = loadWord(p[8:])
 	}
 	if n <= 16 {
-		return hashMix(w0^seed^hashK0, w1^seed^hashK1^n), w0, w1
+		return shortHash(w0, w1, n, seed^hashK0, seed^hashK1), w0, w1
 	}
 	h = seed ^ n
 	for len(p) > 8 {
@@ -652,10 +668,7 @@ func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) (i
 		if n > 16 || s+16 > uint(len(data)) {
 			return i, noSlot, 0, 0, 0
 		}
-		b := data[s : s+16]
-		w0 := binary.LittleEndian.Uint64(b) & firstWord[n]
-		w1 := binary.LittleEndian.Uint64(b[8:]) & secondWord[n]
-		h := hashMix(w0^s0, w1^s1^uint64(n))
+		h, w0, w1 := shortKey(data[s:s+16], n, s0, s1)
 		tag := slotTag(h, int(n))
 		for p := h & mask; ; p = (p + 1) & mask {
 			m := slots[p]

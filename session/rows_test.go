@@ -36,6 +36,17 @@ func textBatch(mem memory.Allocator, vals ...string) arrow.RecordBatch {
 	return array.NewRecordBatch(schema, []arrow.Array{col}, int64(len(vals)))
 }
 
+// send sends b to r as a result task does, and drops the caller's reference:
+// Send keeps its own, or none once it encoded the rows.
+func send(t *testing.T, r *jobRows, b exec.Batch) {
+	t.Helper()
+	err := r.Send(context.Background(), "job", b)
+	b.Rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestJobRowsEncodeWhereSent checks EncodingRows with several result tasks: a
 // batch sent before EncodeWith is encoded by NextEncoded, one sent after it by
 // Send, in the sender's goroutine, before it is queued; a batch that retracts
@@ -46,16 +57,8 @@ func TestJobRowsEncodeWhereSent(t *testing.T) {
 	ctx := context.Background()
 	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
 	r.producers.Store(2)
-	send := func(b exec.Batch) {
-		t.Helper()
-		err := r.Send(ctx, "job", b)
-		b.Rec.Release() // Send keeps its own reference, or none once encoded
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 
-	send(exec.Batch{Rec: textBatch(mem, "a", "b")})
+	send(t, r, exec.Batch{Rec: textBatch(mem, "a", "b")})
 	var enc textEncoder
 	if !r.EncodeWith(enc.encode) {
 		t.Fatal("EncodeWith declined with two result tasks")
@@ -63,11 +66,11 @@ func TestJobRowsEncodeWhereSent(t *testing.T) {
 	if enc.calls != 0 {
 		t.Fatalf("EncodeWith encoded %d batches already queued", enc.calls)
 	}
-	send(exec.Batch{Rec: textBatch(mem, "c")})
+	send(t, r, exec.Batch{Rec: textBatch(mem, "c")})
 	if enc.calls != 1 {
 		t.Fatalf("a Send after EncodeWith made %d encoder calls, want 1", enc.calls)
 	}
-	send(exec.Batch{Rec: textBatch(mem, "x"), Ops: []exec.ChangeKind{exec.Delete}})
+	send(t, r, exec.Batch{Rec: textBatch(mem, "x"), Ops: []exec.ChangeKind{exec.Delete}})
 	if enc.calls != 1 {
 		t.Fatalf("a retracting batch was encoded")
 	}
@@ -99,11 +102,7 @@ func TestJobRowsNextEncodedNeedsEncoder(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
-	b := textBatch(mem, "a")
-	if err := r.Send(context.Background(), "job", exec.Batch{Rec: b}); err != nil {
-		t.Fatal(err)
-	}
-	b.Release()
+	send(t, r, exec.Batch{Rec: textBatch(mem, "a")})
 	if _, _, err := r.NextEncoded(context.Background()); err == nil {
 		t.Fatal("NextEncoded without an encoder succeeded")
 	}
@@ -121,14 +120,13 @@ func TestJobRowsOneProducer(t *testing.T) {
 	if r.EncodeWith(enc.encode) {
 		t.Fatal("EncodeWith accepted an encoder with one result task")
 	}
-	b := textBatch(mem, "a", "b")
-	if err := r.Send(ctx, "job", exec.Batch{Rec: b}); err != nil {
+	send(t, r, exec.Batch{Rec: textBatch(mem, "a", "b")})
+	got, err := r.Next(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	b.Release()
-	got, err := r.Next(ctx)
-	if err != nil || got.NumRows() != 2 || enc.calls != 0 {
-		t.Errorf("Next: %v rows, %v, %d encoder calls; want 2, nil, 0", got.NumRows(), err, enc.calls)
+	if got.NumRows() != 2 || enc.calls != 0 {
+		t.Errorf("Next: %v rows, %d encoder calls; want 2, 0", got.NumRows(), enc.calls)
 	}
 	got.Release()
 }

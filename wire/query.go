@@ -112,11 +112,11 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 	c.send(rowDescription(schema))
 	var rows int64
 	if er, ok := r.Rows.(session.EncodingRows); ok && er.EncodeWith(encoderFor(len(schema), nil)) {
-		rows, err := c.sendEncodedRows(ctx, er)
+		sent, err := c.sendEncodedRows(ctx, er)
 		if err != nil {
 			return err
 		}
-		c.send(&pgproto3.CommandComplete{CommandTag: commandTag(r.Tag, rows)})
+		c.send(&pgproto3.CommandComplete{CommandTag: commandTag(r.Tag, sent)})
 		return nil
 	}
 	for {
