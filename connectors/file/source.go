@@ -41,7 +41,7 @@ type source struct {
 	log     *slog.Logger
 	metrics *exec.TaskMetrics
 	alloc   memory.Allocator
-	f       *os.File
+	f       *fileReader
 	lr      *lineReader // nil when this subtask has nothing to read
 	// queue, when not nil, is shared with the subtasks of the same file in this
 	// TaskManager: lr reads one of its pieces at a time (rangeQueue) of the
@@ -101,7 +101,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		}
 		return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
 	}
-	s.f = f
+	s.f = newFileReader(f)
 	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
@@ -126,7 +126,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		s.size = size
 		return nil
 	}
-	s.lr, err = newLineReader(f, size, start, end, i > 0, readBlock)
+	s.lr, err = newLineReader(s.f, size, start, end, i > 0, readBlock)
 	if err != nil {
 		return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
 	}
