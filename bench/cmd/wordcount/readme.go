@@ -112,11 +112,12 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 		h := perRepRatios(r.Runs, nameHummer1, nameHummer2, c)
 		g := perRepRatios(r.Runs, nameGo1, nameGo, c)
 		if len(h) > 0 && len(g) > 0 {
-			spread = append(spread, fmt.Sprintf("on %d x kjv Hummer's from %.2f to %.2f, the Go counter's from %.2f to %.2f", c, h[0], h[len(h)-1], g[0], g[len(g)-1]))
+			spread = append(spread, fmt.Sprintf("on %d x kjv Hummer's from %.2f to %.2f (median %.2f), the Go counter's from %.2f to %.2f (median %.2f)",
+				c, h[0], h[len(h)-1], median(h), g[0], g[len(g)-1], median(g)))
 		}
 	}
 	if len(spread) > 0 {
-		p("Taken one repetition at a time (a pair of runs within one pass over the contenders), the speed-up from one core to two ranged %s: the spread a median of such ratios comes from on a shared machine.", strings.Join(spread, "; "))
+		p("Taken one repetition at a time (a pair of runs within one pass over the contenders), the speed-up from one core to two ranged %s. The two runs of a pair are seconds apart, so the machine's slower spells hit both more alike than they hit the medians of all runs, which the goal takes.", strings.Join(spread, "; "))
 		p("")
 	}
 
