@@ -16,6 +16,11 @@
 // others. CSV is the exception: a quoted field may hold a newline, so a byte
 // offset cannot tell where a record starts without reading everything before
 // it; subtask 0 reads the whole CSV file and the other subtasks emit nothing.
+//
+// Reading: blocks of 1 MiB by position (lines.go). On Linux a block that the page
+// cache holds is read by a system call the Go scheduler does not see
+// (fileread_linux.go), because a task copying cached bytes is computing, not
+// waiting, and the scheduler's reaction to a long call cost parallel jobs dearly.
 package file
 
 import (
