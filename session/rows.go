@@ -116,9 +116,8 @@ func resultTasks(g *exec.ExecutionGraph) int {
 func (r *jobRows) Send(ctx context.Context, _ string, b exec.Batch) error {
 	var it rowsItem
 	if enc := r.enc.Load(); enc != nil && insertsOnly(b) {
-		data, err := (*enc)(getEncoded(), b.Rec)
+		data, err := encodeRows(*enc, b.Rec)
 		if err != nil {
-			putEncoded(data)
 			return err
 		}
 		it = rowsItem{data: data, rows: int64(b.NumRows())}
@@ -133,6 +132,17 @@ func (r *jobRows) Send(ctx context.Context, _ string, b exec.Batch) error {
 		it.release()
 		return context.Cause(ctx)
 	}
+}
+
+// encodeRows encodes rec's rows with enc into a buffer from encodedBufs, which
+// goes back to it if enc fails.
+func encodeRows(enc RowEncoder, rec arrow.RecordBatch) ([]byte, error) {
+	data, err := enc(getEncoded(), rec)
+	if err != nil {
+		putEncoded(data)
+		return nil, err
+	}
+	return data, nil
 }
 
 func insertsOnly(b exec.Batch) bool {
@@ -220,11 +230,10 @@ func (r *jobRows) NextEncoded(ctx context.Context) ([]byte, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		it.data, err = (*enc)(getEncoded(), rec)
+		it.data, err = encodeRows(*enc, rec)
 		it.rows = rec.NumRows()
 		rec.Release()
 		if err != nil {
-			putEncoded(it.data)
 			return nil, 0, err
 		}
 	}

@@ -47,16 +47,24 @@ func send(t *testing.T, r *jobRows, b exec.Batch) {
 	}
 }
 
+// testRows returns a jobRows of one text column whose job has producers result
+// tasks, and a checked allocator for its batches, which must all be released
+// by the end of the test.
+func testRows(t *testing.T, producers int32) (*jobRows, *memory.CheckedAllocator) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
+	r.producers.Store(producers)
+	return r, mem
+}
+
 // TestJobRowsEncodeWhereSent checks EncodingRows with several result tasks: a
 // batch sent before EncodeWith is encoded by NextEncoded, one sent after it by
 // Send, in the sender's goroutine, before it is queued; a batch that retracts
 // rows is refused as Next refuses it; and every batch is released.
 func TestJobRowsEncodeWhereSent(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
+	r, mem := testRows(t, 2)
 	ctx := context.Background()
-	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
-	r.producers.Store(2)
 
 	send(t, r, exec.Batch{Rec: textBatch(mem, "a", "b")})
 	var enc textEncoder
@@ -99,9 +107,7 @@ func TestJobRowsEncodeWhereSent(t *testing.T) {
 // TestJobRowsNextEncodedNeedsEncoder checks that NextEncoded without an encoder is
 // an error, not a panic, and releases the batch it took.
 func TestJobRowsNextEncodedNeedsEncoder(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
+	r, mem := testRows(t, 0)
 	send(t, r, exec.Batch{Rec: textBatch(mem, "a")})
 	if _, _, err := r.NextEncoded(context.Background()); err == nil {
 		t.Fatal("NextEncoded without an encoder succeeded")
@@ -111,11 +117,8 @@ func TestJobRowsNextEncodedNeedsEncoder(t *testing.T) {
 // TestJobRowsOneProducer checks that with one result task EncodeWith declines,
 // and the batches stay batches for Next.
 func TestJobRowsOneProducer(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
+	r, mem := testRows(t, 1)
 	ctx := context.Background()
-	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
-	r.producers.Store(1)
 	var enc textEncoder
 	if r.EncodeWith(enc.encode) {
 		t.Fatal("EncodeWith accepted an encoder with one result task")

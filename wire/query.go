@@ -188,9 +188,10 @@ func (c *conn) sendEncodedRows(ctx context.Context, rows session.EncodingRows) (
 	}
 }
 
-// sendEncoded queues DataRow messages encoded elsewhere (session.EncodingRows):
-// small runs of them join the output buffer, larger ones are written after it as
-// they are.
+// sendEncoded sends DataRow messages encoded elsewhere (session.EncodingRows):
+// a small run of them joins the output buffer (so that it goes out in one write
+// with, say, the RowDescription before it), a larger one is written after the
+// buffer as it is, without a copy.
 func (c *conn) sendEncoded(data []byte) error {
 	if len(c.out)+len(data) <= flushThreshold {
 		c.out = append(c.out, data...)
