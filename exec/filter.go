@@ -249,11 +249,11 @@ func gatherArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Arra
 		}
 		ob := newBuffer(mem, (n+1)*4)
 		dst := arrow.Int32Traits.CastFromBytes(ob.Bytes())
-		// Eight bytes of slack let short strings (most words) move as one 8-byte
-		// load and store instead of a copy call; the bytes past a string are
-		// overwritten by the next one. The source side may read past a string's
-		// end only within its buffer (Arrow pads buffers to 64 bytes).
-		db := newBuffer(mem, total+8)
+		// Sixteen bytes of slack let short strings (most words) move as one or
+		// two 8-byte loads and stores instead of a copy call; the bytes past a
+		// string are overwritten by the next one. The source side may read past
+		// a string's end only within its buffer (Arrow pads buffers to 64 bytes).
+		db := newBuffer(mem, total+16)
 		out := db.Bytes()
 		pos := int32(0)
 		for j, i := range idx {
@@ -262,8 +262,11 @@ func gatherArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Arra
 				continue
 			}
 			lo, hi := offs[i], offs[i+1]
-			if hi-lo <= 8 && int(lo)+8 <= len(data) {
+			if hi-lo <= 16 && int(lo)+16 <= len(data) {
 				binary.LittleEndian.PutUint64(out[pos:pos+8], binary.LittleEndian.Uint64(data[lo:lo+8]))
+				if hi-lo > 8 {
+					binary.LittleEndian.PutUint64(out[pos+8:pos+16], binary.LittleEndian.Uint64(data[lo+8:lo+16]))
+				}
 				pos += hi - lo
 			} else {
 				pos += int32(copy(out[pos:], data[lo:hi]))

@@ -2,7 +2,10 @@ package exec
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
@@ -113,5 +116,62 @@ func TestFilterNotBoolean(t *testing.T) {
 	op := opTestNew(t, "filter", FilterConfig{Cond: filterCol(0)}, filterSchema)
 	if _, err := opTestRun(t, op, mem, bs...); err == nil {
 		t.Errorf("bigint condition: no error")
+	}
+}
+
+// TestGatherStrings gathers text rows of every length from 0 to 40 bytes, in
+// shuffled order with repeats and missing rows (-1, NULL), from a column and
+// from a slice of it, and compares each value with the row it names: short
+// strings move as whole words, and the last strings of the value buffer and
+// longer ones by a copy.
+func TestGatherStrings(t *testing.T) {
+	mem := opTestMem()
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var vals []string
+	for n := range 41 {
+		for range 3 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte('a' + rng.IntN(26))
+			}
+			vals = append(vals, string(b))
+		}
+	}
+	rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+	sb := array.NewStringBuilder(mem)
+	sb.AppendValues(vals, nil)
+	whole := sb.NewStringArray()
+	sb.Release()
+	defer whole.Release()
+	sliced := array.NewSlice(whole, 7, int64(len(vals))-5).(*array.String)
+	defer sliced.Release()
+	for _, src := range []*array.String{whole, sliced} {
+		idx := make([]int32, 0, 3*src.Len())
+		for i := range src.Len() {
+			idx = append(idx, int32(i))
+		}
+		idx = append(idx, int32(src.Len()-1), -1, 0, int32(src.Len()-1))
+		for range src.Len() {
+			idx = append(idx, int32(rng.IntN(src.Len()+1)-1))
+		}
+		rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		got, err := gatherArray(mem, src, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got.(*array.String)
+		if g.Len() != len(idx) {
+			t.Fatalf("%d rows gathered, want %d", g.Len(), len(idx))
+		}
+		for j, i := range idx {
+			switch {
+			case i < 0 && !g.IsNull(j):
+				t.Errorf("row %d (from -1) is %q, want NULL", j, g.Value(j))
+			case i >= 0 && (g.IsNull(j) || g.Value(j) != src.Value(int(i))):
+				t.Errorf("row %d (from %d) is %q, want %q", j, i, g.Value(j), src.Value(int(i)))
+			}
+		}
+		got.Release()
 	}
 }
