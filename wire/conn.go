@@ -40,7 +40,8 @@ type conn struct {
 	// out holds encoded messages not yet written; flush writes them. Outgoing
 	// messages bypass pgproto3.Backend's Send/Flush because Backend.Flush drops any
 	// buffer over 1 KiB, which would cost a fresh large allocation for every batch
-	// of rows; here the one buffer is kept for the connection's life.
+	// of rows; here the one buffer is kept while a result lasts, and a large one
+	// goes back to outBufs when the connection is idle (smallOut).
 	out      []byte
 	writeErr error // first write failure: nothing more can reach the client
 
@@ -372,9 +373,7 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 		c.simpleQuery(m.String)
 		c.readyForQuery()
 		err := c.flush()
-		if cap(c.out) > idleBufferLimit {
-			c.out = nil
-		}
+		c.smallOut()
 		return err
 	case *pgproto3.Terminate:
 		return errTerminate
@@ -388,7 +387,9 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 	case *pgproto3.Sync:
 		c.closePortals()
 		c.readyForQuery()
-		return c.flush()
+		err := c.flush()
+		c.smallOut()
+		return err
 	case *pgproto3.Flush:
 		return c.flush()
 	case *pgproto3.FunctionCall:

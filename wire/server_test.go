@@ -270,6 +270,57 @@ func TestPgxLargeResult(t *testing.T) {
 	}
 }
 
+// TestPgxLargeResultsShareBuffers has connections run large results (each past
+// flushThreshold several times over) and small statements between them, all at
+// once: an idle connection gives its large output buffer to the others
+// (outBufs), and every row must still come whole and in order. (The fake
+// session takes the simple protocol only; cmd/hummer's tests run large results
+// through the extended one.)
+func TestPgxLargeResultsShareBuffers(t *testing.T) {
+	ts := startServer(t)
+	const conns, rounds, n = 4, 6, 60_000
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for k := range conns {
+		c := connect(t, ts, "")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := testCtx(t)
+			for r := range rounds {
+				rows, err := c.Query(ctx, fmt.Sprintf("gen %d", n+k), pgx.QueryExecModeSimpleProtocol)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var count int64
+				for rows.Next() {
+					var v int64
+					if err := rows.Scan(&v); err != nil || v != count {
+						rows.Close()
+						errs <- fmt.Errorf("conn %d round %d: row %d is %d (%v)", k, r, count, v, err)
+						return
+					}
+					count++
+				}
+				if err := rows.Err(); err != nil || count != n+int64(k) {
+					errs <- fmt.Errorf("conn %d round %d: %d rows, %v", k, r, count, err)
+					return
+				}
+				if _, err := c.Exec(ctx, "gen 1", pgx.QueryExecModeSimpleProtocol); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
 func TestPgxConcurrentConnections(t *testing.T) {
 	ts := startServer(t)
 	const conns, queries = 50, 20
