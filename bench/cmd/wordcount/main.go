@@ -214,6 +214,9 @@ func runEngines(ctx context.Context, cfg config, rep *report, b bins, work strin
 		rep.Contenders = append(rep.Contenders, contenderReport{Name: c.Name, Notes: c.Notes, Query: c.Query})
 	}
 
+	pr := newProber()
+	sc := &scaling{}
+	sc.Memory[0], sc.Cache[0], sc.Arithmetic[0] = pr.probe()
 	others, err := startOtherWork(h.pids())
 	if err != nil {
 		return 0, err
@@ -259,6 +262,8 @@ func runEngines(ctx context.Context, cfg config, rep *report, b bins, work strin
 	if err != nil {
 		return 0, err
 	}
+	sc.Memory[1], sc.Cache[1], sc.Arithmetic[1] = pr.probe()
+	rep.Machine.Scaling = sc
 	rep.Machine.RunsS, rep.Machine.OtherCPUS, rep.Machine.StealS = round(runs.Seconds(), 1), round(other.Seconds(), 1), round(steal.Seconds(), 1)
 	return failed, nil
 }

@@ -96,6 +96,9 @@ type machine struct {
 	// RSSFloorMiB is the peak RSS that bench/cmd/measure reports for /bin/true: the
 	// least it can report for any program.
 	RSSFloorMiB float64 `json:"rss_floor_mib"`
+
+	// Scaling is the machine's own, around the engines' runs (probe.go).
+	Scaling *scaling `json:"scaling,omitempty"`
 }
 
 func readMachine(cpus int) machine {

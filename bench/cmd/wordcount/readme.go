@@ -107,6 +107,11 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 		p("For the parallelism goal, the machine's own scaling: the hand-written Go counter on two goroutines against one gets %s (whole processes, as above).", strings.Join(machine, ", "))
 		p("")
 	}
+	if sc := m.Scaling; sc != nil {
+		p("The bare machine's scaling from one core to two (2 is perfect), probed in the bench process just before and just after the runs (bench/cmd/wordcount/probe.go): copying memory out of every cache %.2f and %.2f, copying within a core's caches %.2f and %.2f, multiplying in registers %.2f and %.2f. Copying memory scales below 2 when the cores' shared memory bandwidth is taken by other work on the host, copying within the caches when the two cores are in fact one; the memory-bound parts of every engine then scale less too.",
+			sc.Memory[0], sc.Memory[1], sc.Cache[0], sc.Cache[1], sc.Arithmetic[0], sc.Arithmetic[1])
+		p("")
+	}
 	var spread []string
 	for _, c := range cols {
 		h := perRepRatios(r.Runs, nameHummer1, nameHummer2, c)
