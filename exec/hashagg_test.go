@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -679,31 +680,9 @@ func BenchmarkHashAggWords(b *testing.B) {
 	if err != nil {
 		b.Skipf("corpus: %v", err)
 	}
-	text := strings.ToLower(string(raw))
 	mem := memory.NewGoAllocator()
 	word := types.Schema{{Name: "word", Type: types.StringType}}
-	var batches []Batch
-	rows := 0
-	for len(text) > 0 {
-		n := min(len(text), 64<<10)
-		if i := strings.LastIndexByte(text[:n], '\n'); i > 0 && n < len(text) {
-			n = i + 1
-		}
-		sb := array.NewStringBuilder(mem)
-		for _, line := range strings.Split(text[:n], "\n") {
-			for _, w := range strings.Split(line, " ") {
-				if w != "" {
-					sb.Append(w)
-				}
-			}
-		}
-		text = text[n:]
-		col := sb.NewArray()
-		sb.Release()
-		rows += col.Len()
-		batches = append(batches, Batch{Rec: array.NewRecordBatch(word.Arrow(), []arrow.Array{col}, int64(col.Len()))})
-		col.Release()
-	}
+	batches, rows := wordBatches(mem, word, strings.ToLower(string(raw)))
 	defer opTestRelease(batches)
 	const copies = 10
 	aggs := []AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}
@@ -734,4 +713,133 @@ func BenchmarkHashAggWords(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*copies*rows), "ns/row")
+}
+
+// wordBatches splits text as WordCount's file source and unnest do: batches of
+// the non-empty, space-separated words of about 64 KiB of lines each, in one
+// column of schema word. It returns them and their number of rows.
+func wordBatches(mem memory.Allocator, word types.Schema, text string) ([]Batch, int) {
+	var batches []Batch
+	rows := 0
+	for len(text) > 0 {
+		n := min(len(text), 64<<10)
+		if i := strings.LastIndexByte(text[:n], '\n'); i > 0 && n < len(text) {
+			n = i + 1
+		}
+		sb := array.NewStringBuilder(mem)
+		for _, line := range strings.Split(text[:n], "\n") {
+			for _, w := range strings.Split(line, " ") {
+				if w != "" {
+					sb.Append(w)
+				}
+			}
+		}
+		text = text[n:]
+		col := sb.NewArray()
+		sb.Release()
+		rows += col.Len()
+		batches = append(batches, Batch{Rec: array.NewRecordBatch(word.Arrow(), []arrow.Array{col}, int64(col.Len()))})
+		col.Release()
+	}
+	return batches, rows
+}
+
+// BenchmarkHashAggTwoPhase is the work WordCount does at parallelism 2 after its
+// sources end, and not at parallelism 1: two partial aggregates, each holding
+// the whole vocabulary of the King James Bible (58,733 words), emit their
+// groups through a hash exchange to two final aggregates, which merge them and
+// emit the counts. The partials' input is not timed. It reports, per run, the
+// milliseconds of the partials' emit and exchange (emit-ms), of the finals'
+// merge (merge-ms) and of their emit (final-emit-ms), each summed over both
+// tasks, on the engine's pooled allocator.
+func BenchmarkHashAggTwoPhase(b *testing.B) {
+	raw, err := os.ReadFile("../data/kjv.txt")
+	if err != nil {
+		b.Skipf("corpus: %v", err)
+	}
+	mem := NewPoolAllocator()
+	word := types.Schema{{Name: "word", Type: types.StringType}}
+	text := strings.ToLower(string(raw))
+	// The two partials see the text in different orders, as the subtasks of a
+	// file do its pieces.
+	var inputs [2][]Batch
+	inputs[0], _ = wordBatches(mem, word, text[len(text)/2:]+text[:len(text)/2])
+	inputs[1], _ = wordBatches(mem, word, text)
+	defer opTestRelease(inputs[0])
+	defer opTestRelease(inputs[1])
+	aggs := []AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}
+	partialOut := PartialSchema(word, aggs, word)
+	finalOut := types.Schema{{Name: "word", Type: types.StringType}, {Name: "n", Type: types.Int64Type}}
+	ctx := context.Background()
+	var emit, merge, finalEmit time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		var partials [2]Operator
+		for i := range partials {
+			partials[i] = opTestNew(b, "hash_agg", HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Phase: AggPartial}, partialOut)
+			if err := partials[i].Open(ctx, opTestTC(mem)); err != nil {
+				b.Fatal(err)
+			}
+			for _, bt := range inputs[i] {
+				if err := partials[i].ProcessBatch(ctx, 0, bt, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		finals := [2]*keepSender{{}, {}}
+		b.StartTimer()
+		t := time.Now()
+		for _, p := range partials {
+			out := &outputCollector{mem: mem, metrics: &TaskMetrics{},
+				edges: []*edgeWriter{{part: Partition{Kind: Hash, Keys: []int{0}}, targets: []sender{finals[0], finals[1]}}}}
+			if err := p.ProcessSignal(ctx, 0, Signal{Kind: EndOfStream}, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		emit += time.Since(t)
+		groups := 0
+		for _, f := range finals {
+			t = time.Now()
+			fin := opTestNew(b, "hash_agg", HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Phase: AggFinal}, finalOut)
+			if err := fin.Open(ctx, opTestTC(mem)); err != nil {
+				b.Fatal(err)
+			}
+			for _, bt := range f.got {
+				if err := fin.ProcessBatch(ctx, 0, bt, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			merge += time.Since(t)
+			t = time.Now()
+			sink := opTestFunc(func(bt Batch) error { groups += bt.NumRows(); return nil })
+			if err := fin.ProcessSignal(ctx, 0, Signal{Kind: EndOfStream}, sink); err != nil {
+				b.Fatal(err)
+			}
+			finalEmit += time.Since(t)
+			fin.Close(ctx)
+		}
+		b.StopTimer()
+		for i := range partials {
+			partials[i].Close(ctx)
+			opTestRelease(finals[i].got)
+		}
+		if groups < 50000 {
+			b.Fatalf("%d groups", groups)
+		}
+		b.StartTimer()
+	}
+	per := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N) }
+	b.ReportMetric(per(emit), "emit-ms")
+	b.ReportMetric(per(merge), "merge-ms")
+	b.ReportMetric(per(finalEmit), "final-emit-ms")
+}
+
+// keepSender is a channel's sending end that keeps the batches it is sent.
+type keepSender struct{ got []Batch }
+
+func (k *keepSender) send(ctx context.Context, b Batch, s Signal) error {
+	if b.Rec != nil {
+		k.got = append(k.got, b)
+	}
+	return nil
 }
