@@ -72,11 +72,18 @@ func (p *slicePool[T]) put(s []T) {
 
 // grow returns s with room for extra more elements, from the pool when it must
 // move (doubling its capacity at least, and putting the old one back). The
-// elements past len(s) are undefined.
+// elements past len(s) are undefined. It is small enough to be inlined, so that
+// a caller adding one element at a time pays no call while s has room
+// (keyTable.insertAt: BenchmarkKeyTableInsert/reserved 31 -> 28 ns a key).
 func (p *slicePool[T]) grow(s []T, extra int) []T {
 	if len(s)+extra <= cap(s) {
 		return s
 	}
+	return p.move(s, extra)
+}
+
+// move is grow's case of a slice that must move.
+func (p *slicePool[T]) move(s []T, extra int) []T {
 	ns := p.get(max(2*cap(s), len(s)+extra), false)[:len(s)]
 	copy(ns, s)
 	p.put(s)
