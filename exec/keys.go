@@ -438,18 +438,24 @@ func hashKey(p []byte, seed uint64) (h, w0, w1 uint64) {
 // live in one byte arena, so a table of a million words is a handful of
 // allocations. Open addressing with linear probing, at most half full.
 //
-// A slot is 8 bytes: the key's tag (slotTag: 23 bits of its hash and its length
-// capped at 255) in the high half and id+1 (0 = empty) in the low half, so a
-// vocabulary of 60k words probes a 1 MiB slot array. Each key's first 16 bytes
-// are kept per id in words: a key of up to 16 bytes (nearly every word) is equal
-// when its tag and both words are, and only longer keys compare the rest in the
-// arena. For frequent words, which have low ids, words[g] is a cache hit. (Slots
-// of 16 bytes holding the first word, which spare that second access but double
-// the slot array, measured some 5% slower on WordCount end to end.)
+// A slot is 4 bytes: id+1 (0 = empty) in its low bits, as many as the mask of
+// the slot array has (a table at most half full has room there for every id),
+// and the key's tag above them (slotTag: bits of its hash, and a top bit that
+// marks a key of 16 bytes or more). So a vocabulary of 60k words probes a
+// 512 KiB slot array, which leaves room in a core's 1 MiB L2 cache for the
+// frequent words' ids and counts. Each key's first 16 bytes are kept per id in
+// words (keyWords), a shorter key's length in the byte after its end: a key of
+// up to 15 bytes (nearly every word) is equal when its tag and both words are,
+// and only longer keys compare the rest, and their length, in the arena. For
+// frequent words, which have low ids, words[g] is a cache hit.
+// (BenchmarkHashAggWords against slots of 8 bytes, with 23 bits of hash and the
+// length capped at 255 in the high half: 690 -> 750 MB/s. Slots of 16 bytes
+// holding the first word, which spare the access to words but double the slot
+// array, measured some 5% slower still.)
 type keyTable struct {
 	seed  uint64
-	slots []uint64
-	mask  uint64
+	slots []uint32
+	mask  uint64 // len(slots)-1, at most 1<<31-1
 	arena []byte
 	offs  []int       // key g is arena[offs[g]:offs[g+1]]
 	words [][2]uint64 // words[g] is key g's bytes 0 to 7 and 8 to 15, zero-padded
@@ -459,7 +465,7 @@ type keyTable struct {
 
 func newKeyTable() *keyTable {
 	t := &keyTable{seed: maphash.Comparable(maphash.MakeSeed(), 0), nullID: -1}
-	t.slots = poolUint64.get(1024, true)
+	t.slots = poolUint32.get(1024, true)
 	t.mask = uint64(len(t.slots) - 1)
 	t.offs = append(poolInt.get(0, false), 0)
 	return t
@@ -468,7 +474,7 @@ func newKeyTable() *keyTable {
 // release gives the table's arrays back to their pools; the table must not be
 // used afterwards, nor any slice of its arena.
 func (t *keyTable) release() {
-	poolUint64.put(t.slots)
+	poolUint32.put(t.slots)
 	poolWords.put(t.words)
 	poolInt.put(t.offs)
 	poolBytes.put(t.arena)
@@ -497,27 +503,45 @@ func (t *keyTable) len() int { return len(t.offs) - 1 }
 // key returns key g.
 func (t *keyTable) key(g uint32) []byte { return t.arena[t.offs[g]:t.offs[g+1]] }
 
-// slotTag returns the high half of the slot of a key of n bytes hashing to h.
-// Its top bit is set, so a used slot is never 0.
-func slotTag(h uint64, n int) uint64 {
-	return (h>>40|1<<23)<<8 | uint64(min(n, 255))
+// slotTag returns the bits above idMask of the slot of a key of n bytes hashing
+// to h: hash bits that the slot's position does not use, and the top bit for a
+// key of 16 bytes or more.
+func slotTag(h uint64, n int, idMask uint32) uint32 {
+	tag := uint32(h>>33) &^ idMask
+	if n >= 16 {
+		tag |= 1 << 31
+	}
+	return tag
 }
 
-// equal reports whether key g, whose slot tag (hash bits and length up to 255)
-// matches key's, equals key, whose first two words are w0 and w1.
+// keyWords returns what words keeps of a key of n bytes whose first two words,
+// zero-padded, are w0 and w1: those, with n in the last byte when the key is
+// shorter than 16 bytes (where w1 has only padding). Two keys of up to 15 bytes
+// are equal exactly when their keyWords are, and a longer key's slot tag tells
+// it from them.
+func keyWords(w0, w1 uint64, n int) [2]uint64 {
+	if n < 16 {
+		w1 |= uint64(n) << 56
+	}
+	return [2]uint64{w0, w1}
+}
+
+// equal reports whether key g, whose slot tag matches key's, equals key, whose
+// first two words are w0 and w1.
 func (t *keyTable) equal(g uint32, key []byte, w0, w1 uint64) bool {
-	if t.words[g] != [2]uint64{w0, w1} {
+	if t.words[g] != keyWords(w0, w1, len(key)) {
 		return false
 	}
-	return len(key) <= 16 || string(t.key(g)[16:]) == string(key[16:])
+	return len(key) < 16 || string(t.key(g)) == string(key)
 }
 
 // probe returns key's slot: the one holding it, or the empty one where it goes.
 func (t *keyTable) probe(key []byte, h, w0, w1 uint64) uint64 {
-	tag := slotTag(h, len(key))
+	idMask := uint32(t.mask)
+	tag := slotTag(h, len(key), idMask)
 	for p := h & t.mask; ; p = (p + 1) & t.mask {
 		m := t.slots[p]
-		if m == 0 || m>>32 == tag && t.equal(uint32(m)-1, key, w0, w1) {
+		if m == 0 || m&^idMask == tag && t.equal(m&idMask-1, key, w0, w1) {
 			return p
 		}
 	}
@@ -534,7 +558,7 @@ func (t *keyTable) findOrInsert(key []byte) uint32 {
 func (t *keyTable) findOrInsertHashed(key []byte, h, w0, w1 uint64) uint32 {
 	p := t.probe(key, h, w0, w1)
 	if m := t.slots[p]; m != 0 {
-		return uint32(m) - 1
+		return m&uint32(t.mask) - 1
 	}
 	return t.insertAt(p, key, h, w0, w1)
 }
@@ -545,8 +569,8 @@ func (t *keyTable) insertAt(p uint64, key []byte, h, w0, w1 uint64) uint32 {
 	g := uint32(t.len())
 	t.arena = append(poolBytes.grow(t.arena, len(key)), key...)
 	t.offs = append(poolInt.grow(t.offs, 1), len(t.arena))
-	t.words = append(poolWords.grow(t.words, 1), [2]uint64{w0, w1})
-	t.slots[p] = slotTag(h, len(key))<<32 | uint64(g+1)
+	t.words = append(poolWords.grow(t.words, 1), keyWords(w0, w1, len(key)))
+	t.slots[p] = slotTag(h, len(key), uint32(t.mask)) | (g + 1)
 	if uint64(g+1)*2 > t.mask {
 		t.grow()
 	}
@@ -560,14 +584,18 @@ func (t *keyTable) find(key []byte) int32 {
 	if m == 0 {
 		return -1
 	}
-	return int32(uint32(m) - 1)
+	return int32(m&uint32(t.mask) - 1)
 }
 
-// grow makes room for more keys: it quadruples the slots up to 1<<16 (512
-// KiB, which a core's L2 cache holds) and doubles them beyond. Each growth
-// moves every key, and a large vocabulary gets to 1<<16 slots in three moves
-// rather than six: BenchmarkKeyTableInsert/growing 50 -> 44 ns a key.
+// grow makes room for more keys: it quadruples the slots up to 1<<16 and
+// doubles them beyond. Each growth moves every key, and a large vocabulary
+// gets to 1<<16 slots in three moves rather than six:
+// BenchmarkKeyTableInsert/growing 50 -> 44 ns a key. A slot holds the id in
+// the bits of the mask, so the table stops at 1<<31 slots (a billion keys).
 func (t *keyTable) grow() {
+	if len(t.slots) >= 1<<31 {
+		panic("exec: a key table of over a billion keys")
+	}
 	if len(t.slots) < 1<<16 {
 		t.resize(4 * len(t.slots))
 		return
@@ -578,7 +606,7 @@ func (t *keyTable) grow() {
 // resize moves the keys to size slots (a power of two), rehashing them in id
 // order (a sequential read of the arena) rather than keeping a hash per key.
 func (t *keyTable) resize(size int) {
-	slots := poolUint64.get(size, true)
+	slots := poolUint32.get(size, true)
 	mask := uint64(len(slots) - 1)
 	for g := range uint32(t.len()) {
 		if int32(g) == t.nullID {
@@ -590,9 +618,9 @@ func (t *keyTable) resize(size int) {
 		for slots[p] != 0 {
 			p = (p + 1) & mask
 		}
-		slots[p] = slotTag(h, len(key))<<32 | uint64(g+1)
+		slots[p] = slotTag(h, len(key), uint32(mask)) | (g + 1)
 	}
-	poolUint64.put(t.slots)
+	poolUint32.put(t.slots)
 	t.slots, t.mask = slots, mask
 }
 
@@ -610,7 +638,7 @@ func (t *keyTable) nullGroup() uint32 {
 // insertRows sets gids[i] to the id of row i's key, adding new keys. In a raw
 // table NULL rows share the NULL key's id; encoded keys carry their NULLs.
 //
-// It is WordCount's hot loop (GROUP BY word). Most rows are a key of up to 16
+// It is WordCount's hot loop (GROUP BY word). Most rows are a key of up to 15
 // bytes already in the table: findShort handles runs of those in a loop without
 // calls, and findOrInsert every other row (new keys, longer keys, and a key
 // whose two words cannot be loaded without reading past data's capacity).
@@ -650,30 +678,32 @@ func (t *keyTable) insertRows(k *rowKeys, gids []uint32) {
 // noSlot is findShort's slot when it stopped at a key it did not probe for.
 const noSlot = ^uint64(0)
 
-// findShort sets gids[i], from row i on, while row i's key is at most 16 bytes,
+// findShort sets gids[i], from row i on, while row i's key is at most 15 bytes,
 // can be loaded as two words from data, and is in the table. It returns the
 // first row it did not do and, when that row's key is such a key but new, the
 // empty slot p where it goes and its hash and words, for insertAt (else p is
 // noSlot): probing again for a new key cost a tenth of the time of adding it.
-// It inlines hashKey and probe for such keys and, being a leaf, keeps its loop
-// in registers: calls made the loop spill and reload most of its variables on
-// every row.
+// It inlines hashKey, slotTag, keyWords and probe for such keys and, being a
+// leaf, keeps its loop in registers: calls made the loop spill and reload most
+// of its variables on every row.
 func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) (int, uint64, uint64, uint64, uint64) {
 	slots, mask, words := t.slots, t.mask, t.words
+	idMask := uint32(mask)
 	s0, s1 := t.seed^hashK0, t.seed^hashK1
 	offs = offs[:len(gids)+1]
 	for ; i < len(gids); i++ {
 		s, e := uint(uint32(offs[i])), uint(uint32(offs[i+1]))
 		n := e - s
-		if n > 16 || s+16 > uint(len(data)) {
+		if n > 15 || s+16 > uint(len(data)) {
 			return i, noSlot, 0, 0, 0
 		}
 		h, w0, w1 := shortKey(data[s:s+16], n, s0, s1)
-		tag := slotTag(h, int(n))
+		tag := uint32(h>>33) &^ idMask
+		kw := [2]uint64{w0, w1 | uint64(n)<<56}
 		for p := h & mask; ; p = (p + 1) & mask {
 			m := slots[p]
-			g := uint32(m) - 1
-			if m>>32 == tag && int(g) < len(words) && words[g] == [2]uint64{w0, w1} {
+			g := m&idMask - 1
+			if m&^idMask == tag && int(g) < len(words) && words[g] == kw {
 				gids[i] = g
 				break
 			}

@@ -14,13 +14,14 @@ import (
 )
 
 // keyTestKeys returns n random keys that stress the table's comparisons: every
-// length from 0 to 40 and a few past 255 (the slot keeps lengths up to 255),
-// NUL bytes (so zero padding alone cannot tell "a" from "a\x00"), keys that
-// share their first 8 or 16 bytes, and repeats.
+// length from 0 to 40 and a few past 255, NUL bytes (so zero padding alone
+// cannot tell "a" from "a\x00"), keys that share their first 8, 15 or 16 bytes
+// (a key of 16 bytes whose last byte is a shorter key's length), and repeats.
 func keyTestKeys(r *rand.Rand, n int) []string {
 	prefix16 := "0123456789abcdef"
 	long := strings.Repeat("x", 300)
 	keys := []string{"", "\x00", "a", "a\x00", "a\x00\x00", prefix16[:8], prefix16[:8] + "\x00",
+		prefix16[:15], prefix16[:15] + "\x0f", prefix16[:15] + "\x10", prefix16[:14] + "\x00", prefix16[:14] + "\x0e",
 		prefix16, prefix16 + "\x00", long[:255], long[:256], long[:299] + "y", long}
 	for len(keys) < n {
 		var k string
@@ -197,11 +198,14 @@ func TestKeyTableEncoded(t *testing.T) {
 }
 
 // TestKeyTableCollisions gives keys that the slot's tag and first word cannot
-// tell apart one hash, so that only the rest of the comparison separates them.
+// tell apart one hash, so that only the rest of the comparison separates them:
+// the second word, the length kept in it, and the arena.
 func TestKeyTableCollisions(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	keys := []string{"a", "b", "a\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00", "a\x00\x00\x00\x00\x00\x00\x00\x00\x00",
 		"0123456789abcdef", "0123456789abcdeg", "1123456789abcdef", "0123456789abcdef1", "0123456789abcdef2",
+		"0123456789abcde", "0123456789abcde\x0f", "0123456789abcde\x10", "0123456789abcd\x00", "0123456789abcd\x0e", "0123456789abcd",
+		"zyxwvutsrqponml\x0f", "zyxwvutsrqponml", // the longer first: probing for the shorter meets it
 		long[:256], long[:300], long[:299] + "y", long[:255] + "y"}
 	tb := newKeyTable()
 	for pass := range 2 {
@@ -214,12 +218,12 @@ func TestKeyTableCollisions(t *testing.T) {
 	}
 }
 
-// TestKeyTableFindShort checks that keys of up to 16 bytes already in the table
+// TestKeyTableFindShort checks that keys of up to 15 bytes already in the table
 // take findShort's fast path when the buffer has room to load them as words.
 func TestKeyTableFindShort(t *testing.T) {
 	var strs []string
 	for _, s := range keyTestKeys(rand.New(rand.NewPCG(5, 6)), 2000) {
-		if len(s) <= 16 {
+		if len(s) <= 15 {
 			strs = append(strs, s)
 		}
 	}

@@ -105,6 +105,7 @@ func (p *slicePool[T]) growZero(s []T, n int) []T {
 // The pools of the key tables' and aggregates' arrays, and of scratch space.
 var (
 	poolInt32  slicePool[int32]
+	poolUint32 slicePool[uint32]
 	poolUint64 slicePool[uint64]
 	poolInt64  slicePool[int64]
 	poolWords  slicePool[[2]uint64]
