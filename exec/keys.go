@@ -514,6 +514,9 @@ func slotTag(h uint64, n int, idMask uint32) uint32 {
 	return tag
 }
 
+// slotID returns the id in a used slot m of a table whose mask is idMask.
+func slotID(m, idMask uint32) uint32 { return m&idMask - 1 }
+
 // keyWords returns what words keeps of a key of n bytes whose first two words,
 // zero-padded, are w0 and w1: those, with n in the last byte when the key is
 // shorter than 16 bytes (where w1 has only padding). Two keys of up to 15 bytes
@@ -541,7 +544,7 @@ func (t *keyTable) probe(key []byte, h, w0, w1 uint64) uint64 {
 	tag := slotTag(h, len(key), idMask)
 	for p := h & t.mask; ; p = (p + 1) & t.mask {
 		m := t.slots[p]
-		if m == 0 || m&^idMask == tag && t.equal(m&idMask-1, key, w0, w1) {
+		if m == 0 || m&^idMask == tag && t.equal(slotID(m, idMask), key, w0, w1) {
 			return p
 		}
 	}
@@ -558,7 +561,7 @@ func (t *keyTable) findOrInsert(key []byte) uint32 {
 func (t *keyTable) findOrInsertHashed(key []byte, h, w0, w1 uint64) uint32 {
 	p := t.probe(key, h, w0, w1)
 	if m := t.slots[p]; m != 0 {
-		return m&uint32(t.mask) - 1
+		return slotID(m, uint32(t.mask))
 	}
 	return t.insertAt(p, key, h, w0, w1)
 }
@@ -584,7 +587,7 @@ func (t *keyTable) find(key []byte) int32 {
 	if m == 0 {
 		return -1
 	}
-	return int32(m&uint32(t.mask) - 1)
+	return int32(slotID(m, uint32(t.mask)))
 }
 
 // grow makes room for more keys: it quadruples the slots up to 1<<16 and
@@ -683,9 +686,9 @@ const noSlot = ^uint64(0)
 // first row it did not do and, when that row's key is such a key but new, the
 // empty slot p where it goes and its hash and words, for insertAt (else p is
 // noSlot): probing again for a new key cost a tenth of the time of adding it.
-// It inlines hashKey, slotTag, keyWords and probe for such keys and, being a
-// leaf, keeps its loop in registers: calls made the loop spill and reload most
-// of its variables on every row.
+// It inlines hashKey and probe for such keys (the compiler inlines slotTag,
+// slotID and keyWords) and, being a leaf, keeps its loop in registers: calls
+// made the loop spill and reload most of its variables on every row.
 func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) (int, uint64, uint64, uint64, uint64) {
 	slots, mask, words := t.slots, t.mask, t.words
 	idMask := uint32(mask)
@@ -698,11 +701,11 @@ func (t *keyTable) findShort(data []byte, offs []int32, gids []uint32, i int) (i
 			return i, noSlot, 0, 0, 0
 		}
 		h, w0, w1 := shortKey(data[s:s+16], n, s0, s1)
-		tag := uint32(h>>33) &^ idMask
-		kw := [2]uint64{w0, w1 | uint64(n)<<56}
+		tag := slotTag(h, int(n), idMask)
+		kw := keyWords(w0, w1, int(n))
 		for p := h & mask; ; p = (p + 1) & mask {
 			m := slots[p]
-			g := m&idMask - 1
+			g := slotID(m, idMask)
 			if m&^idMask == tag && int(g) < len(words) && words[g] == kw {
 				gids[i] = g
 				break

@@ -20,12 +20,13 @@ import (
 // to run Go code on a core) to another thread once the call has lasted 20 µs
 // (a 1 MiB read takes about 100), if no other P is idle. At parallelism 2 on
 // two cores none is, so the task resumed on another thread after nearly every
-// read, and three or four threads took turns on the two cores. Measured on WordCount over 10 x kjv through the wire
-// (100 queries at each parallelism, interleaved with the build before): at
-// parallelism 2 the server's CPU time fell from 232 to 201 ms a query and its
-// wall time from 121 to 107 ms; at parallelism 1, 198 and 200 ms before, 194
-// and 196 after. The server's threads switched 210-290 times a query at
-// parallelism 2 before, 50-110 after.
+// read, and three or four threads took turns on the two cores. Measured on
+// WordCount over 10 x kjv through the wire (100 queries at each parallelism,
+// interleaved with the build before): at parallelism 2 the server's CPU time
+// fell from 232 to 201 ms a query and its wall time from 121 to 107 ms; at
+// parallelism 1, 198 and 200 ms before, 194 and 196 after. The server's
+// threads switched 210-290 times a query at parallelism 2 before, 50-110
+// after.
 type fileReader struct {
 	f    *os.File
 	conn syscall.RawConn
