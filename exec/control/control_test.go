@@ -309,3 +309,42 @@ func TestRemoteCheckpoints(t *testing.T) {
 		t.Errorf("job state %s after a restart", job.State())
 	}
 }
+
+// TestCheckpointsWithEndedTask: a task that ends as soon as it is deployed (a
+// bounded source with nothing to read, as a restored ended task is) takes no
+// part in checkpoints, so its answer that it ended must reach the coordinator:
+// else no checkpoint of the job ever completes. The answer arrives right behind
+// the TaskManager's answer to the deployment; and on the second TaskManager,
+// whose only task is empty[2/2], right before its deployment's end.
+func TestCheckpointsWithEndedTask(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := startCluster(t, 2, mem)
+	x := types.Schema{{Name: "x", Type: types.Int64Type}}
+	for i := range 20 {
+		g := &exec.JobGraph{Vertices: []*exec.JobVertex{
+			{ID: 0, Name: "empty", Parallelism: 2, Chain: []exec.OperatorSpec{
+				{Kind: "values", Out: x, Config: exec.MustConfig(exec.ValuesConfig{})},
+				{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}},
+			{ID: 1, Name: "endless", Parallelism: 1, Chain: []exec.OperatorSpec{
+				{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
+				{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}}}
+		job, err := c.jm.SubmitJob("test", g, discard{}, exec.JobOptions{
+			CheckpointURL: "file://" + t.TempDir(), CheckpointInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tm := job.Graph.Tasks[1].Slot.TaskManager; tm == job.Graph.Tasks[0].Slot.TaskManager || tm == job.Graph.Tasks[2].Slot.TaskManager {
+			t.Fatalf("empty[2/2] shares TaskManager %s with another task", tm)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for job.Checkpoints().Completed == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d: no checkpoint completed: %+v", i, job.Checkpoints())
+			}
+			time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+		}
+		job.Cancel(fmt.Errorf("%w: test over", exec.ErrJobCancelled))
+		<-job.Done()
+	}
+}

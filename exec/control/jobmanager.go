@@ -293,38 +293,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		return nil, err
 	}
 	w.srv.jobStarted(g.RunID())
-	ack := make(chan *DeployAck, 1)
-	done := make(chan *JobDone, 1)
-	w.mu.Lock()
-	w.nextID++
-	req := w.nextID
-	w.acks[req] = ack
-	w.done[g.RunID()] = done
-	w.mu.Unlock()
-	abandon := func(err error) (*exec.Deployment, error) {
-		w.mu.Lock()
-		delete(w.acks, req)
-		delete(w.done, g.RunID())
-		w.mu.Unlock()
-		w.srv.jobEnded(g.RunID())
-		return nil, err
-	}
-	if err := w.send(&FromJobManager{Deploy: &Deploy{Request: req, Graph: g, ResultKey: key}}); err != nil {
-		return abandon(fmt.Errorf("deploying to TaskManager %s: %w", w.reg.ID, err))
-	}
-	select {
-	case a := <-ack:
-		if a.Error != "" {
-			return abandon(&RemoteError{Msg: a.Error, Code: a.Code})
-		}
-	case <-w.lost:
-		return abandon(w.err)
-	case <-ctx.Done():
-		return abandon(context.Cause(ctx))
-	case <-time.After(30 * time.Second):
-		return abandon(fmt.Errorf("TaskManager %s did not answer a deployment within 30s", w.reg.ID))
-	}
-
+	run := g.RunID()
 	fwdCtx, stopFwd := context.WithCancelCause(context.Background())
 	var tasks []exec.TaskID
 	for _, et := range g.Tasks {
@@ -334,9 +303,8 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 	}
 	d, finish := exec.NewDeployment(func(cause error) {
 		stopFwd(cause)
-		w.send(&FromJobManager{Cancel: &Cancel{JobID: g.RunID(), Reason: cause.Error()}})
+		w.send(&FromJobManager{Cancel: &Cancel{JobID: run, Reason: cause.Error()}})
 	}, tasks)
-	run := g.RunID()
 	d.OnCheckpoint(
 		func(id int64) { w.send(&FromJobManager{Checkpoint: &Checkpoint{JobID: run, Trigger: id}}) },
 		func(id int64) { w.send(&FromJobManager{Checkpoint: &Checkpoint{JobID: run, Complete: id}}) })
@@ -355,17 +323,55 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		viewMu.Unlock()
 		return w.readView(run)
 	})
+
+	// The deployment is in deployed before the TaskManager hears of it: a
+	// task that ends at once (a restored ended task) sends its answer right
+	// behind the DeployAck, and handle would drop an answer for a deployment
+	// it does not know, leaving every checkpoint waiting for that task.
+	ack := make(chan *DeployAck, 1)
+	done := make(chan *JobDone, 1)
 	w.mu.Lock()
+	w.nextID++
+	req := w.nextID
+	w.acks[req] = ack
+	w.done[run] = done
 	w.running[run] = d.Metrics()
 	w.deployed[run] = d
 	w.mu.Unlock()
+	abandon := func(err error) (*exec.Deployment, error) {
+		w.mu.Lock()
+		delete(w.acks, req)
+		delete(w.done, run)
+		delete(w.running, run)
+		delete(w.deployed, run)
+		w.mu.Unlock()
+		stopFwd(err)
+		w.srv.jobEnded(run)
+		return nil, err
+	}
+	if err := w.send(&FromJobManager{Deploy: &Deploy{Request: req, Graph: g, ResultKey: key}}); err != nil {
+		return abandon(fmt.Errorf("deploying to TaskManager %s: %w", w.reg.ID, err))
+	}
+	select {
+	case a := <-ack:
+		if a.Error != "" {
+			return abandon(&RemoteError{Msg: a.Error, Code: a.Code})
+		}
+	case <-w.lost:
+		return abandon(w.err)
+	case <-ctx.Done():
+		return abandon(context.Cause(ctx))
+	case <-time.After(30 * time.Second):
+		return abandon(fmt.Errorf("TaskManager %s did not answer a deployment within 30s", w.reg.ID))
+	}
+
 	fwdErr := make(chan error, 1)
-	go func() { fwdErr <- forwardResults(fwdCtx, g.RunID(), inbox, recv, results) }()
+	go func() { fwdErr <- forwardResults(fwdCtx, run, inbox, recv, results) }()
 	go func() {
 		jd := <-done
 		w.mu.Lock()
-		delete(w.running, g.RunID())
-		delete(w.deployed, g.RunID())
+		delete(w.running, run)
+		delete(w.deployed, run)
 		w.mu.Unlock()
 		storeCounters(d.Metrics(), jd.Metrics)
 		viewMu.Lock()
@@ -383,7 +389,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			err = ferr
 		}
 		stopFwd(nil)
-		w.srv.jobEnded(g.RunID())
+		w.srv.jobEnded(run)
 		finish(err)
 	}()
 	return d, nil

@@ -184,15 +184,30 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 	a.jobs[m.Graph.RunID()] = d
 	a.mu.Unlock()
 	a.send(&FromTaskManager{DeployAck: &DeployAck{Request: m.Request}})
+	// The tasks' checkpoint answers go to the JobManager, the last ones (that
+	// tasks ended) before JobDone: the JobManager forgets the deployment at
+	// JobDone, and the job's checkpoints wait for every task's answer.
+	acksSent := make(chan struct{})
 	a.wg.Add(1)
-	go func() { // the tasks' checkpoint answers go to the JobManager
+	go func() {
 		defer a.wg.Done()
+		defer close(acksSent)
+		send := func(ack exec.CheckpointAck) {
+			a.send(&FromTaskManager{CheckpointAck: &CheckpointAck{JobID: m.Graph.RunID(), Ack: ack}})
+		}
 		for {
 			select {
 			case ack := <-d.Acks():
-				a.send(&FromTaskManager{CheckpointAck: &CheckpointAck{JobID: m.Graph.RunID(), Ack: ack}})
+				send(ack)
 			case <-d.Done():
-				return
+				for {
+					select {
+					case ack := <-d.Acks():
+						send(ack)
+					default:
+						return
+					}
+				}
 			}
 		}
 	}()
@@ -200,6 +215,7 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 	go func() {
 		defer a.wg.Done()
 		<-d.Done()
+		<-acksSent
 		err := d.Err()
 		if err == nil {
 			err = sink.end(ctx)
