@@ -36,7 +36,7 @@ Usage:
   hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql)
   hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data] [security flags]
   hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0]
-                     [--network NAME=ADDR ...]
+                     [--network NAME=ADDR ...] [--sched-batch=false]
   hummer image build --out DIR [--kernel PATH] [--add SRC:DST ...] [-- ROLE ARGS...]
   hummer image run DIR --pg-port PORT [--cpus N] [--memory SIZE] [--forward H:G ...]
 
@@ -260,6 +260,7 @@ func taskManager(args []string) error {
 	slots := fs.Int("slots", 0, "task slots (0: one per core)")
 	fs.String("data-dir", "./hummer-data", "directory for the TaskManager's local state")
 	dataAddr := fs.String("data-addr", "127.0.0.1:0", "address other TaskManagers send network channels to")
+	batch := fs.Bool("sched-batch", true, "run the process's threads under Linux's SCHED_BATCH policy: a woken thread does not preempt a running task (sched_linux.go)")
 	networks := map[string]string{}
 	fs.Func("network", "a further network NAME=ADDR for jobs that SET network = 'NAME' (repeatable)", func(v string) error {
 		name, addr, ok := strings.Cut(v, "=")
@@ -274,6 +275,11 @@ func taskManager(args []string) error {
 		return errors.New("taskmanager: --jobmanager is required")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if *batch {
+		if err := batchScheduling(); err != nil {
+			log.Warn("threads stay under the default scheduling policy", "err", err)
+		}
+	}
 	data, err := exec.ListenData(exec.DataServerConfig{Addr: *dataAddr, Log: log})
 	if err != nil {
 		return err
