@@ -260,7 +260,7 @@ func taskManager(args []string) error {
 	slots := fs.Int("slots", 0, "task slots (0: one per core)")
 	fs.String("data-dir", "./hummer-data", "directory for the TaskManager's local state")
 	dataAddr := fs.String("data-addr", "127.0.0.1:0", "address other TaskManagers send network channels to")
-	batch := fs.Bool("sched-batch", true, "run the process's threads under Linux's SCHED_BATCH policy: a woken thread does not preempt a running task (sched_linux.go)")
+	batch := fs.Bool("sched-batch", true, "run the process's threads under Linux's SCHED_BATCH policy with 12 ms time slices: a woken thread does not preempt a running task (sched_linux.go)")
 	networks := map[string]string{}
 	fs.Func("network", "a further network NAME=ADDR for jobs that SET network = 'NAME' (repeatable)", func(v string) error {
 		name, addr, ok := strings.Cut(v, "=")

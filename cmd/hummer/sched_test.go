@@ -11,9 +11,9 @@ import (
 )
 
 // TestTaskManagerBatchScheduling: every thread of a TaskManager runs under
-// SCHED_BATCH (sched_linux.go), threads the runtime started before the policy
-// was set and after alike; --sched-batch=false leaves them all under the
-// default policy.
+// SCHED_BATCH with time slices of batchSlice (sched_linux.go), threads the
+// runtime started before the policy was set and after alike; --sched-batch=false
+// leaves them all under the default policy.
 func TestTaskManagerBatchScheduling(t *testing.T) {
 	bin := buildHummer(t)
 	for _, c := range []struct {
@@ -36,6 +36,20 @@ func TestTaskManagerBatchScheduling(t *testing.T) {
 		for tid, p := range policies {
 			if p != c.policy {
 				t.Errorf("%s: thread %s has scheduling policy %s, want %s", c.flag, tid, p, c.policy)
+			}
+			if c.policy != "3" {
+				continue
+			}
+			// The scheduler's debugging file, where the kernel has one.
+			sched, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/sched", tm.cmd.Process.Pid, tid))
+			if err != nil {
+				continue
+			}
+			want := fmt.Sprint(batchSlice.Nanoseconds())
+			for _, line := range strings.Split(string(sched), "\n") {
+				if name, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "se.slice" && strings.TrimSpace(v) != want {
+					t.Errorf("%s: thread %s has time slices of %s ns, want %s", c.flag, tid, strings.TrimSpace(v), want)
+				}
 			}
 		}
 	}
