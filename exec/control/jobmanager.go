@@ -292,8 +292,8 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 	if err != nil {
 		return nil, err
 	}
-	w.srv.jobStarted(g.RunID())
 	run := g.RunID()
+	w.srv.jobStarted(run)
 	fwdCtx, stopFwd := context.WithCancelCause(context.Background())
 	var tasks []exec.TaskID
 	for _, et := range g.Tasks {
