@@ -224,16 +224,22 @@ func (endless) Run(ctx context.Context, out exec.Collector) error {
 	return nil
 }
 
+// endlessVertex is vertex id of a job graph: par tasks, each an endless source
+// of column x whose rows go to the result.
+func endlessVertex(id, par int) *exec.JobVertex {
+	x := types.Schema{{Name: "x", Type: types.Int64Type}}
+	return &exec.JobVertex{ID: id, Name: "endless", Parallelism: par, Chain: []exec.OperatorSpec{
+		{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
+		{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}
+}
+
 // TestRunningJobMetrics: heartbeats bring the counters of a job's remote tasks
 // while it runs, not only when it ends.
 func TestRunningJobMetrics(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	c := startCluster(t, 2, mem)
-	x := types.Schema{{Name: "x", Type: types.Int64Type}}
-	g := &exec.JobGraph{Vertices: []*exec.JobVertex{{ID: 0, Name: "endless", Parallelism: 2, Chain: []exec.OperatorSpec{
-		{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
-		{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}}}
+	g := &exec.JobGraph{Vertices: []*exec.JobVertex{endlessVertex(0, 2)}}
 	job, err := c.jm.Submit("test", g, discard{})
 	if err != nil {
 		t.Fatal(err)
@@ -270,10 +276,7 @@ func TestRemoteCheckpoints(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	c := startCluster(t, 3, mem)
-	x := types.Schema{{Name: "x", Type: types.Int64Type}}
-	g := &exec.JobGraph{Vertices: []*exec.JobVertex{{ID: 0, Name: "endless", Parallelism: 1, Chain: []exec.OperatorSpec{
-		{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
-		{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}}}
+	g := &exec.JobGraph{Vertices: []*exec.JobVertex{endlessVertex(0, 1)}}
 	job, err := c.jm.SubmitJob("test", g, discard{}, exec.JobOptions{
 		CheckpointURL: "file://" + t.TempDir(), CheckpointInterval: 20 * time.Millisecond})
 	if err != nil {
@@ -326,9 +329,7 @@ func TestCheckpointsWithEndedTask(t *testing.T) {
 			{ID: 0, Name: "empty", Parallelism: 2, Chain: []exec.OperatorSpec{
 				{Kind: "values", Out: x, Config: exec.MustConfig(exec.ValuesConfig{})},
 				{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}},
-			{ID: 1, Name: "endless", Parallelism: 1, Chain: []exec.OperatorSpec{
-				{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
-				{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}}}
+			endlessVertex(1, 1)}}
 		job, err := c.jm.SubmitJob("test", g, discard{}, exec.JobOptions{
 			CheckpointURL: "file://" + t.TempDir(), CheckpointInterval: 20 * time.Millisecond})
 		if err != nil {
