@@ -11,7 +11,9 @@ import (
 
 	"github.com/hummer-db/hummer/connectors/internal/conntest"
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 var lines = types.Schema{{Name: "line", Type: types.StringType}}
@@ -73,9 +75,10 @@ func TestDescribe(t *testing.T) {
 // TestRegister builds every connector through the registry and moves rows from
 // a memory table through the memory sink into another.
 func TestRegister(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	r := exec.NewRegistry()
+	operators.Register(r)
 	store := Register(r)
 	defer store.Close()
 	if got, want := r.Connectors(), []string{"file", "kafka", "memory"}; !slices.Equal(got, want) {

@@ -1,6 +1,9 @@
 package exec
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Checkpoints, as in the paper (and Flink): the JobManager's coordinator asks the
 // source tasks to inject a barrier for checkpoint n; it flows with the batches;
@@ -38,4 +41,17 @@ type Checkpointed interface {
 // concurrently with Run; for an operator it runs on the task's goroutine.
 type CheckpointListener interface {
 	NotifyCheckpointComplete(ctx context.Context, checkpoint int64) error
+}
+
+// CheckpointAck is a task's answer to a checkpoint's barrier: its state is
+// stored (Err empty) or could not be.
+type CheckpointAck struct {
+	Task       TaskID        `json:"task"`
+	Checkpoint int64         `json:"checkpoint"`
+	Bytes      int           `json:"bytes"`
+	Align      time.Duration `json:"align"` // from the first barrier to the last, for a task with several channels
+	Err        string        `json:"err,omitempty"`
+	// Finished says the task ended (its input did): it takes part in no
+	// further checkpoint, and a checkpoint completes without it.
+	Finished bool `json:"finished,omitempty"`
 }

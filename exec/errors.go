@@ -12,17 +12,4 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrJobCancelled: the job was cancelled (KILL, client gone, statement timeout).
 	ErrJobCancelled = errors.New("job cancelled")
-	// ErrNoSlots: the cluster has no free slot for a task.
-	ErrNoSlots = errors.New("not enough free slots")
-
-	// ErrNetProtocol: a peer sent something that is not a valid frame sequence
-	// (bad kind, oversized length, undecodable batch, a hello for no channel).
-	ErrNetProtocol = errors.New("network channel protocol error")
-	// ErrChannelClosed: a network channel ended before its EndOfStream, or was
-	// used after it failed or was closed.
-	ErrChannelClosed = errors.New("network channel closed")
-	// ErrUnknownChannel: a hello named a channel no task registered on the
-	// receiving TaskManager within DataServerConfig.RegisterWait, or one that is
-	// already connected.
-	ErrUnknownChannel = errors.New("unknown network channel")
 )

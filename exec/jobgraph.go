@@ -3,7 +3,6 @@ package exec
 import (
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/hummer-db/hummer/exec/types"
 )
@@ -169,35 +168,21 @@ func (g *JobGraph) Outputs(id int) []*JobEdge {
 	return es
 }
 
-// TaskMetrics counts what one task did. Fields are updated atomically by the task
-// and read by the JobManager at any time.
-type TaskMetrics struct {
-	RowsIn     atomic.Int64
-	RowsOut    atomic.Int64
-	BatchesIn  atomic.Int64
-	BatchesOut atomic.Int64
-	// BadRecords counts malformed input records a source skipped.
-	BadRecords atomic.Int64
-	// NetBytesOut counts the bytes the task sent over network channels.
-	NetBytesOut atomic.Int64
-	// SinkRows counts the rows the task's sink wrote (INSERT INTO ... jobs).
-	SinkRows atomic.Int64
-	// DeadLetters counts malformed input records a source routed to its
-	// dead-letter destination instead of skipping them.
-	DeadLetters atomic.Int64
-	// status says what the task is waiting for when it is not simply running,
-	// such as a broker it is reconnecting to; empty when all is well.
-	status atomic.Pointer[string]
-}
-
-// SetStatus records what the task is waiting for ("" when all is well again), for
-// SHOW PROCESSLIST.
-func (m *TaskMetrics) SetStatus(s string) { m.status.Store(&s) }
-
-// Status returns what SetStatus last recorded.
-func (m *TaskMetrics) Status() string {
-	if s := m.status.Load(); s != nil {
-		return *s
+// MustConfig encodes an operator config; it panics only on a programming error
+// (a config type that cannot be encoded).
+func MustConfig(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
 	}
-	return ""
+	return b
 }
+
+// How a network edge's sending side runs (JobGraph.NetworkTasks; see
+// PlaceNetworkTasks): fused into the producing task, in a network task of its
+// own, or, the default, chosen per edge by the slots there are.
+const (
+	NetworkFused = "fused"
+	NetworkOwn   = "own"
+	NetworkAuto  = "auto"
+)

@@ -1,9 +1,31 @@
-// Package exec is Hummer's dataflow runtime: the contracts every operator, source
-// and sink implements, the JobGraph and ExecutionGraph a job is described by, the
-// StreamTask that runs a fused chain of operators in a slot, the queues and
-// exchanges between tasks, and the JobManager and TaskManager of the paper.
+// Package exec holds the contracts every part of Hummer's dataflow runtime
+// shares, and nothing else: the Batch and Signal on every edge and the Message
+// a queue carries (batch.go); the Operator, Source, Collector and TaskContext a
+// task runs with (this file); the JobGraph a client plans (jobgraph.go) and the
+// ExecutionGraph the JobManager expands it to (executiongraph.go); the
+// Deployment through which the JobManager holds a job's tasks on one
+// TaskManager; the checkpoint interfaces; task metrics; and the Registry a
+// TaskManager builds a JobGraph's operators and connectors through.
 //
-// This file holds only the core contracts.
+// The parts of the paper's runtime are the packages below it, each importing
+// only packages listed before it (layout_test.go holds that):
+//
+//	types        the SQL types and their Arrow form
+//	expr         expressions over Arrow batches
+//	checkpoint   the checkpoint store (gocloud.dev blob)
+//	exec         these contracts (imports only types)
+//	vector       column-buffer kernels: gathering rows, building records, hashing, pooled memory
+//	state        operator state: keyed state (row keys, key tables) and the snapshot envelope
+//	operators    the built-in operators: filter, project, unnest, hash aggregation, hash join, sort, limit, values, views, results
+//	network      network channels (Arrow IPC over TCP) and network tasks
+//	task         the StreamTask: its fused chain, inbox, exchanges, barrier alignment and checkpoints
+//	taskmanager  the TaskManager: slots, and deploying a job's tasks wired by queues and channels
+//	jobmanager   the JobManager: parallelism, placement, the checkpoint coordinator, restarts
+//	control      the control plane between a JobManager and TaskManagers in other processes
+//
+// operators and network do not import each other; nor do task and operators,
+// nor jobmanager and taskmanager: the TaskManager builds operators through the
+// Registry, and the JobManager sees TaskManagers as Workers.
 package exec
 
 import (
@@ -11,118 +33,8 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
-
-// ChangeKind says what a row does to the result it flows into.
-type ChangeKind int8
-
-const (
-	// Insert adds the row.
-	Insert ChangeKind = iota
-	// Delete removes one earlier-inserted equal row.
-	Delete
-	// UpdateBefore is the old version of an updated row (a Delete paired with the
-	// UpdateAfter that follows it).
-	UpdateBefore
-	// UpdateAfter is the new version of an updated row.
-	UpdateAfter
-)
-
-func (k ChangeKind) String() string {
-	switch k {
-	case Insert:
-		return "insert"
-	case Delete:
-		return "delete"
-	case UpdateBefore:
-		return "update_before"
-	case UpdateAfter:
-		return "update_after"
-	}
-	return "?"
-}
-
-// How a network edge's sending side runs (JobGraph.NetworkTasks; see
-// PlaceNetworkTasks): fused into the producing task, in a network task of its
-// own, or, the default, chosen per edge by the slots there are.
-const (
-	NetworkFused = "fused"
-	NetworkOwn   = "own"
-	NetworkAuto  = "auto"
-)
-
-// Batch is the unit of data on every edge: an Arrow record batch plus the change
-// kind of each row. The change kinds are kept beside the record rather than as a
-// column so that operators that do not care (most of them) see the user's columns
-// only, and an all-insert batch, the common case, carries nothing extra.
-type Batch struct {
-	Rec arrow.RecordBatch
-	// Ops has one entry per row, or is nil when every row is an Insert.
-	Ops []ChangeKind
-}
-
-// NumRows returns the number of rows in b.
-func (b Batch) NumRows() int {
-	if b.Rec == nil {
-		return 0
-	}
-	return int(b.Rec.NumRows())
-}
-
-// Op returns the change kind of row i.
-func (b Batch) Op(i int) ChangeKind {
-	if b.Ops == nil {
-		return Insert
-	}
-	return b.Ops[i]
-}
-
-// SignalKind names the control messages that flow in band with the data.
-type SignalKind uint8
-
-const (
-	// Watermark says no row with an event time below Signal.Watermark will follow.
-	Watermark SignalKind = iota + 1
-	// Barrier marks the cut of checkpoint Signal.Checkpoint in the stream.
-	Barrier
-	// EndOfStream says the input is finished; a bounded source ends with it.
-	EndOfStream
-)
-
-func (k SignalKind) String() string {
-	switch k {
-	case Watermark:
-		return "watermark"
-	case Barrier:
-		return "barrier"
-	case EndOfStream:
-		return "end-of-stream"
-	}
-	return "?"
-}
-
-// Signal is a watermark, checkpoint barrier or end of stream.
-type Signal struct {
-	Kind       SignalKind
-	Watermark  int64 // event time in microseconds since the epoch, for Watermark
-	Checkpoint int64 // checkpoint id, for Barrier
-}
-
-// Message is what a queue between two tasks carries: exactly one of a data batch
-// or a signal, stamped with the input of the receiving task it is for and the
-// channel (the sending subtask) it came from, so that a task can count
-// end-of-stream per channel and, later, align barriers.
-type Message struct {
-	Input   int
-	Channel int
-	Batch   Batch
-	Signal  Signal // Kind 0 when the message is data
-}
-
-// IsData reports whether m carries a batch.
-func (m Message) IsData() bool { return m.Signal.Kind == 0 }
 
 // Collector receives what an operator emits. Inside a fused chain it calls the next
 // operator directly; at the end of a chain it writes to the task's output edges.
@@ -221,4 +133,12 @@ type Source interface {
 type ResultSink interface {
 	// Send delivers one batch of job jobID's result. The batch is borrowed.
 	Send(ctx context.Context, jobID string, b Batch) error
+}
+
+// ViewReader is an operator that keeps the current rows of a materialised view
+// (the "view" sink of its job), for the queries over the view to read while the
+// job runs and after it ended (Deployment.ReadView).
+type ViewReader interface {
+	// ReadView returns the rows as an Arrow IPC stream.
+	ReadView() ([]byte, error)
 }

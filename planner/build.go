@@ -6,6 +6,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/sql"
 )
@@ -29,7 +30,7 @@ type Options struct {
 	// reading one is continuous: its aggregations emit updates as they go.
 	Unbounded func(connector string) bool
 	// Snapshot returns the current rows of a materialised view as an Arrow IPC
-	// stream (exec.ViewState.Snapshot); a query over a view reads them.
+	// stream (operators.ViewState.Snapshot); a query over a view reads them.
 	Snapshot func(view string) ([]byte, error)
 }
 
@@ -51,7 +52,7 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 	if err != nil {
 		return nil, err
 	}
-	last := exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(exec.ResultConfig{}), Out: p.Schema()}
+	last := exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(operators.ResultConfig{}), Out: p.Schema()}
 	edge := in(root, exec.Forward)
 	if opts.Sink != nil {
 		last = exec.OperatorSpec{Kind: "sink", Label: fmt.Sprintf("sink [%s] %s", opts.Sink.Connector, opts.Sink.URL),
@@ -162,7 +163,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			}
 		}
 		op := exec.OperatorSpec{Kind: "values", Label: fmt.Sprintf("values %d row(s)", len(rows)),
-			Config: exec.MustConfig(exec.ValuesConfig{Rows: rows}), Out: p.Out}
+			Config: exec.MustConfig(operators.ValuesConfig{Rows: rows}), Out: p.Out}
 		return b.add(op, 1, 1), nil
 
 	case *sql.Filter:
@@ -175,20 +176,20 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			if err != nil || rest == nil {
 				return from, err
 			}
-			return b.pass(from, b.forward(from, "filter", "filter "+rest.String(), exec.FilterConfig{Cond: rest}, p.Schema())), nil
+			return b.pass(from, b.forward(from, "filter", "filter "+rest.String(), operators.FilterConfig{Cond: rest}, p.Schema())), nil
 		}
 		from, err := b.build(p.Input)
 		if err != nil {
 			return 0, err
 		}
-		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), exec.FilterConfig{Cond: cond}, p.Schema())), nil
+		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
 		from, err := b.build(p.Input)
 		if err != nil {
 			return 0, err
 		}
-		return b.pass(from, b.forward(from, "project", "project "+exprList(p.Exprs), exec.ProjectConfig{Exprs: p.Exprs}, p.Out)), nil
+		return b.pass(from, b.forward(from, "project", "project "+exprList(p.Exprs), operators.ProjectConfig{Exprs: p.Exprs}, p.Out)), nil
 
 	case *sql.Unnest:
 		return b.unnest(p, 0, 0)
@@ -209,7 +210,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			return 0, sql.Errorf(sql.ErrUnsupported, 0,
 				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")
 		}
-		cfg := exec.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
+		cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
 			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}
 		label := fmt.Sprintf("hash_join %s on %s", p.Kind, joinKeys(p))
 		if p.Extra != nil {
@@ -240,14 +241,14 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		out := p.Schema()
 		label := fmt.Sprintf("limit %d offset %d", p.Count, p.Offset)
 		if b.par(from) > 1 {
-			local := exec.LimitConfig{Offset: 0, Count: p.Count}
+			local := operators.LimitConfig{Offset: 0, Count: p.Count}
 			if p.Count >= 0 {
 				local.Count = p.Offset + p.Count
 			}
 			from = b.forward(from, "limit", fmt.Sprintf("limit %d (local)", local.Count), local, out)
 		}
 		op := exec.OperatorSpec{Kind: "limit", Label: label,
-			Config: exec.MustConfig(exec.LimitConfig{Offset: p.Offset, Count: p.Count}), Out: out}
+			Config: exec.MustConfig(operators.LimitConfig{Offset: p.Offset, Count: p.Count}), Out: out}
 		return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
 	}
 	return 0, fmt.Errorf("%w: plan node %T", sql.ErrUnsupported, p)
@@ -266,23 +267,23 @@ func (b *builder) sort(p *sql.Sort, offset, limit int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	keys := make([]exec.SortKeySpec, len(p.Keys))
+	keys := make([]operators.SortKeySpec, len(p.Keys))
 	for i, k := range p.Keys {
-		keys[i] = exec.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst}
+		keys[i] = operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst}
 	}
 	out := p.Schema()
 	label := "sort " + sortKeys(p)
 	if limit >= 0 {
 		label += fmt.Sprintf(" limit %d offset %d", limit, offset)
 		if b.par(from) > 1 {
-			local := exec.SortConfig{Keys: keys, Offset: 0, Limit: offset + limit}
+			local := operators.SortConfig{Keys: keys, Offset: 0, Limit: offset + limit}
 			from = b.forward(from, "sort", fmt.Sprintf("sort %s limit %d (local top-n)", sortKeys(p), offset+limit), local, out)
 		}
 	} else if offset > 0 {
 		label += fmt.Sprintf(" offset %d", offset)
 	}
 	op := exec.OperatorSpec{Kind: "sort", Label: label,
-		Config: exec.MustConfig(exec.SortConfig{Keys: keys, Offset: offset, Limit: limit}), Out: out}
+		Config: exec.MustConfig(operators.SortConfig{Keys: keys, Offset: offset, Limit: limit}), Out: out}
 	return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
 }
 
@@ -304,7 +305,7 @@ func (b *builder) view(p *sql.Scan) (int, error) {
 	}
 	label := fmt.Sprintf("snapshot of view %s %s", p.Table.Name, names(p.Schema()))
 	op := exec.OperatorSpec{Kind: "snapshot", Label: label,
-		Config: exec.MustConfig(exec.SnapshotConfig{Data: data, Columns: p.Columns}), Out: p.Schema()}
+		Config: exec.MustConfig(operators.SnapshotConfig{Data: data, Columns: p.Columns}), Out: p.Schema()}
 	return b.add(op, 1, 1), nil
 }
 
@@ -322,15 +323,15 @@ func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 
 func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	inSchema := p.Input.Schema()
-	aggs := make([]exec.AggSpec, len(p.Aggs))
+	aggs := make([]operators.AggSpec, len(p.Aggs))
 	distinct := false
 	for i, a := range p.Aggs {
-		aggs[i] = exec.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type}
+		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type}
 		distinct = distinct || a.Distinct
 	}
-	emit := exec.AggEmitFinal
+	emit := operators.AggEmitFinal
 	if b.streaming {
-		emit = exec.AggEmitUpdates
+		emit = operators.AggEmitUpdates
 		for _, a := range p.Aggs {
 			switch {
 			case a.Distinct:
@@ -340,32 +341,32 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 			}
 		}
 	}
-	label := func(phase exec.AggPhase, group []int, sch types.Schema) string {
+	label := func(phase operators.AggPhase, group []int, sch types.Schema) string {
 		l := fmt.Sprintf("hash_agg %s group=%s aggs=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema))
 		if b.streaming {
 			l += " emit=updates"
 		}
 		return l
 	}
-	spec := func(phase exec.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
+	spec := func(phase operators.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
 		return exec.OperatorSpec{Kind: "hash_agg", Label: label(phase, group, sch),
-			Config: exec.MustConfig(exec.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase, Emit: emit}), Out: out}
+			Config: exec.MustConfig(operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase, Emit: emit}), Out: out}
 	}
 	par := b.par(from)
 	switch {
 	case b.updates[from] && len(p.GroupBy) > 0:
 		// A partial aggregation cannot pass retractions on as deltas.
-		return b.add(spec(exec.AggComplete, p.GroupBy, p.Out, inSchema), b.opts.Parallelism, 0,
+		return b.add(spec(operators.AggComplete, p.GroupBy, p.Out, inSchema), b.opts.Parallelism, 0,
 			in(from, exec.Hash, p.GroupBy...)), nil
 	case b.updates[from]:
-		return b.add(spec(exec.AggComplete, nil, p.Out, inSchema), 1, 1, in(from, gatherOrForward(par))), nil
+		return b.add(spec(operators.AggComplete, nil, p.Out, inSchema), 1, 1, in(from, gatherOrForward(par))), nil
 	case par == 1:
-		return b.add(spec(exec.AggComplete, p.GroupBy, p.Out, inSchema), 1, 0, in(from, exec.Forward)), nil
+		return b.add(spec(operators.AggComplete, p.GroupBy, p.Out, inSchema), 1, 0, in(from, exec.Forward)), nil
 	case distinct && len(p.GroupBy) > 0:
-		return b.add(spec(exec.AggComplete, p.GroupBy, p.Out, inSchema), b.opts.Parallelism, 0,
+		return b.add(spec(operators.AggComplete, p.GroupBy, p.Out, inSchema), b.opts.Parallelism, 0,
 			in(from, exec.Hash, p.GroupBy...)), nil
 	case distinct:
-		return b.add(spec(exec.AggComplete, nil, p.Out, inSchema), 1, 1, in(from, exec.Rebalance)), nil
+		return b.add(spec(operators.AggComplete, nil, p.Out, inSchema), 1, 1, in(from, exec.Rebalance)), nil
 	}
 	groupCols := make(types.Schema, len(p.GroupBy))
 	finalGroup := make([]int, len(p.GroupBy))
@@ -373,15 +374,15 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 		groupCols[i] = inSchema[c]
 		finalGroup[i] = i
 	}
-	partialOut := exec.PartialSchema(groupCols, aggs, inSchema)
+	partialOut := operators.PartialSchema(groupCols, aggs, inSchema)
 	if b.streaming {
-		partialOut = exec.PartialUpdatesSchema(groupCols, aggs, inSchema)
+		partialOut = operators.PartialUpdatesSchema(groupCols, aggs, inSchema)
 	}
-	partial := b.add(spec(exec.AggPartial, p.GroupBy, partialOut, inSchema), par, 0, in(from, exec.Forward))
+	partial := b.add(spec(operators.AggPartial, p.GroupBy, partialOut, inSchema), par, 0, in(from, exec.Forward))
 	if len(p.GroupBy) == 0 {
-		return b.add(spec(exec.AggFinal, nil, p.Out, partialOut), 1, 1, in(partial, exec.Rebalance)), nil
+		return b.add(spec(operators.AggFinal, nil, p.Out, partialOut), 1, 1, in(partial, exec.Rebalance)), nil
 	}
-	return b.add(spec(exec.AggFinal, finalGroup, p.Out, partialOut), b.opts.Parallelism, 0,
+	return b.add(spec(operators.AggFinal, finalGroup, p.Out, partialOut), b.opts.Parallelism, 0,
 		in(partial, exec.Hash, finalGroup...)), nil
 }
 
@@ -459,6 +460,6 @@ func (b *builder) unnest(p *sql.Unnest, minBytes, minChars int) (int, error) {
 	if minChars > 0 {
 		label += fmt.Sprintf(" pieces of %d+ characters", minChars)
 	}
-	cfg := exec.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep, MinBytes: minBytes, MinChars: minChars}
+	cfg := operators.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep, MinBytes: minBytes, MinChars: minChars}
 	return b.pass(from, b.forward(from, "unnest", label, cfg, p.Out)), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/sql"
 )
@@ -75,7 +76,7 @@ func TestPlanner(t *testing.T) {
 			case "explain":
 				jg := Fuse(sg)
 				slots := []exec.SlotRef{{TaskManager: "tm1", Index: 0}, {TaskManager: "tm1", Index: 1}, {TaskManager: "tm2", Index: 0}, {TaskManager: "tm2", Index: 1}}
-				eg, err := exec.BuildExecutionGraph("test", jg.WithParallelism(len(slots)), exec.PlaceSlots(slots, nil))
+				eg, err := jobmanager.BuildExecutionGraph("test", jg.WithParallelism(len(slots)), jobmanager.PlaceSlots(slots, nil))
 				if err != nil {
 					return "error: " + err.Error() + "\n"
 				}

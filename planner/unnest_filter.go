@@ -11,7 +11,7 @@ import (
 //	WHERE word <> '' AND length(word) > 3
 //
 // the unnest can drop the pieces those two conditions reject as it finds them
-// (exec.UnnestConfig's MinBytes and MinChars) instead of writing every piece for
+// (operators.UnnestConfig's MinBytes and MinChars) instead of writing every piece for
 // the filter to evaluate and then copy the survivors. Only conditions on the
 // pieces' column that say "at least n bytes or characters" move; the rest stay
 // in the filter. Pieces are never NULL, so a condition that is NULL for a NULL

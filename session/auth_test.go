@@ -16,6 +16,8 @@ import (
 	"github.com/hummer-db/hummer/connectors"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/operators"
+	"github.com/hummer-db/hummer/exec/vector"
 	"github.com/hummer-db/hummer/session"
 	"github.com/hummer-db/hummer/sql"
 	"github.com/hummer-db/hummer/wire/scram"
@@ -23,8 +25,9 @@ import (
 
 func openAuthEngine(t *testing.T) *session.Engine {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	reg := exec.NewRegistry()
+	operators.Register(reg)
 	tables := connectors.Register(reg)
 	e, err := session.Open(session.Config{DataDir: t.TempDir(), Registry: reg, Validate: connectors.Validate, Slots: 2, Alloc: mem,
 		OnClose: tables.Close})

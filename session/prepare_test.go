@@ -13,14 +13,17 @@ import (
 	"github.com/hummer-db/hummer/connectors"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 	"github.com/hummer-db/hummer/session"
 )
 
 func openEngine(t *testing.T) *session.Session {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	reg := exec.NewRegistry()
+	operators.Register(reg)
 	connectors.Register(reg)
 	e, err := session.Open(session.Config{DataDir: t.TempDir(), Registry: reg, Validate: connectors.Validate, Slots: 2, Alloc: mem})
 	if err != nil {

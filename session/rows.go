@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -19,8 +20,8 @@ import (
 type jobRows struct {
 	schema types.Schema
 	ch     chan rowsItem
-	jm     *exec.JobManager
-	job    *exec.Job
+	jm     *jobmanager.JobManager
+	job    *jobmanager.Job
 	once   sync.Once
 	enc    atomic.Pointer[RowEncoder] // set by EncodeWith
 	last   []byte                     // NextEncoded's last data, recycled by the next call
@@ -84,7 +85,7 @@ func newJobRows(schema types.Schema) *jobRows {
 
 // start ties the rows to their job: the queue closes once every task has
 // stopped, after the last Send.
-func (r *jobRows) start(jm *exec.JobManager, job *exec.Job) {
+func (r *jobRows) start(jm *jobmanager.JobManager, job *jobmanager.Job) {
 	r.jm, r.job = jm, job
 	r.producers.Store(int32(resultTasks(job.Graph)))
 	go func() {

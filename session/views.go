@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/planner"
 	"github.com/hummer-db/hummer/sql"
 )
@@ -16,7 +17,7 @@ import (
 // when it is planned.
 type views struct {
 	mu sync.Mutex
-	m  map[string]*exec.Job // by name
+	m  map[string]*jobmanager.Job // by name
 }
 
 // createView adds the view to the catalog and starts its job.
@@ -36,12 +37,12 @@ func (s *Session) createView(st *sql.CreateView, text string) (*Result, error) {
 
 // startView submits the job that keeps view t, the result of q. Over a
 // stream it takes checkpoints and is recorded, to resume with the engine.
-func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*exec.Job, error) {
+func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanager.Job, error) {
 	_, jg, err := s.plan(q, viewSink)
 	if err != nil {
 		return nil, err
 	}
-	var opts exec.JobOptions
+	var opts jobmanager.JobOptions
 	continuous := planner.Continuous(q.Plan, s.e.cfg.Unbounded)
 	if iv := s.checkpointInterval(); continuous && iv > 0 && s.e.cfg.CheckpointURL != "" {
 		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
@@ -57,11 +58,11 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*exec.Job,
 	return job, nil
 }
 
-func (e *Engine) setView(name string, job *exec.Job) {
+func (e *Engine) setView(name string, job *jobmanager.Job) {
 	e.views.mu.Lock()
 	defer e.views.mu.Unlock()
 	if e.views.m == nil {
-		e.views.m = map[string]*exec.Job{}
+		e.views.m = map[string]*jobmanager.Job{}
 	}
 	e.views.m[name] = job
 }

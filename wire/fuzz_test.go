@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/session"
 )
 
@@ -234,8 +235,10 @@ type engineBackend struct{ e *session.Engine }
 
 func newEngineBackend(t testing.TB, password string) engineBackend {
 	t.Helper()
+	reg := exec.NewRegistry()
+	operators.Register(reg)
 	e, err := session.Open(session.Config{
-		Registry: exec.NewRegistry(),
+		Registry: reg,
 		Validate: func(exec.ConnectorSpec) error { return fmt.Errorf("%w: no connectors here", exec.ErrUnknownConnector) },
 		Slots:    2,
 	})

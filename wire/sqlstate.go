@@ -3,13 +3,15 @@ package wire
 import (
 	"context"
 	"errors"
-	"github.com/hummer-db/hummer/connectors/spec"
 	"io/fs"
+
+	"github.com/hummer-db/hummer/connectors/spec"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/sql"
 )
 
@@ -76,7 +78,7 @@ var sentinelCodes = []struct {
 	// expr.ErrBadExpression is a binder bug: internal, left to the default.
 	{exec.ErrUnknownConnector, "42704"},     // undefined_object
 	{spec.ErrBadOption, "22023"},            // invalid_parameter_value: a bad CONNECTION option
-	{exec.ErrNoSlots, "53000"},              // insufficient_resources
+	{jobmanager.ErrNoSlots, "53000"},        // insufficient_resources
 	{sql.ErrUnknownUser, "42704"},           // undefined_object
 	{sql.ErrDuplicateUser, "42710"},         // duplicate_object
 	{sql.ErrInsufficientPrivilege, "42501"}, // insufficient_privilege

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/sql"
 )
 
@@ -57,7 +58,7 @@ func TestPgErrorFields(t *testing.T) {
 		{fmt.Errorf("job 4: %w", exec.ErrJobCancelled), "57014", "job 4: job cancelled", 0, false},
 		{fmt.Errorf("source: %w", context.Canceled), "57014", "canceling statement due to user request", 0, false},
 		{context.DeadlineExceeded, "57014", "canceling statement due to statement timeout", 0, false},
-		{fmt.Errorf("%w", exec.ErrNoSlots), "53000", "not enough free slots", 0, false},
+		{fmt.Errorf("%w", jobmanager.ErrNoSlots), "53000", "not enough free slots", 0, false},
 		{fmt.Errorf("%w: print", exec.ErrUnknownConnector), "42704", "unknown connector: print", 0, false},
 		{fmt.Errorf("%w: hashagg", exec.ErrUnknownOperator), "XX000", "internal error", 0, true},
 		{errors.New("index out of range [3] with length 2"), "XX000", "internal error", 0, true},

@@ -108,7 +108,7 @@ func (r *Report) readmeOverhead(p func(string, ...any)) {
 		}
 	}
 	if len(rows) > 0 {
-		p("- What WordCount writes: `rows_out` counts the rows its sink takes, update-before and update-after rows alike (the upsert sink writes a message for the latter only); median per run, for %d input lines: %s. The task of the final aggregation emits its changes whenever its inbox runs empty (and at least every 100 ms, `exec/task.go`), so the sooner the sink returns, the more often it finds the inbox empty and the more updates it writes.",
+		p("- What WordCount writes: `rows_out` counts the rows its sink takes, update-before and update-after rows alike (the upsert sink writes a message for the latter only); median per run, for %d input lines: %s. The task of the final aggregation emits its changes whenever its inbox runs empty (and at least every 100 ms, `exec/task/task.go`), so the sooner the sink returns, the more often it finds the inbox empty and the more updates it writes.",
 			o.Lines[QueryWordCount], strings.Join(rows, "; "))
 	}
 	p("")
@@ -152,13 +152,13 @@ func (r *Report) readmeRecovery(p func(string, ...any)) {
 	p("- The job at the end, from `SHOW PROCESSLIST`: `%s`.", rc.Job)
 	p("")
 	if b, ok := rc.breakdown(); ok {
-		p("Where the time from detection to the first output goes (medians over every failure): %.0f ms from detection to the JobManager's `job failed; restarting` line (the surviving task stopping), %.0f ms from there until both restored sinks are ready (`exec/jobmanager.go` `Job.restart` waits %d ms before its first redeployment; deploying, restoring the checkpoint, committing its pending transactions and fencing the old producers take the rest), and %.0f ms from there to the first record at the reader. A `read_committed` reader waits on for the restored attempt's first checkpoint, which its coordinator triggers one interval after the attempt starts.",
+		p("Where the time from detection to the first output goes (medians over every failure): %.0f ms from detection to the JobManager's `job failed; restarting` line (the surviving task stopping), %.0f ms from there until both restored sinks are ready (`exec/jobmanager/job.go` `Job.restart` waits %d ms before its first redeployment; deploying, restoring the checkpoint, committing its pending transactions and fencing the old producers take the rest), and %.0f ms from there to the first record at the reader. A `read_committed` reader waits on for the restored attempt's first checkpoint, which its coordinator triggers one interval after the attempt starts.",
 			b.detectToRestart, b.restartToReady, restartBackoffMs, b.readyToOutput)
 		p("")
 	}
 }
 
-// restartBackoffMs is the engine's first restart delay (exec/jobmanager.go,
+// restartBackoffMs is the engine's first restart delay (exec/jobmanager/job.go,
 // Job.restart), named in the README's explanation of the recovery time.
 const restartBackoffMs = 500
 

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 	"github.com/hummer-db/hummer/session"
 )
 
@@ -168,7 +168,7 @@ func clusterWordCount(t *testing.T, networkTask string) {
 	for _, w := range strings.Fields(strings.ToLower(string(text))) {
 		want[w]++
 	}
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	eng, err := openCluster(t.TempDir(), 3, 1, nil, mem)
 	if err != nil {

@@ -23,8 +23,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/connectors"
+	memstore "github.com/hummer-db/hummer/connectors/memory"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/control"
+	"github.com/hummer-db/hummer/exec/jobmanager"
+	"github.com/hummer-db/hummer/exec/network"
+	"github.com/hummer-db/hummer/exec/operators"
+	"github.com/hummer-db/hummer/exec/taskmanager"
 	"github.com/hummer-db/hummer/session"
 	"github.com/hummer-db/hummer/wire"
 )
@@ -105,6 +110,15 @@ func startCPUProfile() (stop func()) {
 	}
 }
 
+// newRegistry returns what every role of the binary builds its tasks through:
+// the built-in operators and every connector, registered here once and
+// explicitly. The store is the memory connector's tables.
+func newRegistry() (*exec.Registry, *memstore.Store) {
+	reg := exec.NewRegistry()
+	operators.Register(reg)
+	return reg, connectors.Register(reg)
+}
+
 // openEngine starts a local-mode engine with every connector registered.
 // alloc may be nil (the default allocator).
 func openEngine(dataDir string, slots int, log *slog.Logger, alloc memory.Allocator) (*session.Engine, error) {
@@ -114,8 +128,7 @@ func openEngine(dataDir string, slots int, log *slog.Logger, alloc memory.Alloca
 // openCluster starts an engine of tms TaskManagers in this process, joined by
 // network channels on loopback when there is more than one.
 func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.Allocator) (*session.Engine, error) {
-	reg := exec.NewRegistry()
-	tables := connectors.Register(reg)
+	reg, tables := newRegistry()
 	return session.Open(session.Config{
 		DataDir:      dataDir,
 		Registry:     reg,
@@ -141,8 +154,7 @@ func serve(args []string) error {
 	fs.Parse(args)
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	reg := exec.NewRegistry()
-	tables := connectors.Register(reg)
+	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded,
 		Upsert: connectors.Upsert, Slots: *slots, Log: log, OnClose: tables.Close,
@@ -224,12 +236,12 @@ func jobManager(args []string) error {
 		return fmt.Errorf("--rpc-addr: %w", err)
 	}
 	// Result rows come back from the TaskManagers on a data server beside the RPC port.
-	data, err := exec.ListenData(exec.DataServerConfig{Addr: net.JoinHostPort(rpcHost, "0"), Log: log})
+	data, err := network.Listen(network.ServerConfig{Addr: net.JoinHostPort(rpcHost, "0"), Log: log})
 	if err != nil {
 		return err
 	}
 	defer data.Close()
-	jm := exec.NewJobManager(log)
+	jm := jobmanager.New(log)
 	ctl := control.NewJobManagerServer(control.JobManagerConfig{JM: jm, Data: data, Log: log, HeartbeatTimeout: *heartbeatTimeout})
 	rpcLn, err := net.Listen("tcp", *rpcAddr)
 	if err != nil {
@@ -239,8 +251,7 @@ func jobManager(args []string) error {
 	defer ctl.Close()
 	log.Info("jobmanager accepting TaskManagers", "rpc-addr", rpcLn.Addr().String())
 
-	reg := exec.NewRegistry()
-	tables := connectors.Register(reg)
+	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
 		Unbounded: connectors.Unbounded, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
@@ -280,7 +291,7 @@ func taskManager(args []string) error {
 			log.Warn("threads stay under the default scheduling policy", "err", err)
 		}
 	}
-	data, err := exec.ListenData(exec.DataServerConfig{Addr: *dataAddr, Log: log})
+	data, err := network.Listen(network.ServerConfig{Addr: *dataAddr, Log: log})
 	if err != nil {
 		return err
 	}
@@ -290,19 +301,18 @@ func taskManager(args []string) error {
 		// several TaskManagers on one host share its cores as their slots say.
 		runtime.GOMAXPROCS(*slots)
 	}
-	named := map[string]*exec.DataServer{}
+	named := map[string]*network.Server{}
 	for name, addr := range networks {
-		d, err := exec.ListenData(exec.DataServerConfig{Addr: addr, Log: log})
+		d, err := network.Listen(network.ServerConfig{Addr: addr, Log: log})
 		if err != nil {
 			return fmt.Errorf("--network %s: %w", name, err)
 		}
 		defer d.Close()
 		named[name] = d
 	}
-	reg := exec.NewRegistry()
-	connectors.Register(reg)
+	reg, _ := newRegistry()
 	id := data.Addr().String()
-	tm := exec.NewTaskManager(exec.TaskManagerConfig{ID: id, Slots: *slots, Registry: reg, Data: data,
+	tm := taskmanager.New(taskmanager.Config{ID: id, Slots: *slots, Registry: reg, Data: data,
 		Networks: named, Log: log.With("tm", id)})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

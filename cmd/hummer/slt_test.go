@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 	"github.com/hummer-db/hummer/wire"
 )
 
@@ -278,7 +278,7 @@ func startTestServer(t *testing.T) string {
 // single one, one slot each otherwise.
 func startClusterServer(t *testing.T, tms int) string {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	slots := 2
 	if tms > 1 {
 		slots = 1

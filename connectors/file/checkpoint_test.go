@@ -17,6 +17,7 @@ import (
 	"github.com/hummer-db/hummer/connectors/internal/conntest"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // errCut is how a test's collector fails the batch after its cut.
@@ -219,7 +220,7 @@ func checkpointCases() []checkpointCase {
 // each restore are all the file's rows once and in order, for cuts after 0 to
 // all batches.
 func TestCheckpointResume(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, tc := range checkpointCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,7 +267,7 @@ func countBatches(t *testing.T, mem memory.Allocator, c exec.ConnectorSpec, i, n
 // fall: each must cover exactly the batches emitted when it was taken, so that
 // restoring it gives the rest of the rows. Run it with -race.
 func TestCheckpointConcurrentSnapshots(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, tc := range checkpointCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -347,7 +348,7 @@ func concurrentSnapshots(t *testing.T, mem memory.Allocator, c exec.ConnectorSpe
 // from the line at the offset, and an offset past its range's end leaves it
 // nothing to read.
 func TestCheckpointRestorePositions(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	// Lines start at 0, 2, 5 and 9 of 14 bytes; with 2 subtasks the range of
 	// subtask 0 ends at 7 and that of subtask 1 starts with the line at 9.
@@ -377,7 +378,7 @@ func TestCheckpointRestorePositions(t *testing.T) {
 // subtask's is rejected with an error naming the file, and that a subtask with
 // nothing to read checks the state but ignores its position.
 func TestCheckpointRestoreErrors(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	path, url := writeFile(t, "a\nbb\nccc\ndddd\n")
 	state := func(version int, path string, offset int64) string {

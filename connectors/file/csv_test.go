@@ -10,6 +10,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 var csvSchema = types.Schema{
@@ -22,7 +23,7 @@ var csvSchema = types.Schema{
 }
 
 func TestCSV(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, tc := range []struct {
 		name    string
@@ -137,7 +138,7 @@ func TestCSV(t *testing.T) {
 
 // TestCSVLarge crosses batch boundaries with multi-line records.
 func TestCSVLarge(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	var sb strings.Builder
 	var want []string

@@ -14,7 +14,9 @@ import (
 	"github.com/hummer-db/hummer/connectors/internal/conntest"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 var lineSchema = types.Schema{{Name: "line", Type: types.StringType}}
@@ -40,6 +42,7 @@ type subtaskResult struct {
 func readAll(t *testing.T, alloc memory.Allocator, c exec.ConnectorSpec, n int) []subtaskResult {
 	t.Helper()
 	r := exec.NewRegistry()
+	operators.Register(r)
 	Register(r)
 	res := make([]subtaskResult, n)
 	for i := range n {
@@ -166,7 +169,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -198,13 +201,14 @@ func TestMissingFile(t *testing.T) {
 
 func newSourceFor(c exec.ConnectorSpec) (exec.Source, error) {
 	r := exec.NewRegistry()
+	operators.Register(r)
 	Register(r)
 	return r.NewSource(c)
 }
 
 // TestCancel checks that Run stops between batches once ctx is cancelled.
 func TestCancel(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	_, url := writeFile(t, strings.Repeat("x\n", 10*BatchRows))
 	src, err := newSourceFor(exec.ConnectorSpec{Connector: Name, URL: url, Schema: lineSchema})

@@ -13,10 +13,11 @@ import (
 	"github.com/hummer-db/hummer/connectors/internal/conntest"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 func TestJSON(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	schema := types.Schema{
 		{Name: "id", Type: types.Int64Type},
@@ -84,7 +85,7 @@ func TestJSON(t *testing.T) {
 
 // TestJSONSplit checks that parallel subtasks read every object exactly once.
 func TestJSONSplit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	var sb strings.Builder
 	var want []string
@@ -106,7 +107,7 @@ func TestJSONSplit(t *testing.T) {
 // TestBadRecordLog checks that bad records are logged with their line number in
 // the file, also by subtasks that start mid-file, and that only the first few are.
 func TestBadRecordLog(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	var sb strings.Builder
 	var badLines []int

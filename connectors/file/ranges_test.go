@@ -16,6 +16,7 @@ import (
 	"github.com/hummer-db/hummer/connectors/internal/conntest"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // TestRangeQueue checks that the pieces of the ranges added cover each range
@@ -124,7 +125,7 @@ func sortedRows(res []subtaskResult) ([]string, int64) {
 // subtasks sharing their ranges, with pieces down to one byte so that piece
 // boundaries fall on every position of a line: every line is read exactly once.
 func TestSharedRanges(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, content := range crafted {
 		_, url := writeFile(t, content)
@@ -172,7 +173,7 @@ func TestSharedRanges(t *testing.T) {
 // record once and log the right line numbers: a piece's numbers start after the
 // lines before it in the file.
 func TestSharedRangesBadRecords(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	var sb strings.Builder
 	bad := map[int]bool{}
@@ -221,7 +222,7 @@ func TestSharedRangesBadRecords(t *testing.T) {
 // a position in the subtask's range. The subtasks run one after another, so
 // the first would read everything if they shared.
 func TestSharedRangesNotWithCheckpoints(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	content := strings.Repeat("some line of text\n", 1000)
 	_, url := writeFile(t, content)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // crafted are small inputs with the shapes line splitting gets wrong.
@@ -87,7 +88,7 @@ func TestSplit(t *testing.T) {
 
 // TestText reads crafted files through the source with 1 to 7 subtasks.
 func TestText(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, content := range crafted {
 		_, url := writeFile(t, content)
@@ -104,7 +105,7 @@ func TestText(t *testing.T) {
 // TestTextKJV reads the WordCount corpus with 1 to 7 subtasks: every line exactly
 // once, in order when the subtasks' outputs are concatenated.
 func TestTextKJV(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	path := "../../data/kjv.txt"
 	content, err := os.ReadFile(path)
@@ -137,7 +138,7 @@ func TestTextKJV(t *testing.T) {
 // TestTextBatches checks batch boundaries: a batch ends at BatchRows rows or
 // before BatchBytes bytes, and a line longer than that is a batch of its own.
 func TestTextBatches(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	long := strings.Repeat("y", BatchBytes+10)
 	content := strings.Repeat("a\n", BatchRows+1) + long + "\n" + strings.Repeat(strings.Repeat("b", 1000)+"\n", 2000)
@@ -178,7 +179,7 @@ func TestTextBatches(t *testing.T) {
 
 // TestTextBadUTF8 checks that a line that is not UTF-8 is counted and skipped.
 func TestTextBadUTF8(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	_, url := writeFile(t, "ok\nbad \xff\xfe\nfine\n")
 	got, bad := concat(readAll(t, mem, exec.ConnectorSpec{Connector: Name, URL: url, Schema: lineSchema}, 1))
@@ -188,7 +189,7 @@ func TestTextBadUTF8(t *testing.T) {
 }
 
 func TestTextRepeatedColumn(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	_, url := writeFile(t, "a\nb\n")
 	got, _ := concat(readAll(t, mem, exec.ConnectorSpec{Connector: Name, URL: url, Schema: lineSchema, Columns: []int{0, 0}}, 1))
@@ -199,7 +200,7 @@ func TestTextRepeatedColumn(t *testing.T) {
 
 // TestTextNoColumns is count(*): batches carry row counts and no columns.
 func TestTextNoColumns(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	content := strings.Repeat("line\n", 2*BatchRows+5)
 	_, url := writeFile(t, content)

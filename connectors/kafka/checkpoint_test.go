@@ -17,6 +17,7 @@ import (
 
 	"github.com/hummer-db/hummer/connectors/internal/conntest"
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // checkpointing returns the context of subtask 0 of 1 of vertex task in job,
@@ -68,7 +69,7 @@ func commitGroup(t *testing.T, addr, group, topic string, offsets map[int]int64)
 // emitted, whatever its group and start options say.
 func TestSourceSnapshotRestore(t *testing.T) {
 	addr := cluster(t, "events", 2)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	produce(t, addr, "events", values("a", 0, 5)...)
@@ -124,7 +125,7 @@ func TestSourceCommitsOnCheckpointComplete(t *testing.T) {
 	commitInterval = time.Millisecond // without checkpoints it would commit at once
 	const parts = 2
 	addr := cluster(t, "events", parts)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/events?group=g", Schema: textSchema}
@@ -376,7 +377,7 @@ func TestSinkTransactions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := cluster(t, "out", parts)
-			mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+			mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 			defer mem.AssertSize(t, 0)
 			s := openTxnSink(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/out" + tc.query, Schema: rowSchema, Key: tc.key}, "j")
 
@@ -416,7 +417,7 @@ func TestSinkTransactions(t *testing.T) {
 func TestSinkTransactionsRestart(t *testing.T) {
 	const parts = 2
 	addr := cluster(t, "out", parts)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/out?format=csv", Schema: rowSchema}
 	row := func(ids ...int) []string {
@@ -474,7 +475,7 @@ func TestSinkTransactionsRestart(t *testing.T) {
 // The sink's state lists the transactions awaiting completion.
 func TestSinkStateListsPending(t *testing.T) {
 	addr := cluster(t, "out", 1)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	s := openTxnSink(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/out?format=csv", Schema: rowSchema}, "job-7")
 	s.write([]int{1})

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 func TestDeadLetter(t *testing.T) {
@@ -25,7 +26,7 @@ func TestDeadLetter(t *testing.T) {
 		kafka.Message{Value: []byte(`{"id": 4, "name": "d"}`)},
 		kafka.Message{Value: []byte(`not json`)},
 	)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/in?format=json&dead_letter=in-bad", Schema: rowSchema}
 	r := startSource(t, mem, c, 0, 1)
@@ -63,7 +64,7 @@ func TestDeadLetterTopicMissing(t *testing.T) {
 	unknownTopicWait = time.Second
 	addr := cluster(t, "in", 1)
 	produce(t, addr, "in", `{"id": 1}`, `{"id": "x"}`)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/in?format=json&dead_letter=nowhere", Schema: rowSchema}
 	r := startSource(t, mem, c, 0, 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // committed returns the sum of group's committed offsets of topic's
@@ -41,7 +42,7 @@ func committed(t *testing.T, addr, group, topic string, parts int) int64 {
 func TestGroupResumes(t *testing.T) {
 	const parts = 2
 	addr := cluster(t, "events", parts)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	values := func(from, to int) []string {
 		var vs []string

@@ -24,6 +24,7 @@ import (
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 var (
@@ -259,7 +260,7 @@ func TestSourceText(t *testing.T) {
 	produce(t, addr, "lines", want...)
 	for _, par := range []int{1, 2} {
 		t.Run(fmt.Sprint("parallelism=", par), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+			mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 			defer mem.AssertSize(t, 0)
 			c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/lines", Schema: textSchema}
 			got := consume(t, mem, c, par, len(want))
@@ -273,7 +274,7 @@ func TestSourceText(t *testing.T) {
 func TestSourceStartLatest(t *testing.T) {
 	addr := cluster(t, "lines", 2)
 	produce(t, addr, "lines", "old 1", "old 2")
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	r := startSource(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/lines?start=latest", Schema: textSchema}, 0, 1)
 	// The source has started reading once it has listed its offsets; what is
@@ -298,7 +299,7 @@ func TestSourceJSONBadRecords(t *testing.T) {
 	// counted by the time the last good one is emitted.
 	addr := cluster(t, "rows", 1)
 	produce(t, addr, "rows", `{"id": 1, "name": "a"}`, `{"id": 2`, `{"ID": 3}`, `{"id": "x"}`, `{"id": 4, "name": "d", "extra": true}`)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/rows?format=json", Schema: rowSchema}
 	got := consume(t, mem, c, 1, 3)
@@ -316,7 +317,7 @@ func TestSinkRoundTrip(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			topic := "out-" + format
 			addr := cluster(t, topic, 3)
-			mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+			mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 			defer mem.AssertSize(t, 0)
 			c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/" + topic + "?format=" + format, Schema: rowSchema}
 			k := openSink(t, mem, c)

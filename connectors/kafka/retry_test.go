@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // restartable is a one-broker cluster that can be taken away and brought back
@@ -66,7 +67,7 @@ func reconnecting(status, addr string) bool {
 func TestSourceReconnects(t *testing.T) {
 	k := newRestartable(t, kfake.SeedTopics(1, "lines"))
 	produce(t, k.addr, "lines", "a", "b")
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	r := startSource(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + k.addr + "/lines", Schema: textSchema}, 0, 1)
 	waitFor(t, 5*time.Second, "the first rows", func() bool { return r.col.NumRows() == 2 })
@@ -92,7 +93,7 @@ func TestSourceReconnects(t *testing.T) {
 
 func TestSinkReconnects(t *testing.T) {
 	k := newRestartable(t, kfake.SeedTopics(2, "out"))
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	s := openSink(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + k.addr + "/out?format=json", Schema: rowSchema, Key: []int{0}})
 	ctx := context.Background()
@@ -151,7 +152,7 @@ func deadAddr(t *testing.T) string {
 
 func TestRetryStopsOnCancel(t *testing.T) {
 	addr := deadAddr(t)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	t.Run("source", func(t *testing.T) {
 		r := startSource(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/lines", Schema: textSchema}, 0, 1)
@@ -188,7 +189,7 @@ func TestUnknownTopicFails(t *testing.T) {
 	defer func(d time.Duration) { unknownTopicWait = d }(unknownTopicWait)
 	unknownTopicWait = 500 * time.Millisecond
 	addr := cluster(t, "other", 1)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	const want = "the topic does not exist on brokers "
 
@@ -217,7 +218,7 @@ func TestUnknownTopicFails(t *testing.T) {
 // An error retrying cannot cure fails the job at once, with the broker's word.
 func TestPermanentErrorFails(t *testing.T) {
 	addr := newCluster(t, kfake.SeedTopics(1, "out"), kfake.BrokerConfigs(map[string]string{"message.max.bytes": "200"})).ListenAddrs()[0]
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	s := openSink(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/out?format=json", Schema: rowSchema})
 	rec := batch(t, mem, fmt.Sprintf(`[{"id": 1, "name": %q}]`, strings.Repeat("x", 1000)))

@@ -12,12 +12,13 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 func TestSinkUpsert(t *testing.T) {
 	const parts = 3
 	addr := cluster(t, "users", parts)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/users?format=json", Schema: rowSchema, Key: []int{0}}
 	k := openSink(t, mem, c)
@@ -71,7 +72,7 @@ func TestSinkUpsert(t *testing.T) {
 
 func TestSinkUpsertCompositeKey(t *testing.T) {
 	addr := cluster(t, "pairs", 1)
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	// The key's fields come in the PRIMARY KEY's order, which need not be the
 	// table's; the value's names are the table's whatever the query called its

@@ -15,7 +15,9 @@ import (
 	"github.com/hummer-db/hummer/connectors/internal/conntest"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 var schema = types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.StringType}}
@@ -30,7 +32,7 @@ func record(t *testing.T, alloc memory.Allocator, rows string) arrow.RecordBatch
 }
 
 func TestSource(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	store := NewStore()
 	defer store.Close()
@@ -51,6 +53,7 @@ func TestSource(t *testing.T) {
 		r.Release() // the store keeps its own references
 	}
 	r := exec.NewRegistry()
+	operators.Register(r)
 	Register(r, store)
 
 	for _, tc := range []struct {
@@ -109,11 +112,12 @@ func TestSource(t *testing.T) {
 // TestSink writes a changelog through the sink and reads it back from the store
 // and through a source.
 func TestSink(t *testing.T) {
-	mem := memory.NewCheckedAllocator(exec.NewPoisoningPoolAllocator())
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	store := NewStore()
 	defer store.Close()
 	r := exec.NewRegistry()
+	operators.Register(r)
 	Register(r, store)
 	c := exec.ConnectorSpec{Connector: Name, URL: "memory://out", Schema: schema}
 	k, err := r.NewSink(c)

@@ -15,6 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
+	"github.com/hummer-db/hummer/exec/network"
+	"github.com/hummer-db/hummer/exec/operators"
+	"github.com/hummer-db/hummer/exec/taskmanager"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -43,22 +47,22 @@ func countJob(n, mod, par int) *exec.JobGraph {
 		rows[i] = []types.Value{types.IntValue(int64(i % mod))}
 	}
 	out := types.Schema{{Name: "x", Type: types.Int64Type}, {Name: "n", Type: types.Int64Type}}
-	agg := exec.HashAggConfig{GroupBy: []int{0}, Phase: exec.AggComplete,
-		Aggs: []exec.AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}}
+	agg := operators.HashAggConfig{GroupBy: []int{0}, Phase: operators.AggComplete,
+		Aggs: []operators.AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}}
 	return &exec.JobGraph{
 		Vertices: []*exec.JobVertex{
 			{ID: 0, Name: "values", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "values", Out: x,
-				Config: exec.MustConfig(exec.ValuesConfig{Rows: rows})}}},
+				Config: exec.MustConfig(operators.ValuesConfig{Rows: rows})}}},
 			{ID: 1, Name: "agg", Parallelism: par, Chain: []exec.OperatorSpec{
 				{Kind: "hash_agg", Out: out, Config: exec.MustConfig(agg)},
-				{Kind: "result", Out: out, Config: exec.MustConfig(exec.ResultConfig{})}}},
+				{Kind: "result", Out: out, Config: exec.MustConfig(operators.ResultConfig{})}}},
 		},
 		Edges: []*exec.JobEdge{{From: 0, To: 1, Partition: exec.Partition{Kind: exec.Hash, Keys: []int{0}}}},
 	}
 }
 
 type cluster struct {
-	jm     *exec.JobManager
+	jm     *jobmanager.JobManager
 	srv    *JobManagerServer
 	cancel []context.CancelFunc
 	done   []chan struct{}
@@ -69,8 +73,8 @@ type cluster struct {
 // gRPC and network channels on loopback, as separate processes would.
 func startCluster(t *testing.T, n int, mem memory.Allocator) *cluster {
 	t.Helper()
-	c := &cluster{jm: exec.NewJobManager(nil)}
-	jmData, err := exec.ListenData(exec.DataServerConfig{Addr: "127.0.0.1:0"})
+	c := &cluster{jm: jobmanager.New(nil)}
+	jmData, err := network.Listen(network.ServerConfig{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +86,14 @@ func startCluster(t *testing.T, n int, mem memory.Allocator) *cluster {
 	}
 	go c.srv.Serve(ln)
 	for i := 0; i < n; i++ {
-		data, err := exec.ListenData(exec.DataServerConfig{Addr: "127.0.0.1:0"})
+		data, err := network.Listen(network.ServerConfig{Addr: "127.0.0.1:0"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		reg := exec.NewRegistry()
+		operators.Register(reg)
 		reg.RegisterSource("endless", func(exec.ConnectorSpec) (exec.Source, error) { return endless{}, nil })
-		tm := exec.NewTaskManager(exec.TaskManagerConfig{ID: data.Addr().String(), Slots: 1,
+		tm := taskmanager.New(taskmanager.Config{ID: data.Addr().String(), Slots: 1,
 			Registry: reg, Alloc: mem, Data: data})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -230,7 +235,7 @@ func endlessVertex(id, par int) *exec.JobVertex {
 	x := types.Schema{{Name: "x", Type: types.Int64Type}}
 	return &exec.JobVertex{ID: id, Name: "endless", Parallelism: par, Chain: []exec.OperatorSpec{
 		{Kind: "source", Out: x, Config: exec.MustConfig(exec.ConnectorSpec{Connector: "endless", Schema: x})},
-		{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}}
+		{Kind: "result", Out: x, Config: exec.MustConfig(operators.ResultConfig{})}}}
 }
 
 // TestRunningJobMetrics: heartbeats bring the counters of a job's remote tasks
@@ -277,7 +282,7 @@ func TestRemoteCheckpoints(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	c := startCluster(t, 3, mem)
 	g := &exec.JobGraph{Vertices: []*exec.JobVertex{endlessVertex(0, 1)}}
-	job, err := c.jm.SubmitJob("test", g, discard{}, exec.JobOptions{
+	job, err := c.jm.SubmitJob("test", g, discard{}, jobmanager.JobOptions{
 		CheckpointURL: "file://" + t.TempDir(), CheckpointInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +291,7 @@ func TestRemoteCheckpoints(t *testing.T) {
 		job.Cancel(fmt.Errorf("%w: test over", exec.ErrJobCancelled))
 		<-job.Done()
 	}()
-	waitStats := func(what string, ok func(exec.CheckpointStats) bool) {
+	waitStats := func(what string, ok func(jobmanager.CheckpointStats) bool) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for !ok(job.Checkpoints()) {
@@ -296,7 +301,7 @@ func TestRemoteCheckpoints(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
 		}
 	}
-	waitStats("3 checkpoints", func(s exec.CheckpointStats) bool { return s.Completed >= 3 })
+	waitStats("3 checkpoints", func(s jobmanager.CheckpointStats) bool { return s.Completed >= 3 })
 	// Stop the TaskManager running the job.
 	victim := slices.Index(c.ids, job.Graph.Tasks[0].Slot.TaskManager)
 	if victim < 0 {
@@ -305,10 +310,10 @@ func TestRemoteCheckpoints(t *testing.T) {
 	c.cancel[victim]()
 	<-c.done[victim]
 	before := job.Checkpoints().Completed
-	waitStats("a restart and more checkpoints", func(s exec.CheckpointStats) bool {
+	waitStats("a restart and more checkpoints", func(s jobmanager.CheckpointStats) bool {
 		return s.Restarts >= 1 && s.RestoredFrom > 0 && s.Completed >= before+3
 	})
-	if job.State() != exec.JobRunning {
+	if job.State() != jobmanager.JobRunning {
 		t.Errorf("job state %s after a restart", job.State())
 	}
 }
@@ -327,10 +332,10 @@ func TestCheckpointsWithEndedTask(t *testing.T) {
 	for i := range 20 {
 		g := &exec.JobGraph{Vertices: []*exec.JobVertex{
 			{ID: 0, Name: "empty", Parallelism: 2, Chain: []exec.OperatorSpec{
-				{Kind: "values", Out: x, Config: exec.MustConfig(exec.ValuesConfig{})},
-				{Kind: "result", Out: x, Config: exec.MustConfig(exec.ResultConfig{})}}},
+				{Kind: "values", Out: x, Config: exec.MustConfig(operators.ValuesConfig{})},
+				{Kind: "result", Out: x, Config: exec.MustConfig(operators.ResultConfig{})}}},
 			endlessVertex(1, 1)}}
-		job, err := c.jm.SubmitJob("test", g, discard{}, exec.JobOptions{
+		job, err := c.jm.SubmitJob("test", g, discard{}, jobmanager.JobOptions{
 			CheckpointURL: "file://" + t.TempDir(), CheckpointInterval: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -13,14 +13,16 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
+	"github.com/hummer-db/hummer/exec/network"
 )
 
 // JobManagerConfig configures the JobManager's side of the control plane.
 type JobManagerConfig struct {
 	// JM is the JobManager the registered TaskManagers are added to.
-	JM *exec.JobManager
+	JM *jobmanager.JobManager
 	// Data receives the rows of result tasks from the TaskManagers.
-	Data *exec.DataServer
+	Data *network.Server
 	// HeartbeatInterval is how often TaskManagers send heartbeats (default 500ms);
 	// a TaskManager silent for HeartbeatTimeout (default 3s) is declared lost and
 	// its jobs fail.
@@ -172,7 +174,7 @@ type remoteWorker struct {
 	err      error         // why the session ended; set before lost closes
 }
 
-var _ exec.Worker = (*remoteWorker)(nil)
+var _ jobmanager.Worker = (*remoteWorker)(nil)
 
 func (w *remoteWorker) ID() string                   { return w.reg.ID }
 func (w *remoteWorker) DataAddrs() map[string]string { return w.reg.DataAddrs }
@@ -272,13 +274,13 @@ func (w *remoteWorker) readView(run string) ([]byte, error) {
 // resultChannel names the channel the TaskManager sends its result rows on: one
 // per TaskManager of the job, numbered by the TaskManager's place in the sorted
 // list of the job's TaskManagers.
-func resultChannel(g *exec.ExecutionGraph, tm string) exec.ChannelKey {
+func resultChannel(g *exec.ExecutionGraph, tm string) network.ChannelKey {
 	var ids []string
 	for id := range g.DataAddrs {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	return exec.ChannelKey{JobID: g.RunID(), To: exec.TaskID{Vertex: -1, Subtask: sort.SearchStrings(ids, tm)}}
+	return network.ChannelKey{JobID: g.RunID(), To: exec.TaskID{Vertex: -1, Subtask: sort.SearchStrings(ids, tm)}}
 }
 
 // Deploy sends the TaskManager its tasks of g and returns once they started. Rows
@@ -397,7 +399,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 
 // forwardResults hands the rows arriving on a result channel to results, until
 // the channel's end of stream.
-func forwardResults(ctx context.Context, job string, inbox chan exec.Message, recv *exec.NetReceiver, results exec.ResultSink) error {
+func forwardResults(ctx context.Context, job string, inbox chan exec.Message, recv *network.Receiver, results exec.ResultSink) error {
 	deliver := func(m exec.Message) (end bool, err error) {
 		if m.IsData() {
 			err = results.Send(ctx, job, m.Batch)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/network"
 )
 
 // The Session stream: a TaskManager opens it to the JobManager and keeps it open
@@ -92,7 +93,7 @@ type Deploy struct {
 	// ResultKey names the channel the TaskManager sends its result tasks' rows on,
 	// to the JobManager's data server; it ends the channel with EndOfStream once
 	// its tasks finished.
-	ResultKey exec.ChannelKey `json:"result_key"`
+	ResultKey network.ChannelKey `json:"result_key"`
 }
 
 // DeployAck answers Deploy: Error is empty when the tasks started.

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/network"
+	"github.com/hummer-db/hummer/exec/taskmanager"
 )
 
 // TaskManagerConfig configures a TaskManager process's side of the control plane.
@@ -20,7 +22,7 @@ type TaskManagerConfig struct {
 	// JobManager is the JobManager's RPC address (host:port).
 	JobManager string
 	// TM runs the deployed tasks; its ID should be its data address.
-	TM *exec.TaskManager
+	TM *taskmanager.TaskManager
 	// Code gives an error its SQLSTATE, so a task's failure reaches the client
 	// with the code it would have had in local mode.
 	Code func(error) string
@@ -174,7 +176,7 @@ func (a *agent) send(m *FromTaskManager) error {
 
 // deploy starts the tasks, answers the JobManager, and reports when they stop.
 func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
-	sink := &netResultSink{cfg: exec.DialConfig{Addr: resultAddr, Key: m.ResultKey}}
+	sink := &netResultSink{cfg: network.DialConfig{Addr: resultAddr, Key: m.ResultKey}}
 	d, err := a.cfg.TM.Deploy(context.WithoutCancel(ctx), m.Graph, sink)
 	if err != nil {
 		a.send(&FromTaskManager{DeployAck: &DeployAck{Request: m.Request, Error: err.Error(), Code: a.cfg.Code(err)}})
@@ -264,18 +266,18 @@ func (a *agent) stopAll() {
 // netResultSink sends the rows of this TaskManager's result tasks to the
 // JobManager over one network channel, which the first row (or the end) opens.
 type netResultSink struct {
-	cfg exec.DialConfig
+	cfg network.DialConfig
 	mu  sync.Mutex
-	s   *exec.NetSender
+	s   *network.Sender
 	err error
 }
 
 var _ exec.ResultSink = (*netResultSink)(nil)
 
 // sender returns the connected channel. Lock should be held.
-func (r *netResultSink) sender(ctx context.Context) (*exec.NetSender, error) {
+func (r *netResultSink) sender(ctx context.Context) (*network.Sender, error) {
 	if r.s == nil && r.err == nil {
-		r.s, r.err = exec.DialChannel(ctx, r.cfg)
+		r.s, r.err = network.Dial(ctx, r.cfg)
 	}
 	return r.s, r.err
 }

@@ -17,7 +17,7 @@ import (
 
 // newBuffer returns a zeroed buffer of size bytes from mem: a new buffer's
 // first allocation is zeroed by every Arrow allocator (Go's, the mallocator's
-// calloc, exec.PoolAllocator), so it is not cleared again here.
+// calloc, vector.PoolAllocator), so it is not cleared again here.
 func newBuffer(mem memory.Allocator, size int) *memory.Buffer {
 	buf := memory.NewResizableBuffer(mem)
 	buf.Resize(size)

@@ -1,0 +1,269 @@
+package jobmanager
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/checkpoint"
+)
+
+// JobState is where a job is in its life.
+type JobState string
+
+const (
+	JobRunning   JobState = "running"
+	JobFinished  JobState = "finished"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
+)
+
+// Job is a submitted job. A job that takes checkpoints restarts after a
+// failure (a TaskManager lost, a task failed), from its last complete
+// checkpoint, on the TaskManagers there are, until it is cancelled.
+type Job struct {
+	ID        string
+	Statement string
+	Started   time.Time
+	// Graph is the first attempt's ExecutionGraph (a restart places the same
+	// tasks anew).
+	Graph *exec.ExecutionGraph
+
+	jm      *JobManager
+	results exec.ResultSink
+	opts    JobOptions
+	store   *checkpoint.Store // nil without checkpoints
+	done    chan struct{}
+
+	mu          sync.Mutex
+	deployments []*exec.Deployment // of the current attempt, one per TaskManager
+	release     func()             // frees the current attempt's slots
+	attempt     int
+	state       JobState
+	err         error
+	cancelCause error         // set by Cancel
+	cancelCh    chan struct{} // closed by Cancel
+	stats       CheckpointStats
+	// lastTriggered is the newest checkpoint id handed out.
+	lastTriggered int64
+}
+
+// JobOptions are what a job is submitted with besides its graph; the zero value
+// is a job without checkpoints.
+type JobOptions struct {
+	// ID, when set, is the job's id: a job resumed after a JobManager restart
+	// keeps its id, under which its checkpoints are stored.
+	ID string
+	// CheckpointURL is the checkpoint store (exec/checkpoint); empty: the job
+	// takes no checkpoints and does not restart.
+	CheckpointURL string
+	// CheckpointInterval is the time between checkpoints (default 1s).
+	CheckpointInterval time.Duration
+	// Resume starts the job from the newest complete checkpoint of ID, if any.
+	Resume bool
+}
+
+// restartDelay is how long a failed job waits before its first restart.
+const restartDelay = 500 * time.Millisecond
+
+// supervise runs the job's attempts: it waits for the current one, and after a
+// failure of a job with checkpoints deploys the next from the newest complete
+// checkpoint, retrying until there are slots or the job is cancelled.
+func (j *Job) supervise() {
+	log := j.jm.log.With("job", j.ID)
+	var err error
+	for {
+		err = j.runAttempt()
+		j.mu.Lock()
+		cancelled := j.cancelCause
+		j.mu.Unlock()
+		if err == nil || cancelled != nil || errors.Is(err, exec.ErrJobCancelled) || j.store == nil {
+			break
+		}
+		log.Warn("job failed; restarting from its last checkpoint", "err", err)
+		// The restart waits a moment, for what the failed attempt holds (its
+		// sinks' transactions, say) to wind down: restarting at once measured
+		// slower recoveries, the new attempt's sinks waiting on the old ones.
+		// As Flink's fixed-delay strategy, a failure that repeats restarts at
+		// that pace until the job is cancelled.
+		wait := restartDelay
+		if err = j.restart(wait); err != nil {
+			break
+		}
+	}
+	j.mu.Lock()
+	switch {
+	case err == nil:
+		j.state = JobFinished
+	case errors.Is(err, exec.ErrJobCancelled) || j.cancelCause != nil:
+		if !errors.Is(err, exec.ErrJobCancelled) {
+			err = j.cancelCause
+		}
+		j.state, j.err = JobCancelled, err
+	default:
+		j.state, j.err = JobFailed, err
+	}
+	j.mu.Unlock()
+	if j.store != nil {
+		j.store.Close()
+	}
+	close(j.done)
+	if err != nil {
+		log.Info("job ended", "state", j.State(), "err", err)
+	} else {
+		log.Debug("job ended", "state", j.State())
+	}
+}
+
+// restart deploys the next attempt from the newest complete checkpoint, after
+// wait. It returns only when that attempt runs (retrying, backing off, while
+// there are no slots for it), or with the cancellation's cause.
+func (j *Job) restart(wait time.Duration) error {
+	backoff := 250 * time.Millisecond
+	for {
+		select {
+		case <-time.After(wait):
+		case <-j.cancelCh:
+		}
+		j.mu.Lock()
+		cause, attempt := j.cancelCause, j.attempt+1
+		j.mu.Unlock()
+		if cause != nil {
+			return cause
+		}
+		latest, _, err := j.store.Latest(context.Background(), j.ID)
+		if err == nil {
+			_, err = j.jm.deploy(j, j.Graph.Job, attempt, latest)
+		}
+		if err == nil {
+			j.mu.Lock()
+			j.stats.Restarts++
+			j.stats.RestoredFrom = latest
+			if latest > j.stats.Last {
+				j.stats.Last = latest
+			}
+			j.mu.Unlock()
+			return nil
+		}
+		j.jm.log.Warn("restarting job", "job", j.ID, "err", err)
+		wait, backoff = backoff, min(2*backoff, 5*time.Second)
+	}
+}
+
+// runAttempt waits for every deployment of the current attempt, with the
+// checkpoint coordinator running beside them; the first failure cancels the
+// others and is returned.
+func (j *Job) runAttempt() error {
+	j.mu.Lock()
+	ds, release := j.deployments, j.release
+	j.mu.Unlock()
+	ctx, stopCoordinator := context.WithCancel(context.Background())
+	coordinated := make(chan struct{})
+	if j.store != nil {
+		go func() {
+			defer close(coordinated)
+			j.coordinate(ctx, ds)
+		}()
+	} else {
+		close(coordinated)
+	}
+	failed := make(chan error, len(ds))
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-d.Done()
+			if err := d.Err(); err != nil {
+				failed <- err
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(failed)
+	}()
+	var first error
+	for err := range failed {
+		if first == nil {
+			first = err
+			for _, d := range ds {
+				d.Cancel(err)
+			}
+		}
+	}
+	stopCoordinator()
+	<-coordinated
+	release()
+	return first
+}
+
+// ReadView returns the current rows of the job's view task (a materialised
+// view's job) as an Arrow IPC stream; after the job ended, its final rows.
+func (j *Job) ReadView() ([]byte, error) {
+	j.mu.Lock()
+	ds := j.deployments
+	j.mu.Unlock()
+	for _, d := range ds {
+		data, err := d.ReadView()
+		if errors.Is(err, exec.ErrNoView) {
+			continue
+		}
+		return data, err
+	}
+	return nil, exec.ErrNoView
+}
+
+// Checkpoints returns the job's checkpoint and restart counters.
+func (j *Job) Checkpoints() CheckpointStats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stats
+}
+
+// Done is closed when the job has stopped.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Err is why the job stopped, nil if it finished.
+func (j *Job) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// State returns the job's state.
+func (j *Job) State() JobState {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.state
+}
+
+// Cancel stops the job; cause should wrap ErrJobCancelled.
+func (j *Job) Cancel(cause error) {
+	j.mu.Lock()
+	if j.cancelCause == nil {
+		j.cancelCause = cause
+		close(j.cancelCh)
+	}
+	ds := j.deployments
+	j.mu.Unlock()
+	for _, d := range ds {
+		d.Cancel(cause)
+	}
+}
+
+// Metrics returns each task's counters, of the current attempt.
+func (j *Job) Metrics() map[exec.TaskID]*exec.TaskMetrics {
+	j.mu.Lock()
+	ds := j.deployments
+	j.mu.Unlock()
+	m := map[exec.TaskID]*exec.TaskMetrics{}
+	for _, d := range ds {
+		for id, tm := range d.Metrics() {
+			m[id] = tm
+		}
+	}
+	return m
+}

@@ -1,0 +1,177 @@
+package operators
+
+import (
+	"fmt"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// The Config of each built-in operator kind. The planner fills them; the
+// operator's factory decodes them. Column numbers refer to the operator's input.
+
+// FilterConfig configures kind "filter": keep rows where Cond is true.
+type FilterConfig struct {
+	Cond *expr.Expr `json:"cond"`
+}
+
+// ProjectConfig configures kind "project": one output column per expression.
+type ProjectConfig struct {
+	Exprs []*expr.Expr `json:"exprs"`
+}
+
+// UnnestConfig configures kind "unnest": input column Col (a string) is replaced
+// by one row per piece of its split, the other columns repeated. Func is
+// "string_split" (Sep is a literal separator; empty pieces are kept) or
+// "regexp_split_to_table" (Sep is a regular expression, PostgreSQL semantics).
+// A NULL string produces no rows.
+type UnnestConfig struct {
+	Col  int    `json:"col"`
+	Func string `json:"func"`
+	Sep  string `json:"sep"`
+	// MinBytes and MinChars drop the pieces shorter than that many bytes or
+	// characters: a filter on the pieces' length (word <> '', length(word) > 3)
+	// that the planner moved into the split, so that the pieces it would drop
+	// are never written.
+	MinBytes int `json:"min_bytes,omitempty"`
+	MinChars int `json:"min_chars,omitempty"`
+}
+
+// AggPhase says which half of a two-phase aggregation an operator does.
+type AggPhase string
+
+const (
+	// AggComplete reads raw rows and emits final values.
+	AggComplete AggPhase = "complete"
+	// AggPartial reads raw rows and emits partial states (pre-aggregation before
+	// a hash exchange).
+	AggPartial AggPhase = "partial"
+	// AggFinal reads partial states and emits final values.
+	AggFinal AggPhase = "final"
+)
+
+// AggSpec is one aggregate. Func is "count", "sum", "min", "max" or "avg"; Arg is
+// the input column (-1 for COUNT(*)); Type is the final result type.
+type AggSpec struct {
+	Func     string     `json:"func"`
+	Arg      int        `json:"arg"`
+	Distinct bool       `json:"distinct,omitempty"`
+	Type     types.Type `json:"type"`
+}
+
+// HashAggConfig configures kind "hash_agg". Output: the GroupBy columns, then the
+// aggregates. In AggPartial the aggregates are partial states (see PartialSchema);
+// an AggFinal operator's input is a partial operator's output, with GroupBy
+// 0..n-1. Distinct aggregates only run in AggComplete. With no GroupBy, the
+// operator emits one row at end of stream even when it saw no input.
+//
+// Emit says when results go out: AggEmitFinal (the default, for bounded input)
+// at end of stream; AggEmitUpdates (for unbounded input) as changes whenever the
+// task flushes the operator, a partial aggregate then also emitting the signed
+// row count per group as its last column (PartialUpdatesSchema).
+type HashAggConfig struct {
+	GroupBy []int     `json:"group_by"`
+	Aggs    []AggSpec `json:"aggs"`
+	Phase   AggPhase  `json:"phase"`
+	Emit    AggEmit   `json:"emit,omitempty"`
+}
+
+// AggEmit says when an aggregation emits (HashAggConfig.Emit).
+type AggEmit string
+
+const (
+	// AggEmitFinal emits each group's row once, at end of stream.
+	AggEmitFinal AggEmit = "final"
+	// AggEmitUpdates emits inserts, updates and deletes of groups as they change.
+	AggEmitUpdates AggEmit = "updates"
+)
+
+// PartialUpdatesSchema is PartialSchema plus the trailing column a partial
+// aggregate emits in AggEmitUpdates mode: the signed number of rows it folded
+// into each group, which tells the final one when a group becomes empty.
+func PartialUpdatesSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) types.Schema {
+	return append(PartialSchema(groupCols, aggs, in), types.Field{Name: "rows", Type: types.Int64Type})
+}
+
+// PartialSchema returns the columns a partial aggregate emits for each AggSpec:
+// count -> count bigint; sum, min, max -> one column of the final type;
+// avg -> sum and count bigint, the sum exact for exact inputs (decimal(38, 0) for
+// bigint, decimal(38, s) for decimal(p, s)) and double for doubles.
+func PartialSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) types.Schema {
+	out := append(types.Schema{}, groupCols...)
+	for i, a := range aggs {
+		name := fmt.Sprintf("%s_%d", a.Func, i)
+		switch a.Func {
+		case "count":
+			out = append(out, types.Field{Name: name, Type: types.Int64Type})
+		case "avg":
+			st := types.Float64Type
+			switch in[a.Arg].Type.ID {
+			case types.Decimal:
+				st = types.DecimalType(38, int(in[a.Arg].Type.Scale))
+			case types.Int64:
+				st = types.DecimalType(38, 0)
+			}
+			out = append(out, types.Field{Name: name + "_sum", Type: st},
+				types.Field{Name: name + "_count", Type: types.Int64Type})
+		default:
+			out = append(out, types.Field{Name: name, Type: a.Type})
+		}
+	}
+	return out
+}
+
+// SnapshotConfig configures the source kind "snapshot": rows captured when the
+// query was planned (a materialised view's contents, ViewState.Snapshot), as an
+// Arrow IPC stream, emitted once by subtask 0. Columns, when not nil, are the
+// positions it emits, in order (projection push-down).
+type SnapshotConfig struct {
+	Data    []byte `json:"data"`
+	Columns []int  `json:"columns,omitempty"`
+}
+
+// JoinConfig configures kind "hash_join": input 0 is the left side, input 1 the
+// right. Rows match when every LeftKeys[i] equals RightKeys[i] (NULL keys never
+// match) and Extra (over left columns then right columns), if set, is true.
+// Kind is "inner" or "left". Output: left columns then right columns.
+type JoinConfig struct {
+	Kind      string       `json:"kind"`
+	LeftKeys  []int        `json:"left_keys"`
+	RightKeys []int        `json:"right_keys"`
+	Extra     *expr.Expr   `json:"extra,omitempty"`
+	Left      types.Schema `json:"left"`
+	Right     types.Schema `json:"right"`
+}
+
+// SortKeySpec is one sort key.
+type SortKeySpec struct {
+	Col        int  `json:"col"`
+	Desc       bool `json:"desc,omitempty"`
+	NullsFirst bool `json:"nulls_first,omitempty"`
+}
+
+// SortConfig configures kind "sort": at end of stream it emits all rows seen, in
+// key order (stable). With Limit >= 0 it keeps only the first Offset+Limit rows
+// (top-N) and emits rows Offset.. of them.
+type SortConfig struct {
+	Keys   []SortKeySpec `json:"keys"`
+	Offset int64         `json:"offset"`
+	Limit  int64         `json:"limit"`
+}
+
+// LimitConfig configures kind "limit": skip Offset rows, then pass Count rows
+// (Count < 0: all), then drop the rest.
+type LimitConfig struct {
+	Offset int64 `json:"offset"`
+	Count  int64 `json:"count"`
+}
+
+// ValuesConfig configures kind "values", a bounded source of constant rows; only
+// subtask 0 emits them.
+type ValuesConfig struct {
+	Rows [][]types.Value `json:"rows"`
+}
+
+// ResultConfig configures kind "result", the sink that hands a query's rows to
+// the client waiting for job JobID through TaskContext.Results.
+type ResultConfig struct{}

@@ -1,0 +1,180 @@
+package operators
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
+)
+
+var filterSchema = types.Schema{
+	{Name: "x", Type: types.Int64Type}, {Name: "s", Type: types.StringType},
+	{Name: "d", Type: types.DecimalType(10, 2)}, {Name: "b", Type: types.BoolType},
+	{Name: "t", Type: types.TimestampType}, {Name: "f", Type: types.Float64Type},
+}
+
+const filterRows = `[
+	{"x": 1, "s": "a", "d": "1.50", "b": true, "t": "2024-01-01 00:00:00", "f": 0.5},
+	{"x": null, "s": null, "d": null, "b": null, "t": null, "f": null},
+	{"x": 3, "s": "ccc", "d": "-2.25", "b": false, "t": "2024-01-03 00:00:00", "f": 1e20},
+	{"x": 5, "s": "", "d": "0.00", "b": true, "t": "2024-01-05 00:00:00", "f": -1},
+	{"x": 2, "s": "bb", "d": "9.99", "b": null, "t": "2024-01-02 00:00:00", "f": 2}
+]`
+
+func filterCol(i int) *expr.Expr { return expr.Column(i, filterSchema[i].Type, filterSchema[i].Name) }
+
+func TestFilter(t *testing.T) {
+	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
+	all := []string{
+		`[1,"a","1.50",true,"2024-01-01T00:00:00",0.5]`,
+		`[null,null,null,null,null,null]`,
+		`[3,"ccc","-2.25",false,"2024-01-03T00:00:00",100000000000000000000]`,
+		`[5,"","0.00",true,"2024-01-05T00:00:00",-1]`,
+		`[2,"bb","9.99",null,"2024-01-02T00:00:00",2]`,
+	}
+	tests := []struct {
+		name string
+		cond *expr.Expr
+		want []string
+	}{
+		// A NULL comparison drops the row, as WHERE does.
+		{"x > 2: contiguous rows", expr.Call(">", types.BoolType, filterCol(0), lit(2)), []string{all[2], all[3]}},
+		{"x <> 3: scattered rows", expr.Call("<>", types.BoolType, filterCol(0), lit(3)), []string{all[0], all[3], all[4]}},
+		{"b: NULL is false", filterCol(3), []string{all[0], all[3]}},
+		{"s <> '': text", expr.Call("<>", types.BoolType, filterCol(1), expr.Literal(types.StringValue(""))),
+			[]string{all[0], all[2], all[4]}},
+		{"x is not null or true: all rows", expr.Call("or", types.BoolType,
+			expr.Call("is_null", types.BoolType, filterCol(0)), expr.Literal(types.BoolValue(true))), all},
+		{"x > 100: no rows", expr.Call(">", types.BoolType, filterCol(0), lit(100)), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := testkit.Mem()
+			defer mem.AssertSize(t, 0)
+			bs := testkit.Batches(t, mem, filterSchema, filterRows)
+			defer testkit.Release(bs)
+			op := opTestNew(t, "filter", FilterConfig{Cond: tc.cond}, filterSchema)
+			c, err := testkit.Run(t, op, mem, bs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testkit.Equal(t, "rows", c.Rows, tc.want)
+			if len(c.Signals) != 1 || c.Signals[0].Kind != exec.EndOfStream {
+				t.Errorf("signals %v", c.Signals)
+			}
+		})
+	}
+}
+
+func TestFilterChangeKindsAndPassThrough(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	bs := testkit.Batches(t, mem, filterSchema, filterRows)
+	defer testkit.Release(bs)
+	bs[0].Ops = []exec.ChangeKind{exec.Insert, exec.Delete, exec.UpdateBefore, exec.UpdateAfter, exec.Delete}
+	op := opTestNew(t, "filter", FilterConfig{Cond: expr.Call("<>", types.BoolType, filterCol(0),
+		expr.Literal(types.IntValue(3)))}, filterSchema)
+	c, err := testkit.Run(t, op, mem, bs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Equal(t, "rows", c.Rows, []string{
+		`[1,"a","1.50",true,"2024-01-01T00:00:00",0.5]`,
+		`update_after [5,"","0.00",true,"2024-01-05T00:00:00",-1]`,
+		`delete [2,"bb","9.99",null,"2024-01-02T00:00:00",2]`,
+	})
+
+	// When every row passes, the batch itself goes on.
+	ctx := context.Background()
+	op = opTestNew(t, "filter", FilterConfig{Cond: expr.Literal(types.BoolValue(true))}, filterSchema)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	var got exec.Batch
+	err = op.ProcessBatch(ctx, 0, bs[0], testkit.Func(func(b exec.Batch) error { got = b; return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rec != bs[0].Rec {
+		t.Errorf("an all-true filter copied its batch")
+	}
+	if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Barrier, Checkpoint: 2}, &testkit.Collector{T: t}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFilterNotBoolean(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	bs := testkit.Batches(t, mem, filterSchema, filterRows)
+	defer testkit.Release(bs)
+	op := opTestNew(t, "filter", FilterConfig{Cond: filterCol(0)}, filterSchema)
+	if _, err := testkit.Run(t, op, mem, bs...); err == nil {
+		t.Errorf("bigint condition: no error")
+	}
+}
+
+// TestGatherStrings gathers text rows of every length from 0 to 40 bytes, in
+// shuffled order with repeats and missing rows (-1, NULL), from a column and
+// from a slice of it, and compares each value with the row it names: short
+// strings move as whole words, and the last strings of the value buffer and
+// longer ones by a copy.
+func TestGatherStrings(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var vals []string
+	for n := range 41 {
+		for range 3 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte('a' + rng.IntN(26))
+			}
+			vals = append(vals, string(b))
+		}
+	}
+	rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+	sb := array.NewStringBuilder(mem)
+	sb.AppendValues(vals, nil)
+	whole := sb.NewStringArray()
+	sb.Release()
+	defer whole.Release()
+	sliced := array.NewSlice(whole, 7, int64(len(vals))-5).(*array.String)
+	defer sliced.Release()
+	for _, src := range []*array.String{whole, sliced} {
+		idx := make([]int32, 0, 3*src.Len())
+		for i := range src.Len() {
+			idx = append(idx, int32(i))
+		}
+		idx = append(idx, int32(src.Len()-1), -1, 0, int32(src.Len()-1))
+		for range src.Len() {
+			idx = append(idx, int32(rng.IntN(src.Len()+1)-1))
+		}
+		rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		got, err := vector.GatherArray(mem, src, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got.(*array.String)
+		if g.Len() != len(idx) {
+			t.Fatalf("%d rows gathered, want %d", g.Len(), len(idx))
+		}
+		for j, i := range idx {
+			switch {
+			case i < 0 && !g.IsNull(j):
+				t.Errorf("row %d (from -1) is %q, want NULL", j, g.Value(j))
+			case i >= 0 && (g.IsNull(j) || g.Value(j) != src.Value(int(i))):
+				t.Errorf("row %d (from %d) is %q, want %q", j, i, g.Value(j), src.Value(int(i)))
+			}
+		}
+		got.Release()
+	}
+}

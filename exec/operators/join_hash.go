@@ -1,0 +1,441 @@
+package operators
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/state"
+	"github.com/hummer-db/hummer/exec/vector"
+)
+
+// hashJoinOp is kind "hash_join" (see JoinConfig), inner or left, for bounded
+// inputs. Input 1 (right) is the build side: its batches are retained until its
+// end of stream, then concatenated and indexed by a state.KeyTable with a
+// chain of rows per key. Input 0 (left) probes: batches that arrive before the
+// build side is complete are retained and probed once it is. Matching pairs are
+// gathered into output batches of at most vector.OutBatchRows rows; Extra, when set,
+// is evaluated on those candidate rows (left columns then right columns) and
+// filters them. A left join then adds each left row without a surviving match,
+// with NULL right columns. NULL keys never match.
+//
+// Output rows carry the left row's change kind; the build side must be all
+// inserts (a changing build side needs a streaming join). EndOfStream goes
+// downstream once both inputs have ended; a watermark goes downstream as the
+// minimum over the inputs still running; barriers pass through.
+type hashJoinOp struct {
+	cfg   JoinConfig
+	left  bool
+	out   *arrow.Schema
+	extra *expr.Expr
+	mem   memory.Allocator
+
+	right   []arrow.RecordBatch
+	build   arrow.RecordBatch // nil when the right side had no rows
+	table   state.Keyed
+	head    []int32 // first right row of each key, -1 for none
+	next    []int32 // next right row with the same key, -1 at the end
+	built   bool
+	pending []exec.Batch
+	ended   [2]bool
+	wm      [2]int64
+	wmSeen  [2]bool
+	wmOut   int64
+	wmSent  bool
+
+	keys    state.RowKeys
+	keyArrs []arrow.Array
+	ids     []int32
+	li, ri  []int32
+}
+
+var _ exec.Operator = (*hashJoinOp)(nil)
+
+func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
+	var cfg JoinConfig
+	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("hash_join: bad config: %w", err)
+	}
+	o := &hashJoinOp{cfg: cfg, extra: cfg.Extra}
+	switch cfg.Kind {
+	case "inner":
+	case "left":
+		o.left = true
+	default:
+		return nil, fmt.Errorf("hash_join: unsupported join kind %q", cfg.Kind)
+	}
+	if len(cfg.LeftKeys) != len(cfg.RightKeys) || len(cfg.LeftKeys) == 0 {
+		return nil, fmt.Errorf("hash_join: %d left keys and %d right keys", len(cfg.LeftKeys), len(cfg.RightKeys))
+	}
+	o.out = spec.Out.Arrow()
+	return o, nil
+}
+
+func (o *hashJoinOp) Open(ctx context.Context, tc *exec.TaskContext) error {
+	o.mem = vector.TaskAlloc(tc)
+	return nil
+}
+
+func (o *hashJoinOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	n := b.NumRows()
+	if n == 0 {
+		return nil
+	}
+	switch input {
+	case 1:
+		if o.built {
+			return fmt.Errorf("hash_join: right batch after the right side ended")
+		}
+		for _, op := range b.Ops {
+			if op != exec.Insert {
+				return fmt.Errorf("hash_join: %s rows on the build (right) side are not supported", op)
+			}
+		}
+		b.Rec.Retain()
+		o.right = append(o.right, b.Rec)
+		return nil
+	case 0:
+		if !o.built {
+			b.Rec.Retain()
+			if b.Ops != nil {
+				b.Ops = slices.Clone(b.Ops)
+			}
+			o.pending = append(o.pending, b)
+			return nil
+		}
+		return o.probe(ctx, b, out)
+	}
+	return fmt.Errorf("hash_join: no input %d", input)
+}
+
+func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	if input < 0 || input > 1 {
+		return fmt.Errorf("hash_join: no input %d", input)
+	}
+	switch s.Kind {
+	case exec.EndOfStream:
+		if o.ended[input] {
+			return nil
+		}
+		o.ended[input] = true
+		if input == 1 {
+			if err := o.buildTable(); err != nil {
+				return err
+			}
+			pending := o.pending
+			o.pending = nil
+			for i, b := range pending {
+				err := o.probe(ctx, b, out)
+				b.Rec.Release()
+				if err != nil {
+					for _, rest := range pending[i+1:] {
+						rest.Rec.Release()
+					}
+					return err
+				}
+			}
+		}
+		if o.ended[0] && o.ended[1] {
+			return out.CollectSignal(ctx, s)
+		}
+		return o.forwardWatermark(ctx, out)
+	case exec.Watermark:
+		if !o.wmSeen[input] || s.Watermark > o.wm[input] {
+			o.wm[input], o.wmSeen[input] = s.Watermark, true
+		}
+		return o.forwardWatermark(ctx, out)
+	}
+	return out.CollectSignal(ctx, s)
+}
+
+// forwardWatermark sends the minimum watermark of the running inputs when it
+// advances.
+func (o *hashJoinOp) forwardWatermark(ctx context.Context, out exec.Collector) error {
+	var wm int64
+	have := false
+	for i := range 2 {
+		if o.ended[i] {
+			continue
+		}
+		if !o.wmSeen[i] {
+			return nil
+		}
+		if !have || o.wm[i] < wm {
+			wm, have = o.wm[i], true
+		}
+	}
+	if !have || (o.wmSent && wm <= o.wmOut) {
+		return nil
+	}
+	o.wmOut, o.wmSent = wm, true
+	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: wm})
+}
+
+// buildTable concatenates the right side and indexes it by key.
+func (o *hashJoinOp) buildTable() error {
+	o.built = true
+	o.table = state.NewKeyTable()
+	right := o.right
+	o.right = nil
+	defer func() {
+		for _, r := range right {
+			r.Release()
+		}
+	}()
+	if len(right) == 0 {
+		return nil
+	}
+	if len(right) == 1 {
+		o.build = right[0]
+		o.build.Retain()
+	} else {
+		ncols := int(right[0].NumCols())
+		cols := make([]arrow.Array, 0, ncols)
+		parts := make([]arrow.Array, len(right))
+		rows := 0
+		for _, r := range right {
+			if int(r.NumCols()) != ncols {
+				return fmt.Errorf("hash_join: right batches of %d and %d columns", ncols, r.NumCols())
+			}
+			rows += int(r.NumRows())
+		}
+		for c := range ncols {
+			for i, r := range right {
+				parts[i] = r.Column(c)
+			}
+			a, err := array.Concatenate(parts, o.mem)
+			if err != nil {
+				vector.ReleaseArrays(cols)
+				return fmt.Errorf("hash_join: %w", err)
+			}
+			cols = append(cols, a)
+		}
+		rec, err := vector.MakeRecord(right[0].Schema(), cols, rows)
+		if err != nil {
+			return fmt.Errorf("hash_join: %w", err)
+		}
+		o.build = rec
+	}
+	n := int(o.build.NumRows())
+	arrs, err := o.keyColumns(o.build, o.cfg.RightKeys)
+	if err != nil {
+		return err
+	}
+	if err := o.keys.Encode(arrs, nil, n); err != nil {
+		return fmt.Errorf("hash_join: %w", err)
+	}
+	gids := make([]uint32, n)
+	o.table.InsertRows(&o.keys, gids)
+	o.head = make([]int32, o.table.Len())
+	for i := range o.head {
+		o.head[i] = -1
+	}
+	o.next = make([]int32, n)
+	for r := n - 1; r >= 0; r-- {
+		if o.keys.Null(r) {
+			o.next[r] = -1
+			continue
+		}
+		g := gids[r]
+		o.next[r] = o.head[g]
+		o.head[g] = int32(r)
+	}
+	return nil
+}
+
+func (o *hashJoinOp) keyColumns(rec arrow.RecordBatch, cols []int) ([]arrow.Array, error) {
+	o.keyArrs = o.keyArrs[:0]
+	for _, c := range cols {
+		if c < 0 || c >= int(rec.NumCols()) {
+			return nil, fmt.Errorf("hash_join: key column %d out of range (%d columns)", c, rec.NumCols())
+		}
+		o.keyArrs = append(o.keyArrs, rec.Column(c))
+	}
+	return o.keyArrs, nil
+}
+
+// probe joins one left batch against the built table.
+func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector) error {
+	n := b.NumRows()
+	if n == 0 {
+		return nil
+	}
+	nl := int(b.Rec.NumCols())
+	if o.out.NumFields() <= nl {
+		return fmt.Errorf("hash_join: output of %d columns for a left side of %d", o.out.NumFields(), nl)
+	}
+	o.ids = vector.GrowSlice(o.ids, n)
+	ids := o.ids
+	if o.build == nil {
+		for i := range ids {
+			ids[i] = -1
+		}
+	} else {
+		arrs, err := o.keyColumns(b.Rec, o.cfg.LeftKeys)
+		if err != nil {
+			return err
+		}
+		for i, a := range arrs {
+			rt := o.build.Column(o.cfg.RightKeys[i]).DataType()
+			if !arrow.TypeEqual(a.DataType(), rt) {
+				return fmt.Errorf("hash_join: key %d is %s on the left and %s on the right", i, a.DataType(), rt)
+			}
+		}
+		if err := o.keys.Encode(arrs, nil, n); err != nil {
+			return fmt.Errorf("hash_join: %w", err)
+		}
+		o.table.LookupRows(&o.keys, ids)
+	}
+	var matched []bool
+	if o.left && o.extra != nil {
+		matched = make([]bool, n)
+	}
+	li, ri := o.li[:0], o.ri[:0]
+	defer func() { o.li, o.ri = li[:0], ri[:0] }()
+	for i := range n {
+		found := false
+		if g := ids[i]; g >= 0 {
+			for r := o.head[g]; r >= 0; r = o.next[r] {
+				found = true
+				li, ri = append(li, int32(i)), append(ri, r)
+				if len(li) >= vector.OutBatchRows {
+					if err := o.emitPairs(ctx, b, li, ri, matched, o.extra, out); err != nil {
+						return err
+					}
+					li, ri = li[:0], ri[:0]
+				}
+			}
+		}
+		if !found && o.left && o.extra == nil {
+			li, ri = append(li, int32(i)), append(ri, -1)
+			if len(li) >= vector.OutBatchRows {
+				if err := o.emitPairs(ctx, b, li, ri, nil, nil, out); err != nil {
+					return err
+				}
+				li, ri = li[:0], ri[:0]
+			}
+		}
+	}
+	if len(li) > 0 {
+		if err := o.emitPairs(ctx, b, li, ri, matched, o.extra, out); err != nil {
+			return err
+		}
+		li, ri = li[:0], ri[:0]
+	}
+	if matched == nil {
+		return nil
+	}
+	// Left join with Extra: the rows no candidate survived for.
+	for i, m := range matched {
+		if m {
+			continue
+		}
+		li, ri = append(li, int32(i)), append(ri, -1)
+		if len(li) >= vector.OutBatchRows {
+			if err := o.emitPairs(ctx, b, li, ri, nil, nil, out); err != nil {
+				return err
+			}
+			li, ri = li[:0], ri[:0]
+		}
+	}
+	if len(li) > 0 {
+		return o.emitPairs(ctx, b, li, ri, nil, nil, out)
+	}
+	return nil
+}
+
+// emitPairs gathers left rows li beside right rows ri (-1: NULLs), filters them
+// by extra when set (marking the left rows that survive in matched), and emits.
+func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32, matched []bool, extra *expr.Expr, out exec.Collector) error {
+	// A join can emit far more rows than it reads, all inside one task's fused
+	// chain where no queue notices a cancelled job: check here.
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	k := len(li)
+	cols, err := vector.GatherColumns(o.mem, make([]arrow.Array, 0, o.out.NumFields()), b.Rec.Columns(), li)
+	if err != nil {
+		return fmt.Errorf("hash_join: %w", err)
+	}
+	nl := len(cols)
+	if o.build != nil {
+		if nl+int(o.build.NumCols()) != o.out.NumFields() {
+			vector.ReleaseArrays(cols)
+			return fmt.Errorf("hash_join: %d left and %d right columns for an output of %d",
+				nl, o.build.NumCols(), o.out.NumFields())
+		}
+		if cols, err = vector.GatherColumns(o.mem, cols, o.build.Columns(), ri); err != nil {
+			return fmt.Errorf("hash_join: %w", err)
+		}
+	} else {
+		for j := nl; j < o.out.NumFields(); j++ {
+			cols = append(cols, array.MakeArrayOfNull(o.mem, o.out.Field(j).Type, k))
+		}
+	}
+	rec, err := vector.MakeRecord(o.out, cols, k)
+	if err != nil {
+		return fmt.Errorf("hash_join: %w", err)
+	}
+	defer rec.Release()
+	ops := vector.GatherOps(b.Ops, li)
+	if extra == nil {
+		return out.Collect(ctx, exec.Batch{Rec: rec, Ops: ops})
+	}
+	res, err := expr.Eval(extra, rec, o.mem)
+	if err != nil {
+		return fmt.Errorf("hash_join: %w", err)
+	}
+	defer res.Release()
+	cond, ok := res.(*array.Boolean)
+	if !ok {
+		if res.NullN() == res.Len() {
+			return nil
+		}
+		return fmt.Errorf("hash_join: condition is %s, not boolean", res.DataType())
+	}
+	sel := trueRows(cond, make([]int32, 0, k))
+	if matched != nil {
+		for _, j := range sel {
+			matched[li[j]] = true
+		}
+	}
+	switch len(sel) {
+	case 0:
+		return nil
+	case k:
+		return out.Collect(ctx, exec.Batch{Rec: rec, Ops: ops})
+	}
+	kept, err := vector.GatherRecord(o.mem, rec, sel)
+	if err != nil {
+		return fmt.Errorf("hash_join: %w", err)
+	}
+	defer kept.Release()
+	return out.Collect(ctx, exec.Batch{Rec: kept, Ops: vector.GatherOps(ops, sel)})
+}
+
+func (o *hashJoinOp) Close(ctx context.Context) error {
+	for _, r := range o.right {
+		r.Release()
+	}
+	o.right = nil
+	for _, b := range o.pending {
+		b.Rec.Release()
+	}
+	o.pending = nil
+	if o.build != nil {
+		o.build.Release()
+		o.build = nil
+	}
+	if o.table != nil {
+		o.table.Release()
+	}
+	o.table = nil
+	return nil
+}

@@ -1,0 +1,292 @@
+package operators
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
+)
+
+// sortOp is kind "sort" (see SortConfig). It retains every batch; at end of
+// stream it concatenates them, sorts a permutation of the rows (stable, so ties
+// keep their arrival order) and emits rows Offset..Offset+Limit of it (all when
+// Limit < 0), gathered in batches of at most vector.OutBatchRows rows, then forwards
+// EndOfStream.
+//
+// Order, as PostgreSQL's with the C collation: numbers by value (NaN above all
+// doubles), text by bytes, false before true. A key's NULLs come first exactly
+// when its NullsFirst is set, whatever its direction: the planner sets it for
+// DESC keys to get PostgreSQL's default (NULLS FIRST for DESC, LAST for ASC).
+type sortOp struct {
+	cfg     SortConfig
+	mem     memory.Allocator
+	batches []exec.Batch
+	anyOps  bool
+	rows    int
+	done    bool
+}
+
+var _ exec.Operator = (*sortOp)(nil)
+
+func newSortOp(spec exec.OperatorSpec) (exec.Operator, error) {
+	var cfg SortConfig
+	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("sort: bad config: %w", err)
+	}
+	if cfg.Offset < 0 {
+		return nil, fmt.Errorf("sort: negative offset %d", cfg.Offset)
+	}
+	return &sortOp{cfg: cfg}, nil
+}
+
+func (o *sortOp) Open(ctx context.Context, tc *exec.TaskContext) error {
+	o.mem = vector.TaskAlloc(tc)
+	return nil
+}
+
+func (o *sortOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	n := b.NumRows()
+	if n == 0 {
+		return nil
+	}
+	if o.done {
+		return fmt.Errorf("sort: batch after end of stream")
+	}
+	b.Rec.Retain()
+	if b.Ops != nil {
+		b.Ops = slices.Clone(b.Ops)
+		o.anyOps = true
+	}
+	o.batches = append(o.batches, b)
+	o.rows += n
+	return nil
+}
+
+func (o *sortOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	if s.Kind != exec.EndOfStream {
+		return out.CollectSignal(ctx, s)
+	}
+	if o.done {
+		return nil
+	}
+	o.done = true
+	err := o.emit(ctx, out)
+	o.release()
+	if err != nil {
+		return err
+	}
+	return out.CollectSignal(ctx, s)
+}
+
+func (o *sortOp) emit(ctx context.Context, out exec.Collector) error {
+	if o.rows == 0 {
+		return nil
+	}
+	lo := o.cfg.Offset
+	hi := int64(o.rows)
+	if o.cfg.Limit >= 0 {
+		hi = min(hi, lo+o.cfg.Limit)
+	}
+	if lo >= hi {
+		return nil
+	}
+	rec, err := o.concat()
+	if err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	defer rec.Release()
+	var ops []exec.ChangeKind
+	if o.anyOps {
+		ops = make([]exec.ChangeKind, 0, o.rows)
+		for _, b := range o.batches {
+			for i := range b.NumRows() {
+				ops = append(ops, b.Op(i))
+			}
+		}
+	}
+	// Release the inputs early: the sorted copy is all that is needed now.
+	o.release()
+
+	cmps := make([]func(i, j int32) int, len(o.cfg.Keys))
+	for k, key := range o.cfg.Keys {
+		if key.Col < 0 || key.Col >= int(rec.NumCols()) {
+			return fmt.Errorf("sort: key column %d out of range (%d columns)", key.Col, rec.NumCols())
+		}
+		c, err := sortComparator(rec.Column(key.Col), key)
+		if err != nil {
+			return err
+		}
+		cmps[k] = c
+	}
+	perm := make([]int32, rec.NumRows())
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortStableFunc(perm, func(a, b int32) int {
+		for _, c := range cmps {
+			if r := c(a, b); r != 0 {
+				return r
+			}
+		}
+		return 0
+	})
+	perm = perm[lo:hi]
+	for len(perm) > 0 {
+		k := min(len(perm), vector.OutBatchRows)
+		chunk := perm[:k]
+		perm = perm[k:]
+		var part arrow.RecordBatch
+		if isIdentityRun(chunk) {
+			part = rec.NewSlice(int64(chunk[0]), int64(chunk[0])+int64(k))
+		} else if part, err = vector.GatherRecord(o.mem, rec, chunk); err != nil {
+			return fmt.Errorf("sort: %w", err)
+		}
+		err := out.Collect(ctx, exec.Batch{Rec: part, Ops: vector.GatherOps(ops, chunk)})
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isIdentityRun reports whether idx is consecutive rows (input already sorted).
+func isIdentityRun(idx []int32) bool {
+	for j := 1; j < len(idx); j++ {
+		if idx[j] != idx[j-1]+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// concat returns all retained rows as one record.
+func (o *sortOp) concat() (arrow.RecordBatch, error) {
+	if len(o.batches) == 1 {
+		r := o.batches[0].Rec
+		r.Retain()
+		return r, nil
+	}
+	first := o.batches[0].Rec
+	ncols := int(first.NumCols())
+	cols := make([]arrow.Array, 0, ncols)
+	parts := make([]arrow.Array, len(o.batches))
+	for c := range ncols {
+		for i, b := range o.batches {
+			if int(b.Rec.NumCols()) != ncols {
+				vector.ReleaseArrays(cols)
+				return nil, fmt.Errorf("batches of %d and %d columns", ncols, b.Rec.NumCols())
+			}
+			parts[i] = b.Rec.Column(c)
+		}
+		a, err := array.Concatenate(parts, o.mem)
+		if err != nil {
+			vector.ReleaseArrays(cols)
+			return nil, err
+		}
+		cols = append(cols, a)
+	}
+	return vector.MakeRecord(first.Schema(), cols, o.rows)
+}
+
+// sortComparator returns the order of rows i and j of arr under key.
+func sortComparator(arr arrow.Array, key SortKeySpec) (func(i, j int32) int, error) {
+	var base func(i, j int32) int
+	switch a := arr.(type) {
+	case *array.Null:
+		base = func(i, j int32) int { return 0 }
+	case *array.Int64:
+		v := a.Int64Values()
+		base = func(i, j int32) int { return cmp.Compare(v[i], v[j]) }
+	case *array.Timestamp:
+		v := a.TimestampValues()
+		base = func(i, j int32) int { return cmp.Compare(v[i], v[j]) }
+	case *array.Float64:
+		v := a.Float64Values()
+		base = func(i, j int32) int {
+			// cmp.Compare orders NaN first; PostgreSQL orders it last.
+			x, y := v[i], v[j]
+			switch {
+			case x != x && y != y:
+				return 0
+			case x != x:
+				return 1
+			case y != y:
+				return -1
+			}
+			return cmp.Compare(x, y)
+		}
+	case *array.Decimal128:
+		v := a.Values()
+		base = func(i, j int32) int { return v[i].Cmp(v[j]) }
+	case *array.Boolean:
+		base = func(i, j int32) int {
+			x, y := a.Value(int(i)), a.Value(int(j))
+			switch {
+			case x == y:
+				return 0
+			case !x:
+				return -1
+			}
+			return 1
+		}
+	case *array.String:
+		offs := a.ValueOffsets()
+		var data []byte
+		if b := a.Data().Buffers()[2]; b != nil {
+			data = b.Bytes()
+		}
+		base = func(i, j int32) int {
+			return bytes.Compare(data[offs[i]:offs[i+1]], data[offs[j]:offs[j+1]])
+		}
+	default:
+		return nil, fmt.Errorf("sort: cannot order %s", arr.DataType())
+	}
+	valid, voff := vector.ValidityOf(arr)
+	if key.Desc {
+		asc := base
+		base = func(i, j int32) int { return asc(j, i) }
+	}
+	if valid == nil {
+		return base, nil
+	}
+	nullCmp := 1
+	if key.NullsFirst {
+		nullCmp = -1
+	}
+	return func(i, j int32) int {
+		ni := !bitutil.BitIsSet(valid, voff+int(i))
+		nj := !bitutil.BitIsSet(valid, voff+int(j))
+		switch {
+		case ni && nj:
+			return 0
+		case ni:
+			return nullCmp
+		case nj:
+			return -nullCmp
+		}
+		return base(i, j)
+	}, nil
+}
+
+func (o *sortOp) release() {
+	for _, b := range o.batches {
+		b.Rec.Release()
+	}
+	o.batches = nil
+}
+
+func (o *sortOp) Close(ctx context.Context) error {
+	o.release()
+	return nil
+}

@@ -1,0 +1,458 @@
+// Package task is the paper's StreamTask: one parallel instance of a JobGraph
+// vertex, running its fused chain of operators in a slot (this file). Inside
+// the chain operators call each other directly; between tasks there are
+// bounded queues, the inbox a task reads (with its barrier alignment and
+// watermark merging, runInbox) and the Output at the end of its chain, which
+// spreads batches over the channels of its out edges by forward, hash,
+// rebalance or broadcast partitioning (exchange.go). checkpoint.go is the
+// task's side of checkpoints: barriers injected at sources, operators'
+// snapshots stored, restores.
+//
+// A channel is a Sender: a LocalChannel into an inbox in the same TaskManager,
+// or a network channel, which the TaskManager wires in; so the task imports
+// nothing of exec/network. It may import exec, exec/vector, exec/state and
+// exec/checkpoint.
+package task
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/state"
+)
+
+// A task flushes its Flusher operators (a streaming aggregation's updates) when
+// its inbox runs empty, but not more often than every minFlushInterval, so that
+// a busy stream's groups change a few times a second rather than at every
+// batch, and at least every flushInterval when the inbox never runs empty.
+const (
+	minFlushInterval = 50 * time.Millisecond
+	flushInterval    = 100 * time.Millisecond
+)
+
+// StreamTask runs one ExecTask: a source (for source vertices) or an inbox feeding
+// the fused chain of operators, whose end writes to the task's output channels.
+// Inside the chain operators call each other directly; only the inbox is a queue.
+// The TaskManager builds it (newStreamTask), points its output at the channels of
+// its out edges (output().addEdge), and runs it in a slot.
+type StreamTask struct {
+	tc     *exec.TaskContext
+	source exec.Source       // nil unless the vertex starts with a source
+	chain  []exec.Operator   // the operators after the source, in chain order
+	inbox  chan exec.Message // nil for sources
+	// channels[i] is the number of channels feeding input i.
+	channels []int
+	out      *Output
+	// ckpt is the task's part in checkpointing; nil when the job takes none.
+	ckpt *taskCheckpoints
+	// view is the task's view operator, if its chain ends with one.
+	view exec.ViewReader
+	// ended says the checkpoint the task restored from lists it as ended: it
+	// ran to its end in an earlier attempt, and everything it emitted is in
+	// the state of the tasks after it (runEnded).
+	ended bool
+}
+
+// New returns the task running chain in context tc, after source
+// (for a source vertex) or fed by its inbox, which holds QueueCapacity
+// messages, from channels[i] channels on input i.
+func New(tc *exec.TaskContext, source exec.Source, chain []exec.Operator, channels []int) *StreamTask {
+	t := &StreamTask{tc: tc, source: source, chain: chain, channels: channels,
+		out: NewOutput(tc.Alloc, tc.Metrics)}
+	if source == nil {
+		t.inbox = make(chan exec.Message, exec.QueueCapacity)
+	}
+	for _, op := range chain {
+		if v, ok := op.(exec.ViewReader); ok {
+			t.view = v
+		}
+	}
+	return t
+}
+
+// Context returns the task's context.
+func (t *StreamTask) Context() *exec.TaskContext { return t.tc }
+
+// Inbox returns the inbox other tasks' channels into this one write to; nil for
+// a source task.
+func (t *StreamTask) Inbox() chan exec.Message { return t.inbox }
+
+// Output returns the collector at the end of the chain, whose edges the
+// TaskManager adds before the task runs.
+func (t *StreamTask) Output() *Output { return t.out }
+
+// ViewReader returns the task's view operator, or nil.
+func (t *StreamTask) ViewReader() exec.ViewReader { return t.view }
+
+// chainLink feeds one operator of a fused chain: its Collect is the previous
+// operator's output, and it passes the operator's own output to next.
+type chainLink struct {
+	op   exec.Operator
+	next exec.Collector
+}
+
+func (l *chainLink) Collect(ctx context.Context, b exec.Batch) error {
+	return l.op.ProcessBatch(ctx, 0, b, l.next)
+}
+
+func (l *chainLink) CollectSignal(ctx context.Context, s exec.Signal) error {
+	return l.op.ProcessSignal(ctx, 0, s, l.next)
+}
+
+// collectors returns, for each operator of the chain, the Collector its output
+// goes to.
+func (t *StreamTask) collectors() []exec.Collector {
+	cs := make([]exec.Collector, len(t.chain))
+	var next exec.Collector = t.out
+	for i := len(t.chain) - 1; i >= 0; i-- {
+		cs[i] = next
+		next = &chainLink{op: t.chain[i], next: next}
+	}
+	return cs
+}
+
+// Run executes the task to completion. A panic in an operator becomes the task's
+// error, with the stack in the log, so one bad operator fails its job and not the
+// process.
+func (t *StreamTask) Run(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.tc.Log.Error("task panicked", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("task %s: internal error: %v", t.tc.TaskName, r)
+		}
+	}()
+	defer t.Close(context.WithoutCancel(ctx))
+	if err := t.open(ctx); err != nil {
+		return err
+	}
+	if err := t.restoreState(ctx); err != nil {
+		return err
+	}
+	switch {
+	case t.ended:
+		err = t.runEnded(ctx)
+	case t.source != nil:
+		err = t.runSource(ctx)
+	default:
+		err = t.runInbox(ctx)
+	}
+	if err == nil && t.ckpt != nil {
+		if !t.ended {
+			err = t.storeFinal(ctx)
+		}
+		if err == nil {
+			t.ckpt.acks(exec.CheckpointAck{Task: t.ckpt.task, Finished: true})
+		}
+	}
+	return err
+}
+
+func (t *StreamTask) open(ctx context.Context) error {
+	if t.source != nil {
+		if err := t.source.Open(ctx, t.tc); err != nil {
+			return err
+		}
+	}
+	for _, op := range t.chain {
+		if err := op.Open(ctx, t.tc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes the task's source and operators, once its state writes are
+// done; Run calls it, and the TaskManager for a task it built but never ran.
+func (t *StreamTask) Close(ctx context.Context) {
+	if t.ckpt != nil {
+		t.ckpt.puts.Wait()
+	}
+	if t.source != nil {
+		if err := t.source.Close(); err != nil {
+			t.tc.Log.Warn("closing source", "err", err)
+		}
+	}
+	for _, op := range t.chain {
+		if err := op.Close(ctx); err != nil {
+			t.tc.Log.Warn("closing operator", "err", err)
+		}
+	}
+}
+
+func (t *StreamTask) head() exec.Collector {
+	if len(t.chain) == 0 {
+		return t.out
+	}
+	return &chainLink{op: t.chain[0], next: t.collectors()[0]}
+}
+
+// flushers returns the chain's Flusher operators, in chain order, each with the
+// Collector its output goes to.
+func (t *StreamTask) flushers() []chainLink {
+	var fs []chainLink
+	cs := t.collectors()
+	for i, op := range t.chain {
+		if _, ok := op.(exec.Flusher); ok {
+			fs = append(fs, chainLink{op: op, next: cs[i]})
+		}
+	}
+	return fs
+}
+
+// flush flushes fs in chain order, so what one emits reaches the next first.
+func flush(ctx context.Context, fs []chainLink) error {
+	for _, l := range fs {
+		if err := l.op.(exec.Flusher).Flush(ctx, l.next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *StreamTask) runSource(ctx context.Context) error {
+	var head exec.Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics}
+	if fs := t.flushers(); len(fs) > 0 {
+		// A source's batch is its own mini-batch: what it read at once.
+		head = &flushingCollector{Collector: head, flushers: fs}
+	}
+	if t.ckpt == nil {
+		if err := t.source.Run(ctx, head); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		return head.CollectSignal(ctx, exec.Signal{Kind: exec.EndOfStream})
+	}
+	// With checkpoints, barriers are injected beside Run, between its batches:
+	// a Checkpointed source emits under the checkpoint lock itself; the batches
+	// of any other are emitted under it here.
+	emit := t.tc.CheckpointLock
+	ended := false
+	ckCtx, stop := context.WithCancel(ctx)
+	ckErr := make(chan error, 1)
+	go func() { ckErr <- t.sourceCheckpoints(ckCtx, emit, head, &ended) }()
+	out := head
+	if _, ok := t.source.(exec.Checkpointed); !ok {
+		out = &lockedCollector{mu: emit, next: head}
+	}
+	err := t.source.Run(ctx, out)
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	emit.Lock()
+	ended = true
+	if err == nil {
+		err = head.CollectSignal(ctx, exec.Signal{Kind: exec.EndOfStream})
+	}
+	emit.Unlock()
+	stop()
+	if cerr := <-ckErr; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// runInbox processes messages until every channel of every input has ended.
+//
+// Watermarks are forwarded as the minimum over all channels. A checkpoint's
+// barrier is aligned: a channel that delivered it is held back (its messages
+// buffered) until every channel still open has, then the barrier goes through
+// the chain, the operators' states are taken, and the held messages are
+// processed before the inbox again.
+func (t *StreamTask) runInbox(ctx context.Context) error {
+	op := t.chain[0]
+	next := t.collectors()[0]
+	fs := t.flushers()
+	lastFlush := time.Now()
+	var flushTimer <-chan time.Time // armed while a flush waits for minFlushInterval
+	doFlush := func() error {
+		lastFlush, flushTimer = time.Now(), nil
+		return flush(ctx, fs)
+	}
+	ended := make([]int, len(t.channels))
+	total := 0
+	for _, n := range t.channels {
+		total += n
+	}
+	type chanKey struct{ input, channel int }
+	var (
+		endedAll   int
+		watermarks = map[chanKey]int64{}
+		emittedWM  = int64(-1 << 63)
+		// Barrier alignment.
+		aligning   int64 // the checkpoint being aligned, 0 when none
+		alignStart time.Time
+		blocked    = map[chanKey]bool{}
+		held       []exec.Message // messages of blocked channels, in arrival order
+		replay     []exec.Message // held messages to process before the inbox
+		completes  chan int64
+	)
+	if t.ckpt != nil {
+		completes = t.ckpt.completes
+	}
+	defer func() { // a failure or cancellation may leave held batches
+		for _, m := range append(held, replay...) {
+			if m.IsData() {
+				m.Batch.Rec.Release()
+			}
+		}
+	}()
+	// finishAlignment passes the aligned barrier on, snapshots, and releases the
+	// held channels.
+	finishAlignment := func() error {
+		id := aligning
+		align := time.Since(alignStart)
+		aligning = 0
+		clear(blocked)
+		replay = append(held, replay...)
+		held = nil
+		if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Barrier, Checkpoint: id}, next); err != nil {
+			return err
+		}
+		if t.ckpt != nil {
+			var st state.TaskSnapshot
+			err := t.snapshotOps(ctx, id, &st)
+			t.store(ctx, id, st, align, err)
+		}
+		return nil
+	}
+	for endedAll < total {
+		var m exec.Message
+		if len(replay) > 0 {
+			m, replay = replay[0], replay[1:]
+		} else {
+			select {
+			case m = <-t.inbox:
+			case id := <-completes:
+				if err := t.notifyComplete(ctx, id); err != nil {
+					return err
+				}
+				continue
+			case <-flushTimer:
+				if err := doFlush(); err != nil {
+					return err
+				}
+				continue
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		key := chanKey{m.Input, m.Channel}
+		if blocked[key] {
+			held = append(held, m)
+			continue
+		}
+		if m.IsData() {
+			t.tc.Metrics.RowsIn.Add(int64(m.Batch.NumRows()))
+			t.tc.Metrics.BatchesIn.Add(1)
+			err := op.ProcessBatch(ctx, m.Input, m.Batch, next)
+			m.Batch.Rec.Release()
+			if err != nil {
+				return err
+			}
+			if len(fs) > 0 {
+				since := time.Since(lastFlush)
+				switch {
+				case since >= flushInterval || len(t.inbox) == 0 && since >= minFlushInterval:
+					if err := doFlush(); err != nil {
+						return err
+					}
+				case len(t.inbox) == 0 && flushTimer == nil:
+					flushTimer = time.After(minFlushInterval - since)
+				}
+			}
+			continue
+		}
+		switch m.Signal.Kind {
+		case exec.EndOfStream:
+			ended[m.Input]++
+			endedAll++
+			if ended[m.Input] == t.channels[m.Input] {
+				if err := op.ProcessSignal(ctx, m.Input, m.Signal, next); err != nil {
+					return err
+				}
+			}
+			// A channel that ends no longer owes the barrier being aligned.
+			if aligning != 0 && len(blocked) == total-endedAll {
+				if err := finishAlignment(); err != nil {
+					return err
+				}
+			}
+		case exec.Watermark:
+			watermarks[key] = m.Signal.Watermark
+			if len(watermarks) < total {
+				continue
+			}
+			low := m.Signal.Watermark
+			for _, w := range watermarks {
+				low = min(low, w)
+			}
+			if low > emittedWM {
+				emittedWM = low
+				if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Watermark, Watermark: low}, next); err != nil {
+					return err
+				}
+			}
+		case exec.Barrier:
+			id := m.Signal.Checkpoint
+			switch {
+			case aligning == 0:
+				aligning, alignStart = id, time.Now()
+			case id < aligning:
+				continue // of a checkpoint already given up for a newer one
+			case id > aligning:
+				// A newer checkpoint overtook one a channel never delivered
+				// (its source had ended): give the old one up.
+				aligning, alignStart = id, time.Now()
+				clear(blocked)
+				replay = append(held, replay...)
+				held = nil
+			}
+			blocked[key] = true
+			if len(blocked) == total-endedAll {
+				if err := finishAlignment(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Drain releases every batch still queued in the inbox of a task that stopped
+// early, so a failed or cancelled job gives back all its memory. It is called
+// once every task of the job has returned, when no one writes to the inbox.
+func (t *StreamTask) Drain() { exec.DrainInbox(t.inbox) }
+
+// flushingCollector flushes the chain after every batch a source emits.
+type flushingCollector struct {
+	exec.Collector
+	flushers []chainLink
+}
+
+func (c *flushingCollector) Collect(ctx context.Context, b exec.Batch) error {
+	if err := c.Collector.Collect(ctx, b); err != nil {
+		return err
+	}
+	return flush(ctx, c.flushers)
+}
+
+// countingCollector counts what a source emits before passing it on.
+type countingCollector struct {
+	next    exec.Collector
+	metrics *exec.TaskMetrics
+}
+
+func (c *countingCollector) Collect(ctx context.Context, b exec.Batch) error {
+	c.metrics.RowsIn.Add(int64(b.NumRows()))
+	c.metrics.BatchesIn.Add(1)
+	return c.next.Collect(ctx, b)
+}
+
+func (c *countingCollector) CollectSignal(ctx context.Context, s exec.Signal) error {
+	return c.next.CollectSignal(ctx, s)
+}

@@ -1,0 +1,243 @@
+package session
+
+// Continuous jobs: keeping them in the catalog, resuming them when the
+// engine restarts, SHOW PROCESSLIST and KILL.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/sql"
+)
+
+// checkpointInterval returns the session's checkpoint_interval (0: none).
+func (s *Session) checkpointInterval() time.Duration {
+	v := s.vars["checkpoint_interval"]
+	if v.Str == "" {
+		return s.e.cfg.CheckpointInterval
+	}
+	d, _ := parseInterval(v.Str) // checked by SET
+	return d
+}
+
+// parseInterval reads an interval setting: a Go duration ('500ms', '2s') or a
+// number of milliseconds, as PostgreSQL's time settings take.
+func parseInterval(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("want a duration such as '500ms' or '2s', or milliseconds")
+	}
+	return d, nil
+}
+
+// keep records a continuous job (of view, if not "") in the catalog so that a
+// restarted engine resumes it, and forgets it when it ends (killed, failed,
+// finished) while the engine runs.
+func (e *Engine) keep(job *jobmanager.Job, view string) {
+	graph, err := json.Marshal(job.Graph.Job)
+	if err == nil {
+		err = e.catalog.AddJob(&sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph, View: view})
+	}
+	if err != nil {
+		e.cfg.Log.Warn("job not recorded: it will not resume after a restart", "job", job.ID, "err", err)
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		select {
+		case <-job.Done():
+		case <-e.closing:
+			return // the engine stops: the job resumes with it
+		}
+		select {
+		case <-e.closing:
+		default:
+			if err := e.catalog.RemoveJob(job.ID); err != nil {
+				e.cfg.Log.Warn("forgetting job", "job", job.ID, "err", err)
+			}
+		}
+	}()
+}
+
+// resume restarts what the catalog says was running: the continuous jobs,
+// each from its newest complete checkpoint, and the views.
+func (e *Engine) resume() {
+	var starts []pendingStart
+	resumed := map[string]bool{} // views whose jobs resume from checkpoints
+	for _, r := range e.catalog.Jobs() {
+		if r.View != "" {
+			resumed[r.View] = true
+		}
+		starts = append(starts, pendingStart{"job " + r.ID, func() error { return e.resumeJob(r) }})
+	}
+	for _, t := range e.catalog.Tables() {
+		if t.IsView() && !resumed[t.Name] {
+			starts = append(starts, pendingStart{"view " + t.Name, func() error { return e.restartView(t) }})
+		}
+	}
+	e.startAll(starts)
+}
+
+// pendingStart is a job to start again after a restart.
+type pendingStart struct {
+	what  string
+	start func() error
+}
+
+// startAll starts each in order. A cluster's TaskManagers may not have
+// registered yet: what finds no slots is retried every second until it starts
+// or the engine closes; other failures are logged.
+func (e *Engine) startAll(starts []pendingStart) {
+	try := func(starts []pendingStart) (waiting []pendingStart) {
+		for _, p := range starts {
+			if err := p.start(); errors.Is(err, jobmanager.ErrNoSlots) {
+				waiting = append(waiting, p)
+			} else if err != nil {
+				e.cfg.Log.Error("not restarted", "what", p.what, "err", err)
+			}
+		}
+		return waiting
+	}
+	waiting := try(starts)
+	if len(waiting) == 0 {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for len(waiting) > 0 {
+			select {
+			case <-e.closing:
+				return
+			case <-tick.C:
+			}
+			waiting = try(waiting)
+		}
+	}()
+}
+
+// resumeJob submits a recorded job again under its id, from its checkpoints.
+func (e *Engine) resumeJob(r *sql.JobRecord) error {
+	var jg exec.JobGraph
+	if err := json.Unmarshal(r.Graph, &jg); err != nil {
+		return err
+	}
+	opts := jobmanager.JobOptions{ID: r.ID, Resume: true}
+	if e.cfg.CheckpointURL != "" {
+		opts.CheckpointURL, opts.CheckpointInterval = e.cfg.CheckpointURL, e.cfg.CheckpointInterval
+	}
+	if r.View != "" {
+		if t, ok := e.catalog.Table(r.View); !ok || !t.IsView() {
+			return e.catalog.RemoveJob(r.ID) // the view was dropped meanwhile
+		}
+	}
+	job, err := e.jm.SubmitJob(r.Statement, &jg, nil, opts)
+	if err != nil {
+		return err
+	}
+	e.cfg.Log.Info("job resumed", "job", job.ID, "checkpoint", job.Checkpoints().RestoredFrom)
+	if r.View != "" {
+		e.setView(r.View, job)
+	}
+	e.keep(job, r.View)
+	return nil
+}
+
+// showJobs lists the jobs: continuous INSERT jobs, and queries still running.
+func (s *Session) showJobs() (*Result, error) {
+	schema := types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "statement", Type: types.StringType},
+		{Name: "state", Type: types.StringType}, {Name: "started", Type: types.TimestampType},
+		{Name: "rows_in", Type: types.Int64Type}, {Name: "rows_out", Type: types.Int64Type},
+		{Name: "bad_records", Type: types.Int64Type}, {Name: "dead_letters", Type: types.Int64Type},
+		{Name: "status", Type: types.StringType}, {Name: "error", Type: types.StringType},
+		{Name: "restarts", Type: types.Int64Type}, {Name: "checkpoint", Type: types.Int64Type},
+		{Name: "restored_from", Type: types.Int64Type}, {Name: "checkpoint_ms", Type: types.Float64Type},
+		{Name: "checkpoint_bytes", Type: types.Int64Type}, {Name: "alignment_ms", Type: types.Float64Type}}
+	var rows [][]types.Value
+	for _, j := range s.e.jm.Jobs() {
+		id, _ := strconv.ParseInt(j.ID, 10, 64)
+		var in, out, bad, dead int64
+		var status []string
+		for tid, m := range j.Metrics() {
+			if j.Graph.Job.Vertices[tid.Vertex].IsSource() {
+				in += m.RowsIn.Load()
+			}
+			out += m.SinkRows.Load()
+			bad += m.BadRecords.Load()
+			dead += m.DeadLetters.Load()
+			if st := m.Status(); st != "" {
+				status = append(status, fmt.Sprintf("%s[%d]: %s", j.Graph.Job.Vertices[tid.Vertex].Name, tid.Subtask, st))
+			}
+		}
+		sort.Strings(status)
+		ck := j.Checkpoints()
+		checkpoint := types.NullValue(types.Int64Type)
+		if ck.Last > 0 {
+			checkpoint = types.IntValue(ck.Last)
+		}
+		statusText := types.NullValue(types.StringType)
+		if len(status) > 0 {
+			statusText = types.StringValue(strings.Join(status, "; "))
+		}
+		errText := types.NullValue(types.StringType)
+		if err := j.Err(); err != nil {
+			errText = types.StringValue(err.Error())
+		}
+		rows = append(rows, []types.Value{types.IntValue(id), types.StringValue(j.Statement),
+			types.StringValue(string(j.State())), types.TimestampValue(j.Started.UnixMicro()),
+			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText,
+			types.IntValue(int64(ck.Restarts)), checkpoint, optInt(ck.RestoredFrom),
+			optMillis(ck.Last, ck.LastDuration), ckBytes(ck.Last, ck.LastBytes), optMillis(ck.Last, ck.LastAlign)})
+	}
+	return s.valuesResult("SHOW", schema, rows)
+}
+
+// optInt is n, or NULL for 0 (no such checkpoint).
+func optInt(n int64) types.Value {
+	if n == 0 {
+		return types.NullValue(types.Int64Type)
+	}
+	return types.IntValue(n)
+}
+
+// optMillis is d in milliseconds, or NULL when there is no checkpoint.
+func optMillis(checkpoint int64, d time.Duration) types.Value {
+	if checkpoint == 0 {
+		return types.NullValue(types.Float64Type)
+	}
+	return types.FloatValue(float64(d.Microseconds()) / 1000)
+}
+
+// ckBytes is the size of a checkpoint's state, or NULL when there is none.
+func ckBytes(checkpoint, n int64) types.Value {
+	if checkpoint == 0 {
+		return types.NullValue(types.Int64Type)
+	}
+	return types.IntValue(n)
+}
+
+// kill cancels a job.
+func (s *Session) kill(id string) (*Result, error) {
+	for _, j := range s.e.jm.Jobs() {
+		if j.ID == id {
+			j.Cancel(fmt.Errorf("%w: KILL %s", exec.ErrJobCancelled, id))
+			<-j.Done()
+			return &Result{Tag: "KILL"}, nil
+		}
+	}
+	return nil, sql.Errorf(sql.ErrInvalidValue, 0, "no job %s (SHOW PROCESSLIST lists them)", id)
+}

@@ -1,0 +1,203 @@
+package session
+
+// Planning a statement into a JobGraph and running it: queries, COPY (...) TO
+// STDOUT, INSERT INTO ... SELECT and EXPLAIN.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/planner"
+	"github.com/hummer-db/hummer/sql"
+)
+
+// viewSink, passed to plan as the sink, makes the rows go to a view operator.
+var viewSink = &exec.ConnectorSpec{Connector: "view"}
+
+// plan turns a query into its graphs; with sink set its rows go to that
+// connector (or, for viewSink, a view operator) instead of to the client.
+func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, error) {
+	p := sql.Optimize(q.Plan)
+	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Snapshot: s.e.snapshot}
+	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
+		opts.Parallelism = int(v.Int)
+	}
+	switch {
+	case len(sink) > 0 && sink[0] == viewSink:
+		opts.View = true
+	case len(sink) > 0:
+		opts.Sink = sink[0]
+		opts.Upsert = len(opts.Sink.Key) > 0 && s.e.cfg.Upsert(opts.Sink.Connector)
+	}
+	sg, err := planner.Build(p, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	jg := planner.Fuse(sg)
+	jg.Network = s.vars["network"].Str
+	jg.NetworkTasks = s.vars["network_task"].Str
+	jg.MinParallelism = int(s.vars["min_parallelism"].Int)
+	jg.MaxParallelism = int(s.vars["max_parallelism"].Int)
+	return sg, jg, nil
+}
+
+func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, error) {
+	if err := s.refuseUnbounded(q.Plan); err != nil {
+		return nil, err
+	}
+	_, jg, err := s.plan(q)
+	if err != nil {
+		return nil, err
+	}
+	rows := newJobRows(q.Plan.Schema())
+	job, err := s.e.jm.Submit(text, jg, rows)
+	if err != nil {
+		return nil, err
+	}
+	rows.start(s.e.jm, job)
+	return &Result{Tag: "SELECT", Rows: rows}, nil
+}
+
+// CopyOut runs query, one SELECT, for COPY (<query>) TO STDOUT: unlike a plain
+// SELECT it may read streams that never end, its rows arriving as they are
+// produced until the client cancels.
+func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
+	stmts, err := sql.Parse(query)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, sql.Errorf(sql.ErrUnsupported, 0, "COPY takes one query")
+	}
+	st, err := sql.Bind(stmts[0], s.e.catalog, query)
+	if err != nil {
+		return nil, err
+	}
+	q, ok := st.(*sql.Query)
+	if !ok {
+		return nil, sql.Errorf(sql.ErrUnsupported, 0, "COPY (...) TO STDOUT takes a SELECT")
+	}
+	if _, err := s.authorize(q); err != nil {
+		return nil, err
+	}
+	_, jg, err := s.plan(q)
+	if err != nil {
+		return nil, err
+	}
+	rows := newJobRows(q.Plan.Schema())
+	job, err := s.e.jm.Submit("COPY ("+stmts[0].Text()+") TO STDOUT", jg, rows)
+	if err != nil {
+		return nil, err
+	}
+	rows.start(s.e.jm, job)
+	return &Result{Tag: "COPY", Rows: rows}, nil
+}
+
+// refuseUnbounded refuses a query that would wait for the end of a stream.
+func (s *Session) refuseUnbounded(p sql.Plan) error {
+	if t := s.unboundedTable(p); t != nil {
+		return sql.Errorf(sql.ErrUnsupported, 0,
+			"table %s is a stream (%s) that never ends, so a SELECT over it would never answer; run the query continuously: keep its result in a view (CREATE VIEW v AS SELECT ..., then SELECT ... FROM v), write it to a table (INSERT INTO <table> SELECT ...), or stream its changes with COPY (SELECT ...) TO STDOUT",
+			t.Name, t.Engine)
+	}
+	return nil
+}
+
+// unboundedTable returns a table read by p whose source never ends, or nil.
+func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
+	if scan, ok := p.(*sql.Scan); ok && s.e.cfg.Unbounded != nil && s.e.cfg.Unbounded(scan.Table.Engine) {
+		return scan.Table
+	}
+	for _, in := range p.Inputs() {
+		if t := s.unboundedTable(in); t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// insert starts a job writing the query's rows into the table's connector and
+// returns at once: the job runs until its sources end, or for ever over an
+// unbounded source (Kafka), until KILL. It does not depend on this session. A
+// continuous job takes checkpoints, restarts from them after a failure, and is
+// resumed from them when the engine restarts.
+func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
+	t := st.Table
+	sink := sinkSpec(t)
+	_, jg, err := s.plan(st.Query, &sink)
+	if err != nil {
+		return nil, err
+	}
+	var opts jobmanager.JobOptions
+	continuous := planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded)
+	if iv := s.checkpointInterval(); continuous && iv > 0 && s.e.cfg.CheckpointURL != "" {
+		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
+	}
+	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	if continuous {
+		s.e.keep(job, "")
+	}
+	return &Result{Tag: "INSERT 0 0", Notices: []string{
+		fmt.Sprintf("job %s started: it writes into %s; SHOW PROCESSLIST shows it, KILL %s stops it", job.ID, t.Name, job.ID),
+	}}, nil
+}
+
+// sinkSpec describes table t as a connector to write to.
+func sinkSpec(t *sql.Table) exec.ConnectorSpec {
+	return exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns, Key: t.KeyColumns()}
+}
+
+func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*Result, error) {
+	sg, jg, err := s.plan(st.Query)
+	if err != nil {
+		return nil, err
+	}
+	var plan string
+	switch {
+	case st.Format == "dot":
+		plan = planner.ExplainDot(sg)
+	case st.Analyze:
+		// Run the query, discarding its rows, then show what every task did.
+		if err := s.refuseUnbounded(st.Query.Plan); err != nil {
+			return nil, err
+		}
+		rows := newJobRows(st.Query.Plan.Schema())
+		job, err := s.e.jm.Submit(text, jg, rows)
+		if err != nil {
+			return nil, err
+		}
+		rows.start(s.e.jm, job)
+		defer rows.Close()
+		for {
+			rec, err := rows.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			rec.Release()
+		}
+		plan = planner.Explain(sg, jg, job.Graph, job.Metrics())
+	default:
+		eg, err := s.e.jm.Schedule(jg)
+		if err != nil {
+			return nil, err
+		}
+		plan = planner.Explain(sg, jg, eg, nil)
+	}
+	var rows [][]types.Value
+	for _, line := range strings.Split(strings.TrimRight(plan, "\n"), "\n") {
+		rows = append(rows, []types.Value{types.StringValue(line)})
+	}
+	return s.valuesResult("EXPLAIN", explainSchema, rows)
+}

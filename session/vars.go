@@ -1,0 +1,127 @@
+package session
+
+// Session variables: their defaults, SET and SHOW.
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/sql"
+)
+
+// defaultVars returns the session variables and their defaults; set says which
+// may be set.
+func defaultVars() map[string]types.Value {
+	return map[string]types.Value{
+		"parallelism":        types.StringValue("auto"),
+		"min_parallelism":    types.IntValue(0),
+		"max_parallelism":    types.IntValue(0),
+		"network":            types.StringValue(""),
+		"network_task":       types.StringValue(exec.NetworkAuto),
+		"application_name":   types.StringValue(""),
+		"client_encoding":    types.StringValue("UTF8"),
+		"datestyle":          types.StringValue("ISO, MDY"),
+		"timezone":           types.StringValue("UTC"),
+		"extra_float_digits": types.IntValue(1),
+		"search_path":        types.StringValue("public"),
+		"statement_timeout":  types.StringValue("0"),
+		// Empty: the engine's default (Config.CheckpointInterval).
+		"checkpoint_interval": types.StringValue(""),
+	}
+}
+
+// showAll lists every session variable (SHOW VARIABLES).
+func (s *Session) showAll() (*Result, error) {
+	names := make([]string, 0, len(s.vars))
+	for n := range s.vars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	rows := make([][]types.Value, len(names))
+	for i, n := range names {
+		rows[i] = []types.Value{types.StringValue(n), types.StringValue(formatVar(s.vars[n]))}
+	}
+	return s.valuesResult("SHOW", showAllSchema, rows)
+}
+
+// set assigns a session variable; a NULL value (SET x = DEFAULT) resets it.
+func (s *Session) set(name string, v types.Value) error {
+	old, ok := s.vars[name]
+	if !ok {
+		return sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", name)
+	}
+	if v.Null || v.Type.ID == types.Null {
+		s.vars[name] = defaultVars()[name]
+		return nil
+	}
+	if name == "network_task" {
+		mode := strings.ToLower(strings.TrimSpace(formatVar(v)))
+		if mode != exec.NetworkFused && mode != exec.NetworkOwn && mode != exec.NetworkAuto {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "network_task must be 'fused', 'own' or 'auto', got %s", formatVar(v))
+		}
+		s.vars[name] = types.StringValue(mode)
+		return nil
+	}
+	if name == "checkpoint_interval" {
+		text := formatVar(v)
+		if _, err := parseInterval(text); err != nil {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"checkpoint_interval\": %q: %v", text, err)
+		}
+		s.vars[name] = types.StringValue(text)
+		return nil
+	}
+	if name == "parallelism" {
+		if v.Type.ID == types.String && strings.EqualFold(strings.TrimSpace(v.Str), "auto") {
+			s.vars[name] = types.StringValue("auto")
+			return nil
+		}
+		n, err := intValue(v)
+		if slots := s.e.slots(); err != nil || n < 1 || n > int64(slots) {
+			return sql.Errorf(sql.ErrInvalidValue, 0,
+				"parallelism must be 'auto' or an integer from 1 to %d (the number of slots), got %s", slots, formatVar(v))
+		}
+		s.vars[name] = types.IntValue(n)
+		return nil
+	}
+	if old.Type.ID == types.Int64 {
+		n, err := intValue(v)
+		if err != nil {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter %q: %s", name, formatVar(v))
+		}
+		s.vars[name] = types.IntValue(n)
+		return nil
+	}
+	s.vars[name] = types.StringValue(formatVar(v))
+	return nil
+}
+
+func intValue(v types.Value) (int64, error) {
+	switch v.Type.ID {
+	case types.Int64:
+		return v.Int, nil
+	case types.String:
+		return strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64)
+	}
+	return 0, fmt.Errorf("not an integer")
+}
+
+func formatVar(v types.Value) string {
+	switch v.Type.ID {
+	case types.Int64:
+		return strconv.FormatInt(v.Int, 10)
+	case types.String:
+		return v.Str
+	case types.Bool:
+		if v.Bool {
+			return "on"
+		}
+		return "off"
+	case types.Float64:
+		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
