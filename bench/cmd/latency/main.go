@@ -84,11 +84,9 @@ func run(cfg latency.Config, repo, results, work string) error {
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		return err
 	}
-	stamp := strings.NewReplacer("-", "", ":", "", "T", "-", "Z", "").Replace(rep.Date)
-	for _, name := range []string{"latency-" + stamp + ".json", latency.ResultsFile} {
-		if err := rep.WriteJSON(filepath.Join(results, name)); err != nil {
-			return err
-		}
+	// One file per suite: earlier runs are in git history.
+	if err := rep.WriteJSON(filepath.Join(results, latency.ResultsFile)); err != nil {
+		return err
 	}
 	if err := rep.Plot(filepath.Join(results, latency.PlotFile)); err != nil {
 		return err

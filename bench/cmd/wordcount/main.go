@@ -168,11 +168,9 @@ func run(ctx context.Context, cfg config) error {
 	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
 		return err
 	}
-	stamp := start.UTC().Format("20060102-150405")
-	for _, name := range []string{"wordcount-" + stamp + ".json", "latest.json"} {
-		if err := rep.writeJSON(filepath.Join(cfg.results, name)); err != nil {
-			return err
-		}
+	// One file per suite: earlier runs are in git history.
+	if err := rep.writeJSON(filepath.Join(cfg.results, "latest.json")); err != nil {
+		return err
 	}
 	if err := publish(rep, cfg); err != nil {
 		return err
