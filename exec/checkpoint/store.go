@@ -21,6 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,18 +42,43 @@ var ErrNotFound = errors.New("checkpoint: state not found")
 type Store struct {
 	b   *blob.Bucket
 	url string
+	// dir is the directory of a file:// bucket, whose emptied directories
+	// the store removes; "" for other buckets.
+	dir string
 }
 
-// Open opens the bucket at url (file:///dir creates dir if needed).
-func Open(ctx context.Context, url string) (*Store, error) {
-	if strings.HasPrefix(url, "file://") && !strings.Contains(url, "?") {
-		url += "?create_dir=true"
+// Open opens the bucket at rawURL. A file:// bucket's directory is created if
+// needed, and it writes each blob to a temporary file beside the blob, then
+// renames it (fileblob's no_tmp_dir), as PostgreSQL's durable_rename and
+// Flink's file system checkpoint storage do: from os.TempDir the rename fails
+// for a store on another filesystem (a mounted volume, a tmpfs), and every
+// checkpoint with it.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	s := &Store{url: rawURL}
+	if strings.HasPrefix(rawURL, "file://") {
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %s: %w", rawURL, err)
+		}
+		q := u.Query()
+		for _, opt := range []string{"create_dir", "no_tmp_dir"} {
+			if !q.Has(opt) {
+				q.Set(opt, "true")
+			}
+		}
+		u.RawQuery = q.Encode()
+		s.dir = u.Path
+		if u.Host == "." { // file://./dir: relative
+			s.dir = strings.TrimPrefix(s.dir, "/")
+		}
+		rawURL, s.dir = u.String(), filepath.FromSlash(s.dir)
 	}
-	b, err := blob.OpenBucket(ctx, url)
+	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: opening %s: %w", url, err)
+		return nil, fmt.Errorf("checkpoint: opening %s: %w", s.url, err)
 	}
-	return &Store{b: b, url: url}, nil
+	s.b = b
+	return s, nil
 }
 
 // Close releases the bucket.
@@ -157,6 +186,8 @@ func (s *Store) Prune(ctx context.Context, job string, keep int) error {
 	return s.deleteWhere(ctx, job, func(key string) bool {
 		rest := strings.TrimPrefix(strings.TrimPrefix(key, job+"/"), "complete/")
 		idText, _, _ := strings.Cut(rest, "/")
+		// A write cut short leaves its temporary file: "<key>.<hex>.tmp".
+		idText, _, _ = strings.Cut(idText, ".")
 		id, err := strconv.ParseInt(idText, 10, 64)
 		return err == nil && id < oldest
 	})
@@ -167,8 +198,12 @@ func (s *Store) DropJob(ctx context.Context, job string) error {
 	return s.deleteWhere(ctx, job, func(string) bool { return true })
 }
 
-// deleteWhere deletes the blobs of job whose keys drop says.
+// deleteWhere deletes the blobs of job whose keys drop says, and in a file://
+// bucket the directories that leaves empty (fileblob leaves them: one per
+// checkpoint).
 func (s *Store) deleteWhere(ctx context.Context, job string, drop func(key string) bool) error {
+	dirs := map[string]bool{}
+	defer func() { s.removeEmpty(dirs) }()
 	it := s.b.List(&blob.ListOptions{Prefix: job + "/"})
 	for {
 		obj, err := it.Next(ctx)
@@ -184,5 +219,24 @@ func (s *Store) deleteWhere(ctx context.Context, job string, drop func(key strin
 		if err := s.b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return err
 		}
+		for d := path.Dir(obj.Key); d != "." && d != "/"; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+}
+
+// removeEmpty removes those of dirs (keys' directories) that are empty, the
+// deepest first; a directory that is not empty stays.
+func (s *Store) removeEmpty(dirs map[string]bool) {
+	if s.dir == "" {
+		return
+	}
+	sorted := make([]string, 0, len(dirs))
+	for d := range dirs {
+		sorted = append(sorted, d)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return strings.Count(sorted[i], "/") > strings.Count(sorted[j], "/") })
+	for _, d := range sorted {
+		os.Remove(filepath.Join(s.dir, filepath.FromSlash(d))) // fails, harmlessly, when not empty
 	}
 }

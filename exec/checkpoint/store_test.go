@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -85,5 +86,49 @@ func TestStore(t *testing.T) {
 				t.Errorf("DropJob of 7 touched job 70: %d, %v", id, ok)
 			}
 		})
+	}
+}
+
+// TestStoreRemovesEmptyDirectories: fileblob leaves a directory per
+// checkpoint; pruning and dropping a job remove them, and the temporary file
+// of a write cut short with its checkpoint.
+func TestStoreRemovesEmptyDirectories(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id := int64(1); id <= 4; id++ {
+		if err := s.Put(ctx, "7", id, "0.0", []byte("state")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, "7", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a write killed before its rename leaves beside its target.
+	if err := os.WriteFile(filepath.Join(dir, "7", "1", "1.0.18f0a2b3c4d5e6f7.tmp"), []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prune(ctx, "7", 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"7/1", "7/2"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Prune: %v, want it removed", gone, err)
+		}
+	}
+	for _, kept := range []string{"7/3/0.0", "7/4/0.0", "7/complete/3", "7/complete/4"} {
+		if _, err := os.Stat(filepath.Join(dir, kept)); err != nil {
+			t.Errorf("%s after Prune: %v", kept, err)
+		}
+	}
+	if err := s.DropJob(ctx, "7"); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("after DropJob the store holds %v (%v), want nothing", entries, err)
 	}
 }
