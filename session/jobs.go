@@ -28,6 +28,27 @@ func (s *Session) checkpointInterval() time.Duration {
 	return d
 }
 
+// continuousOptions returns the options of a continuous job: checkpoints
+// every checkpoint_interval into the engine's store (none when the interval is
+// 0 or there is no store), failing over after tolerable_failed_checkpoints
+// failed in a row, its restarts recorded in the catalog.
+func (s *Session) continuousOptions() jobmanager.JobOptions {
+	opts := jobmanager.JobOptions{OnRestart: s.e.recordRestart}
+	if iv := s.checkpointInterval(); iv > 0 && s.e.cfg.CheckpointURL != "" {
+		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
+		opts.FailoverAfter = int(s.vars["tolerable_failed_checkpoints"].Int) + 1
+	}
+	return opts
+}
+
+// recordRestart keeps a recorded job's count of restarts in the catalog, so
+// that it counts on across the engine's restarts.
+func (e *Engine) recordRestart(j *jobmanager.Job) {
+	if err := e.catalog.SetJobRestarts(j.ID, j.Checkpoints().Restarts); err != nil {
+		e.cfg.Log.Warn("recording a restart", "job", j.ID, "err", err)
+	}
+}
+
 // parseInterval reads an interval setting: a Go duration ('500ms', '2s') or a
 // number of milliseconds, as PostgreSQL's time settings take.
 func parseInterval(s string) (time.Duration, error) {
@@ -48,7 +69,8 @@ func parseInterval(s string) (time.Duration, error) {
 func (e *Engine) keep(job *jobmanager.Job, view string) {
 	graph, err := json.Marshal(job.Graph.Job)
 	if err == nil {
-		err = e.catalog.AddJob(&sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph, View: view})
+		err = e.catalog.AddJob(&sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph, View: view,
+			Restarts: job.Checkpoints().Restarts, FailoverAfter: job.Options().FailoverAfter})
 	}
 	if err != nil {
 		e.cfg.Log.Warn("job not recorded: it will not resume after a restart", "job", job.ID, "err", err)
@@ -56,10 +78,20 @@ func (e *Engine) keep(job *jobmanager.Job, view string) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		select {
-		case <-job.Done():
-		case <-e.closing:
-			return // the engine stops: the job resumes with it
+		// The count of restarts is saved at each restart (recordRestart);
+		// when that failed (the disk was full) it is saved again here.
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case <-job.Done():
+				break wait
+			case <-e.closing:
+				return // the engine stops: the job resumes with it
+			case <-tick.C:
+				e.catalog.SetJobRestarts(job.ID, job.Checkpoints().Restarts) // its failure was logged
+			}
 		}
 		select {
 		case <-e.closing:
@@ -80,11 +112,11 @@ func (e *Engine) resume() {
 		if r.View != "" {
 			resumed[r.View] = true
 		}
-		starts = append(starts, pendingStart{"job " + r.ID, func() error { return e.resumeJob(r) }})
+		starts = append(starts, pendingStart{what: "job " + r.ID, job: r, start: func() error { return e.resumeJob(r) }})
 	}
 	for _, t := range e.catalog.Tables() {
 		if t.IsView() && !resumed[t.Name] {
-			starts = append(starts, pendingStart{"view " + t.Name, func() error { return e.restartView(t) }})
+			starts = append(starts, pendingStart{what: "view " + t.Name, start: func() error { return e.restartView(t) }})
 		}
 	}
 	e.startAll(starts)
@@ -93,7 +125,38 @@ func (e *Engine) resume() {
 // pendingStart is a job to start again after a restart.
 type pendingStart struct {
 	what  string
+	job   *sql.JobRecord // the recorded job, or nil for a view to start afresh
 	start func() error
+}
+
+// waitingJob is a recorded job whose resumption waits for slots, for SHOW
+// PROCESSLIST.
+type waitingJob struct {
+	rec   *sql.JobRecord
+	since time.Time
+	err   error
+}
+
+// setWaiting records that p waits for slots (err), or no longer (nil).
+func (e *Engine) setWaiting(p pendingStart, err error) {
+	if p.job == nil {
+		return
+	}
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	if err == nil {
+		delete(e.waiting, p.job.ID)
+		return
+	}
+	w, ok := e.waiting[p.job.ID]
+	if !ok {
+		if e.waiting == nil {
+			e.waiting = map[string]*waitingJob{}
+		}
+		w = &waitingJob{rec: p.job, since: time.Now()}
+		e.waiting[p.job.ID] = w
+	}
+	w.err = err
 }
 
 // startAll starts each in order. A cluster's TaskManagers may not have
@@ -102,9 +165,14 @@ type pendingStart struct {
 func (e *Engine) startAll(starts []pendingStart) {
 	try := func(starts []pendingStart) (waiting []pendingStart) {
 		for _, p := range starts {
-			if err := p.start(); errors.Is(err, jobmanager.ErrNoSlots) {
+			err := p.start()
+			if errors.Is(err, jobmanager.ErrNoSlots) {
 				waiting = append(waiting, p)
-			} else if err != nil {
+				e.setWaiting(p, err)
+				continue
+			}
+			e.setWaiting(p, nil)
+			if err != nil {
 				e.cfg.Log.Error("not restarted", "what", p.what, "err", err)
 			}
 		}
@@ -136,8 +204,10 @@ func (e *Engine) resumeJob(r *sql.JobRecord) error {
 	if err := json.Unmarshal(r.Graph, &jg); err != nil {
 		return err
 	}
-	opts := jobmanager.JobOptions{ID: r.ID, Resume: true}
+	// The engine's restart is one of the job's.
+	opts := jobmanager.JobOptions{ID: r.ID, Resume: true, Restarts: r.Restarts + 1, OnRestart: e.recordRestart}
 	if e.cfg.CheckpointURL != "" {
+		opts.FailoverAfter = r.FailoverAfter
 		opts.CheckpointURL, opts.CheckpointInterval = e.cfg.CheckpointURL, e.cfg.CheckpointInterval
 	}
 	if r.View != "" {
@@ -166,9 +236,12 @@ func (s *Session) showJobs() (*Result, error) {
 		{Name: "status", Type: types.StringType}, {Name: "error", Type: types.StringType},
 		{Name: "restarts", Type: types.Int64Type}, {Name: "checkpoint", Type: types.Int64Type},
 		{Name: "restored_from", Type: types.Int64Type}, {Name: "checkpoint_ms", Type: types.Float64Type},
-		{Name: "checkpoint_bytes", Type: types.Int64Type}, {Name: "alignment_ms", Type: types.Float64Type}}
+		{Name: "checkpoint_bytes", Type: types.Int64Type}, {Name: "alignment_ms", Type: types.Float64Type},
+		{Name: "failed_checkpoints", Type: types.Int64Type}, {Name: "checkpoint_failure", Type: types.StringType}}
 	var rows [][]types.Value
+	listed := map[string]bool{}
 	for _, j := range s.e.jm.Jobs() {
+		listed[j.ID] = true
 		id, _ := strconv.ParseInt(j.ID, 10, 64)
 		var in, out, bad, dead int64
 		var status []string
@@ -196,12 +269,40 @@ func (s *Session) showJobs() (*Result, error) {
 		errText := types.NullValue(types.StringType)
 		if err := j.Err(); err != nil {
 			errText = types.StringValue(err.Error())
+		} else if err := j.Failure(); err != nil {
+			errText = types.StringValue(err.Error()) // why it is restarting or waiting
+		}
+		ckFailure := types.NullValue(types.StringType)
+		if ck.LastFailure != "" {
+			ckFailure = types.StringValue(ck.LastFailure)
 		}
 		rows = append(rows, []types.Value{types.IntValue(id), types.StringValue(j.Statement),
 			types.StringValue(string(j.State())), types.TimestampValue(j.Started.UnixMicro()),
 			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText,
 			types.IntValue(int64(ck.Restarts)), checkpoint, optInt(ck.RestoredFrom),
-			optMillis(ck.Last, ck.LastDuration), ckBytes(ck.Last, ck.LastBytes), optMillis(ck.Last, ck.LastAlign)})
+			optMillis(ck.Last, ck.LastDuration), ckBytes(ck.Last, ck.LastBytes), optMillis(ck.Last, ck.LastAlign),
+			types.IntValue(ck.Failed), ckFailure})
+	}
+	// Recorded jobs whose resumption waits for slots (a cluster's
+	// TaskManagers not registered yet) are jobs too.
+	s.e.waitMu.Lock()
+	var waiting []*waitingJob
+	for _, w := range s.e.waiting {
+		if !listed[w.rec.ID] {
+			waiting = append(waiting, w)
+		}
+	}
+	s.e.waitMu.Unlock()
+	sort.Slice(waiting, func(a, b int) bool { return waiting[a].rec.ID < waiting[b].rec.ID })
+	null := func(t types.Type) types.Value { return types.NullValue(t) }
+	for _, w := range waiting {
+		id, _ := strconv.ParseInt(w.rec.ID, 10, 64)
+		rows = append(rows, []types.Value{types.IntValue(id), types.StringValue(w.rec.Statement),
+			types.StringValue(string(jobmanager.JobWaitingForSlots)), types.TimestampValue(w.since.UnixMicro()),
+			null(types.Int64Type), null(types.Int64Type), null(types.Int64Type), null(types.Int64Type),
+			null(types.StringType), types.StringValue(w.err.Error()), types.IntValue(int64(w.rec.Restarts)),
+			null(types.Int64Type), null(types.Int64Type), null(types.Float64Type), null(types.Int64Type),
+			null(types.Float64Type), null(types.Int64Type), null(types.StringType)})
 	}
 	return s.valuesResult("SHOW", schema, rows)
 }

@@ -70,6 +70,9 @@ type Engine struct {
 	jm      *jobmanager.JobManager
 	data    []*network.Server
 	views   views
+	// waiting are the recorded jobs whose resumption waits for slots, by id.
+	waitMu  sync.Mutex
+	waiting map[string]*waitingJob
 	closing chan struct{} // closed by Close, for the engine's goroutines
 	wg      sync.WaitGroup
 }

@@ -136,8 +136,8 @@ func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
 	}
 	var opts jobmanager.JobOptions
 	continuous := planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded)
-	if iv := s.checkpointInterval(); continuous && iv > 0 && s.e.cfg.CheckpointURL != "" {
-		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
+	if continuous {
+		opts = s.continuousOptions()
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {

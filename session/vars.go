@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/sql"
 )
@@ -31,6 +32,9 @@ func defaultVars() map[string]types.Value {
 		"statement_timeout":  types.StringValue("0"),
 		// Empty: the engine's default (Config.CheckpointInterval).
 		"checkpoint_interval": types.StringValue(""),
+		// Failed checkpoints in a row a continuous job tolerates; the next
+		// fails it over (jobmanager.DefaultFailoverAfter).
+		"tolerable_failed_checkpoints": types.IntValue(jobmanager.DefaultFailoverAfter - 1),
 	}
 }
 
@@ -72,6 +76,14 @@ func (s *Session) set(name string, v types.Value) error {
 			return sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"checkpoint_interval\": %q: %v", text, err)
 		}
 		s.vars[name] = types.StringValue(text)
+		return nil
+	}
+	if name == "tolerable_failed_checkpoints" {
+		n, err := intValue(v)
+		if err != nil || n < 0 {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "tolerable_failed_checkpoints must be an integer of 0 or more, got %s", formatVar(v))
+		}
+		s.vars[name] = types.IntValue(n)
 		return nil
 	}
 	if name == "parallelism" {

@@ -43,9 +43,8 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanage
 		return nil, err
 	}
 	var opts jobmanager.JobOptions
-	continuous := planner.Continuous(q.Plan, s.e.cfg.Unbounded)
-	if iv := s.checkpointInterval(); continuous && iv > 0 && s.e.cfg.CheckpointURL != "" {
-		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
+	if planner.Continuous(q.Plan, s.e.cfg.Unbounded) {
+		opts = s.continuousOptions()
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {

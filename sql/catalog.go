@@ -34,6 +34,8 @@ type Catalog struct {
 	tables map[string]*Table // by lower-case name
 	jobs   map[string]*JobRecord
 	users  map[string]*User // by lower-case name (catalog_users.go)
+	// restartsUnsaved says a job's count of restarts failed to save.
+	restartsUnsaved bool
 }
 
 // JobRecord is a continuous job the engine resumes after a restart: its id
@@ -46,6 +48,12 @@ type JobRecord struct {
 	Graph     json.RawMessage `json:"graph"`
 	// View names the view the job keeps, for a view's job.
 	View string `json:"view,omitempty"`
+	// Restarts counts the job's restarts so far, the engine's own restarts
+	// (which resume it) included.
+	Restarts int `json:"restarts,omitempty"`
+	// FailoverAfter is the job's JobOptions.FailoverAfter (from the session's
+	// tolerable_failed_checkpoints), kept for its resumptions.
+	FailoverAfter int `json:"failover_after,omitempty"`
 }
 
 var _ CatalogReader = (*Catalog)(nil)
@@ -183,6 +191,22 @@ func (c *Catalog) AddJob(j *JobRecord) error {
 	defer c.mu.Unlock()
 	c.jobs[j.ID] = j
 	return c.saveLocked()
+}
+
+// SetJobRestarts records that job id has restarted n times; a job not
+// recorded is left alone. A count that could not be saved (a full disk) is
+// saved by the next call, even with the same n.
+func (c *Catalog) SetJobRestarts(id string, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j, ok := c.jobs[id]
+	if !ok || j.Restarts == n && !c.restartsUnsaved {
+		return nil
+	}
+	j.Restarts = n
+	err := c.saveLocked()
+	c.restartsUnsaved = err != nil
+	return err
 }
 
 // RemoveJob forgets a job (it ended, or was killed).

@@ -3,8 +3,10 @@ package jobmanager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,6 +38,8 @@ type ckptTest struct {
 	// no checkpoint follows (as the Kafka sink's finish).
 	atEnd    []int64
 	restored atomic.Int64 // sinks and sources that restored a state
+	// declining makes every sink's SnapshotState fail.
+	declining atomic.Bool
 }
 
 // ckptSource emits its subtask's numbers in batches of 7, then waits to be
@@ -161,6 +165,9 @@ func (o *ckptSink) NotifyCheckpointComplete(_ context.Context, id int64) error {
 }
 
 func (o *ckptSink) SnapshotState(context.Context, int64) ([]byte, error) {
+	if o.w.declining.Load() {
+		return nil, errors.New("disk on fire")
+	}
 	return json.Marshal(o.epochs)
 }
 
@@ -311,5 +318,145 @@ func TestCheckpointsAfterTasksFinish(t *testing.T) {
 	if len(w.atEnd) != 1 || w.atEnd[0] != -5 {
 		t.Errorf("the bounded branch's sink took %v at its end, want [-5] once: restored from checkpoint %d, it ran again",
 			w.atEnd, j.Checkpoints().RestoredFrom)
+	}
+}
+
+// TestFailedCheckpointsFailOver: a checkpoint a task declines is counted with
+// its reason; FailoverAfter of them in a row fail the job over, which says
+// why while it restarts from its last complete checkpoint; once the task no
+// longer declines, checkpoints complete again and the failures in a row are
+// counted afresh.
+func TestFailedCheckpointsFailOver(t *testing.T) {
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	w := &ckptTest{total: 1 << 40, committed: map[[2]int64][]int64{}}
+	w.failAt.Store(-1)
+	reg := testRegistry()
+	reg.RegisterSource("ckpt", func(exec.ConnectorSpec) (exec.Source, error) { return &ckptSource{w: w}, nil })
+	reg.RegisterOperator("ckpt_sink", func(exec.OperatorSpec) (exec.Operator, error) { return &ckptSink{w: w}, nil })
+	jm := New(nil)
+	jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: "tm", Slots: 2, Registry: reg, Alloc: mem}))
+	n := types.Schema{{Name: "n", Type: types.Int64Type}}
+	job := &exec.JobGraph{
+		Vertices: []*exec.JobVertex{
+			{ID: 0, Name: "src", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "source", Out: n,
+				Config: exec.MustConfig(exec.ConnectorSpec{Connector: "ckpt", Schema: n})}}},
+			{ID: 1, Name: "sink", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "ckpt_sink", Out: n}}},
+		},
+		Edges: []*exec.JobEdge{{From: 0, To: 1, Partition: exec.Partition{Kind: exec.Forward}}},
+	}
+	var restarts atomic.Int64
+	j, err := jm.SubmitJob("test", job, nil, JobOptions{CheckpointURL: "file://" + filepath.Join(t.TempDir(), "ckpt"),
+		CheckpointInterval: 10 * time.Millisecond, FailoverAfter: 2, Restarts: 5,
+		OnRestart: func(*Job) { restarts.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		j.Cancel(fmt.Errorf("%w: test over", exec.ErrJobCancelled))
+		<-j.Done()
+	}()
+	waitFor := func(what string, cond func(CheckpointStats) bool) CheckpointStats {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			st := j.Checkpoints()
+			if cond(st) {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: checkpoints %+v, state %s, failure %v", what, st, j.State(), j.Failure())
+			}
+			time.Sleep(2 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
+	before := waitFor("two checkpoints", func(st CheckpointStats) bool { return st.Completed >= 2 })
+	if before.Failed != 0 || before.LastFailure != "" || before.Restarts != 5 {
+		t.Fatalf("before any failure: %+v (want 5 restarts, those of earlier runs)", before)
+	}
+	w.declining.Store(true)
+	deadline := time.Now().Add(20 * time.Second)
+	for j.State() != JobRestarting {
+		if time.Now().After(deadline) {
+			t.Fatalf("never restarting: state %s, checkpoints %+v", j.State(), j.Checkpoints())
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	if err := j.Failure(); err == nil || !strings.Contains(err.Error(), "2 checkpoints in a row failed") ||
+		!strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("restarting because of %v", err)
+	}
+	st := j.Checkpoints()
+	if st.Failed < 2 || !strings.Contains(st.LastFailure, "disk on fire") || st.FailedInARow < 2 {
+		t.Errorf("after the failover: %+v", st)
+	}
+	w.declining.Store(false)
+	after := waitFor("checkpoints again after the restart", func(st CheckpointStats) bool {
+		return st.Restarts >= 6 && st.Completed >= before.Completed+2 && st.FailedInARow == 0
+	})
+	if j.State() != JobRunning || j.Failure() != nil {
+		t.Errorf("recovered, the job is %s (%v)", j.State(), j.Failure())
+	}
+	for deadline := time.Now().Add(10 * time.Second); restarts.Load() != int64(after.Restarts-5); {
+		if time.Now().After(deadline) {
+			t.Fatalf("OnRestart ran %d times for %d restarts", restarts.Load(), after.Restarts-5)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// TestRestartWaitsForSlots: a job that fails over when no TaskManager is
+// left says it waits for slots, and why, until one registers; then it runs
+// again from its last complete checkpoint.
+func TestRestartWaitsForSlots(t *testing.T) {
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	w := &ckptTest{total: 1 << 40, committed: map[[2]int64][]int64{}}
+	w.failAt.Store(-1)
+	reg := testRegistry()
+	reg.RegisterSource("ckpt", func(exec.ConnectorSpec) (exec.Source, error) { return &ckptSource{w: w}, nil })
+	reg.RegisterOperator("ckpt_sink", func(exec.OperatorSpec) (exec.Operator, error) { return &ckptSink{w: w}, nil })
+	jm := New(nil)
+	jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: "tm1", Slots: 2, Registry: reg, Alloc: mem}))
+	n := types.Schema{{Name: "n", Type: types.Int64Type}}
+	job := &exec.JobGraph{
+		Vertices: []*exec.JobVertex{
+			{ID: 0, Name: "src", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "source", Out: n,
+				Config: exec.MustConfig(exec.ConnectorSpec{Connector: "ckpt", Schema: n})}}},
+			{ID: 1, Name: "sink", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "ckpt_sink", Out: n}}},
+		},
+		Edges: []*exec.JobEdge{{From: 0, To: 1, Partition: exec.Partition{Kind: exec.Forward}}},
+	}
+	j, err := jm.SubmitJob("test", job, nil, JobOptions{CheckpointURL: "file://" + filepath.Join(t.TempDir(), "ckpt"),
+		CheckpointInterval: 10 * time.Millisecond, FailoverAfter: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		j.Cancel(fmt.Errorf("%w: test over", exec.ErrJobCancelled))
+		<-j.Done()
+	}()
+	waitState := func(want JobState, cond func(CheckpointStats) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); j.State() != want || !cond(j.Checkpoints()); {
+			if time.Now().After(deadline) {
+				t.Fatalf("want %s: state %s, checkpoints %+v, failure %v", want, j.State(), j.Checkpoints(), j.Failure())
+			}
+			time.Sleep(2 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
+	waitState(JobRunning, func(st CheckpointStats) bool { return st.Completed >= 1 })
+	jm.RemoveTaskManager("tm1") // its tasks run on; a restart finds no slots
+	w.declining.Store(true)
+	waitState(JobWaitingForSlots, func(CheckpointStats) bool { return true })
+	if err := j.Failure(); !errors.Is(err, ErrNoSlots) {
+		t.Errorf("waiting for slots because of %v", err)
+	}
+	w.declining.Store(false)
+	jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: "tm2", Slots: 2, Registry: reg, Alloc: mem}))
+	last := j.Checkpoints().Last
+	waitState(JobRunning, func(st CheckpointStats) bool { return st.Restarts == 1 && st.Last > last })
+	if j.Failure() != nil {
+		t.Errorf("running again, the job says %v", j.Failure())
 	}
 }

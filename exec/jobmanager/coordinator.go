@@ -2,6 +2,7 @@ package jobmanager
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hummer-db/hummer/exec"
@@ -18,14 +19,28 @@ type CheckpointStats struct {
 	LastAlign    time.Duration // longest barrier alignment of a task
 	Restarts     int
 	RestoredFrom int64 // the checkpoint the current attempt started from
+	// LastFailure says why the newest failed checkpoint failed ("" when none
+	// has), and FailedInARow how many have failed since the last that
+	// completed.
+	LastFailure  string
+	FailedInARow int
 }
 
 // coordinate is the checkpoint coordinator of one attempt: every interval it
 // triggers a checkpoint (one at a time), collects the tasks' acknowledgements,
 // marks the checkpoint complete in the store once every task stored its state,
-// tells the tasks, and keeps the last few checkpoints.
-func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) {
+// tells the tasks, and keeps the last few checkpoints. A checkpoint that a
+// task declines, that the store does not complete or that times out is
+// counted as failed, with its reason (CheckpointStats); after FailoverAfter
+// in a row it cancels the attempt's deployments and returns why, so that the
+// job restarts from its last complete checkpoint. Otherwise it runs until ctx
+// is done and returns nil.
+func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) error {
 	const keep = 3
+	failoverAfter := j.opts.FailoverAfter
+	if failoverAfter <= 0 {
+		failoverAfter = DefaultFailoverAfter
+	}
 	timeout := max(10*j.opts.CheckpointInterval, 10*time.Second)
 	tasks := 0
 	for _, d := range ds {
@@ -59,16 +74,36 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) {
 	finished := map[exec.TaskID]bool{} // tasks that ended: no barrier reaches them
 	tick := time.NewTicker(j.opts.CheckpointInterval)
 	defer tick.Stop()
+	// fail counts the current checkpoint as failed for reason, and returns
+	// the error to fail the attempt over with once too many have in a row.
+	fail := func(reason string) error {
+		j.jm.log.Warn("checkpoint failed", "job", j.ID, "checkpoint", cur.id, "reason", reason)
+		j.mu.Lock()
+		j.stats.Failed++
+		j.stats.FailedInARow++
+		j.stats.LastFailure = fmt.Sprintf("checkpoint %d: %s", cur.id, reason)
+		n := j.stats.FailedInARow
+		j.mu.Unlock()
+		cur = nil
+		if n < failoverAfter {
+			return nil
+		}
+		err := fmt.Errorf("%d checkpoints in a row failed (tolerable_failed_checkpoints = %d), the last: %s",
+			n, failoverAfter-1, reason)
+		for _, d := range ds {
+			d.Cancel(err)
+		}
+		return err
+	}
 	// trigger starts the next checkpoint, unless one is still under way.
-	trigger := func() {
+	trigger := func() error {
 		if cur != nil {
 			if time.Since(cur.started) < timeout {
-				return // one checkpoint at a time
+				return nil // one checkpoint at a time
 			}
-			j.jm.log.Warn("checkpoint timed out", "job", j.ID, "checkpoint", cur.id, "acked", len(cur.acked), "tasks", tasks)
-			j.mu.Lock()
-			j.stats.Failed++
-			j.mu.Unlock()
+			if err := fail(fmt.Sprintf("timed out after %s, %d of %d tasks acknowledged", timeout, len(cur.acked), tasks)); err != nil {
+				return err
+			}
 		}
 		j.mu.Lock()
 		id := max(j.stats.Last, j.lastTriggered) + 1
@@ -78,13 +113,16 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) {
 		for _, d := range ds {
 			d.TriggerCheckpoint(id)
 		}
+		return nil
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-tick.C:
-			trigger()
+			if err := trigger(); err != nil {
+				return err
+			}
 		case a := <-acks:
 			if a.Finished {
 				finished[a.Task] = true
@@ -95,11 +133,9 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) {
 				continue
 			}
 			if a.Err != "" {
-				j.jm.log.Warn("checkpoint declined", "job", j.ID, "checkpoint", cur.id, "task", a.Task, "err", a.Err)
-				j.mu.Lock()
-				j.stats.Failed++
-				j.mu.Unlock()
-				cur = nil
+				if err := fail(fmt.Sprintf("task %s declined: %s", a.Task, a.Err)); err != nil {
+					return err
+				}
 				continue
 			}
 			if !a.Finished {
@@ -119,14 +155,17 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) {
 			if len(cur.acked)+len(ended) < tasks {
 				continue
 			}
-			if err := j.markEnded(ctx, cur.id, ended); err != nil {
-				j.jm.log.Warn("checkpoint not completed", "job", j.ID, "checkpoint", cur.id, "err", err)
-				cur = nil
-				continue
+			err := j.markEnded(ctx, cur.id, ended)
+			if err == nil {
+				err = j.store.Complete(ctx, j.ID, cur.id)
 			}
-			if err := j.store.Complete(ctx, j.ID, cur.id); err != nil {
-				j.jm.log.Warn("checkpoint not completed", "job", j.ID, "checkpoint", cur.id, "err", err)
-				cur = nil
+			if ctx.Err() != nil {
+				return nil // the attempt ended meanwhile
+			}
+			if err != nil {
+				if err := fail("not completed in the store: " + err.Error()); err != nil {
+					return err
+				}
 				continue
 			}
 			for _, d := range ds {
@@ -138,6 +177,7 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) {
 			j.stats.LastDuration = time.Since(cur.started)
 			j.stats.LastBytes = cur.bytes
 			j.stats.LastAlign = cur.align
+			j.stats.FailedInARow = 0
 			j.mu.Unlock()
 			if err := j.store.Prune(ctx, j.ID, keep); err != nil {
 				j.jm.log.Warn("pruning checkpoints", "job", j.ID, "err", err)

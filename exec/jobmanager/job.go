@@ -18,6 +18,12 @@ const (
 	JobFinished  JobState = "finished"
 	JobFailed    JobState = "failed"
 	JobCancelled JobState = "cancelled"
+	// JobRestarting: an attempt failed and the next is about to be deployed
+	// from the last complete checkpoint (Job.Failure says why).
+	JobRestarting JobState = "restarting"
+	// JobWaitingForSlots: the next attempt finds no slots (no TaskManager,
+	// or too few free slots) and is retried with backoff.
+	JobWaitingForSlots JobState = "waiting for slots"
 )
 
 // Job is a submitted job. A job that takes checkpoints restarts after a
@@ -43,6 +49,10 @@ type Job struct {
 	attempt     int
 	state       JobState
 	err         error
+	// failure is why the job is restarting or waiting for slots (nil while
+	// it runs): the failed attempt's error, then what keeps the next from
+	// starting.
+	failure     error
 	cancelCause error         // set by Cancel
 	cancelCh    chan struct{} // closed by Cancel
 	stats       CheckpointStats
@@ -63,7 +73,28 @@ type JobOptions struct {
 	CheckpointInterval time.Duration
 	// Resume starts the job from the newest complete checkpoint of ID, if any.
 	Resume bool
+	// FailoverAfter is the number of checkpoints in a row whose failure fails
+	// the current attempt over, restarting the job from its last complete
+	// checkpoint (SET tolerable_failed_checkpoints = FailoverAfter - 1); 0
+	// means DefaultFailoverAfter.
+	FailoverAfter int
+	// Restarts counts the restarts of the job's earlier runs (before a
+	// server or JobManager restart), which CheckpointStats.Restarts counts on
+	// from.
+	Restarts int
+	// OnRestart, when set, is called after each restart of the job, with
+	// the job (Checkpoints().Restarts counts it), so that the caller can
+	// keep the count across its own restarts.
+	OnRestart func(*Job)
 }
+
+// DefaultFailoverAfter is JobOptions.FailoverAfter when it is 0: the third
+// checkpoint in a row that fails (declined by a task, not completed in the
+// store, or timed out) fails the job over (Flink's default tolerates none). So
+// one failure under a passing spike costs nothing, while a store that keeps
+// failing (a full disk) has the job restart within three intervals, and again,
+// with restartDelay and backoff, until checkpoints complete again.
+const DefaultFailoverAfter = 3
 
 // restartDelay is how long a failed job waits before its first restart.
 const restartDelay = 500 * time.Millisecond
@@ -83,6 +114,9 @@ func (j *Job) supervise() {
 			break
 		}
 		log.Warn("job failed; restarting from its last checkpoint", "err", err)
+		j.mu.Lock()
+		j.state, j.failure = JobRestarting, err
+		j.mu.Unlock()
 		// The restart waits a moment, for what the failed attempt holds (its
 		// sinks' transactions, say) to wind down: restarting at once measured
 		// slower recoveries, the new attempt's sinks waiting on the old ones.
@@ -144,27 +178,39 @@ func (j *Job) restart(wait time.Duration) error {
 			if latest > j.stats.Last {
 				j.stats.Last = latest
 			}
+			j.state, j.failure = JobRunning, nil
 			j.mu.Unlock()
+			if j.opts.OnRestart != nil {
+				j.opts.OnRestart(j)
+			}
 			return nil
 		}
 		j.jm.log.Warn("restarting job", "job", j.ID, "err", err)
+		j.mu.Lock()
+		if errors.Is(err, ErrNoSlots) {
+			j.state = JobWaitingForSlots
+		}
+		j.failure = err
+		j.mu.Unlock()
 		wait, backoff = backoff, min(2*backoff, 5*time.Second)
 	}
 }
 
 // runAttempt waits for every deployment of the current attempt, with the
 // checkpoint coordinator running beside them; the first failure cancels the
-// others and is returned.
+// others and is returned, unless the coordinator failed the attempt over
+// (too many failed checkpoints), whose error is returned then.
 func (j *Job) runAttempt() error {
 	j.mu.Lock()
 	ds, release := j.deployments, j.release
 	j.mu.Unlock()
 	ctx, stopCoordinator := context.WithCancel(context.Background())
 	coordinated := make(chan struct{})
+	var failover error // the coordinator's, read once coordinated is closed
 	if j.store != nil {
 		go func() {
 			defer close(coordinated)
-			j.coordinate(ctx, ds)
+			failover = j.coordinate(ctx, ds)
 		}()
 	} else {
 		close(coordinated)
@@ -197,6 +243,9 @@ func (j *Job) runAttempt() error {
 	stopCoordinator()
 	<-coordinated
 	release()
+	if failover != nil {
+		return failover
+	}
 	return first
 }
 
@@ -238,6 +287,16 @@ func (j *Job) State() JobState {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.state
+}
+
+// Options returns the options the job was submitted with.
+func (j *Job) Options() JobOptions { return j.opts }
+
+// Failure returns why the job is restarting or waiting for slots, or nil.
+func (j *Job) Failure() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.failure
 }
 
 // Cancel stops the job; cause should wrap ErrJobCancelled.

@@ -180,6 +180,7 @@ func (jm *JobManager) SubmitJob(statement string, job *exec.JobGraph, results ex
 	}
 	j := &Job{ID: id, Statement: statement, Started: time.Now(), jm: jm, results: results, opts: opts,
 		done: make(chan struct{}), cancelCh: make(chan struct{}), state: JobRunning}
+	j.stats.Restarts = opts.Restarts
 	if opts.CheckpointURL != "" {
 		store, err := checkpoint.Open(context.Background(), opts.CheckpointURL)
 		if err != nil {
