@@ -372,6 +372,32 @@ func TestMaxConnections(t *testing.T) {
 	}
 }
 
+// TestSuperuserReservedConnections: once MaxConnections minus the reserved
+// ones are open, another user is refused and a superuser still gets in, as
+// PostgreSQL's superuser_reserved_connections.
+func TestSuperuserReservedConnections(t *testing.T) {
+	ts := startServerWith(t, Options{Auth: AuthTrust, Users: testUsers(t), MaxConnections: 4, SuperuserReservedConnections: 2})
+	for i := range 2 {
+		if _, err := pgxConnect(t, ts, "alice", "sslmode=disable"); err != nil {
+			t.Fatalf("connection %d of alice: %v", i+1, err)
+		}
+	}
+	_, err := pgxConnect(t, ts, "alice", "sslmode=disable")
+	wantPgError(t, "third connection of alice", err, "FATAL", "53300",
+		"remaining connection slots are reserved for roles with the SUPERUSER attribute")
+	for i := range 2 {
+		c, err := pgxConnect(t, ts, "root", "sslmode=disable")
+		if err != nil {
+			t.Fatalf("superuser connection %d: %v", i+1, err)
+		}
+		if _, err := c.Exec(context.Background(), "SELECT 1"); err != nil {
+			t.Fatalf("superuser connection %d: %v", i+1, err)
+		}
+	}
+	_, err = pgxConnect(t, ts, "root", "sslmode=disable")
+	wantPgError(t, "fifth connection", err, "FATAL", "53300", "sorry, too many clients already")
+}
+
 // rawStartup dials and sends bytes, returning the connection.
 func rawDial(t *testing.T, ts *testServer) net.Conn {
 	t.Helper()

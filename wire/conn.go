@@ -321,6 +321,10 @@ func (c *conn) handleStartup(m *pgproto3.StartupMessage) (user, database string,
 	if err != nil {
 		return "", "", err
 	}
+	if !superuser && c.srv.reservedForSuperusers() {
+		c.fatal(codeTooManyConnections, "remaining connection slots are reserved for roles with the SUPERUSER attribute")
+		return "", "", errors.New("too many connections")
+	}
 
 	c.send(&pgproto3.AuthenticationOk{})
 	isSuperuser := "off"

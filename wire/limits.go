@@ -11,6 +11,9 @@ const (
 	// DefaultMaxConnections is Options.MaxConnections when it is 0 (PostgreSQL's
 	// max_connections default).
 	DefaultMaxConnections = 100
+	// DefaultSuperuserReserved is PostgreSQL's superuser_reserved_connections
+	// default, and hummer's (--superuser-reserved-connections).
+	DefaultSuperuserReserved = 3
 	// maxRejecting bounds the connections, beyond MaxConnections, that are read
 	// up to their startup packet to be told 53300 too_many_connections (or to
 	// deliver a CancelRequest); past it a new connection is closed at once.

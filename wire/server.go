@@ -55,6 +55,12 @@ type Options struct {
 	// MaxConnections bounds the connections served at once; further ones are
 	// told 53300 too_many_connections. 0 means DefaultMaxConnections.
 	MaxConnections int
+	// SuperuserReservedConnections of the MaxConnections are kept for
+	// superusers, as PostgreSQL's superuser_reserved_connections: another
+	// user is refused (53300) once MaxConnections minus these are open, so
+	// a superuser can still get in to KILL what holds them. 0: none; it must
+	// be less than MaxConnections.
+	SuperuserReservedConnections int
 }
 
 // DefaultServerVersion is the server_version reported when Options leave it empty.
@@ -111,6 +117,7 @@ func NewServer(backend Backend, opts Options) *Server {
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = DefaultMaxConnections
 	}
+	opts.SuperuserReservedConnections = min(max(opts.SuperuserReservedConnections, 0), opts.MaxConnections-1)
 	s := &Server{
 		backend:    backend,
 		opts:       opts,
@@ -254,6 +261,14 @@ func (s *Server) startConn(nc net.Conn) {
 		defer s.forget(c)
 		c.serve()
 	}()
+}
+
+// reservedForSuperusers reports whether the connections open leave only the
+// ones reserved for superusers (Options.SuperuserReservedConnections).
+func (s *Server) reservedForSuperusers() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admitted > s.opts.MaxConnections-s.opts.SuperuserReservedConnections
 }
 
 // forget removes a finished connection.

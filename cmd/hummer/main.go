@@ -52,7 +52,7 @@ Security flags (serve, jobmanager):
   --auth trust|password|scram-sha-256   default: trust on a loopback --pg-addr, scram-sha-256 otherwise
   --superuser-password PW               password of the superuser hummer (or $HUMMER_PASSWORD)
   --tls-cert FILE --tls-key FILE [--tls-required]
-  --max-connections N (100)   --auth-timeout D (1m)
+  --max-connections N (100)   --superuser-reserved-connections N (3)   --auth-timeout D (1m)
 `
 
 func main() {

@@ -23,6 +23,7 @@ type securityFlags struct {
 	tlsKey         *string
 	tlsRequired    *bool
 	maxConnections *int
+	reserved       *int
 	authTimeout    *time.Duration
 }
 
@@ -41,6 +42,8 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 		tlsRequired: fs.Bool("tls-required", false, "refuse clients that do not use TLS"),
 		maxConnections: fs.Int("max-connections", wire.DefaultMaxConnections,
 			"connections served at once; more are refused with 53300"),
+		reserved: fs.Int("superuser-reserved-connections", wire.DefaultSuperuserReserved,
+			"of --max-connections, those only superusers may take, so one can always get in to KILL (0: none)"),
 		authTimeout: fs.Duration("auth-timeout", time.Minute, "time a client has to complete TLS and authentication"),
 	}
 }
@@ -48,7 +51,11 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 // serverOptions bootstraps the superuser and builds the wire server's options
 // for a server listening on addr.
 func (f *securityFlags) serverOptions(eng *session.Engine, addr net.Addr, log *slog.Logger) (wire.Options, error) {
-	opts := wire.Options{Log: log, Users: backend{eng}, MaxConnections: *f.maxConnections, StartupTimeout: *f.authTimeout,
+	if *f.reserved < 0 || *f.reserved >= *f.maxConnections {
+		return wire.Options{}, fmt.Errorf("--superuser-reserved-connections (%d) must be at least 0 and less than --max-connections (%d)", *f.reserved, *f.maxConnections)
+	}
+	opts := wire.Options{Log: log, Users: backend{eng}, MaxConnections: *f.maxConnections,
+		SuperuserReservedConnections: *f.reserved, StartupTimeout: *f.authTimeout,
 		TLSRequired: *f.tlsRequired}
 	loopback := isLoopback(addr)
 	switch {
