@@ -80,6 +80,10 @@ type binder struct {
 	// written and its qualified name, for errors found after binding (a column
 	// that is neither grouped nor aggregated).
 	refs map[*expr.Expr]colRef
+	// depth is how deep bindExpr is in the expression it binds.
+	depth int
+	// chars converts offsets in query to positions (pos).
+	chars *charIndex
 }
 
 type colRef struct {
@@ -138,7 +142,10 @@ func (b *binder) pos(node ast.Node) int {
 	if off <= 0 || off > len(b.query) {
 		return 0
 	}
-	return charPos(b.query, off)
+	if b.chars == nil {
+		b.chars = newCharIndex(b.query)
+	}
+	return b.chars.pos(off)
 }
 
 // identPos finds where identifier name is written in the statement, for nodes

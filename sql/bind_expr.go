@@ -34,6 +34,15 @@ type exprCtx struct {
 // operators and functions are resolved with expr.Resolve and their arguments
 // cast to the types it asks for.
 func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
+	// Binding recurses once per level of nesting; past maxExprDepth levels
+	// (that a chain of AND or OR does not take: bindLogic flattens it) the
+	// statement is refused, as PostgreSQL refuses one past max_stack_depth,
+	// rather than planned for minutes and megabytes.
+	b.depth++
+	defer func() { b.depth-- }()
+	if b.depth > maxExprDepth {
+		return nil, b.errorf(ErrTooDeep, n, "stack depth limit exceeded: expressions nest more than %d levels deep", maxExprDepth)
+	}
 	switch n := n.(type) {
 	case *ast.ParenthesesExpr:
 		return b.bindExpr(ctx, n.Expr)
@@ -258,10 +267,61 @@ func isComparison(fn string) bool {
 	return false
 }
 
+// maxExprDepth bounds the nesting of an expression (bindExpr).
+const maxExprDepth = 1000
+
+// logicTerms returns the terms of the chain of op (AND or OR) that n heads,
+// left to right, without recursion: a WHERE of 70,000 ORs is one n-ary OR,
+// not a tree that deep. Parentheses around a term of the same op are looked
+// through, as they change nothing.
+func logicTerms(n *ast.BinaryOperationExpr) []ast.ExprNode {
+	var terms []ast.ExprNode
+	stack := []ast.ExprNode{n}
+	for len(stack) > 0 {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		inner := e
+		for {
+			p, ok := inner.(*ast.ParenthesesExpr)
+			if !ok {
+				break
+			}
+			inner = p.Expr
+		}
+		if b, ok := inner.(*ast.BinaryOperationExpr); ok && b.Op == n.Op {
+			stack = append(stack, b.R, b.L) // L is taken first
+			continue
+		}
+		terms = append(terms, e)
+	}
+	return terms
+}
+
 func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Expr, error) {
 	fn, ok := binaryOps[n.Op]
 	if !ok {
 		return nil, b.errorf(ErrUnsupported, n, "operator %s is not supported", n.Op)
+	}
+	if n.Op == opcode.LogicAnd || n.Op == opcode.LogicOr {
+		terms := logicTerms(n)
+		args := make([]*expr.Expr, len(terms))
+		for i, t := range terms {
+			a, err := b.bindExpr(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			args[i] = a
+		}
+		if fn == "or" {
+			var err error
+			if args, err = b.orToIn(n, args); err != nil {
+				return nil, err
+			}
+			if len(args) == 1 {
+				return args[0], nil
+			}
+		}
+		return b.call(n, fn, args...)
 	}
 	l, err := b.bindExpr(ctx, n.L)
 	if err != nil {
@@ -279,6 +339,77 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		l, r = args[0], args[1]
 	}
 	return b.call(n, fn, l, r)
+}
+
+// orToIn turns the terms of an OR that compare one column with a literal of
+// its type by = (c = 1 OR c = 2 OR ...) into one IN list, which is the same
+// under SQL's three-valued logic and is evaluated once per row instead of once
+// per term. The IN list stands where its first term stood.
+func (b *binder) orToIn(node ast.Node, terms []*expr.Expr) ([]*expr.Expr, error) {
+	colEqLit := func(e *expr.Expr) (col, lit *expr.Expr, ok bool) {
+		if e.Kind != expr.KindCall || e.Func != "=" || len(e.Args) != 2 {
+			return nil, nil, false
+		}
+		l, r := e.Args[0], e.Args[1]
+		if l.Kind == expr.KindLiteral {
+			l, r = r, l
+		}
+		if l.Kind != expr.KindColumn || r.Kind != expr.KindLiteral || l.Type != r.Type {
+			return nil, nil, false
+		}
+		return l, r, true
+	}
+	type group struct {
+		first int // index in terms
+		col   *expr.Expr
+		lits  []*expr.Expr
+	}
+	groups := map[int]*group{} // by column
+	var order []int
+	for i, t := range terms {
+		col, lit, ok := colEqLit(t)
+		if !ok {
+			continue
+		}
+		g := groups[col.Col]
+		if g == nil {
+			g = &group{first: i, col: col}
+			groups[col.Col] = g
+			order = append(order, col.Col)
+		}
+		if g.col.Type != col.Type {
+			continue
+		}
+		g.lits = append(g.lits, lit)
+	}
+	in := map[int]*expr.Expr{} // first term's index -> its IN list
+	folded := map[int]bool{}   // columns whose terms became an IN list
+	for _, c := range order {
+		g := groups[c]
+		if len(g.lits) < 2 {
+			continue
+		}
+		e, err := b.call(node, "in", append([]*expr.Expr{g.col}, g.lits...)...)
+		if err != nil {
+			return nil, err
+		}
+		in[g.first], folded[c] = e, true
+	}
+	if len(in) == 0 {
+		return terms, nil
+	}
+	out := make([]*expr.Expr, 0, len(terms))
+	for i, t := range terms {
+		if e, ok := in[i]; ok {
+			out = append(out, e)
+			continue
+		}
+		if col, _, ok := colEqLit(t); ok && folded[col.Col] && groups[col.Col].col.Type == col.Type {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // adaptLiterals gives string literals compared with values of another type that

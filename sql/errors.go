@@ -18,6 +18,7 @@ var (
 	ErrUnsupported     = errors.New("unsupported")             // 0A000
 	ErrInvalidValue    = errors.New("invalid parameter value") // 22023
 	ErrUnknownVariable = errors.New("unknown variable")        // 42704
+	ErrTooDeep         = errors.New("stack depth limit")       // 54001
 
 	ErrDuplicateColumn        = errors.New("duplicate column")         // 42701
 	ErrInvalidColumnReference = errors.New("invalid column reference") // 42P10

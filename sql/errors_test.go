@@ -139,3 +139,16 @@ func TestParseLongDecimal(t *testing.T) {
 		t.Errorf("Parse of a 141-digit decimal: %v, want a syntax error", err)
 	}
 }
+
+// TestCharIndex: charIndex gives what counting from the start (charPos)
+// gives, at every offset of queries with and without multi-byte characters.
+func TestCharIndex(t *testing.T) {
+	for _, q := range []string{"", "SELECT 1", strings.Repeat("SELECT 'é' || 'x', '漢字'; ", 40), strings.Repeat("ö", 600)} {
+		x := newCharIndex(q)
+		for off := -1; off <= len(q)+1; off++ {
+			if got, want := x.pos(off), charPos(q, off); got != want {
+				t.Fatalf("query %.20q offset %d: %d, want %d", q, off, got, want)
+			}
+		}
+	}
+}

@@ -63,28 +63,37 @@ func hasAggRef(e *expr.Expr) bool {
 
 // conjuncts splits a condition at its top-level ANDs.
 func conjuncts(e *expr.Expr) []*expr.Expr {
+	return appendConjuncts(nil, e)
+}
+
+// appendConjuncts appends e's conjuncts to out: one copy however deep the
+// ANDs nest, not one per level.
+func appendConjuncts(out []*expr.Expr, e *expr.Expr) []*expr.Expr {
 	if e == nil {
-		return nil
+		return out
 	}
 	if e.Kind == expr.KindCall && e.Func == "and" {
-		var out []*expr.Expr
 		for _, a := range e.Args {
-			out = append(out, conjuncts(a)...)
+			out = appendConjuncts(out, a)
 		}
 		return out
 	}
-	return []*expr.Expr{e}
+	return append(out, e)
 }
 
-// and joins conditions with AND, left-deep; nil for none.
+// and joins conditions with one n-ary AND (flattening those that are ANDs
+// themselves, so that a WHERE of many conditions stays one level deep); nil
+// for none.
 func and(es ...*expr.Expr) *expr.Expr {
-	var out *expr.Expr
+	var all []*expr.Expr
 	for _, e := range es {
-		if out == nil {
-			out = e
-		} else {
-			out = expr.Call("and", types.BoolType, out, e)
-		}
+		all = append(all, conjuncts(e)...)
 	}
-	return out
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return expr.Call("and", types.BoolType, all...)
 }

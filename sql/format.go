@@ -160,8 +160,8 @@ func FormatExpr(e *expr.Expr, in types.Schema) string {
 			args[i] = FormatExpr(a, in)
 		}
 		switch {
-		case len(args) == 2 && infixOp(e.Func):
-			return "(" + args[0] + " " + strings.ToUpper(e.Func) + " " + args[1] + ")"
+		case len(args) == 2 && infixOp(e.Func), len(args) > 2 && (e.Func == "and" || e.Func == "or"):
+			return "(" + strings.Join(args, " "+strings.ToUpper(e.Func)+" ") + ")"
 		case e.Func == "neg":
 			return "-" + args[0]
 		case e.Func == "not":

@@ -171,6 +171,49 @@ func firstToken(s string) string {
 	return s[:n]
 }
 
+// charIndex converts byte offsets in one query to character positions
+// (charPos) without counting from the start each time: a statement with
+// 70,000 column references asks for each one's. An ASCII query's positions
+// are its offsets; another's are counted from the nearest mark.
+type charIndex struct {
+	query string
+	ascii bool
+	marks []int // marks[i] is the number of characters in query[:i*charMark]
+}
+
+const charMark = 256
+
+func newCharIndex(query string) *charIndex {
+	x := &charIndex{query: query, ascii: true}
+	for i := 0; i < len(query); i++ {
+		if query[i] >= utf8.RuneSelf {
+			x.ascii = false
+			break
+		}
+	}
+	if !x.ascii {
+		n := 0
+		for i := 0; i < len(query); i += charMark {
+			x.marks = append(x.marks, n)
+			n += utf8.RuneCountInString(query[i:min(i+charMark, len(query))])
+		}
+	}
+	return x
+}
+
+// pos is charPos(query, off).
+func (x *charIndex) pos(off int) int {
+	if off < 0 {
+		return 0
+	}
+	off = min(off, len(x.query))
+	if x.ascii {
+		return off + 1
+	}
+	m := off / charMark
+	return x.marks[m] + utf8.RuneCountInString(x.query[m*charMark:off]) + 1
+}
+
 // charPos converts a byte offset in query into PostgreSQL's 1-based character
 // position.
 func charPos(query string, off int) int {

@@ -66,6 +66,7 @@ var sentinelCodes = []struct {
 	{sql.ErrUnsupported, "0A000"},            // feature_not_supported
 	{sql.ErrInvalidValue, "22023"},           // invalid_parameter_value
 	{sql.ErrUnknownVariable, "42704"},        // undefined_object
+	{sql.ErrTooDeep, "54001"},                // statement_too_complex
 	{sql.ErrDuplicateColumn, "42701"},        // duplicate_column
 	{sql.ErrInvalidColumnReference, "42P10"}, // invalid_column_reference
 	{sql.ErrWrongObjectType, "42809"},        // wrong_object_type

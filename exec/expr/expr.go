@@ -127,8 +127,8 @@ func (e *Expr) String() string {
 	for i, a := range e.Args {
 		args[i] = a.String()
 	}
-	if isInfix(e.Func) && len(args) == 2 {
-		return "(" + args[0] + " " + strings.ToUpper(e.Func) + " " + args[1] + ")"
+	if isInfix(e.Func) && (len(args) == 2 || len(args) > 2 && (e.Func == "and" || e.Func == "or")) {
+		return "(" + strings.Join(args, " "+strings.ToUpper(e.Func)+" ") + ")"
 	}
 	return e.Func + "(" + strings.Join(args, ", ") + ")"
 }
