@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// readmeBlock returns the README's code block that holds marker.
+func readmeBlock(t *testing.T, marker string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(data), "```")
+	for i := 1; i < len(parts); i += 2 {
+		if strings.Contains(parts[i], marker) {
+			_, body, _ := strings.Cut(parts[i], "\n") // after the language tag
+			return body
+		}
+	}
+	t.Fatalf("README.md has no code block with %q", marker)
+	return ""
+}
+
+// TestReadmeKafkaExample runs the README's continuous-query example as it
+// is written, against a Kafka-protocol broker on the address it names: the
+// view counts the words produced into the input topic afterwards.
+func TestReadmeKafkaExample(t *testing.T) {
+	block := readmeBlock(t, "ENGINE=kafka CONNECTION='kafka://127.0.0.1:9092/lines'")
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(9092), kfake.SeedTopics(1, "lines", "counts"))
+	if err != nil {
+		t.Skipf("a broker on 127.0.0.1:9092, as the README's example names: %v", err)
+	}
+	defer broker.Close()
+	srv := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, srv)
+	defer conn.Close(context.Background())
+	var last string
+	for _, stmt := range strings.Split(block, ";") {
+		stmt = strings.TrimSpace(stmt)
+		if stmt == "" {
+			continue
+		}
+		if strings.HasPrefix(stmt, "SELECT") {
+			last = stmt // run once input has arrived
+			continue
+		}
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	w := &kafka.Writer{Addr: kafka.TCP("127.0.0.1:9092"), Topic: "lines", BatchTimeout: time.Millisecond}
+	defer w.Close()
+	if err := w.WriteMessages(ctx, kafka.Message{Value: []byte("The cat and the hat")}, kafka.Message{Value: []byte("the end")}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var n int64
+		err := conn.QueryRow(ctx, last).Scan(&n)
+		if err == nil && n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, %v; want 3", last, n, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+}
