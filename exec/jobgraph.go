@@ -31,9 +31,10 @@ type ConnectorSpec struct {
 	// Columns, when not nil, are the positions in Schema the query reads
 	// (projection push-down); the source emits only these, in this order.
 	Columns []int `json:"columns,omitempty"`
-	// Key, for a sink, are the positions in Schema of the table's PRIMARY KEY:
-	// the sink upserts rows by that key (a Delete removes the key) instead of
-	// appending them. Empty for an append-only table.
+	// Key are the positions in Schema of the table's PRIMARY KEY: a sink
+	// upserts rows by that key (a Delete removes the key) instead of appending
+	// them, and a source reads its input as keyed (a Kafka tombstone is a key's
+	// delete, not a bad record). Empty for an append-only table.
 	Key []int `json:"key,omitempty"`
 }
 

@@ -20,6 +20,8 @@ type TaskMetrics struct {
 	// DeadLetters counts malformed input records a source routed to its
 	// dead-letter destination instead of skipping them.
 	DeadLetters atomic.Int64
+	// firstBad describes the first malformed record a source skipped.
+	firstBad atomic.Pointer[string]
 	// status says what the task is waiting for when it is not simply running,
 	// such as a broker it is reconnecting to; empty when all is well.
 	status atomic.Pointer[string]
@@ -32,6 +34,22 @@ func (m *TaskMetrics) SetStatus(s string) { m.status.Store(&s) }
 // Status returns what SetStatus last recorded.
 func (m *TaskMetrics) Status() string {
 	if s := m.status.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// NoteBadRecord counts a malformed input record the task skipped (BadRecords);
+// the first one's description (where it was, what was wrong) is kept, for the
+// client to be told (FirstBadRecord).
+func (m *TaskMetrics) NoteBadRecord(what string) {
+	m.BadRecords.Add(1)
+	m.firstBad.CompareAndSwap(nil, &what)
+}
+
+// FirstBadRecord describes the first record NoteBadRecord counted, or "".
+func (m *TaskMetrics) FirstBadRecord() string {
+	if s := m.firstBad.Load(); s != nil {
 		return *s
 	}
 	return ""

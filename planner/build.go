@@ -145,7 +145,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			return b.view(p)
 		}
 		spec := exec.ConnectorSpec{Connector: p.Table.Engine, URL: p.Table.Connection,
-			Schema: p.Table.Columns, Columns: p.Columns}
+			Schema: p.Table.Columns, Columns: p.Columns, Key: p.Table.KeyColumns()}
 		label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
 		op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: p.Schema()}
 		return b.add(op, b.opts.Parallelism, 0), nil

@@ -54,3 +54,13 @@ type Rows interface {
 	// call twice and after Next returned io.EOF or an error.
 	Close()
 }
+
+// LateNotices returns what rows has to tell the client once its last row was
+// read, before the statement completes: a file source that skipped bad rows
+// (bad_rows=skip) says how many, and the first.
+func LateNotices(rows Rows) []string {
+	if n, ok := rows.(interface{ lateNotices() []string }); ok {
+		return n.lateNotices()
+	}
+	return nil
+}

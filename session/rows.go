@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -92,6 +93,55 @@ func (r *jobRows) start(jm *jobmanager.JobManager, job *jobmanager.Job) {
 		<-job.Done()
 		close(r.ch)
 	}()
+}
+
+// lateNotices tells, per source of the job that skipped bad rows, how many
+// and the first (LateNotices).
+func (r *jobRows) lateNotices() []string {
+	if r.job == nil {
+		return nil
+	}
+	metrics := r.job.Metrics()
+	ids := make([]exec.TaskID, 0, len(metrics))
+	for id := range metrics {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		return ids[a].Vertex < ids[b].Vertex || ids[a].Vertex == ids[b].Vertex && ids[a].Subtask < ids[b].Subtask
+	})
+	type skipped struct {
+		n     int64
+		first string
+	}
+	var order []int
+	by := map[int]*skipped{} // by vertex
+	for _, id := range ids {
+		m := metrics[id]
+		n := m.BadRecords.Load()
+		if n == 0 {
+			continue
+		}
+		s := by[id.Vertex]
+		if s == nil {
+			s = &skipped{}
+			by[id.Vertex] = s
+			order = append(order, id.Vertex)
+		}
+		s.n += n
+		if s.first == "" {
+			s.first = m.FirstBadRecord()
+		}
+	}
+	var out []string
+	for _, v := range order {
+		s := by[v]
+		rows := "rows"
+		if s.n == 1 {
+			rows = "row"
+		}
+		out = append(out, fmt.Sprintf("%d bad %s skipped (bad_rows=skip); the first: %s", s.n, rows, s.first))
+	}
+	return out
 }
 
 // resultTasks returns how many tasks of g send rows to the client.

@@ -81,3 +81,6 @@ func (r *deadlineRows) NextChanges(ctx context.Context) (exec.Batch, error) {
 	defer cancel()
 	return cr.NextChanges(ctx)
 }
+
+// lateNotices are the wrapped rows' (LateNotices).
+func (r *deadlineRows) lateNotices() []string { return LateNotices(r.Rows) }

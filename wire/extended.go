@@ -253,12 +253,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 			p.done = true
 			return err
 		}
-		for _, n := range res.Notices {
-			c.send(&pgproto3.NoticeResponse{
-				Severity: "NOTICE", SeverityUnlocalized: "NOTICE",
-				Code: codeSuccessfulCompletion, Message: n,
-			})
-		}
+		c.sendNotices(res.Notices)
 		if res.Rows == nil {
 			p.done = true
 			c.send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})
@@ -289,6 +284,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 		return nil
 	}
 	p.done = true
+	c.sendNotices(session.LateNotices(p.res.Rows))
 	c.send(&pgproto3.CommandComplete{CommandTag: commandTag(p.res.Tag, sent)})
 	// Keep res for its tag but stop its job now.
 	p.res.Rows.Close()

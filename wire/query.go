@@ -128,12 +128,7 @@ func (c *conn) copyOut(ctx context.Context, query string) {
 // sendResult sends one statement's result: its notices, then either its rows
 // (RowDescription, DataRows, CommandComplete) or just its CommandComplete.
 func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
-	for _, n := range r.Notices {
-		c.send(&pgproto3.NoticeResponse{
-			Severity: "NOTICE", SeverityUnlocalized: "NOTICE",
-			Code: codeSuccessfulCompletion, Message: n,
-		})
-	}
+	c.sendNotices(r.Notices)
 	if r.Rows == nil {
 		c.send(&pgproto3.CommandComplete{CommandTag: []byte(r.Tag)})
 		return nil
@@ -151,6 +146,7 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 		if err != nil {
 			return err
 		}
+		c.sendNotices(session.LateNotices(r.Rows))
 		c.send(&pgproto3.CommandComplete{CommandTag: commandTag(r.Tag, sent)})
 		return nil
 	}
@@ -175,8 +171,19 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 			return err
 		}
 	}
+	c.sendNotices(session.LateNotices(r.Rows))
 	c.send(&pgproto3.CommandComplete{CommandTag: commandTag(r.Tag, rows)})
 	return nil
+}
+
+// sendNotices sends each notice as a NOTICE.
+func (c *conn) sendNotices(notices []string) {
+	for _, n := range notices {
+		c.send(&pgproto3.NoticeResponse{
+			Severity: "NOTICE", SeverityUnlocalized: "NOTICE",
+			Code: codeSuccessfulCompletion, Message: n,
+		})
+	}
 }
 
 // sendBatch encodes b's rows as DataRow messages straight into the output buffer,

@@ -46,7 +46,19 @@ type csvParser struct {
 	delim byte
 	rec   csvRecord
 	err   error // the read error that ended parsing
+	// resumeAt, when not negative, is where the line after the last
+	// record's first line starts, and resumeLine that line's number less
+	// one: a record that ran on over further lines because of a quote that
+	// never closed (resumeAfterBad).
+	resumeAt, resumeLine int64
 }
+
+// maxQuotedBytes bounds a record whose quoted field runs on past its first
+// line (DuckDB's max_line_size): beyond it, or at the end of the file, the
+// quote is taken to be unterminated.
+const maxQuotedBytes = 2 << 20
+
+var errQuoteTooLong = fmt.Errorf("a quoted field runs on for over %d MiB: an unterminated quote?", maxQuotedBytes>>20)
 
 // next parses the next record into p.rec. It returns ok=false at the end of the
 // input or on a read error (p.err), and bad != nil for a malformed record, which
@@ -66,15 +78,30 @@ func (p *csvParser) next() (ok bool, bad error) {
 		}
 		p.rec.reset(p.lr.line)
 		p.rec.bytes = len(line) + 1
+		p.resumeAt, p.resumeLine = p.lr.pos(), p.lr.line
 		bad := p.parse(line)
 		if p.err != nil {
 			return false, nil
+		}
+		if bad != errUnterminated && bad != errQuoteTooLong {
+			p.resumeAt = -1
 		}
 		return true, bad
 	}
 }
 
-var errUnterminated = errors.New("unterminated quoted field at end of file")
+// resumeAfterBad makes the parser go on, after the bad record it returned,
+// from the line after that record's first line when the record ran on past it
+// because of a quote that never closed: a stray quote costs one line, not the
+// rest of the file.
+func (p *csvParser) resumeAfterBad() {
+	if p.resumeAt >= 0 {
+		p.lr.rewind(p.resumeAt, p.resumeLine)
+		p.resumeAt = -1
+	}
+}
+
+var errUnterminated = errors.New("unterminated quoted field: no closing quote before the end of the file")
 
 func (p *csvParser) parse(line []byte) error {
 	r := &p.rec
@@ -97,6 +124,9 @@ func (p *csvParser) parse(line []byte) error {
 						return errUnterminated
 					}
 					r.bytes += len(next) + 1
+					if r.bytes > maxQuotedBytes {
+						return errQuoteTooLong
+					}
 					line, i = next, 0
 					continue
 				}

@@ -76,8 +76,9 @@ func TestCSV(t *testing.T) {
 		content: "1\tx y\n2\t\n",
 		want:    []string{"1|x y", "2|NULL"},
 	}, {
-		name:   "malformed",
-		schema: types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.DecimalType(3, 1)}},
+		name:    "malformed",
+		options: "&bad_rows=skip",
+		schema:  types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.DecimalType(3, 1)}},
 		content: "1,1.5\n" +
 			"2\n" + // too few fields
 			"3,1,9\n" + // too many
@@ -88,20 +89,22 @@ func TestCSV(t *testing.T) {
 			`6,"1"x` + "\n" + // text after the closing quote
 			`7,1"2` + "\n" + // a quote in an unquoted field
 			"8,-9.9\n" +
-			`9,"unterminated` + "\n10,1\n",
-		want: []string{"1|1.5", "8|-9.9"},
+			`9,"unterminated` + "\n10,1\n", // the stray quote costs its line only
+		want: []string{"1|1.5", "8|-9.9", "10|1"},
 		bad:  9,
 	}, {
 		name:    "projection",
+		options: "&bad_rows=skip",
 		schema:  csvSchema,
 		cols:    []int{4, 0},
 		content: "1,apple,not a decimal,t,1.5,2024-01-02\n2,pear,1,f,x,2024-01-02\n3,fig,1,f,2.5\n4,kiwi,1,f,3.5,2024-01-02\n",
-		// Unread columns are not parsed, so row 1's bad price does not matter; row 2's
-		// score does, and row 3 has a field too few.
-		want: []string{"1.5|1", "3.5|4"},
-		bad:  2,
+		// A record is bad by any of its columns, read or not: row 1's price,
+		// row 2's score, row 3's missing field.
+		want: []string{"3.5|4"},
+		bad:  3,
 	}, {
 		name:    "no columns",
+		options: "&bad_rows=skip",
 		schema:  csvSchema[:2],
 		cols:    []int{},
 		content: "1,a\n2\n3,b\n",

@@ -43,11 +43,17 @@ const (
 	FormatJSON = records.FormatJSON
 )
 
+// Values of the bad_rows option.
+const (
+	BadRowsFail = "fail"
+	BadRowsSkip = "skip"
+)
+
 // Spec describes the file connector and its options.
 func Spec() *spec.Connector {
 	return &spec.Connector{
 		Name:        Name,
-		URL:         "file:///absolute/path[?format=text|csv|json&header=true|false&delimiter=,]",
+		URL:         "file:///absolute/path[?format=text|csv|json&header=true|false&delimiter=,&bad_rows=fail|skip]",
 		Description: "Reads a local file: lines of text, CSV records or one JSON object per line (bounded source).",
 		Source:      true,
 		Options: []spec.Option{
@@ -59,6 +65,9 @@ func Spec() *spec.Connector {
 				Description: "format=csv only: the first record is a header and is skipped."},
 			{Name: "delimiter", Type: spec.Char, Default: ",",
 				Description: `format=csv only: the field delimiter, one single-byte character (\t or tab for a tab).`},
+			{Name: "bad_rows", Type: spec.Enum, Default: BadRowsFail, Allowed: []string{BadRowsFail, BadRowsSkip},
+				Description: "fail: a malformed row (in any column, read or not) fails the query, naming the file, the line and the fault, " +
+					"as PostgreSQL's COPY does; skip: it is counted and skipped, and the client is told how many and the first."},
 		},
 	}
 }
@@ -100,6 +109,9 @@ type config struct {
 	delim  byte
 	schema types.Schema // the table's columns
 	cols   []int        // the positions in schema to emit, in order
+	// skipBad says malformed rows are counted and skipped (bad_rows=skip),
+	// not the query's failure.
+	skipBad bool
 }
 
 func parseConfig(c exec.ConnectorSpec) (config, error) {
@@ -129,11 +141,12 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 		return config{}, err
 	}
 	cfg := config{
-		path:   u.Path,
-		format: opts.Get("format"),
-		header: opts.Bool("header"),
-		delim:  opts.Get("delimiter")[0],
-		schema: c.Schema,
+		path:    u.Path,
+		format:  opts.Get("format"),
+		header:  opts.Bool("header"),
+		delim:   opts.Get("delimiter")[0],
+		schema:  c.Schema,
+		skipBad: opts.Get("bad_rows") == BadRowsSkip,
 	}
 	if cfg.format != FormatCSV {
 		for _, name := range []string{"header", "delimiter"} {

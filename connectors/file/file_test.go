@@ -140,7 +140,7 @@ func TestValidate(t *testing.T) {
 		{url: "file://", schema: lineSchema, err: "must be absolute"},
 		{url: "file:///a#b", schema: lineSchema, err: "%23"},
 		{url: "file:///data/kjv.txt?fromat=csv", schema: lineSchema,
-			err: `unknown option "fromat" (valid options: format, header, delimiter)`},
+			err: `unknown option "fromat" (valid options: format, header, delimiter, bad_rows)`},
 		{url: "file:///data/kjv.txt?format=xml", schema: lineSchema, err: `"xml" is not one of text, csv, json`},
 		{url: "file:///data/kjv.txt?format=text&format=csv", schema: lineSchema, err: "given 2 times"},
 		{url: "file:///data/kjv.txt?header=true", schema: lineSchema, err: "header applies only to format=csv"},

@@ -65,14 +65,16 @@ func TestJSON(t *testing.T) {
 		want: []string{"1|NULL|NULL|NULL|NULL|NULL", "5|NULL|NULL|NULL|NULL|NULL"},
 		bad:  10,
 	}, {
-		name:    "projection",
-		cols:    []int{1, 0},
-		content: `{"id": 1, "name": "a", "price": "not read"}` + "\n" + `{"id": 2}`,
-		want:    []string{"a|1", "NULL|2"},
+		name: "projection",
+		cols: []int{1, 0},
+		// A column the query does not read still makes its record bad.
+		content: `{"id": 1, "name": "a", "price": "not read"}` + "\n" + `{"id": 2}` + "\n" + "null",
+		want:    []string{"NULL|2"},
+		bad:     2,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, url := writeFile(t, tc.content)
-			c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=json", Schema: schema, Columns: tc.cols}
+			c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=json&bad_rows=skip", Schema: schema, Columns: tc.cols}
 			for n := 1; n <= 4; n++ {
 				got, bad := concat(readAll(t, mem, c, n))
 				if !slices.Equal(got, tc.want) || bad != tc.bad {
@@ -120,7 +122,7 @@ func TestBadRecordLog(t *testing.T) {
 		}
 	}
 	_, url := writeFile(t, sb.String())
-	c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=json", Schema: types.Schema{{Name: "n", Type: types.Int64Type}}}
+	c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=json&bad_rows=skip", Schema: types.Schema{{Name: "n", Type: types.Int64Type}}}
 	const n = 2
 	var logged []int
 	var summaries int

@@ -84,6 +84,19 @@ func (lr *lineReader) reset(start, end int64, skipFirst bool) error {
 	return nil
 }
 
+// rewind makes lr read on from pos, the start of a line it has returned lines
+// past, counting that line as line+1 (after a CSV record that ran on over lines
+// it should not have).
+func (lr *lineReader) rewind(pos, line int64) {
+	if pos >= lr.off && pos <= lr.off+int64(lr.hi) {
+		lr.lo = int(pos - lr.off)
+		lr.scan = lr.lo
+	} else {
+		lr.off, lr.lo, lr.hi, lr.scan = pos, 0, 0, 0
+	}
+	lr.line = line
+}
+
 // pos is the file offset of the next unread byte.
 func (lr *lineReader) pos() int64 { return lr.off + int64(lr.lo) }
 

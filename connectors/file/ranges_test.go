@@ -189,7 +189,7 @@ func TestSharedRangesBadRecords(t *testing.T) {
 	}
 	slices.Sort(wantRows)
 	_, url := writeFile(t, sb.String())
-	c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=json", Schema: types.Schema{{Name: "n", Type: types.Int64Type}}}
+	c := exec.ConnectorSpec{Connector: Name, URL: url + "?format=json&bad_rows=skip", Schema: types.Schema{{Name: "n", Type: types.Int64Type}}}
 	const n = 2
 	logs := []*strings.Builder{{}, {}}
 	res := sharedRun(t, mem, c, n, 100, 700, true, func(tc *exec.TaskContext) {

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -49,6 +51,12 @@ type source struct {
 	queue *rangeQueue
 	size  int64
 	nbad  int64
+	// unread are the table's columns the query does not read, whose values a
+	// CSV record must still hold good ones of.
+	unread []int
+	// opened is the file as Open found it: a file that changes while it is
+	// read (checkUnchanged) fails the read.
+	opened os.FileInfo
 	// base is the number of lines before lr's range, counted when a bad
 	// record first needs it (-1: unknown), for the range that starts at
 	// baseFor; baseFor is -1 before any is counted.
@@ -76,7 +84,7 @@ func newSource(cfg config) *source {
 	for i, c := range cfg.cols {
 		out[i] = cfg.schema[c]
 	}
-	return &source{cfg: cfg, out: out, baseFor: -1}
+	return &source{cfg: cfg, out: out, baseFor: -1, unread: records.Unread(len(cfg.schema), cfg.cols)}
 }
 
 // Open opens the file and positions this subtask at its byte range. A file that
@@ -109,6 +117,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%w: file %s: not a regular file", exec.ErrBadInput, s.cfg.path)
 	}
+	s.opened = st
 	size := st.Size()
 	n, i := int64(max(tc.Parallelism, 1)), int64(tc.Subtask)
 	start, end := split(size, i, n), split(size, i+1, n)
@@ -196,7 +205,28 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	if s.nbad > maxLoggedBadRecords {
 		s.log.Warn("file: skipped bad records", "path", s.cfg.path, "count", s.nbad)
 	}
+	if err == nil {
+		err = s.checkUnchanged()
+	}
 	return err
+}
+
+// checkUnchanged fails a read of a file that changed while it was read: its
+// size or modification time is not what Open found, or its path names another
+// file now. What was read is then of neither version (a file truncated under
+// a query gave a successful answer of part of its rows).
+func (s *source) checkUnchanged() error {
+	now, err := os.Stat(s.cfg.path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: file %s changed while it was read: %w", exec.ErrBadInput, s.cfg.path, err)
+	case !os.SameFile(now, s.opened):
+		return fmt.Errorf("%w: file %s was replaced while it was read", exec.ErrBadInput, s.cfg.path)
+	case now.Size() != s.opened.Size() || !now.ModTime().Equal(s.opened.ModTime()):
+		return fmt.Errorf("%w: file %s changed while it was read (%d bytes, modified %s, when opened; %d bytes, modified %s, at the end)",
+			exec.ErrBadInput, s.cfg.path, s.opened.Size(), s.opened.ModTime().Format(time.RFC3339Nano), now.Size(), now.ModTime().Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // Close closes the file; it is safe to call twice.
@@ -314,14 +344,33 @@ func (s *source) emit(ctx context.Context, out exec.Collector, rec arrow.RecordB
 	return nil
 }
 
-// badRecord counts a skipped record and logs the first few with their line number
-// (line is 1-based within lr's range).
-func (s *source) badRecord(line int64, err error) {
-	s.metrics.BadRecords.Add(1)
+// badRecord handles a malformed record at line (1-based within lr's range). By
+// default it fails the read, naming the file, the line and the fault, as
+// PostgreSQL's COPY does; with bad_rows=skip it returns nil after counting the
+// record, keeping the first one's description for the client (TaskMetrics.
+// NoteBadRecord) and logging the first few.
+func (s *source) badRecord(line int64, cause error) error {
+	if !s.cfg.skipBad {
+		return fmt.Errorf("%w: file %s, line %s: %v (bad_rows=skip in the table's CONNECTION skips bad rows)",
+			exec.ErrBadInput, s.cfg.path, s.lineNumber(line), cause)
+	}
 	s.nbad++
 	if s.nbad > maxLoggedBadRecords {
-		return
+		s.metrics.BadRecords.Add(1)
+		return nil
 	}
+	lineNo := s.lineNumber(line)
+	s.metrics.NoteBadRecord(fmt.Sprintf("file %s, line %s: %v", s.cfg.path, lineNo, cause))
+	s.log.Warn("file: skipped a bad record", "path", s.cfg.path, "line", lineNo, "err", cause)
+	if s.nbad == maxLoggedBadRecords {
+		s.log.Warn("file: further bad records are counted, not logged", "path", s.cfg.path)
+	}
+	return nil
+}
+
+// lineNumber returns the file's line number of line (1-based within lr's
+// range), or "?" when the lines before the range could not be counted.
+func (s *source) lineNumber(line int64) string {
 	if s.baseFor != s.lr.first {
 		s.baseFor = s.lr.first
 		if n, err := countLines(s.f, s.lr.first); err == nil {
@@ -330,14 +379,10 @@ func (s *source) badRecord(line int64, err error) {
 			s.base = -1
 		}
 	}
-	lineNo := int64(-1)
-	if s.base >= 0 {
-		lineNo = s.base + line
+	if s.base < 0 {
+		return "?"
 	}
-	s.log.Warn("file: skipped a bad record", "path", s.cfg.path, "line", lineNo, "err", err)
-	if s.nbad == maxLoggedBadRecords {
-		s.log.Warn("file: further bad records are counted, not logged", "path", s.cfg.path)
-	}
+	return strconv.FormatInt(s.base+line, 10)
 }
 
 // runText emits each line as a row of the single TEXT column. This is the
@@ -383,7 +428,9 @@ func (s *source) runText(ctx context.Context, out exec.Collector) error {
 			break
 		}
 		if !utf8.Valid(line) {
-			s.badRecord(s.lr.line, records.ErrInvalidUTF8)
+			if err := s.badRecord(s.lr.line, records.ErrInvalidUTF8); err != nil {
+				return err
+			}
 			continue
 		}
 		if b.Len() > 0 && (b.Len() >= BatchRows || b.DataLen()+len(line) > BatchBytes) {
@@ -409,6 +456,13 @@ func (s *source) runCount(ctx context.Context, out exec.Collector) error {
 		if err != nil {
 			return s.readError(err)
 		}
+		if ok && !utf8.Valid(line) {
+			// As a query that reads the line would find it.
+			if err := s.badRecord(s.lr.line, records.ErrInvalidUTF8); err != nil {
+				return err
+			}
+			continue
+		}
 		if ok {
 			rows++
 			bytes += len(line) + 1
@@ -425,9 +479,10 @@ func (s *source) runCount(ctx context.Context, out exec.Collector) error {
 	}
 }
 
-// runCSV parses records, checks their field count and converts the projected
-// fields. Only the columns the query reads are converted (as file_fdw does), so a
-// bad value in another column does not make the record bad.
+// runCSV parses records, checks their field count, converts the projected
+// fields and checks the others: a record is good or bad by all its columns,
+// whichever a query reads (COUNT(*), COUNT(name) and SELECT * count the same
+// rows).
 func (s *source) runCSV(ctx context.Context, out exec.Collector) error {
 	p := &csvParser{lr: s.lr, delim: s.cfg.delim}
 	bb := records.NewBuilder(s.alloc, s.out)
@@ -450,7 +505,12 @@ func (s *source) runCSV(ctx context.Context, out exec.Collector) error {
 			bad = s.csvRow(p, bb)
 		}
 		if bad != nil {
-			s.badRecord(p.rec.line, bad)
+			if err := s.badRecord(p.rec.line, bad); err != nil {
+				return err
+			}
+			// A record that ran on past its first line because of a quote
+			// that never closed takes only that line with it.
+			p.resumeAfterBad()
 			continue
 		}
 		bb.Commit(p.rec.bytes)
@@ -481,12 +541,19 @@ func (s *source) csvRow(p *csvParser, bb *records.Builder) error {
 			return fmt.Errorf("column %s: %w", s.out[i].Name, err)
 		}
 	}
+	for _, col := range s.unread {
+		if f, quoted := p.rec.field(col); len(f) > 0 || quoted {
+			if err := records.Validate(s.cfg.schema[col].Type, f); err != nil {
+				return fmt.Errorf("column %s: %w", s.cfg.schema[col].Name, err)
+			}
+		}
+	}
 	return nil
 }
 
 // runJSON parses one object per line; blank lines are skipped.
 func (s *source) runJSON(ctx context.Context, out exec.Collector) error {
-	p := records.NewJSONParser(s.out)
+	p := records.NewJSONParser(s.cfg.schema, s.cfg.cols)
 	bb := records.NewBuilder(s.alloc, s.out)
 	defer bb.Release()
 	for {
@@ -502,7 +569,9 @@ func (s *source) runJSON(ctx context.Context, out exec.Collector) error {
 		}
 		bb.Reset()
 		if err := p.Parse(line, bb); err != nil {
-			s.badRecord(s.lr.line, err)
+			if err := s.badRecord(s.lr.line, err); err != nil {
+				return err
+			}
 			continue
 		}
 		bb.Commit(len(line) + 1)

@@ -22,7 +22,7 @@ func TestDeadLetter(t *testing.T) {
 	produceMessages(t, addr, "in",
 		kafka.Message{Value: []byte(`{"id": 1, "name": "a"}`)},
 		kafka.Message{Key: []byte("k2"), Value: []byte(`{"id": "x"}`), Headers: []kafka.Header{{Key: "trace", Value: []byte("t-2")}}},
-		kafka.Message{Key: []byte("k3")}, // a tombstone: skipped, not a dead letter
+		kafka.Message{Key: []byte("k3")}, // a tombstone, of a table without a key: bad
 		kafka.Message{Value: []byte(`{"id": 4, "name": "d"}`)},
 		kafka.Message{Value: []byte(`not json`)},
 	)
@@ -30,18 +30,18 @@ func TestDeadLetter(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	c := exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/in?format=json&dead_letter=in-bad", Schema: rowSchema}
 	r := startSource(t, mem, c, 0, 1)
-	waitFor(t, 5*time.Second, "2 rows and 2 dead letters", func() bool {
-		return r.col.NumRows() == 2 && r.tc.Metrics.DeadLetters.Load() == 2
+	waitFor(t, 5*time.Second, "2 rows and 3 dead letters", func() bool {
+		return r.col.NumRows() == 2 && r.tc.Metrics.DeadLetters.Load() == 3
 	})
 	if rows := r.stop(); !slices.Equal(rows, []string{"1|a", "4|d"}) {
 		t.Errorf("rows = %v", rows)
 	}
-	if bad := r.tc.Metrics.BadRecords.Load(); bad != 2 {
-		t.Errorf("bad records = %d, want 2", bad)
+	if bad := r.tc.Metrics.BadRecords.Load(); bad != 3 {
+		t.Errorf("bad records = %d, want 3", bad)
 	}
 
 	var got []string
-	for _, m := range readTopic(t, addr, "in-bad", 1, 2)[0] {
+	for _, m := range readTopic(t, addr, "in-bad", 1, 3)[0] {
 		s := fmt.Sprintf("key=%q value=%q", m.Key, m.Value)
 		for _, h := range m.Headers {
 			s += fmt.Sprintf(" %s=%q", h.Key, h.Value)
@@ -50,7 +50,8 @@ func TestDeadLetter(t *testing.T) {
 	}
 	want := []string{
 		`key="k2" value="{\"id\": \"x\"}" trace="t-2" hummer-error="field id: invalid bigint \"x\"" hummer-topic="in" hummer-partition="0" hummer-offset="1"`,
-		`key="" value="not json" hummer-error="invalid character 'o' in literal null (expecting 'u')" hummer-topic="in" hummer-partition="0" hummer-offset="4"`,
+		`key="k3" value="" hummer-error="a null value (a tombstone), which a table without a PRIMARY KEY has no row it deletes for" hummer-topic="in" hummer-partition="0" hummer-offset="2"`,
+		`key="" value="not json" hummer-error="not a JSON object: \"not json\"" hummer-topic="in" hummer-partition="0" hummer-offset="4"`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("dead letters:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))

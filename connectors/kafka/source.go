@@ -47,6 +47,7 @@ type source struct {
 	nbad   int64
 	csvRec csvRecord
 	jsonP  *records.JSONParser
+	unread []int // the table's columns the query does not read
 
 	transport *kafka.Transport
 	client    *kafka.Client
@@ -66,7 +67,7 @@ func newSource(cfg config) *source {
 	for i, c := range cfg.cols {
 		out[i] = cfg.schema[c]
 	}
-	return &source{cfg: cfg, out: out}
+	return &source{cfg: cfg, out: out, unread: records.Unread(len(cfg.schema), cfg.cols)}
 }
 
 // Open prepares the clients; the brokers are contacted in Run, which retries
@@ -79,7 +80,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	}
 	s.log = s.log.With("topic", s.cfg.topic)
 	if s.cfg.format == FormatJSON {
-		s.jsonP = records.NewJSONParser(s.out)
+		s.jsonP = records.NewJSONParser(s.cfg.schema, s.cfg.cols)
 	}
 	s.transport = newTransport()
 	s.client = &kafka.Client{Addr: kafka.TCP(s.cfg.brokers...), Timeout: requestTimeout, Transport: s.transport}
@@ -211,9 +212,14 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			return err
 		case m := <-msgs:
 			pending[m.Partition] = m.Offset + 1
-			// A null value is a tombstone, the delete of a key in an upsert
-			// topic: nothing for a table read as a stream of rows.
-			if m.Value != nil {
+			switch {
+			case m.Value == nil && len(s.cfg.key) > 0:
+				// A tombstone of a keyed table: the delete of a key, which
+				// this source, reading rows rather than upserts, passes over.
+			case m.Value == nil:
+				// A table without a key has no row a tombstone deletes.
+				s.badRecord(m, errTombstone)
+			default:
 				if err := s.parse(m.Value, bb); err != nil {
 					s.badRecord(m, err)
 				} else {
@@ -386,7 +392,9 @@ func (s *source) parse(v []byte, bb *records.Builder) error {
 		if len(s.out) == 1 {
 			return bb.ParseField(0, v)
 		}
-		return nil
+		// A query that reads no column (count(*)) counts what one that
+		// reads the line would.
+		return records.Validate(types.StringType, v)
 	case FormatJSON:
 		if len(bytes.TrimSpace(v)) == 0 {
 			return errors.New("empty message")
@@ -410,13 +418,25 @@ func (s *source) parse(v []byte, bb *records.Builder) error {
 			return fmt.Errorf("column %s: %w", s.out[i].Name, err)
 		}
 	}
+	// The columns the query does not read must be good too: a record is good
+	// or bad whichever columns a query reads.
+	for _, col := range s.unread {
+		if f := rec.fields[col]; len(f) > 0 || rec.quoted[col] {
+			if err := records.Validate(s.cfg.schema[col].Type, f); err != nil {
+				return fmt.Errorf("column %s: %w", s.cfg.schema[col].Name, err)
+			}
+		}
+	}
 	return nil
 }
+
+// errTombstone is the bad record a message with a null value makes.
+var errTombstone = errors.New("a null value (a tombstone), which a table without a PRIMARY KEY has no row it deletes for")
 
 // badRecord counts m, which cause made unreadable, and holds it for the
 // dead-letter topic if there is one.
 func (s *source) badRecord(m kafka.Message, cause error) {
-	s.tc.Metrics.BadRecords.Add(1)
+	s.tc.Metrics.NoteBadRecord(fmt.Sprintf("topic %s, partition %d, offset %d: %v", s.cfg.topic, m.Partition, m.Offset, cause))
 	if s.dead != nil {
 		s.dead.add(m, cause)
 	}

@@ -12,7 +12,10 @@ import (
 
 // JSONParser reads one JSON object per line into the projected columns: fields
 // are matched to columns by name, exactly first and then case-insensitively; a
-// missing field or a JSON null is NULL; other fields are ignored.
+// missing field or a JSON null is NULL; other fields are ignored. Every column
+// of the table is checked, read or not, so that a record is good or bad
+// whichever columns a query reads; a line that is not an object (null, a
+// number, an array) is bad.
 //
 // Numbers are parsed into the column's type from their literal text (so a DECIMAL
 // is exact), a string is parsed as CSV parses a field (so "2024-01-02" fills a
@@ -20,17 +23,24 @@ import (
 // or array as its JSON text. A TIMESTAMP must be a string: a bare number would leave
 // its unit to guesswork.
 type JSONParser struct {
-	names []string     // the projected columns' names
+	names []string     // the table's columns' names
 	types []types.Type // and types
+	proj  []int        // each column's position among the projected ones, or -1
 	obj   map[string]json.RawMessage
 }
 
-// NewJSONParser returns a parser of objects into columns cols.
-func NewJSONParser(cols types.Schema) *JSONParser {
-	p := &JSONParser{obj: map[string]json.RawMessage{}}
-	for _, f := range cols {
+// NewJSONParser returns a parser of objects of the table's columns schema into
+// the columns cols of it (positions in schema, in the order the Builder has
+// them).
+func NewJSONParser(schema types.Schema, cols []int) *JSONParser {
+	p := &JSONParser{obj: map[string]json.RawMessage{}, proj: make([]int, len(schema))}
+	for i, f := range schema {
 		p.names = append(p.names, f.Name)
 		p.types = append(p.types, f.Type)
+		p.proj[i] = -1
+	}
+	for j, c := range cols {
+		p.proj[c] = j
 	}
 	return p
 }
@@ -38,11 +48,14 @@ func NewJSONParser(cols types.Schema) *JSONParser {
 // Parse fills the row bb is reading from one JSON object. Its strings may point
 // into line, or into p, until the next call.
 func (p *JSONParser) Parse(line []byte, bb *Builder) error {
-	vals := bb.vals
+	if t := bytes.TrimSpace(line); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("not a JSON object: %s", Quote(t))
+	}
 	clear(p.obj) // Unmarshal adds to a map rather than replacing it
 	if err := json.Unmarshal(line, &p.obj); err != nil {
 		return err
 	}
+	var scratch value
 	for i, name := range p.names {
 		raw, ok := p.obj[name]
 		if !ok {
@@ -53,11 +66,15 @@ func (p *JSONParser) Parse(line []byte, bb *Builder) error {
 				}
 			}
 		}
+		v := &scratch
+		if j := p.proj[i]; j >= 0 {
+			v = &bb.vals[j]
+		}
 		if !ok {
-			vals[i].null = true
+			v.null = true
 			continue
 		}
-		if err := jsonValue(p.types[i], raw, &vals[i]); err != nil {
+		if err := jsonValue(p.types[i], raw, v); err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
 		}
 	}

@@ -55,3 +55,19 @@ func Columns(c exec.ConnectorSpec) ([]int, error) {
 	}
 	return c.Columns, nil
 }
+
+// Unread returns the positions of a table's n columns that cols (those a
+// query reads) leaves out, in order: a source still checks their values.
+func Unread(n int, cols []int) []int {
+	read := make([]bool, n)
+	for _, c := range cols {
+		read[c] = true
+	}
+	var out []int
+	for c := range n {
+		if !read[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -75,6 +75,14 @@ func parseValue(t types.Type, b []byte, v *value) error {
 	return nil
 }
 
+// Validate checks that b is the text of a value of type t (as ParseField
+// parses it), for the columns of a record a query does not read: a record is
+// good or bad by all its columns, whichever the query reads.
+func Validate(t types.Type, b []byte) error {
+	var v value
+	return parseValue(t, b, &v)
+}
+
 // Quote quotes a bad value for a log line, cut short if long.
 func Quote(b []byte) string {
 	const max = 64
