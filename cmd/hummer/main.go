@@ -47,6 +47,8 @@ Usage:
 
 Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL;
 jobmanager: --heartbeat-timeout D (3s)
+Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
+else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
 
 Security flags (serve, jobmanager):
   --auth trust|password|scram-sha-256   default: trust on a loopback --pg-addr, scram-sha-256 otherwise
@@ -151,9 +153,13 @@ func serve(args []string) error {
 	slots := fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
 	ckpt := checkpointFlags(fs)
 	sec := addSecurityFlags(fs)
+	mem := memoryFlag(fs)
 	fs.Parse(args)
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := applyMemoryLimit(*mem, log); err != nil {
+		return err
+	}
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded,
@@ -228,8 +234,12 @@ func jobManager(args []string) error {
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
 	ckpt := checkpointFlags(fs)
 	sec := addSecurityFlags(fs)
+	mem := memoryFlag(fs)
 	fs.Parse(args)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := applyMemoryLimit(*mem, log); err != nil {
+		return err
+	}
 
 	rpcHost, _, err := net.SplitHostPort(*rpcAddr)
 	if err != nil {
@@ -281,11 +291,15 @@ func taskManager(args []string) error {
 		networks[name] = addr
 		return nil
 	})
+	mem := memoryFlag(fs)
 	fs.Parse(args)
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := applyMemoryLimit(*mem, log); err != nil {
+		return err
+	}
 	if *batch {
 		if err := batchScheduling(); err != nil {
 			log.Warn("threads stay under the default scheduling policy", "err", err)

@@ -254,6 +254,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			p.task.Output().AddEdge(je.Partition, targets)
 		}
 	}
+	vector.JobStarted()
 	ctx, cancel = context.WithCancelCause(ctx)
 	var (
 		wg       sync.WaitGroup
@@ -338,6 +339,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			store.Close()
 		}
 		finish(firstErr)
+		vector.JobEnded()
 	}()
 	return d, nil
 }

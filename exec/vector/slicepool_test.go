@@ -3,6 +3,7 @@ package vector
 import (
 	"flag"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -72,5 +73,37 @@ func TestSlicePool(t *testing.T) {
 		if s := p.Get(1000, false); cap(s) == 1500 {
 			t.Fatal("the pool handed out a slice it did not make")
 		}
+	}
+}
+
+// TestReleaseMemory: what the pools and the heap hold beyond live data goes
+// back to the system, above the threshold only.
+func TestReleaseMemory(t *testing.T) {
+	held := func() uint64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapSys - ms.HeapReleased
+	}
+	// A query's worth of state, given back to the pools when it ends.
+	for range 4 {
+		s := PoolInt64.Get(16<<20, true) // 128 MiB
+		PoolInt64.Put(s)
+	}
+	b := make([][]byte, 64)
+	for i := range b {
+		b[i] = make([]byte, 2<<20)
+	}
+	b = nil
+	if h := held(); h < 128<<20 {
+		t.Fatalf("only %d MiB held after the allocations", h>>20)
+	}
+	if ReleaseMemory(1 << 62) {
+		t.Error("released below the threshold")
+	}
+	if !ReleaseMemory(64 << 20) {
+		t.Fatal("did not release")
+	}
+	if h := held(); h > 64<<20 {
+		t.Errorf("%d MiB of heap still held after the release", h>>20)
 	}
 }
