@@ -12,4 +12,7 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrJobCancelled: the job was cancelled (KILL, client gone, statement timeout).
 	ErrJobCancelled = errors.New("job cancelled")
+	// ErrOutOfMemory: the job was stopped because the process ran out of the
+	// memory it may use (SQLSTATE 53200).
+	ErrOutOfMemory = errors.New("out of memory")
 )

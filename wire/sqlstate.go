@@ -134,6 +134,8 @@ func pgErrorFields(err error) (code, msg string, pos int, internal bool) {
 		return codeQueryCanceled, "canceling statement due to statement timeout", 0, false
 	case errors.Is(err, context.Canceled):
 		return codeQueryCanceled, "canceling statement due to user request", 0, false
+	case errors.Is(err, exec.ErrOutOfMemory):
+		return "53200", err.Error(), 0, false // out_of_memory
 	case errors.Is(err, exec.ErrJobCancelled):
 		return codeQueryCanceled, err.Error(), 0, false
 	case errors.Is(err, exec.ErrBadInput):

@@ -52,6 +52,9 @@ type Config struct {
 // tasks with queues and runs each in a goroutine.
 type TaskManager struct {
 	cfg Config
+	// running are its deployments, which the memory watchdog cancels the
+	// newest of when the process runs out of memory (memory.go).
+	running running
 }
 
 // New returns a TaskManager.
@@ -255,6 +258,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		}
 	}
 	vector.JobStarted()
+	tm.running.add(d, g.JobID)
 	ctx, cancel = context.WithCancelCause(ctx)
 	var (
 		wg       sync.WaitGroup
@@ -338,6 +342,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 		if store != nil {
 			store.Close()
 		}
+		tm.running.remove(d)
 		finish(firstErr)
 		vector.JobEnded()
 	}()

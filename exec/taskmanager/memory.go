@@ -1,0 +1,104 @@
+package taskmanager
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"github.com/hummer-db/hummer/exec"
+)
+
+// The memory watchdog: with a soft memory limit set (--memory, or the
+// cgroup's), a query whose state outgrows it would take the whole process down
+// ("fatal error: out of memory"), and every session and continuous job with
+// it. While the TaskManager runs deployments, the watchdog samples the live
+// heap; past watchdogShare of the limit, after a collection, it cancels the
+// newest deployment (the query that just grew) with exec.ErrOutOfMemory
+// (SQLSTATE 53200), and waits watchdogPause before it looks again. Operators
+// do not spill yet: this fails the query instead of the server.
+const (
+	watchdogEvery = 100 * time.Millisecond
+	watchdogShare = 0.9
+	watchdogPause = time.Second
+)
+
+// running are the deployments of a TaskManager, oldest first, and the
+// watchdog that runs while there are any.
+type running struct {
+	mu       sync.Mutex
+	list     []*watched
+	watching bool
+}
+
+type watched struct {
+	d     *exec.Deployment
+	jobID string
+}
+
+// add registers d, starting the watchdog if it is not running.
+func (r *running) add(d *exec.Deployment, jobID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, &watched{d: d, jobID: jobID})
+	if !r.watching {
+		r.watching = true
+		go r.watch()
+	}
+}
+
+// remove forgets d once it has stopped.
+func (r *running) remove(d *exec.Deployment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, w := range r.list {
+		if w.d == d {
+			r.list = append(r.list[:i], r.list[i+1:]...)
+			return
+		}
+	}
+}
+
+// newest returns the newest deployment, or nil when none runs (and then the
+// watchdog stops: watching is cleared under the lock add takes).
+func (r *running) newest() *watched {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.list) == 0 {
+		r.watching = false
+		return nil
+	}
+	return r.list[len(r.list)-1]
+}
+
+func (r *running) watch() {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	live := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	for {
+		time.Sleep(watchdogEvery)
+		w := r.newest()
+		if w == nil {
+			return
+		}
+		limit := debug.SetMemoryLimit(-1)
+		if limit == math.MaxInt64 {
+			continue
+		}
+		bound := uint64(float64(limit) * watchdogShare)
+		if live() < bound {
+			continue
+		}
+		runtime.GC() // what is garbage does not count
+		if n := live(); n >= bound {
+			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); operators do not spill to disk yet",
+				exec.ErrOutOfMemory, w.jobID, n>>20, limit>>20))
+			time.Sleep(watchdogPause)
+		}
+	}
+}
