@@ -33,6 +33,43 @@ type jobRows struct {
 	// kjv.txt, 1M lines, took 116-149 ms so and 183-300 ms with the task
 	// encoding too, 3 runs each). Zero until start: the tasks may send before.
 	producers atomic.Int32
+	// queued counts the bytes of the items in ch: Send waits while they are
+	// over maxQueuedBytes, so that a client that stops reading holds that
+	// much of its result, not QueueCapacity batches of any size (a join's
+	// of 65,536 wide rows pinned 845 MB). space wakes a waiting Send when
+	// next takes an item.
+	queued atomic.Int64
+	space  chan struct{}
+}
+
+// maxQueuedBytes bounds what a result holds for its client (jobRows.queued);
+// a batch larger than it still goes, alone.
+const maxQueuedBytes = 16 << 20
+
+// size is the memory the item holds: its record's buffers or its encoding.
+func (it rowsItem) size() int64 {
+	if it.b.Rec == nil {
+		return int64(len(it.data))
+	}
+	var n int64
+	for _, c := range it.b.Rec.Columns() {
+		n += arrayBytes(c.Data())
+	}
+	return n
+}
+
+// arrayBytes sums the buffers of an array and its children.
+func arrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	return n
 }
 
 // rowsItem is one batch in a jobRows' queue, as sent or, once the client's
@@ -81,7 +118,7 @@ type ChangeRows interface {
 }
 
 func newJobRows(schema types.Schema) *jobRows {
-	return &jobRows{schema: schema, ch: make(chan rowsItem, exec.QueueCapacity)}
+	return &jobRows{schema: schema, ch: make(chan rowsItem, exec.QueueCapacity), space: make(chan struct{}, 1)}
 }
 
 // start ties the rows to their job: the queue closes once every task has
@@ -176,10 +213,21 @@ func (r *jobRows) Send(ctx context.Context, _ string, b exec.Batch) error {
 		b.Rec.Retain()
 		it = rowsItem{b: b}
 	}
+	size := it.size()
+	for q := r.queued.Load(); q > 0 && q+size > maxQueuedBytes; q = r.queued.Load() {
+		select {
+		case <-r.space:
+		case <-ctx.Done():
+			it.release()
+			return context.Cause(ctx)
+		}
+	}
+	r.queued.Add(size)
 	select {
 	case r.ch <- it:
 		return nil
 	case <-ctx.Done():
+		r.queued.Add(-size)
 		it.release()
 		return context.Cause(ctx)
 	}
@@ -243,6 +291,11 @@ func (r *jobRows) next(ctx context.Context) (rowsItem, error) {
 	select {
 	case it, ok := <-r.ch:
 		if ok {
+			r.queued.Add(-it.size())
+			select {
+			case r.space <- struct{}{}:
+			default: // a wake-up is pending already
+			}
 			return it, nil
 		}
 		if err := r.job.Err(); err != nil {

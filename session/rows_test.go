@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -132,4 +133,59 @@ func TestJobRowsOneProducer(t *testing.T) {
 		t.Errorf("Next: %v rows, %d encoder calls; want 2, 0", got.NumRows(), enc.calls)
 	}
 	got.Release()
+}
+
+// TestRowsBoundedByBytes: a result whose client does not read holds about
+// maxQueuedBytes of rows, not QueueCapacity batches of any size: past it a
+// Send waits (here: its context ends first), and goes once the client reads.
+func TestRowsBoundedByBytes(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := newJobRows(types.Schema{{Name: "s", Type: types.StringType}})
+	big := strings.Repeat("x", 4<<20-4096) // a batch of just under 4 MiB
+	ctx := context.Background()
+	sent := 0
+	for ; sent < exec.QueueCapacity; sent++ {
+		if int64(sent+1)*int64(len(big)) > maxQueuedBytes {
+			break
+		}
+		rec := textBatch(mem, big)
+		if err := r.Send(ctx, "job", exec.Batch{Rec: rec}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if sent >= exec.QueueCapacity {
+		t.Fatalf("the byte bound does not bind before the queue's length")
+	}
+	done, stop := context.WithCancel(ctx)
+	stop()
+	for range 20 { // without the bound a full queue's Send would race its cancellation
+		rec := textBatch(mem, big)
+		if err := r.Send(done, "job", exec.Batch{Rec: rec}); err == nil {
+			t.Fatalf("a Send past %d MiB queued went through", r.queued.Load()>>20)
+		}
+		rec.Release()
+	}
+	// The client reads one: the next Send goes.
+	it, err := r.next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.release()
+	rec := textBatch(mem, big)
+	if err := r.Send(ctx, "job", exec.Batch{Rec: rec}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	for range sent {
+		it, err := r.next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it.release()
+	}
+	if q := r.queued.Load(); q != 0 {
+		t.Errorf("%d bytes counted as queued with the queue empty", q)
+	}
 }
