@@ -14,6 +14,8 @@
 //
 // A task that ended takes part in no later checkpoint: its state in those is a
 // marker the coordinator writes, and a restore finds its state under final/.
+//
+// It imports nothing of Hummer's: what it stores are bytes under names.
 package checkpoint
 
 import (

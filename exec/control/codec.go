@@ -7,6 +7,9 @@
 // is exactly the one the JobManager planned, in the same encoding EXPLAIN and the
 // tests use, and no generated code stands between them. The services are
 // declared by hand below as grpc.ServiceDesc values.
+//
+// It may import exec, exec/jobmanager, exec/taskmanager and exec/network: it
+// joins a JobManager to TaskManagers in other processes.
 package control
 
 import (

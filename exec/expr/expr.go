@@ -3,6 +3,8 @@
 // at a time. It also owns the function catalog (Resolve), so that the binder's
 // type checking and the evaluator agree on every function's argument and result
 // types.
+//
+// It may import exec/types only: the SQL layer uses it too.
 package expr
 
 import (

@@ -3,6 +3,8 @@
 // Arrow array whose data type is Type.Arrow(); the planner, the JobGraph and the
 // network all describe columns with these types so that a graph can be shipped to
 // another process as JSON and rebuilt there exactly.
+//
+// It imports nothing of Hummer's.
 package types
 
 import (

@@ -1,6 +1,8 @@
 // Package testkit holds what the runtime's tests share: records from JSON
 // literals, a collector that turns what an operator emits into comparable text
 // rows, and a small driver of one operator. Only tests import it.
+//
+// It may import exec, exec/vector and exec/types.
 package testkit
 
 import (
