@@ -67,6 +67,12 @@ type TaskContext struct {
 	// batch that position covers, so that no snapshot falls between the two;
 	// the task takes it around the batches of any other source.
 	CheckpointLock *sync.Mutex
+	// WorkMem is how much memory an operator of the task may hold for its
+	// state before it spills to disk (its config may say otherwise, SET
+	// work_mem); 0 means no bound. SpillDir is where it spills ("" for the
+	// system's temporary directory).
+	WorkMem  int64
+	SpillDir string
 	// Colocated is shared by the subtasks of this task's vertex that run in
 	// this TaskManager, in this run of the job; nil when a test builds a
 	// TaskContext alone.

@@ -32,6 +32,10 @@ type Options struct {
 	// Snapshot returns the current rows of a materialised view as an Arrow IPC
 	// stream (operators.ViewState.Snapshot); a query over a view reads them.
 	Snapshot func(view string) ([]byte, error)
+	// WorkMem bounds the memory of each aggregation's groups before it
+	// spills (SET work_mem, in bytes); 0 leaves it to the TaskManager's
+	// default.
+	WorkMem int64
 }
 
 // Build turns an optimised logical plan into a StreamGraph whose last node
@@ -350,7 +354,8 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	}
 	spec := func(phase operators.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
 		return exec.OperatorSpec{Kind: "hash_agg", Label: label(phase, group, sch),
-			Config: exec.MustConfig(operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase, Emit: emit}), Out: out}
+			Config: exec.MustConfig(operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase, Emit: emit,
+				MemoryLimit: b.opts.WorkMem}), Out: out}
 	}
 	par := b.par(from)
 	switch {

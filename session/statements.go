@@ -28,6 +28,9 @@ func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.Stre
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)
 	}
+	if v := s.vars["work_mem"].Str; v != "" {
+		opts.WorkMem, _ = ParseSize(v, 1<<10) // checked by SET
+	}
 	switch {
 	case len(sink) > 0 && sink[0] == viewSink:
 		opts.View = true

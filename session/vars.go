@@ -35,6 +35,9 @@ func defaultVars() map[string]types.Value {
 		// Failed checkpoints in a row a continuous job tolerates; the next
 		// fails it over (jobmanager.DefaultFailoverAfter).
 		"tolerable_failed_checkpoints": types.IntValue(jobmanager.DefaultFailoverAfter - 1),
+		// The memory an aggregation's groups may take before it spills;
+		// empty: the TaskManagers' default (a share of the process's limit).
+		"work_mem": types.StringValue(""),
 	}
 }
 
@@ -74,6 +77,15 @@ func (s *Session) set(name string, v types.Value) error {
 		text := formatVar(v)
 		if _, err := parseInterval(text); err != nil {
 			return sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"checkpoint_interval\": %q: %v", text, err)
+		}
+		s.vars[name] = types.StringValue(text)
+		return nil
+	}
+	if name == "work_mem" {
+		text := formatVar(v)
+		n, err := ParseSize(text, 1<<10)
+		if err != nil || n < 64<<10 {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"work_mem\": %q (want a size of 64kB or more, such as '256MB')", text)
 		}
 		s.vars[name] = types.StringValue(text)
 		return nil
@@ -136,4 +148,37 @@ func formatVar(v types.Value) string {
 		return strconv.FormatFloat(v.Float, 'g', -1, 64)
 	}
 	return fmt.Sprint(v)
+}
+
+// unitShifts are the units ParseSize reads, as powers of two.
+var unitShifts = map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
+	"g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40}
+
+// ParseSize reads a memory size: a number with a unit of 1024s as
+// PostgreSQL's memory settings take them (kB, MB, GB, TB; also K, M, G, T,
+// KiB, MiB, GiB, TiB), or a bare number of bare units (bytes for --memory;
+// kB for SET work_mem, as PostgreSQL has it).
+func ParseSize(s string, bare int64) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
+		i--
+	}
+	num, unit := strings.TrimSpace(t[:i]), strings.ToLower(strings.TrimSpace(t[i:]))
+	shift, ok := unitShifts[unit]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown unit %q (want kB, MB, GB or TB)", s, t[i:])
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("%q: want a size such as 2GiB or 512MB", s)
+	}
+	n := f * float64(uint64(1)<<shift)
+	if unit == "" {
+		n = f * float64(bare)
+	}
+	if n > 1<<62 {
+		return 0, fmt.Errorf("%q: too large", s)
+	}
+	return int64(n), nil
 }

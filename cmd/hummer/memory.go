@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/hummer-db/hummer/session"
 )
 
 // memoryFlag adds --memory to serve, jobmanager and taskmanager: the process's
@@ -29,7 +31,7 @@ func applyMemoryLimit(flagValue string, log *slog.Logger) error {
 	var limit int64
 	switch {
 	case flagValue != "":
-		n, err := parseBytes(flagValue)
+		n, err := session.ParseSize(flagValue, 1)
 		if err != nil {
 			return fmt.Errorf("--memory: %w", err)
 		}
@@ -46,35 +48,6 @@ func applyMemoryLimit(flagValue string, log *slog.Logger) error {
 	debug.SetMemoryLimit(limit)
 	log.Info("memory limit", "bytes", limit)
 	return nil
-}
-
-// unitShifts are the units parseBytes reads, as powers of two.
-var unitShifts = map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
-	"g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40}
-
-// parseBytes reads a size: a number of bytes, or one with a unit of 1024s as
-// PostgreSQL's memory settings take them (kB, MB, GB, TB; also K, M, G, T,
-// KiB, MiB, GiB, TiB).
-func parseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := len(t)
-	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
-		i--
-	}
-	num, unit := strings.TrimSpace(t[:i]), strings.ToLower(strings.TrimSpace(t[i:]))
-	shift, ok := unitShifts[unit]
-	if !ok {
-		return 0, fmt.Errorf("%q: unknown unit %q (want kB, MB, GB or TB)", s, t[i:])
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f <= 0 {
-		return 0, fmt.Errorf("%q: want a size such as 2GiB or 512MB", s)
-	}
-	n := f * float64(uint64(1)<<shift)
-	if n > 1<<62 {
-		return 0, fmt.Errorf("%q: too large", s)
-	}
-	return int64(n), nil
 }
 
 // cgroupMemoryLimit returns the memory limit of the cgroup the process runs

@@ -4,18 +4,20 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hummer-db/hummer/session"
 )
 
-func TestParseBytes(t *testing.T) {
+func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"1073741824": 1 << 30, "2GiB": 2 << 30, "512MB": 512 << 20, "1.5G": 3 << 29,
 		"64 kB": 64 << 10, "1TB": 1 << 40, "100b": 100} {
-		if got, err := parseBytes(in); err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := session.ParseSize(in, 1); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "GB", "1 parsec", "-5MB", "0", "1e30GB"} {
-		if got, err := parseBytes(in); err == nil {
-			t.Errorf("parseBytes(%q) = %d, want an error", in, got)
+		if got, err := session.ParseSize(in, 1); err == nil {
+			t.Errorf("ParseSize(%q) = %d, want an error", in, got)
 		}
 	}
 }

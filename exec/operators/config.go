@@ -69,11 +69,18 @@ type AggSpec struct {
 // at end of stream; AggEmitUpdates (for unbounded input) as changes whenever the
 // task flushes the operator, a partial aggregate then also emitting the signed
 // row count per group as its last column (PartialUpdatesSchema).
+//
+// MemoryLimit bounds, with AggEmitFinal, the memory of the groups (SET
+// work_mem): past it a partial aggregate emits what it holds and starts
+// afresh, and a complete or final one spills the rows of new groups to disk
+// and aggregates them after the others (hashagg_spill.go). 0 means the
+// task's TaskContext.WorkMem.
 type HashAggConfig struct {
-	GroupBy []int     `json:"group_by"`
-	Aggs    []AggSpec `json:"aggs"`
-	Phase   AggPhase  `json:"phase"`
-	Emit    AggEmit   `json:"emit,omitempty"`
+	GroupBy     []int     `json:"group_by"`
+	Aggs        []AggSpec `json:"aggs"`
+	Phase       AggPhase  `json:"phase"`
+	Emit        AggEmit   `json:"emit,omitempty"`
+	MemoryLimit int64     `json:"memory_limit,omitempty"`
 }
 
 // AggEmit says when an aggregation emits (HashAggConfig.Emit).

@@ -59,6 +59,17 @@ type hashAggOp struct {
 	seen     bool
 	done     bool
 
+	// The memory budget (HashAggConfig.MemoryLimit, else the task's
+	// WorkMem; 0: none) and, once the groups outgrew it, the spill of the
+	// rows of new groups (hashagg_spill.go), at this level of partitioning.
+	tc            *exec.TaskContext
+	spec          exec.OperatorSpec
+	budget        int64
+	spill         *aggSpill
+	level         int
+	found         []int32
+	inIdx, outIdx []int32
+
 	// Updates mode, complete and final phases.
 	dirty   []uint32            // groups changed since the last flush
 	isDirty []bool              // by group
@@ -98,7 +109,7 @@ func newHashAgg(cfg HashAggConfig, spec exec.OperatorSpec) (*hashAggOp, error) {
 	default:
 		return nil, fmt.Errorf("hash_agg: unknown emit mode %q", cfg.Emit)
 	}
-	o := &hashAggOp{cfg: cfg, updates: cfg.Emit == AggEmitUpdates}
+	o := &hashAggOp{cfg: cfg, spec: spec, updates: cfg.Emit == AggEmitUpdates}
 	nk := len(cfg.GroupBy)
 	o.keyCols = cfg.GroupBy
 	if cfg.Phase == AggFinal {
@@ -163,6 +174,16 @@ func (o *hashAggOp) buildAggs() (int, error) {
 func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
 	o.table = state.NewKeyTable()
+	o.tc = tc
+	switch {
+	case o.updates || len(o.keyCols) == 0:
+		// Updates keep their state (a disk state backend is to hold it);
+		// one group needs no budget.
+	case o.cfg.MemoryLimit > 0:
+		o.budget = o.cfg.MemoryLimit
+	case tc != nil:
+		o.budget = tc.WorkMem
+	}
 	return nil
 }
 
@@ -184,30 +205,61 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 	if o.table == nil {
 		return fmt.Errorf("hash_agg: batch before Open")
 	}
-	rec := b.Rec
+	if b.Ops != nil && len(b.Ops) != n {
+		return fmt.Errorf("hash_agg: %d change kinds for %d rows", len(b.Ops), n)
+	}
 	o.seen = true
+	if o.spill != nil {
+		return o.foldSpilling(b)
+	}
+	if err := o.fold(b); err != nil {
+		return err
+	}
+	if o.budget > 0 && o.overBudget() {
+		if o.cfg.Phase == AggPartial {
+			// A partial aggregate's groups are only a head start for the
+			// final one: it sends what it holds and starts afresh.
+			return o.restartPartial(ctx, out)
+		}
+		sp, err := newAggSpill(o.spillDir(), o.level)
+		if err != nil {
+			return err
+		}
+		o.spill = sp
+	}
+	return nil
+}
+
+// encodeKeys encodes the key columns of rec, n rows, into o.keys.
+func (o *hashAggOp) encodeKeys(rec arrow.RecordBatch, n int) error {
+	o.keyArrs = o.keyArrs[:0]
+	for _, c := range o.keyCols {
+		if c < 0 || c >= int(rec.NumCols()) {
+			return fmt.Errorf("hash_agg: key column %d out of range (%d columns)", c, rec.NumCols())
+		}
+		o.keyArrs = append(o.keyArrs, rec.Column(c))
+	}
+	if o.keyTypes == nil {
+		for _, a := range o.keyArrs {
+			o.keyTypes = append(o.keyTypes, a.DataType())
+		}
+	} else {
+		for i, a := range o.keyArrs {
+			if !arrow.TypeEqual(a.DataType(), o.keyTypes[i]) {
+				return fmt.Errorf("hash_agg: key column %d changed type from %s to %s", i, o.keyTypes[i], a.DataType())
+			}
+		}
+	}
+	return o.keys.Encode(o.keyArrs, nil, n)
+}
+
+// fold adds the batch's rows to their groups, adding the groups not yet held.
+func (o *hashAggOp) fold(b exec.Batch) error {
+	rec, n := b.Rec, b.NumRows()
 	o.gids = vector.GrowSlice(o.gids, n)
 	gids := o.gids
 	if len(o.keyCols) > 0 {
-		o.keyArrs = o.keyArrs[:0]
-		for _, c := range o.keyCols {
-			if c < 0 || c >= int(rec.NumCols()) {
-				return fmt.Errorf("hash_agg: key column %d out of range (%d columns)", c, rec.NumCols())
-			}
-			o.keyArrs = append(o.keyArrs, rec.Column(c))
-		}
-		if o.keyTypes == nil {
-			for _, a := range o.keyArrs {
-				o.keyTypes = append(o.keyTypes, a.DataType())
-			}
-		} else {
-			for i, a := range o.keyArrs {
-				if !arrow.TypeEqual(a.DataType(), o.keyTypes[i]) {
-					return fmt.Errorf("hash_agg: key column %d changed type from %s to %s", i, o.keyTypes[i], a.DataType())
-				}
-			}
-		}
-		if err := o.keys.Encode(o.keyArrs, nil, n); err != nil {
+		if err := o.encodeKeys(rec, n); err != nil {
 			return err
 		}
 		if o.cfg.Phase == AggFinal && o.table.Len() == 0 {
@@ -218,9 +270,6 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 		o.table.InsertRows(&o.keys, gids)
 	} else {
 		clear(gids)
-	}
-	if b.Ops != nil && len(b.Ops) != n {
-		return fmt.Errorf("hash_agg: %d change kinds for %d rows", len(b.Ops), n)
 	}
 	signs := rowSigns(b.Ops, o.signs)
 	if signs != nil {
@@ -290,6 +339,17 @@ func (o *hashAggOp) ProcessSignal(ctx context.Context, input int, s exec.Signal,
 	}
 	o.done = true
 	var err error
+	if o.spill != nil {
+		// The groups held go out first, freeing their memory for the spilled ones.
+		if err := o.emit(ctx, out); err != nil {
+			return err
+		}
+		o.release()
+		if err := o.drainSpill(ctx, out); err != nil {
+			return err
+		}
+		return out.CollectSignal(ctx, s)
+	}
 	if o.updates {
 		if len(o.keyCols) == 0 && o.cfg.Phase != AggPartial && o.table != nil && (len(o.emitted) == 0 || !o.emitted[0]) {
 			// Like a bounded aggregate, one without GROUP BY ends having emitted
@@ -480,5 +540,9 @@ func (o *hashAggOp) releaseAggs() {
 
 func (o *hashAggOp) Close(ctx context.Context) error {
 	o.release()
+	if o.spill != nil {
+		o.spill.remove()
+		o.spill = nil
+	}
 	return nil
 }

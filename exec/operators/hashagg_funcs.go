@@ -33,6 +33,8 @@ type aggregate interface {
 	result(mem memory.Allocator, sel state.GroupSel, dts []arrow.DataType, dst []arrow.Array) ([]arrow.Array, error)
 	// width is the number of output columns.
 	width() int
+	// memBytes is the memory the state holds, for the operator's budget.
+	memBytes() int64
 	// saveState writes the state of groups 0..w.n-1 (hashagg_state.go).
 	saveState(w *aggStateWriter) error
 	// loadState restores, into a fresh aggregate, what saveState wrote.
@@ -109,6 +111,8 @@ type countAgg struct {
 }
 
 func (a *countAgg) width() int { return 1 }
+
+func (a *countAgg) memBytes() int64 { return int64(cap(a.counts)) * 8 }
 
 // release gives the counts back to their pool (see pooledAggregate).
 func (a *countAgg) release() {
@@ -197,6 +201,14 @@ type countDistinctAgg struct {
 
 func (a *countDistinctAgg) width() int { return 1 }
 
+func (a *countDistinctAgg) memBytes() int64 {
+	n := int64(cap(a.ids))*4 + int64(cap(a.refs)+cap(a.counts))*8
+	if a.pairs != nil {
+		n += a.pairs.Bytes()
+	}
+	return n
+}
+
 func (a *countDistinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8) error {
 	arr, err := inputColumn(rec, a.col)
 	if err != nil {
@@ -255,6 +267,13 @@ type minMaxAgg struct {
 	decs   []decimal128.Num
 	bools  []bool
 	strs   [][]byte
+	// strBytes is what the strings of strs hold.
+	strBytes int64
+}
+
+func (a *minMaxAgg) memBytes() int64 {
+	return int64(cap(a.has)+cap(a.bools)) + int64(cap(a.ints)+cap(a.floats))*8 + int64(cap(a.decs))*16 +
+		int64(cap(a.strs))*24 + a.strBytes
 }
 
 func (a *minMaxAgg) width() int { return 1 }
@@ -373,7 +392,9 @@ func (a *minMaxAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, si
 					continue
 				}
 			}
+			old := cap(st[g])
 			st[g], has[g] = append(st[g][:0], x...), true
+			a.strBytes += int64(cap(st[g]) - old)
 		}
 	}
 	return nil

@@ -319,6 +319,7 @@ func (a *minMaxAgg) loadState(r *aggStateReader) error {
 			a.bools[g] = c.Value(g)
 		case *array.String:
 			a.strs[g] = []byte(c.Value(g))
+			a.strBytes += int64(cap(a.strs[g]))
 		}
 	}
 	return nil
@@ -446,6 +447,9 @@ func (o *hashAggOp) stateHeader() hashAggStateHeader {
 // the snapshot, so SnapshotState returns an error instead while it has any. A
 // partial one's pending states are its whole state and are snapshotted.
 func (o *hashAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	if o.spill != nil {
+		return nil, fmt.Errorf("hash_agg: part of its groups is spilled to disk, which checkpoints do not take")
+	}
 	h := o.stateHeader()
 	if o.done {
 		hdr, err := json.Marshal(h)

@@ -34,6 +34,10 @@ type numAcc struct {
 	nn     []int64
 }
 
+func (a *numAcc) memBytes() int64 {
+	return int64(cap(a.ints)+cap(a.floats)+cap(a.nn))*8 + int64(cap(a.spill)+cap(a.decs))*16
+}
+
 func (a *numAcc) grow(n int) {
 	a.nn = vector.GrowZero(a.nn, n)
 	switch a.kind {
@@ -290,6 +294,8 @@ type sumAgg struct {
 
 func (a *sumAgg) width() int { return 1 }
 
+func (a *sumAgg) memBytes() int64 { return a.acc.memBytes() }
+
 func (a *sumAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8) error {
 	arr, err := inputColumn(rec, a.col)
 	if err != nil {
@@ -326,6 +332,8 @@ type avgAgg struct {
 	acc      numAcc
 	counts   []int64 // final phase: summed partial counts
 }
+
+func (a *avgAgg) memBytes() int64 { return a.acc.memBytes() + int64(cap(a.counts))*8 }
 
 func (a *avgAgg) width() int {
 	if a.partial {

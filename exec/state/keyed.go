@@ -30,8 +30,13 @@ type Keyed interface {
 	// yet held. ids has a row's room for each key.
 	InsertRows(keys *RowKeys, ids []uint32)
 	// LookupRows sets ids[i] to the id of row i's key, or -1 when it is not
-	// held (or has a NULL column: NULL matches nothing).
+	// held (or has a NULL column: NULL matches nothing, as in a join).
 	LookupRows(keys *RowKeys, ids []int32)
+	// FindRows is LookupRows with NULL keys as keys (as in GROUP BY): the ids
+	// InsertRows would give, or -1 for the keys not held.
+	FindRows(keys *RowKeys, ids []int32)
+	// Bytes returns the memory the state holds, for budgets (work_mem).
+	Bytes() int64
 	// Len returns the number of keys held.
 	Len() int
 	// Reserve makes room for n more keys of keyBytes bytes in all.

@@ -301,6 +301,25 @@ func (t *KeyTable) findShort(data []byte, offs []int32, gids []uint32, i int) (i
 	return i, noSlot, 0, 0, 0
 }
 
+// FindRows sets ids[i] to the id InsertRows would give row i's key (a NULL key
+// is a key, as in GROUP BY), or -1 when the table lacks it; it adds nothing.
+func (t *KeyTable) FindRows(k *RowKeys, ids []int32) {
+	data, offs := k.data, k.offs
+	for i := range ids[:k.n] {
+		if k.raw && k.nullRow != nil && k.nullRow[i] {
+			ids[i] = t.nullID
+			continue
+		}
+		ids[i] = t.find(data[offs[i]:offs[i+1]])
+	}
+}
+
+// Bytes returns the memory the table holds: its slots, arena, offsets and
+// key words.
+func (t *KeyTable) Bytes() int64 {
+	return int64(cap(t.slots))*4 + int64(cap(t.arena)) + int64(cap(t.offs))*8 + int64(cap(t.words))*16
+}
+
 // LookupRows sets ids[i] to the id of row i's key, or -1 when the table lacks it
 // or the row has a NULL key column (NULL never equals anything in a join).
 func (t *KeyTable) LookupRows(k *RowKeys, ids []int32) {

@@ -18,8 +18,10 @@ import (
 // it. While the TaskManager runs deployments, the watchdog samples the live
 // heap; past watchdogShare of the limit, after a collection, it cancels the
 // newest deployment (the query that just grew) with exec.ErrOutOfMemory
-// (SQLSTATE 53200), and waits watchdogPause before it looks again. Operators
-// do not spill yet: this fails the query instead of the server.
+// (SQLSTATE 53200), and waits watchdogPause before it looks again. Hash
+// aggregation spills to disk within its budget (TaskContext.WorkMem); what
+// cannot spill yet (a sort, a join's build side, one group's DISTINCT) fails
+// its query this way instead of the server.
 const (
 	watchdogEvery = 100 * time.Millisecond
 	watchdogShare = 0.9
@@ -96,9 +98,22 @@ func (r *running) watch() {
 		}
 		runtime.GC() // what is garbage does not count
 		if n := live(); n >= bound {
-			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); operators do not spill to disk yet",
+			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); its sorts, joins and single-group DISTINCTs do not spill to disk yet",
 				exec.ErrOutOfMemory, w.jobID, n>>20, limit>>20))
 			time.Sleep(watchdogPause)
 		}
 	}
+}
+
+// DefaultWorkMem is the memory an operator of a TaskManager of slots slots may
+// hold before it spills: an eighth of the process's soft memory limit a slot
+// (a task may have two big operators, and batches, buffers and the Go heap's
+// slack need the rest), or of the machine's memory when no limit is set; at
+// least 16 MiB.
+func DefaultWorkMem(slots int) int64 {
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 {
+		limit = physicalMemory()
+	}
+	return max(limit/int64(8*max(slots, 1)), 16<<20)
 }

@@ -40,6 +40,12 @@ type Config struct {
 	// Data receives the network channels of tasks placed here from other
 	// TaskManagers; nil in a single-TaskManager (local) deployment.
 	Data *network.Server
+	// WorkMem is the memory an operator's state may take before it spills
+	// (TaskContext.WorkMem); 0 means a share of the process's memory limit
+	// (DefaultWorkMem). SpillDir is where operators spill ("" for the
+	// system's temporary directory).
+	WorkMem  int64
+	SpillDir string
 	// Networks are further networks the TaskManager is on, each with its own data
 	// server on its own interface (--network NAME=ADDR). A job on a named network
 	// receives on that server and sends from that interface, so its traffic stays
@@ -70,6 +76,9 @@ func New(cfg Config) *TaskManager {
 	}
 	if cfg.ID == "" {
 		cfg.ID = "local"
+	}
+	if cfg.WorkMem <= 0 {
+		cfg.WorkMem = DefaultWorkMem(cfg.Slots)
 	}
 	return &TaskManager{cfg: cfg}
 }
@@ -181,6 +190,8 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			Results:     results,
 			Metrics:     d.Metrics()[et.ID],
 			Colocated:   colocated[et.ID.Vertex],
+			WorkMem:     tm.cfg.WorkMem,
+			SpillDir:    tm.cfg.SpillDir,
 		}
 		if store != nil {
 			tc.Checkpointing = true
