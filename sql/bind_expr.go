@@ -364,50 +364,38 @@ func (b *binder) orToIn(node ast.Node, terms []*expr.Expr) ([]*expr.Expr, error)
 		col   *expr.Expr
 		lits  []*expr.Expr
 	}
-	groups := map[int]*group{} // by column
-	var order []int
+	type column struct {
+		col int
+		t   types.Type
+	}
+	groups := map[column]*group{}
+	of := make([]*group, len(terms)) // each term's group, nil for other terms
 	for i, t := range terms {
 		col, lit, ok := colEqLit(t)
 		if !ok {
 			continue
 		}
-		g := groups[col.Col]
+		k := column{col.Col, col.Type}
+		g := groups[k]
 		if g == nil {
 			g = &group{first: i, col: col}
-			groups[col.Col] = g
-			order = append(order, col.Col)
-		}
-		if g.col.Type != col.Type {
-			continue
+			groups[k] = g
 		}
 		g.lits = append(g.lits, lit)
-	}
-	in := map[int]*expr.Expr{} // first term's index -> its IN list
-	folded := map[int]bool{}   // columns whose terms became an IN list
-	for _, c := range order {
-		g := groups[c]
-		if len(g.lits) < 2 {
-			continue
-		}
-		e, err := b.call(node, "in", append([]*expr.Expr{g.col}, g.lits...)...)
-		if err != nil {
-			return nil, err
-		}
-		in[g.first], folded[c] = e, true
-	}
-	if len(in) == 0 {
-		return terms, nil
+		of[i] = g
 	}
 	out := make([]*expr.Expr, 0, len(terms))
 	for i, t := range terms {
-		if e, ok := in[i]; ok {
+		switch g := of[i]; {
+		case g == nil || len(g.lits) < 2:
+			out = append(out, t)
+		case g.first == i:
+			e, err := b.call(node, "in", append([]*expr.Expr{g.col}, g.lits...)...)
+			if err != nil {
+				return nil, err
+			}
 			out = append(out, e)
-			continue
 		}
-		if col, _, ok := colEqLit(t); ok && folded[col.Col] && groups[col.Col].col.Type == col.Type {
-			continue
-		}
-		out = append(out, t)
 	}
 	return out, nil
 }

@@ -321,21 +321,14 @@ func TestCheckpointsAfterTasksFinish(t *testing.T) {
 	}
 }
 
-// TestFailedCheckpointsFailOver: a checkpoint a task declines is counted with
-// its reason; FailoverAfter of them in a row fail the job over, which says
-// why while it restarts from its last complete checkpoint; once the task no
-// longer declines, checkpoints complete again and the failures in a row are
-// counted afresh.
-func TestFailedCheckpointsFailOver(t *testing.T) {
-	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
-	defer mem.AssertSize(t, 0)
+// endlessCkptJob returns the world, the registry and the graph of a job of one
+// endless ckpt source into one ckpt_sink, that never fails by itself.
+func endlessCkptJob() (*ckptTest, *exec.Registry, *exec.JobGraph) {
 	w := &ckptTest{total: 1 << 40, committed: map[[2]int64][]int64{}}
 	w.failAt.Store(-1)
 	reg := testRegistry()
 	reg.RegisterSource("ckpt", func(exec.ConnectorSpec) (exec.Source, error) { return &ckptSource{w: w}, nil })
 	reg.RegisterOperator("ckpt_sink", func(exec.OperatorSpec) (exec.Operator, error) { return &ckptSink{w: w}, nil })
-	jm := New(nil)
-	jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: "tm", Slots: 2, Registry: reg, Alloc: mem}))
 	n := types.Schema{{Name: "n", Type: types.Int64Type}}
 	job := &exec.JobGraph{
 		Vertices: []*exec.JobVertex{
@@ -345,6 +338,20 @@ func TestFailedCheckpointsFailOver(t *testing.T) {
 		},
 		Edges: []*exec.JobEdge{{From: 0, To: 1, Partition: exec.Partition{Kind: exec.Forward}}},
 	}
+	return w, reg, job
+}
+
+// TestFailedCheckpointsFailOver: a checkpoint a task declines is counted with
+// its reason; FailoverAfter of them in a row fail the job over, which says
+// why while it restarts from its last complete checkpoint; once the task no
+// longer declines, checkpoints complete again and the failures in a row are
+// counted afresh.
+func TestFailedCheckpointsFailOver(t *testing.T) {
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	w, reg, job := endlessCkptJob()
+	jm := New(nil)
+	jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: "tm", Slots: 2, Registry: reg, Alloc: mem}))
 	var restarts atomic.Int64
 	j, err := jm.SubmitJob("test", job, nil, JobOptions{CheckpointURL: "file://" + filepath.Join(t.TempDir(), "ckpt"),
 		CheckpointInterval: 10 * time.Millisecond, FailoverAfter: 2, Restarts: 5,
@@ -411,22 +418,9 @@ func TestFailedCheckpointsFailOver(t *testing.T) {
 func TestRestartWaitsForSlots(t *testing.T) {
 	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
-	w := &ckptTest{total: 1 << 40, committed: map[[2]int64][]int64{}}
-	w.failAt.Store(-1)
-	reg := testRegistry()
-	reg.RegisterSource("ckpt", func(exec.ConnectorSpec) (exec.Source, error) { return &ckptSource{w: w}, nil })
-	reg.RegisterOperator("ckpt_sink", func(exec.OperatorSpec) (exec.Operator, error) { return &ckptSink{w: w}, nil })
+	w, reg, job := endlessCkptJob()
 	jm := New(nil)
 	jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: "tm1", Slots: 2, Registry: reg, Alloc: mem}))
-	n := types.Schema{{Name: "n", Type: types.Int64Type}}
-	job := &exec.JobGraph{
-		Vertices: []*exec.JobVertex{
-			{ID: 0, Name: "src", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "source", Out: n,
-				Config: exec.MustConfig(exec.ConnectorSpec{Connector: "ckpt", Schema: n})}}},
-			{ID: 1, Name: "sink", Parallelism: 1, Chain: []exec.OperatorSpec{{Kind: "ckpt_sink", Out: n}}},
-		},
-		Edges: []*exec.JobEdge{{From: 0, To: 1, Partition: exec.Partition{Kind: exec.Forward}}},
-	}
 	j, err := jm.SubmitJob("test", job, nil, JobOptions{CheckpointURL: "file://" + filepath.Join(t.TempDir(), "ckpt"),
 		CheckpointInterval: 10 * time.Millisecond, FailoverAfter: 1})
 	if err != nil {

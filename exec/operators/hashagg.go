@@ -271,7 +271,13 @@ func (o *hashAggOp) fold(b exec.Batch) error {
 	} else {
 		clear(gids)
 	}
-	signs := rowSigns(b.Ops, o.signs)
+	return o.foldInto(rec, b.Ops, gids)
+}
+
+// foldInto folds the rows of rec, with change kinds ops, into the groups gids
+// (one a row, every one already held).
+func (o *hashAggOp) foldInto(rec arrow.RecordBatch, ops []exec.ChangeKind, gids []uint32) error {
+	signs := rowSigns(ops, o.signs)
 	if signs != nil {
 		o.signs = signs
 		if o.updates && o.cfg.Phase == AggPartial {

@@ -288,26 +288,15 @@ func (o *hashAggOp) foldSpilling(b exec.Batch) error {
 	for j, i := range in {
 		gids[j] = uint32(o.found[i])
 	}
-	sub, ops := rec, b.Ops
-	if len(in) < n {
-		var err error
-		if sub, err = vector.GatherRecord(o.mem, rec, in); err != nil {
-			return err
-		}
-		defer sub.Release()
-		ops = vector.GatherOps(b.Ops, in)
+	if len(in) == n {
+		return o.foldInto(rec, b.Ops, gids)
 	}
-	signs := rowSigns(ops, o.signs)
-	if signs != nil {
-		o.signs = signs
+	sub, err := vector.GatherRecord(o.mem, rec, in)
+	if err != nil {
+		return err
 	}
-	ng := o.ngroups()
-	for _, a := range o.aggs {
-		if err := a.update(sub, gids, ng, signs); err != nil {
-			return err
-		}
-	}
-	return nil
+	defer sub.Release()
+	return o.foldInto(sub, vector.GatherOps(b.Ops, in), gids)
 }
 
 // drainSpill aggregates each spilled partition with a fresh operator of the
