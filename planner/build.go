@@ -32,9 +32,9 @@ type Options struct {
 	// Snapshot returns the current rows of a materialised view as an Arrow IPC
 	// stream (operators.ViewState.Snapshot); a query over a view reads them.
 	Snapshot func(view string) ([]byte, error)
-	// WorkMem bounds the memory of each aggregation's groups before it
-	// spills (SET work_mem, in bytes); 0 leaves it to the TaskManager's
-	// default.
+	// WorkMem bounds the memory of each aggregation's groups, sort's rows
+	// and join's build side before it spills (SET work_mem, in bytes); 0
+	// leaves it to the TaskManager's default.
 	WorkMem int64
 }
 
@@ -215,7 +215,10 @@ func (b *builder) build(p sql.Plan) (int, error) {
 				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")
 		}
 		cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
-			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}
+			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), MemoryLimit: b.opts.WorkMem}
+		if b.streaming {
+			cfg.MemoryLimit = -1 // its left side never ends: a spill would never be joined
+		}
 		label := fmt.Sprintf("hash_join %s on %s", p.Kind, joinKeys(p))
 		if p.Extra != nil {
 			label += " and " + p.Extra.String()
@@ -280,14 +283,14 @@ func (b *builder) sort(p *sql.Sort, offset, limit int64) (int, error) {
 	if limit >= 0 {
 		label += fmt.Sprintf(" limit %d offset %d", limit, offset)
 		if b.par(from) > 1 {
-			local := operators.SortConfig{Keys: keys, Offset: 0, Limit: offset + limit}
+			local := operators.SortConfig{Keys: keys, Offset: 0, Limit: offset + limit, MemoryLimit: b.opts.WorkMem}
 			from = b.forward(from, "sort", fmt.Sprintf("sort %s limit %d (local top-n)", sortKeys(p), offset+limit), local, out)
 		}
 	} else if offset > 0 {
 		label += fmt.Sprintf(" offset %d", offset)
 	}
 	op := exec.OperatorSpec{Kind: "sort", Label: label,
-		Config: exec.MustConfig(operators.SortConfig{Keys: keys, Offset: offset, Limit: limit}), Out: out}
+		Config: exec.MustConfig(operators.SortConfig{Keys: keys, Offset: offset, Limit: limit, MemoryLimit: b.opts.WorkMem}), Out: out}
 	return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // jobRows streams the result of a query job to the client. It is the job's
@@ -51,25 +52,7 @@ func (it rowsItem) size() int64 {
 	if it.b.Rec == nil {
 		return int64(len(it.data))
 	}
-	var n int64
-	for _, c := range it.b.Rec.Columns() {
-		n += arrayBytes(c.Data())
-	}
-	return n
-}
-
-// arrayBytes sums the buffers of an array and its children.
-func arrayBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Len())
-		}
-	}
-	for _, c := range d.Children() {
-		n += arrayBytes(c)
-	}
-	return n
+	return vector.RecordBytes(it.b.Rec)
 }
 
 // rowsItem is one batch in a jobRows' queue, as sent or, once the client's

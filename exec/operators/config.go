@@ -141,13 +141,17 @@ type SnapshotConfig struct {
 // right. Rows match when every LeftKeys[i] equals RightKeys[i] (NULL keys never
 // match) and Extra (over left columns then right columns), if set, is true.
 // Kind is "inner" or "left". Output: left columns then right columns.
+// MemoryLimit bounds the rows it holds before it partitions both inputs to disk
+// (SET work_mem; join_hash_spill.go); 0 means the task's TaskContext.WorkMem, -1
+// never to spill (a join over a stream, whose left side never ends).
 type JoinConfig struct {
-	Kind      string       `json:"kind"`
-	LeftKeys  []int        `json:"left_keys"`
-	RightKeys []int        `json:"right_keys"`
-	Extra     *expr.Expr   `json:"extra,omitempty"`
-	Left      types.Schema `json:"left"`
-	Right     types.Schema `json:"right"`
+	Kind        string       `json:"kind"`
+	LeftKeys    []int        `json:"left_keys"`
+	RightKeys   []int        `json:"right_keys"`
+	Extra       *expr.Expr   `json:"extra,omitempty"`
+	Left        types.Schema `json:"left"`
+	Right       types.Schema `json:"right"`
+	MemoryLimit int64        `json:"memory_limit,omitempty"`
 }
 
 // SortKeySpec is one sort key.
@@ -159,11 +163,14 @@ type SortKeySpec struct {
 
 // SortConfig configures kind "sort": at end of stream it emits all rows seen, in
 // key order (stable). With Limit >= 0 it keeps only the first Offset+Limit rows
-// (top-N) and emits rows Offset.. of them.
+// (top-N) and emits rows Offset.. of them. MemoryLimit bounds the rows it holds
+// (SET work_mem) before it writes them to disk as a sorted run, to merge at end
+// of stream (sort_spill.go); 0 means the task's TaskContext.WorkMem.
 type SortConfig struct {
-	Keys   []SortKeySpec `json:"keys"`
-	Offset int64         `json:"offset"`
-	Limit  int64         `json:"limit"`
+	Keys        []SortKeySpec `json:"keys"`
+	Offset      int64         `json:"offset"`
+	Limit       int64         `json:"limit"`
+	MemoryLimit int64         `json:"memory_limit,omitempty"`
 }
 
 // LimitConfig configures kind "limit": skip Offset rows, then pass Count rows

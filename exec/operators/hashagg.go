@@ -65,7 +65,7 @@ type hashAggOp struct {
 	tc            *exec.TaskContext
 	spec          exec.OperatorSpec
 	budget        int64
-	spill         *aggSpill
+	spill         *partitionedSpill
 	level         int
 	found         []int32
 	inIdx, outIdx []int32
@@ -175,14 +175,10 @@ func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
 	o.table = state.NewKeyTable()
 	o.tc = tc
-	switch {
-	case o.updates || len(o.keyCols) == 0:
-		// Updates keep their state (a disk state backend is to hold it);
-		// one group needs no budget.
-	case o.cfg.MemoryLimit > 0:
-		o.budget = o.cfg.MemoryLimit
-	case tc != nil:
-		o.budget = tc.WorkMem
+	// Updates keep their state (a disk state backend is to hold it); one
+	// group needs no budget.
+	if !o.updates && len(o.keyCols) > 0 {
+		o.budget = spillBudget(o.cfg.MemoryLimit, tc)
 	}
 	return nil
 }
@@ -221,7 +217,7 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 			// final one: it sends what it holds and starts afresh.
 			return o.restartPartial(ctx, out)
 		}
-		sp, err := newAggSpill(o.spillDir(), o.level)
+		sp, err := newPartitionedSpill("hash_agg", spillDir(o.tc), o.level)
 		if err != nil {
 			return err
 		}

@@ -30,12 +30,25 @@ import (
 // inserts (a changing build side needs a streaming join). EndOfStream goes
 // downstream once both inputs have ended; a watermark goes downstream as the
 // minimum over the inputs still running; barriers pass through.
+//
+// In a job without checkpoints, the rows it holds (the build side and the
+// pending left batches) are bounded by half its budget (JoinConfig.MemoryLimit,
+// else the task's WorkMem; half, as building copies them): past it, it
+// partitions both inputs to disk and joins partition by partition
+// (join_hash_spill.go).
 type hashJoinOp struct {
 	cfg   JoinConfig
+	spec  exec.OperatorSpec
 	left  bool
 	out   *arrow.Schema
 	extra *expr.Expr
 	mem   memory.Allocator
+	tc    *exec.TaskContext
+
+	budget int64
+	held   int64 // bytes of right and pending
+	level  int   // of partitioning, in a spilled join's partition
+	spill  *joinSpill
 
 	right   []arrow.RecordBatch
 	build   arrow.RecordBatch // nil when the right side had no rows
@@ -63,7 +76,7 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("hash_join: bad config: %w", err)
 	}
-	o := &hashJoinOp{cfg: cfg, extra: cfg.Extra}
+	o := &hashJoinOp{cfg: cfg, spec: spec, extra: cfg.Extra}
 	switch cfg.Kind {
 	case "inner":
 	case "left":
@@ -80,6 +93,10 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 
 func (o *hashJoinOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
+	o.tc = tc
+	if tc == nil || !tc.Checkpointing {
+		o.budget = spillBudget(o.cfg.MemoryLimit, tc)
+	}
 	return nil
 }
 
@@ -98,17 +115,25 @@ func (o *hashJoinOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, 
 				return fmt.Errorf("hash_join: %s rows on the build (right) side are not supported", op)
 			}
 		}
+		if o.spill != nil {
+			return o.spill.right.write(o.mem, b.Rec, nil, o.cfg.RightKeys)
+		}
 		b.Rec.Retain()
 		o.right = append(o.right, b.Rec)
-		return nil
+		o.held += vector.RecordBytes(b.Rec)
+		return o.checkBudget()
 	case 0:
+		if o.spill != nil {
+			return o.spillLeft(b)
+		}
 		if !o.built {
 			b.Rec.Retain()
 			if b.Ops != nil {
 				b.Ops = slices.Clone(b.Ops)
 			}
 			o.pending = append(o.pending, b)
-			return nil
+			o.held += vector.RecordBytes(b.Rec)
+			return o.checkBudget()
 		}
 		return o.probe(ctx, b, out)
 	}
@@ -125,6 +150,15 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 			return nil
 		}
 		o.ended[input] = true
+		if o.spill != nil {
+			if o.ended[0] && o.ended[1] {
+				if err := o.drainSpill(ctx, out); err != nil {
+					return err
+				}
+				return out.CollectSignal(ctx, s)
+			}
+			return o.forwardWatermark(ctx, out)
+		}
 		if input == 1 {
 			if err := o.buildTable(); err != nil {
 				return err
@@ -437,5 +471,9 @@ func (o *hashJoinOp) Close(ctx context.Context) error {
 		o.table.Release()
 	}
 	o.table = nil
+	if o.spill != nil {
+		o.spill.remove()
+		o.spill = nil
+	}
 	return nil
 }

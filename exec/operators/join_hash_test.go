@@ -2,6 +2,9 @@ package operators
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -65,9 +68,17 @@ func joinRun(t *testing.T, mem memory.Allocator, cfg JoinConfig, order string, l
 		op.Close(ctx)
 		op.Close(ctx)
 	}()
-	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+	tc := testkit.TaskContext(mem)
+	tc.SpillDir = t.TempDir()
+	if err := op.Open(ctx, tc); err != nil {
 		return c, err
 	}
+	defer func() {
+		op.Close(ctx)
+		if left, _ := os.ReadDir(tc.SpillDir); len(left) != 0 {
+			t.Errorf("spill directory holds %d entries after Close", len(left))
+		}
+	}()
 	li, ri := 0, 0
 	leftEnded, rightEnded := false, false
 	for _, step := range order {
@@ -128,19 +139,29 @@ func TestHashJoin(t *testing.T) {
 	orders := []string{"RRrLLl", "LLRRlr", "LRLlRr", "RLRrLl"}
 	for _, tc := range tests {
 		for _, order := range orders {
-			t.Run(tc.name+"/"+order, func(t *testing.T) {
-				mem := testkit.Mem()
-				defer mem.AssertSize(t, 0)
-				left := testkit.Batches(t, mem, joinLeft, joinLeftRows...)
-				defer testkit.Release(left)
-				right := testkit.Batches(t, mem, joinRight, joinRightRows...)
-				defer testkit.Release(right)
-				c, err := joinRun(t, mem, tc.cfg, order, left, right)
-				if err != nil {
-					t.Fatal(err)
+			// A budget of 1 byte spills from the first batch held: each
+			// partition of both inputs is joined on its own.
+			for _, limit := range []int64{0, 1} {
+				name := tc.name + "/" + order
+				if limit > 0 {
+					name += "/spilled"
 				}
-				testkit.Equal(t, "rows", c.Sorted(), tc.want)
-			})
+				t.Run(name, func(t *testing.T) {
+					mem := testkit.Mem()
+					defer mem.AssertSize(t, 0)
+					left := testkit.Batches(t, mem, joinLeft, joinLeftRows...)
+					defer testkit.Release(left)
+					right := testkit.Batches(t, mem, joinRight, joinRightRows...)
+					defer testkit.Release(right)
+					cfg := tc.cfg
+					cfg.MemoryLimit = limit
+					c, err := joinRun(t, mem, cfg, order, left, right)
+					if err != nil {
+						t.Fatal(err)
+					}
+					testkit.Equal(t, "rows", c.Sorted(), tc.want)
+				})
+			}
 		}
 	}
 }
@@ -216,5 +237,54 @@ func TestHashJoinWatermarks(t *testing.T) {
 		{Kind: exec.Watermark, Watermark: 20}, {Kind: exec.Watermark, Watermark: 30}, {Kind: exec.EndOfStream}}
 	if !slices.Equal(c.Signals, want) {
 		t.Errorf("signals %v, want %v", c.Signals, want)
+	}
+}
+
+// TestHashJoinSpilledRandom joins random rows, one key far hotter than the
+// budget (it is split again down to maxSpillLevel, then joined in memory),
+// under a small budget and checks the result against the join in memory.
+func TestHashJoinSpilledRandom(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	r := rand.New(rand.NewPCG(3, 4))
+	batches := func(side string, n, per int) []string {
+		var out []string
+		for i := 0; i < n; i += per {
+			var rows []string
+			for j := i; j < min(n, i+per); j++ {
+				k := fmt.Sprint(r.IntN(300))
+				switch r.IntN(10) {
+				case 0:
+					k = "null"
+				case 1, 2, 3:
+					k = "7"
+				}
+				rows = append(rows, fmt.Sprintf(`{"%sk": %s, "%ss": "s%d", "%sv": "%s%d"}`, side, k, side, r.IntN(5), side, side, j))
+			}
+			out = append(out, "["+strings.Join(rows, ",")+"]")
+		}
+		return out
+	}
+	left := testkit.Batches(t, mem, joinLeft, batches("l", 3000, 250)...)
+	defer testkit.Release(left)
+	right := testkit.Batches(t, mem, joinRight, batches("r", 600, 100)...)
+	defer testkit.Release(right)
+	order := strings.Repeat("R", len(right)) + "r" + strings.Repeat("L", len(left)) + "l"
+	for _, kind := range []string{"inner", "left"} {
+		cfg := JoinConfig{Kind: kind, LeftKeys: []int{0}, RightKeys: []int{0}, Left: joinLeft, Right: joinRight}
+		c, err := joinRun(t, mem, cfg, order, left, right)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.Sorted()
+		cfg.MemoryLimit = 8 << 10
+		c, err = joinRun(t, mem, cfg, order, left, right)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) < 10000 {
+			t.Fatalf("%s join: only %d rows", kind, len(want))
+		}
+		testkit.Equal(t, kind+" join rows", c.Sorted(), want)
 	}
 }

@@ -17,11 +17,17 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// sortOp is kind "sort" (see SortConfig). It retains every batch; at end of
-// stream it concatenates them, sorts a permutation of the rows (stable, so ties
+// sortOp is kind "sort" (see SortConfig). It retains its input; at end of
+// stream it concatenates it, sorts a permutation of the rows (stable, so ties
 // keep their arrival order) and emits rows Offset..Offset+Limit of it (all when
 // Limit < 0), gathered in batches of at most vector.OutBatchRows rows, then forwards
 // EndOfStream.
+//
+// Memory: with a Limit (top-N) it keeps only the first Offset+Limit rows, sorting
+// what it holds down to them whenever it holds twice as many (and at least
+// topNCompactRows). Past half its budget (SortConfig.MemoryLimit, else the task's
+// WorkMem) it sorts what it holds into a run on disk; at end of stream the runs
+// are merged (sort_spill.go). Half, because sorting copies the rows once.
 //
 // Order, as PostgreSQL's with the C collation: numbers by value (NaN above all
 // doubles), text by bytes, false before true. A key's NULLs come first exactly
@@ -30,11 +36,18 @@ import (
 type sortOp struct {
 	cfg     SortConfig
 	mem     memory.Allocator
+	tc      *exec.TaskContext
+	budget  int64
 	batches []exec.Batch
+	bytes   int64 // of the batches held
 	anyOps  bool
 	rows    int
 	done    bool
+	spill   *sortSpill // nil until the first run is written
 }
+
+// topNCompactRows is the fewest rows a top-N sorts down to its N.
+const topNCompactRows = 4 * vector.OutBatchRows
 
 var _ exec.Operator = (*sortOp)(nil)
 
@@ -51,7 +64,18 @@ func newSortOp(spec exec.OperatorSpec) (exec.Operator, error) {
 
 func (o *sortOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
+	o.tc = tc
+	o.budget = spillBudget(o.cfg.MemoryLimit, tc)
 	return nil
+}
+
+// keep is how many rows of the sorted input can be emitted: Offset+Limit, or
+// -1 for all.
+func (o *sortOp) keep() int64 {
+	if o.cfg.Limit < 0 {
+		return -1
+	}
+	return o.cfg.Offset + o.cfg.Limit
 }
 
 func (o *sortOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
@@ -69,6 +93,33 @@ func (o *sortOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 	}
 	o.batches = append(o.batches, b)
 	o.rows += n
+	o.bytes += vector.RecordBytes(b.Rec)
+	if k := o.keep(); k >= 0 && int64(o.rows) >= max(2*k, topNCompactRows) {
+		if err := o.compact(k); err != nil {
+			return err
+		}
+	}
+	if o.budget > 0 && o.bytes > o.budget/2 {
+		return o.spillRun()
+	}
+	return nil
+}
+
+// compact sorts the rows held down to the first k.
+func (o *sortOp) compact(k int64) error {
+	rec, ops, perm, err := o.sorted()
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	perm = perm[:min(int64(len(perm)), k)]
+	top, err := vector.GatherRecord(o.mem, rec, perm)
+	if err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	o.batches = []exec.Batch{{Rec: top, Ops: vector.GatherOps(ops, perm)}}
+	o.rows = len(perm)
+	o.bytes = vector.RecordBytes(top)
 	return nil
 }
 
@@ -80,7 +131,14 @@ func (o *sortOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, ou
 		return nil
 	}
 	o.done = true
-	err := o.emit(ctx, out)
+	var err error
+	if o.spill != nil {
+		if err = o.spillRun(); err == nil {
+			err = o.spill.merge(ctx, o, out)
+		}
+	} else {
+		err = o.emit(ctx, out)
+	}
 	o.release()
 	if err != nil {
 		return err
@@ -88,23 +146,35 @@ func (o *sortOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, ou
 	return out.CollectSignal(ctx, s)
 }
 
+// emit sends rows Offset..Offset+Limit of the sorted rows held.
 func (o *sortOp) emit(ctx context.Context, out exec.Collector) error {
 	if o.rows == 0 {
 		return nil
 	}
 	lo := o.cfg.Offset
 	hi := int64(o.rows)
-	if o.cfg.Limit >= 0 {
-		hi = min(hi, lo+o.cfg.Limit)
+	if k := o.keep(); k >= 0 {
+		hi = min(hi, k)
 	}
 	if lo >= hi {
 		return nil
 	}
-	rec, err := o.concat()
+	rec, ops, perm, err := o.sorted()
 	if err != nil {
-		return fmt.Errorf("sort: %w", err)
+		return err
 	}
 	defer rec.Release()
+	return o.emitPerm(rec, ops, perm[lo:hi], vector.OutBatchRows, func(b exec.Batch) error { return out.Collect(ctx, b) })
+}
+
+// sorted releases the rows held and returns them as one record, with their
+// change kinds (nil if all are inserts) and their order: perm lists the
+// record's rows in key order.
+func (o *sortOp) sorted() (arrow.RecordBatch, []exec.ChangeKind, []int32, error) {
+	rec, err := o.concat()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sort: %w", err)
+	}
 	var ops []exec.ChangeKind
 	if o.anyOps {
 		ops = make([]exec.ChangeKind, 0, o.rows)
@@ -120,11 +190,13 @@ func (o *sortOp) emit(ctx context.Context, out exec.Collector) error {
 	cmps := make([]func(i, j int32) int, len(o.cfg.Keys))
 	for k, key := range o.cfg.Keys {
 		if key.Col < 0 || key.Col >= int(rec.NumCols()) {
-			return fmt.Errorf("sort: key column %d out of range (%d columns)", key.Col, rec.NumCols())
+			rec.Release()
+			return nil, nil, nil, fmt.Errorf("sort: key column %d out of range (%d columns)", key.Col, rec.NumCols())
 		}
 		c, err := sortComparator(rec.Column(key.Col), key)
 		if err != nil {
-			return err
+			rec.Release()
+			return nil, nil, nil, err
 		}
 		cmps[k] = c
 	}
@@ -140,18 +212,24 @@ func (o *sortOp) emit(ctx context.Context, out exec.Collector) error {
 		}
 		return 0
 	})
-	perm = perm[lo:hi]
+	return rec, ops, perm, nil
+}
+
+// emitPerm hands take the rows perm of rec (with change kinds ops), in that
+// order, in batches of at most size rows; take borrows them.
+func (o *sortOp) emitPerm(rec arrow.RecordBatch, ops []exec.ChangeKind, perm []int32, size int, take func(exec.Batch) error) error {
 	for len(perm) > 0 {
-		k := min(len(perm), vector.OutBatchRows)
+		k := min(len(perm), size)
 		chunk := perm[:k]
 		perm = perm[k:]
 		var part arrow.RecordBatch
+		var err error
 		if isIdentityRun(chunk) {
 			part = rec.NewSlice(int64(chunk[0]), int64(chunk[0])+int64(k))
 		} else if part, err = vector.GatherRecord(o.mem, rec, chunk); err != nil {
 			return fmt.Errorf("sort: %w", err)
 		}
-		err := out.Collect(ctx, exec.Batch{Rec: part, Ops: vector.GatherOps(ops, chunk)})
+		err = take(exec.Batch{Rec: part, Ops: vector.GatherOps(ops, chunk)})
 		part.Release()
 		if err != nil {
 			return err
@@ -284,9 +362,14 @@ func (o *sortOp) release() {
 		b.Rec.Release()
 	}
 	o.batches = nil
+	o.rows, o.bytes, o.anyOps = 0, 0, false
 }
 
 func (o *sortOp) Close(ctx context.Context) error {
 	o.release()
+	if o.spill != nil {
+		o.spill.remove()
+		o.spill = nil
+	}
 	return nil
 }

@@ -28,32 +28,35 @@ var sortInput = []string{
 	`[{"a": null, "s": "", "f": 10, "id": 6}, {"a": 3, "s": "ab", "f": -1e9, "id": 7}]`,
 }
 
+// sortCases are sort configs over sortInput and the ids they give, worked out
+// by hand from PostgreSQL's order.
+var sortCases = []struct {
+	name string
+	cfg  SortConfig
+	want []int // ids
+}{
+	{"a asc, NULLs last, stable ties", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Limit: -1}, []int{3, 5, 1, 4, 7, 2, 6}},
+	{"a desc NULLs first", SortConfig{Keys: []SortKeySpec{{Col: 0, Desc: true, NullsFirst: true}}, Limit: -1},
+		[]int{2, 6, 7, 1, 4, 3, 5}},
+	{"a desc NULLs last", SortConfig{Keys: []SortKeySpec{{Col: 0, Desc: true}}, Limit: -1}, []int{7, 1, 4, 3, 5, 2, 6}},
+	{"a asc NULLs first", SortConfig{Keys: []SortKeySpec{{Col: 0, NullsFirst: true}}, Limit: -1}, []int{2, 6, 3, 5, 1, 4, 7}},
+	// Bytes order: "" < "B" < "a" < "ab" < "b".
+	{"s asc (C collation)", SortConfig{Keys: []SortKeySpec{{Col: 1}}, Limit: -1}, []int{6, 3, 2, 7, 1, 5, 4}},
+	{"a asc, s desc", SortConfig{Keys: []SortKeySpec{{Col: 0}, {Col: 1, Desc: true}}, Limit: -1}, []int{5, 3, 1, 4, 7, 2, 6}},
+	// NaN sorts above every number.
+	{"f asc", SortConfig{Keys: []SortKeySpec{{Col: 2}}, Limit: -1}, []int{7, 3, 5, 1, 6, 4, 2}},
+	{"f desc NULLs first", SortConfig{Keys: []SortKeySpec{{Col: 2, Desc: true, NullsFirst: true}}, Limit: -1},
+		[]int{2, 4, 6, 1, 5, 3, 7}},
+	{"limit 3", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Limit: 3}, []int{3, 5, 1}},
+	{"offset 2 limit 3", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Offset: 2, Limit: 3}, []int{1, 4, 7}},
+	{"offset 5, no limit", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Offset: 5, Limit: -1}, []int{2, 6}},
+	{"offset past the end", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Offset: 7, Limit: -1}, nil},
+	{"limit 0", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Limit: 0}, nil},
+	{"no keys keeps order", SortConfig{Limit: -1}, []int{1, 2, 3, 4, 5, 6, 7}},
+}
+
 func TestSort(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  SortConfig
-		want []int // ids
-	}{
-		{"a asc, NULLs last, stable ties", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Limit: -1}, []int{3, 5, 1, 4, 7, 2, 6}},
-		{"a desc NULLs first", SortConfig{Keys: []SortKeySpec{{Col: 0, Desc: true, NullsFirst: true}}, Limit: -1},
-			[]int{2, 6, 7, 1, 4, 3, 5}},
-		{"a desc NULLs last", SortConfig{Keys: []SortKeySpec{{Col: 0, Desc: true}}, Limit: -1}, []int{7, 1, 4, 3, 5, 2, 6}},
-		{"a asc NULLs first", SortConfig{Keys: []SortKeySpec{{Col: 0, NullsFirst: true}}, Limit: -1}, []int{2, 6, 3, 5, 1, 4, 7}},
-		// Bytes order: "" < "B" < "a" < "ab" < "b".
-		{"s asc (C collation)", SortConfig{Keys: []SortKeySpec{{Col: 1}}, Limit: -1}, []int{6, 3, 2, 7, 1, 5, 4}},
-		{"a asc, s desc", SortConfig{Keys: []SortKeySpec{{Col: 0}, {Col: 1, Desc: true}}, Limit: -1}, []int{5, 3, 1, 4, 7, 2, 6}},
-		// NaN sorts above every number.
-		{"f asc", SortConfig{Keys: []SortKeySpec{{Col: 2}}, Limit: -1}, []int{7, 3, 5, 1, 6, 4, 2}},
-		{"f desc NULLs first", SortConfig{Keys: []SortKeySpec{{Col: 2, Desc: true, NullsFirst: true}}, Limit: -1},
-			[]int{2, 4, 6, 1, 5, 3, 7}},
-		{"limit 3", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Limit: 3}, []int{3, 5, 1}},
-		{"offset 2 limit 3", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Offset: 2, Limit: 3}, []int{1, 4, 7}},
-		{"offset 5, no limit", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Offset: 5, Limit: -1}, []int{2, 6}},
-		{"offset past the end", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Offset: 7, Limit: -1}, nil},
-		{"limit 0", SortConfig{Keys: []SortKeySpec{{Col: 0}}, Limit: 0}, nil},
-		{"no keys keeps order", SortConfig{Limit: -1}, []int{1, 2, 3, 4, 5, 6, 7}},
-	}
-	for _, tc := range tests {
+	for _, tc := range sortCases {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := testkit.Mem()
 			defer mem.AssertSize(t, 0)

@@ -98,7 +98,7 @@ func (r *running) watch() {
 		}
 		runtime.GC() // what is garbage does not count
 		if n := live(); n >= bound {
-			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); its sorts, joins and single-group DISTINCTs do not spill to disk yet",
+			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); a query's single-group DISTINCTs, and a join over a stream, do not spill to disk",
 				exec.ErrOutOfMemory, w.jobID, n>>20, limit>>20))
 			time.Sleep(watchdogPause)
 		}

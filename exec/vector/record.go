@@ -88,3 +88,26 @@ func ValidityOf(arr arrow.Array) ([]byte, int) {
 	}
 	return nil, 0
 }
+
+// RecordBytes is the memory rec's buffers take (those of its columns and their
+// children), for budgets; buffers a slice shares with its parent count whole.
+func RecordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += arrayBytes(c.Data())
+	}
+	return n
+}
+
+func arrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	return n
+}
