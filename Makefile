@@ -34,7 +34,8 @@ test:
 	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./wire/
 
 # WordCount against DuckDB, mawk and a hand-written Go counter, then 3 TaskManagers on
-# loopback against local mode, then end-to-end latency through Kafka, then checkpoints'
+# loopback against local mode, then a GROUP BY larger than memory against DuckDB (both
+# under 1 GiB, spilling), then end-to-end latency through Kafka, then checkpoints'
 # cost and recovery from a lost TaskManager (bench/README.md). bench/ is its own
 # module, so DuckDB's cgo never enters the engine's build; it writes bench/results/ and
 # regenerates bench/README.md (from latency.json and checkpoint.json too, so those run

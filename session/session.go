@@ -197,9 +197,18 @@ func (s *Session) Exec(ctx context.Context, query string, emit func(*Result) err
 // Close ends the session.
 func (s *Session) Close() {}
 
+// run binds and runs one statement; statement_timeout covers the binding too.
 func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Result, error) {
+	if timeout := s.statementTimeout(); timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	stmt, err := sql.Bind(node, s.e.catalog, query)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return s.runBound(ctx, stmt, node.Text())
@@ -266,7 +275,7 @@ func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string
 	case *sql.Query:
 		return s.query(ctx, st, text)
 	case *sql.Insert:
-		return s.insert(st, text)
+		return s.insert(ctx, st, text)
 	case *sql.ShowJobs:
 		return s.showJobs()
 	case *sql.Kill:

@@ -22,8 +22,16 @@ var viewSink = &exec.ConnectorSpec{Connector: "view"}
 
 // plan turns a query into its graphs; with sink set its rows go to that
 // connector (or, for viewSink, a view operator) instead of to the client.
-func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, error) {
+// Between its phases it checks ctx, so that a cancel or statement_timeout
+// stops a statement still planning (57014).
+func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	p := sql.Optimize(q.Plan)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Snapshot: s.e.snapshot}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)
@@ -42,19 +50,22 @@ func (s *Session) plan(q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.Stre
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	jg := planner.Fuse(sg)
 	jg.Network = s.vars["network"].Str
 	jg.NetworkTasks = s.vars["network_task"].Str
 	jg.MinParallelism = int(s.vars["min_parallelism"].Int)
 	jg.MaxParallelism = int(s.vars["max_parallelism"].Int)
-	return sg, jg, nil
+	return sg, jg, ctx.Err()
 }
 
-func (s *Session) query(_ context.Context, q *sql.Query, text string) (*Result, error) {
+func (s *Session) query(ctx context.Context, q *sql.Query, text string) (*Result, error) {
 	if err := s.refuseUnbounded(q.Plan); err != nil {
 		return nil, err
 	}
-	_, jg, err := s.plan(q)
+	_, jg, err := s.plan(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +100,7 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
 	if _, err := s.authorize(q); err != nil {
 		return nil, err
 	}
-	_, jg, err := s.plan(q)
+	_, jg, err := s.plan(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +141,10 @@ func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
 // unbounded source (Kafka), until KILL. It does not depend on this session. A
 // continuous job takes checkpoints, restarts from them after a failure, and is
 // resumed from them when the engine restarts.
-func (s *Session) insert(st *sql.Insert, text string) (*Result, error) {
+func (s *Session) insert(ctx context.Context, st *sql.Insert, text string) (*Result, error) {
 	t := st.Table
 	sink := sinkSpec(t)
-	_, jg, err := s.plan(st.Query, &sink)
+	_, jg, err := s.plan(ctx, st.Query, &sink)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +171,7 @@ func sinkSpec(t *sql.Table) exec.ConnectorSpec {
 }
 
 func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*Result, error) {
-	sg, jg, err := s.plan(st.Query)
+	sg, jg, err := s.plan(ctx, st.Query)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -38,7 +39,9 @@ func (s *Session) createView(st *sql.CreateView, text string) (*Result, error) {
 // startView submits the job that keeps view t, the result of q. Over a
 // stream it takes checkpoints and is recorded, to resume with the engine.
 func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanager.Job, error) {
-	_, jg, err := s.plan(q, viewSink)
+	// Not under a statement's context: it also resumes views as the engine
+	// starts.
+	_, jg, err := s.plan(context.Background(), q, viewSink)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,8 @@ func (c *conn) serve() {
 		// unknown afterwards, so the connection ends; the client learns only that
 		// there was an internal error, the log gets the stack.
 		if r := recover(); r != nil {
-			c.log.Error("panic serving connection", "panic", r, "stack", string(debug.Stack()))
+			n := c.srv.internalErrors.Add(1)
+			c.log.Error("panic serving connection (a bug)", "panic", r, "internal_errors", n, "stack", string(debug.Stack()))
 			if c.srv.onPanic != nil {
 				c.srv.onPanic(r)
 			}

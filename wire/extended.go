@@ -93,7 +93,7 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) {
 	if err != nil && c.writeErr == nil {
 		resp, internal := errorResponse(err)
 		if internal {
-			c.log.Error("extended protocol message failed", "err", err)
+			c.logInternal("extended protocol message failed with an internal error", err)
 		} else {
 			c.log.Debug("extended protocol message failed", "err", err, "code", resp.Code)
 		}

@@ -102,7 +102,7 @@ func (c *conn) simpleQuery(query string) {
 func (c *conn) sendError(err error, query string) {
 	resp, internal := errorResponse(err)
 	if internal {
-		c.log.Error("statement failed", "err", err, "query", redact(query))
+		c.logInternal("statement failed with an internal error", err, "query", redact(query))
 	} else {
 		c.log.Debug("statement failed", "err", err, "code", resp.Code)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -92,6 +93,10 @@ type Server struct {
 	byPID     map[uint32]*conn          // connections by BackendKeyData process ID. mu.
 	admitted  int                       // connections counted against MaxConnections. mu.
 	rejecting int                       // connections beyond it, being refused. mu.
+
+	// internalErrors counts the statements answered XX000 and the panics
+	// recovered: each is a bug (InternalErrors).
+	internalErrors atomic.Int64
 
 	// onPanic, when set (by tests), is told of every panic a connection
 	// recovers from.
@@ -327,3 +332,9 @@ func (s *Server) cancelRequest(from net.Addr, pid uint32, secret []byte) {
 	}
 	c.cancelStatement()
 }
+
+// InternalErrors is how many statements this server has answered with XX000
+// (internal_error) and how many panics its connections recovered from. Each is
+// a bug: nothing a client sends should cause one. The log has each one's error
+// chain, or the panic's stack.
+func (s *Server) InternalErrors() int64 { return s.internalErrors.Load() }

@@ -178,6 +178,10 @@ func TestPgxErrors(t *testing.T) {
 			t.Fatalf("after %q: SELECT 1 gave %d, %v", tc.query, one, err)
 		}
 	}
+	// Only the one XX000 counts as a bug.
+	if n := ts.InternalErrors(); n != 1 {
+		t.Errorf("InternalErrors() = %d after one internal error, want 1", n)
+	}
 }
 
 func TestPgxMidstreamErrorAfterRows(t *testing.T) {
@@ -429,6 +433,9 @@ func TestPanicEndsOnlyThatConnection(t *testing.T) {
 	var one int64
 	if err := c2.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
 		t.Errorf("other connection: %v", err)
+	}
+	if n := ts.InternalErrors(); n != 1 {
+		t.Errorf("InternalErrors() = %d after a panic, want 1", n)
 	}
 }
 

@@ -3,7 +3,9 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/hummer-db/hummer/connectors/spec"
 
@@ -171,4 +173,28 @@ func fatalResponse(code, msg string) *pgproto3.ErrorResponse {
 		Code:                code,
 		Message:             msg,
 	}
+}
+
+// logInternal logs an error answered with XX000 and counts it
+// (Server.InternalErrors): a bug, so the log gets the type of every error in
+// its chain, which says where it came from.
+func (c *conn) logInternal(msg string, err error, args ...any) {
+	n := c.srv.internalErrors.Add(1)
+	c.log.Error(msg+" (a bug)", append([]any{"err", err, "chain", errorChain(err), "internal_errors", n}, args...)...)
+}
+
+// errorChain lists the types of the errors err wraps, outermost first.
+func errorChain(err error) string {
+	var types []string
+	for err != nil {
+		types = append(types, fmt.Sprintf("%T", err))
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				types = append(types, "["+errorChain(e)+"]")
+			}
+			break
+		}
+		err = errors.Unwrap(err)
+	}
+	return strings.Join(types, " > ")
 }

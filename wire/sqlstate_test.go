@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 
@@ -67,5 +68,13 @@ func TestPgErrorFields(t *testing.T) {
 		if code != tc.code || msg != tc.msg || pos != tc.pos || internal != tc.internal {
 			t.Errorf("%v: got %s %q %d %v, want %s %q %d %v", tc.err, code, msg, pos, internal, tc.code, tc.msg, tc.pos, tc.internal)
 		}
+	}
+}
+
+func TestErrorChain(t *testing.T) {
+	err := fmt.Errorf("planning: %w", errors.Join(io.EOF, fmt.Errorf("x: %w", expr.ErrBadExpression)))
+	want := "*fmt.wrapError > *errors.joinError > [*errors.errorString] > [*fmt.wrapError > *errors.errorString]"
+	if got := errorChain(err); got != want {
+		t.Errorf("errorChain = %q, want %q", got, want)
 	}
 }

@@ -110,9 +110,20 @@ func runChild(ctx context.Context, measure, report, name string, args ...string)
 	if err != nil {
 		return m, counts.Digest{}, fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
 	}
+	m, err = readMeasure(report)
+	if err != nil {
+		return m, counts.Digest{}, fmt.Errorf("%s: %w", name, err)
+	}
+	d, err := counts.ParseLines(stdout.Bytes())
+	return m, d, err
+}
+
+// readMeasure reads bench/cmd/measure's report.
+func readMeasure(report string) (measurement, error) {
+	var m measurement
 	b, err := os.ReadFile(report)
 	if err != nil {
-		return m, counts.Digest{}, err
+		return m, err
 	}
 	var r struct { // bench/cmd/measure's Report
 		WallNS    int64 `json:"wall_ns"`
@@ -120,12 +131,11 @@ func runChild(ctx context.Context, measure, report, name string, args ...string)
 		MaxRSSKiB int64 `json:"max_rss_kib"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return m, counts.Digest{}, fmt.Errorf("%s: %w", report, err)
+		return m, fmt.Errorf("%s: %w", report, err)
 	}
 	m.Wall, m.CPU, m.PeakRSS = time.Duration(r.WallNS), time.Duration(r.CPUNS), r.MaxRSSKiB<<10
 	if m.Wall <= 0 || m.PeakRSS <= 0 {
-		return m, counts.Digest{}, fmt.Errorf("%s: no measurement in %s", name, b)
+		return m, fmt.Errorf("no measurement in %s", b)
 	}
-	d, err := counts.ParseLines(stdout.Bytes())
-	return m, d, err
+	return m, nil
 }

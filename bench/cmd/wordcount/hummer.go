@@ -113,13 +113,14 @@ func (p *proc) close() error {
 }
 
 // startHummer starts `bin serve` on a free loopback port with a fresh data directory
-// under dir and connects to it; slots > 0 sets --slots (otherwise one per core). The
-// server's log goes to dir/NAME.log.
-func startHummer(ctx context.Context, bin, dir, name string, slots int) (*hummerServer, error) {
+// under dir and connects to it; slots > 0 sets --slots (otherwise one per core), and
+// extra are more flags. The server's log goes to dir/NAME.log.
+func startHummer(ctx context.Context, bin, dir, name string, slots int, extra ...string) (*hummerServer, error) {
 	args := []string{"serve", "--pg-addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, name+"-data")}
 	if slots > 0 {
 		args = append(args, "--slots", strconv.Itoa(slots))
 	}
+	args = append(args, extra...)
 	p, m, err := startProc(bin, filepath.Join(dir, name+".log"), []*regexp.Regexp{readyLine}, args...)
 	if err != nil {
 		return nil, err
@@ -213,29 +214,12 @@ func (s *hummerServer) exec(ctx context.Context, sql string) error {
 	return err
 }
 
-// run runs query at the given parallelism and measures it: wall time at the client
-// until the last row arrived, and the CPU time and peak RSS of the deployment's
-// processes across the query, each summed over them. It digests every (word, count)
-// row received.
+// run runs query at the given parallelism and measures it (measure), digesting
+// every (word, count) row received.
 func (s *hummerServer) run(ctx context.Context, parallelism int, query string) (measurement, counts.Digest, error) {
-	var m measurement
 	var d counts.Digest
 	if err := s.exec(ctx, fmt.Sprintf("SET parallelism = %d", parallelism)); err != nil {
-		return m, d, err
-	}
-	pids := s.pids()
-	for _, pid := range pids {
-		if err := resetPeakRSS(pid); err != nil {
-			return m, d, fmt.Errorf("resetting the peak RSS of process %d: %w", pid, err)
-		}
-	}
-	rssBefore, _, err := sumMem(pids)
-	if err != nil {
-		return m, d, err
-	}
-	cpu0, err := sumCPU(pids)
-	if err != nil {
-		return m, d, err
+		return measurement{}, d, err
 	}
 	// The clock runs while the rows arrive; they are kept as received (text
 	// format) and digested after it stops, as the other contenders' output
@@ -244,39 +228,64 @@ func (s *hummerServer) run(ctx context.Context, parallelism int, query string) (
 	// waited for.
 	raw := make([]byte, 0, 1<<20)
 	ends := make([]int, 0, 1<<17) // where each value ends in raw; -1 for NULL
-	t0 := time.Now()
-	rows, err := s.conn.Query(ctx, query)
+	m, err := s.measure(func() error {
+		rows, err := s.conn.Query(ctx, query)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			for _, v := range rows.RawValues() {
+				if v == nil {
+					ends = append(ends, -1)
+					continue
+				}
+				raw = append(raw, v...)
+				ends = append(ends, len(raw))
+			}
+		}
+		rows.Close()
+		return rows.Err()
+	})
 	if err != nil {
 		return m, d, err
 	}
-	for rows.Next() {
-		for _, v := range rows.RawValues() {
-			if v == nil {
-				ends = append(ends, -1)
-				continue
-			}
-			raw = append(raw, v...)
-			ends = append(ends, len(raw))
+	return m, d, digestRows(raw, ends, &d)
+}
+
+// measure runs query, which talks to the deployment, and measures it: its wall
+// time, and the CPU time and peak RSS of the deployment's processes across it,
+// each summed over them.
+func (s *hummerServer) measure(query func() error) (measurement, error) {
+	var m measurement
+	pids := s.pids()
+	for _, pid := range pids {
+		if err := resetPeakRSS(pid); err != nil {
+			return m, fmt.Errorf("resetting the peak RSS of process %d: %w", pid, err)
 		}
 	}
-	rows.Close()
+	rssBefore, _, err := sumMem(pids)
+	if err != nil {
+		return m, err
+	}
+	cpu0, err := sumCPU(pids)
+	if err != nil {
+		return m, err
+	}
+	t0 := time.Now()
+	if err := query(); err != nil {
+		return m, err
+	}
 	m.Wall = time.Since(t0)
-	if err := rows.Err(); err != nil {
-		return m, d, err
-	}
-	if err := digestRows(raw, ends, &d); err != nil {
-		return m, d, err
-	}
 	cpu1, err := sumCPU(pids)
 	if err != nil {
-		return m, d, err
+		return m, err
 	}
 	_, peak, err := sumMem(pids)
 	if err != nil {
-		return m, d, err
+		return m, err
 	}
 	m.CPU, m.PeakRSS, m.RSSBefore = cpu1-cpu0, peak, rssBefore
-	return m, d, nil
+	return m, nil
 }
 
 // digestRows folds into d the (word, count) rows run received: raw holds their

@@ -36,7 +36,9 @@ func main() {
 	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
 	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
 	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
-	suites := flag.String("suites", suiteEngines+","+suiteDistributed, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode)")
+	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+")")
+	flag.IntVar(&cfg.groupByKeys, "groupby-keys", 10_000_000, "distinct keys of the groupby suite's input")
+	flag.IntVar(&cfg.groupByReps, "groupby-reps", 3, "runs per contender of the groupby suite, after one warm-up")
 	render := flag.String("render", "", "only redraw the plot and README from this results JSON")
 	flag.Parse()
 	var err error
@@ -54,7 +56,7 @@ func main() {
 		cfg.suites = map[string]bool{}
 		for f := range strings.SplitSeq(*suites, ",") {
 			f = strings.TrimSpace(f)
-			if f != suiteEngines && f != suiteDistributed {
+			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy {
 				fmt.Fprintf(os.Stderr, "wordcount: -suites: unknown suite %q\n", f)
 				os.Exit(2)
 			}
@@ -73,12 +75,14 @@ type config struct {
 	copies                              []int
 	reps                                int
 	suites                              map[string]bool
+	groupByKeys, groupByReps            int
 }
 
 // The suites of the benchmark, for -suites.
 const (
 	suiteEngines     = "engines"     // issue 3: Hummer against DuckDB, mawk and the Go counter
 	suiteDistributed = "distributed" // issue 4: three TaskManagers over loopback against local mode
+	suiteGroupBy     = "groupby"     // issue 20: a GROUP BY larger than memory, spilling
 )
 
 func run(ctx context.Context, cfg config) error {
@@ -112,7 +116,8 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 	duckwc, gowc, measure := filepath.Join(work, "duckwc"), filepath.Join(work, "gowc"), filepath.Join(work, "measure")
-	for bin, pkg := range map[string]string{duckwc: "./cmd/duckwc", gowc: "./cmd/gowc", measure: "./cmd/measure"} {
+	duckgroup := filepath.Join(work, "duckgroup")
+	for bin, pkg := range map[string]string{duckwc: "./cmd/duckwc", gowc: "./cmd/gowc", measure: "./cmd/measure", duckgroup: "./cmd/duckgroup"} {
 		if err := goBuild(".", bin, pkg); err != nil {
 			return err
 		}
@@ -131,8 +136,12 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
+	wordCount := cfg.suites[suiteEngines] || cfg.suites[suiteDistributed]
 	var inputs []*input
 	for _, n := range cfg.copies {
+		if !wordCount {
+			break
+		}
 		in := &input{Copies: n, Path: filepath.Join(work, fmt.Sprintf("kjv-x%d.txt", n)), Table: fmt.Sprintf("kjv_x%d", n)}
 		in.Bytes = int64(n * len(kjv))
 		if err := os.WriteFile(in.Path, slices.Repeat(kjv, n), 0o644); err != nil {
@@ -147,7 +156,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	failed := 0
-	b := bins{hummer: hummerBin, measure: measure, duckwc: duckwc, gowc: gowc, duckSQL: strings.TrimSpace(duckSQL)}
+	b := bins{hummer: hummerBin, measure: measure, duckwc: duckwc, gowc: gowc, duckgroup: duckgroup, duckSQL: strings.TrimSpace(duckSQL)}
 	if cfg.suites[suiteEngines] {
 		n, err := runEngines(ctx, cfg, rep, b, work, inputs)
 		if err != nil {
@@ -161,6 +170,23 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 		failed += n
+	}
+	if cfg.suites[suiteGroupBy] {
+		n, err := runGroupBy(ctx, cfg, b, rep.Versions, work)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
+	if !wordCount {
+		// The README is redrawn from the WordCount results already there.
+		if err := rerender(filepath.Join(cfg.results, "latest.json"), cfg); err != nil {
+			return err
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d runs failed (see %s)", failed, filepath.Join(cfg.results, groupByFile))
+		}
+		return nil
 	}
 	rep.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.summarise()
@@ -184,8 +210,8 @@ func run(ctx context.Context, cfg config) error {
 
 // bins are the compiled programs the benchmark runs.
 type bins struct {
-	hummer, measure, duckwc, gowc string
-	duckSQL                       string // duckwc's query, %s for the input
+	hummer, measure, duckwc, gowc, duckgroup string
+	duckSQL                                  string // duckwc's query, %s for the input
 }
 
 // runEngines is issue 3's benchmark: Hummer against DuckDB, mawk and the Go counter.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,5 +239,34 @@ func TestPerRepRatios(t *testing.T) {
 	got := perRepRatios(runs, "slow", "fast", 10)
 	if want := []float64{1.5, 2}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestGroupByInput checks the group-by input against a count of its own:
+// every key once, and the sum of the values.
+func TestGroupByInput(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.csv")
+	const n = 12345
+	size, groups, sum, err := writeGroupByInput(path, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var total int64
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		k, v, ok := strings.Cut(line, ",")
+		x, err := strconv.Atoi(v)
+		if !ok || err != nil || seen[k] {
+			t.Fatalf("line %q: a duplicate or malformed row", line)
+		}
+		seen[k] = true
+		total += int64(x)
+	}
+	if len(seen) != n || groups != n || sum != total || size != int64(len(b)) {
+		t.Errorf("%d keys, reported %d groups; sum %d, reported %d; size %d, reported %d", len(seen), groups, total, sum, len(b), size)
 	}
 }
