@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hummer-db/hummer/exec"
@@ -32,6 +33,10 @@ type Options struct {
 	// Snapshot returns the current rows of a materialised view as an Arrow IPC
 	// stream (operators.ViewState.Snapshot); a query over a view reads them.
 	Snapshot func(view string) ([]byte, error)
+	// Changelog reports whether a keyed table of a connector holds upserts
+	// and deletes by its key (an upsert Kafka topic), to be read through an
+	// upsert operator; nil for none.
+	Changelog func(connector string) bool
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -148,8 +153,12 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if p.Table.IsView() {
 			return b.view(p)
 		}
+		key := p.Table.KeyColumns()
+		if len(key) > 0 && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {
+			return b.changelog(p, key), nil
+		}
 		spec := exec.ConnectorSpec{Connector: p.Table.Engine, URL: p.Table.Connection,
-			Schema: p.Table.Columns, Columns: p.Columns, Key: p.Table.KeyColumns()}
+			Schema: p.Table.Columns, Columns: p.Columns, Key: key}
 		label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
 		op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: p.Schema()}
 		return b.add(op, b.opts.Parallelism, 0), nil
@@ -292,6 +301,43 @@ func (b *builder) sort(p *sql.Sort, offset, limit int64) (int, error) {
 	op := exec.OperatorSpec{Kind: "sort", Label: label,
 		Config: exec.MustConfig(operators.SortConfig{Keys: keys, Offset: offset, Limit: limit, MemoryLimit: b.opts.WorkMem}), Out: out}
 	return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
+}
+
+// changelog reads a keyed table whose connector holds upserts and deletes by
+// its key (an upsert Kafka topic): the source reads every column, an upsert
+// operator, hash-partitioned by the key, keeps each key's current row and
+// emits the changelog (retractions included), and a projection keeps the
+// columns the query reads.
+func (b *builder) changelog(p *sql.Scan, key []int) int {
+	t := p.Table
+	spec := exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns, Key: key}
+	label := fmt.Sprintf("source %s [%s] %s", t.Name, t.Engine, names(t.Columns))
+	src := b.add(exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: t.Columns}, b.opts.Parallelism, 0)
+	var keyNames []string
+	for _, k := range key {
+		keyNames = append(keyNames, t.Columns[k].Name)
+	}
+	op := exec.OperatorSpec{Kind: "upsert", Label: "upsert by " + strings.Join(keyNames, ", "),
+		Config: exec.MustConfig(operators.UpsertConfig{Key: key}), Out: t.Columns}
+	node := b.add(op, b.opts.Parallelism, 0, in(src, exec.Hash, key...))
+	b.updates[node] = true
+	if p.Columns == nil || slices.Equal(p.Columns, identity(len(t.Columns))) {
+		return node
+	}
+	exprs := make([]*expr.Expr, len(p.Columns))
+	for i, c := range p.Columns {
+		exprs[i] = expr.Column(c, t.Columns[c].Type, t.Columns[c].Name)
+	}
+	return b.pass(node, b.forward(node, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Schema()))
+}
+
+// identity is 0..n-1.
+func identity(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // pass records that node, a row-at-a-time operator fed by from, retracts what

@@ -33,7 +33,8 @@ type Config struct {
 	// SELECT over such a table is refused, since it would never answer.
 	Unbounded func(connector string) bool
 	// Upsert reports whether a connector's sink upserts by a table's PRIMARY
-	// KEY, so that a query producing updates may write to it.
+	// KEY, so that a query producing updates may write to it, and its source
+	// reads such a table back as upserts and deletes (planner.Options.Changelog).
 	Upsert func(connector string) bool
 	// Slots of each TaskManager; 0 means one per core.
 	Slots int

@@ -32,7 +32,7 @@ func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.Connecto
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Snapshot: s.e.snapshot}
+	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Snapshot: s.e.snapshot}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)
 	}

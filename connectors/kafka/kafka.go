@@ -22,8 +22,17 @@
 // format cannot parse into the table's columns is counted as a bad record and
 // skipped or, with dead_letter=TOPIC, written to that topic: its key, value and
 // headers, plus headers saying why (hummer-error) and where it came from
-// (hummer-topic, hummer-partition, hummer-offset). A message with a null value,
-// an upsert topic's delete (tombstone), is skipped silently.
+// (hummer-topic, hummer-partition, hummer-offset). A message with a null value
+// (a tombstone) is a bad record of a table without a PRIMARY KEY.
+//
+// A table with a PRIMARY KEY (format=json only) is an upsert topic, as Flink's
+// upsert-kafka reads it: each message is the new version of its key's row, and a
+// tombstone the delete of the key its message key (a JSON object of the key
+// columns) names. The planner reads such a table whole and puts an "upsert"
+// operator after the source (exec/operators/upsert.go), which keeps each key's
+// current row and emits the changelog: inserts, updates (the old row retracted)
+// and deletes, so that a GROUP BY over the topic counts each key's latest row
+// once.
 //
 // The sink writes rows the same way. A table without a PRIMARY KEY is
 // append-only, so a retraction is an error. A table with one (format=json only)

@@ -48,6 +48,15 @@ type source struct {
 	csvRec csvRecord
 	jsonP  *records.JSONParser
 	unread []int // the table's columns the query does not read
+	// keyOut, for a keyed table whose key columns the query reads (the
+	// planner reads such a table whole), holds their positions in out: the
+	// source then emits a tombstone as the Delete of its key, and a value
+	// as an upsert (Insert), for the planner's upsert operator to turn
+	// into a changelog. ops are the change kinds of the rows built so far;
+	// deletes says one of them is a Delete.
+	keyOut  []int
+	ops     []exec.ChangeKind
+	deletes bool
 
 	transport *kafka.Transport
 	client    *kafka.Client
@@ -67,7 +76,35 @@ func newSource(cfg config) *source {
 	for i, c := range cfg.cols {
 		out[i] = cfg.schema[c]
 	}
-	return &source{cfg: cfg, out: out, unread: records.Unread(len(cfg.schema), cfg.cols)}
+	s := &source{cfg: cfg, out: out, unread: records.Unread(len(cfg.schema), cfg.cols)}
+	// A keyed table read whole is a changelog: tombstones are deletes.
+	for _, k := range cfg.key {
+		j := slices.Index(cfg.cols, k)
+		if j < 0 {
+			s.keyOut = nil
+			break
+		}
+		s.keyOut = append(s.keyOut, j)
+	}
+	return s
+}
+
+// parseKey reads a tombstone's message key, a JSON object of the key columns,
+// into a row whose other columns are NULL.
+func (s *source) parseKey(key []byte, bb *records.Builder) error {
+	if key == nil {
+		return errors.New("a tombstone without a key")
+	}
+	bb.Reset()
+	if err := s.jsonP.Parse(key, bb); err != nil {
+		return fmt.Errorf("the key of a tombstone: %w", err)
+	}
+	for _, j := range s.keyOut {
+		if bb.IsNull(j) {
+			return fmt.Errorf("the key of a tombstone has no %s", s.out[j].Name)
+		}
+	}
+	return nil
 }
 
 // Open prepares the clients; the brokers are contacted in Run, which retries
@@ -191,13 +228,17 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		}
 		s.pos.advance(pending)
 		if bb.Rows() > 0 {
-			rec := bb.Flush()
-			err := out.Collect(ctx, exec.Batch{Rec: rec})
-			rec.Release()
+			b := exec.Batch{Rec: bb.Flush()}
+			if s.deletes {
+				b.Ops = s.ops
+			}
+			err := out.Collect(ctx, b)
+			b.Rec.Release()
 			if err != nil {
 				return err
 			}
 		}
+		s.ops, s.deletes = s.ops[:0], false
 		if s.progress != nil && !s.tc.Checkpointing {
 			s.progress.advance(pending)
 		}
@@ -213,9 +254,16 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		case m := <-msgs:
 			pending[m.Partition] = m.Offset + 1
 			switch {
-			case m.Value == nil && len(s.cfg.key) > 0:
-				// A tombstone of a keyed table: the delete of a key, which
-				// this source, reading rows rather than upserts, passes over.
+			case m.Value == nil && s.keyOut != nil:
+				// A tombstone of a keyed table: the delete of its key, which
+				// the message key holds.
+				if err := s.parseKey(m.Key, bb); err != nil {
+					s.badRecord(m, err)
+				} else {
+					bb.Commit(len(m.Key))
+					s.ops = append(s.ops, exec.Delete)
+					s.deletes = true
+				}
 			case m.Value == nil:
 				// A table without a key has no row a tombstone deletes.
 				s.badRecord(m, errTombstone)
@@ -224,6 +272,9 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 					s.badRecord(m, err)
 				} else {
 					bb.Commit(len(m.Value))
+					if s.keyOut != nil {
+						s.ops = append(s.ops, exec.Insert)
+					}
 				}
 			}
 			if bb.Rows()+s.dead.len() >= batchRows || len(msgs) == 0 {

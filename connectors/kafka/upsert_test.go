@@ -62,10 +62,11 @@ func TestSinkUpsert(t *testing.T) {
 		t.Errorf("messages by key:\n got %v\nwant %v", got, want)
 	}
 
-	// A source of a keyed table reading the upsert topic skips its tombstone
-	// without counting it as a bad record.
-	res := consume(t, mem, exec.ConnectorSpec{Connector: Name, URL: c.URL, Schema: rowSchema, Key: []int{0}}, 1, 5)
-	if wantRows := []string{"1|a", "1|a2", "2|b", "3|c", "4|NULL"}; !slices.Equal(res.rows, wantRows) || res.bad != 0 {
+	// A source of a keyed table reading the upsert topic reads its values as
+	// upserts and its tombstone as the delete of its key (the key from the
+	// message key, the other columns NULL), not as a bad record.
+	res := consume(t, mem, exec.ConnectorSpec{Connector: Name, URL: c.URL, Schema: rowSchema, Key: []int{0}}, 1, 6)
+	if wantRows := []string{"-2|NULL", "1|a", "1|a2", "2|b", "3|c", "4|NULL"}; !slices.Equal(res.rows, wantRows) || res.bad != 0 {
 		t.Errorf("read back %v (%d bad), want %v and none bad", res.rows, res.bad, wantRows)
 	}
 }
@@ -95,5 +96,25 @@ func TestSinkUpsertCompositeKey(t *testing.T) {
 	want := []string{`{"Name":"x \"y\"","id":7}=(nil=true)`, `{"Name":"x \"y\"","id":7}={"id":7,"Name":"x \"y\""}(nil=false)`}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("messages:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestSourceUpsertTombstoneKeys: a tombstone whose message key does not name
+// its row (no key, not JSON, no key column) is a bad record; one that does is
+// the delete of its key.
+func TestSourceUpsertTombstoneKeys(t *testing.T) {
+	addr := cluster(t, "keyed", 1)
+	produceMessages(t, addr, "keyed",
+		kafka.Message{Key: []byte(`{"id": 1}`), Value: []byte(`{"id": 1, "name": "a"}`)},
+		kafka.Message{},                                 // no key
+		kafka.Message{Key: []byte(`not json`)},          // not JSON
+		kafka.Message{Key: []byte(`{"name": "a"}`)},     // no id
+		kafka.Message{Key: []byte(`{"id": 1, "x": 2}`)}, // the delete of 1
+	)
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	res := consume(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/keyed?format=json", Schema: rowSchema, Key: []int{0}}, 1, 2)
+	if want := []string{"-1|NULL", "1|a"}; !slices.Equal(res.rows, want) || res.bad != 3 {
+		t.Errorf("read %v (%d bad), want %v and 3 bad", res.rows, res.bad, want)
 	}
 }

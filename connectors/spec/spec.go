@@ -53,7 +53,10 @@ type Connector struct {
 	// query over it runs as a continuous job.
 	Unbounded bool
 	// Upsert says the sink of a table with a PRIMARY KEY upserts by it, so it
-	// can take a query's updates and deletes (exec.ConnectorSpec.Key).
+	// can take a query's updates and deletes (exec.ConnectorSpec.Key), and its
+	// source reads such a table as upserts (Insert rows) and deletes of keys
+	// (Delete rows, only the key columns set), which the planner turns into a
+	// changelog with an upsert operator.
 	Upsert  bool
 	Options []Option
 }

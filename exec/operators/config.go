@@ -154,6 +154,13 @@ type JoinConfig struct {
 	MemoryLimit int64        `json:"memory_limit,omitempty"`
 }
 
+// UpsertConfig configures kind "upsert" (upsert.go), which turns upserts and
+// deletes by key into a changelog: Key are the positions of the key columns in
+// its input, whose schema its output keeps.
+type UpsertConfig struct {
+	Key []int `json:"key"`
+}
+
 // SortKeySpec is one sort key.
 type SortKeySpec struct {
 	Col        int  `json:"col"`

@@ -363,6 +363,9 @@ func (bb *Builder) Reset() { clear(bb.vals) }
 // SetNull makes column i of the row being read NULL.
 func (bb *Builder) SetNull(i int) { bb.vals[i].null = true }
 
+// IsNull reports whether column i of the row being read is NULL.
+func (bb *Builder) IsNull(i int) bool { return bb.vals[i].null }
+
 // ParseField parses the text of column i of the row being read (see ParseValue's
 // rules: numbers, booleans and timestamps may be surrounded by spaces, text is
 // taken as it is and must be UTF-8). The row borrows b until Commit.
