@@ -298,6 +298,9 @@ func logicTerms(n *ast.BinaryOperationExpr) []ast.ExprNode {
 }
 
 func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Expr, error) {
+	if n.Op == opcode.NullEQ {
+		return b.bindNullEQ(ctx, n)
+	}
 	fn, ok := binaryOps[n.Op]
 	if !ok {
 		return nil, b.errorf(ErrUnsupported, n, "operator %s is not supported", n.Op)
@@ -339,6 +342,42 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		l, r = args[0], args[1]
 	}
 	return b.call(n, fn, l, r)
+}
+
+// bindNullEQ binds a <=> b (IS NOT DISTINCT FROM, through the dialect layer):
+// true when both are NULL or both equal, never NULL: coalesce(a = b, a IS NULL
+// AND b IS NULL).
+func (b *binder) bindNullEQ(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Expr, error) {
+	l, err := b.bindExpr(ctx, n.L)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.bindExpr(ctx, n.R)
+	if err != nil {
+		return nil, err
+	}
+	args, err := b.adaptLiterals(n, []*expr.Expr{l, r})
+	if err != nil {
+		return nil, err
+	}
+	l, r = args[0], args[1]
+	eq, err := b.call(n, "=", l, r)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := b.call(n, "is_null", l)
+	if err != nil {
+		return nil, err
+	}
+	rn, err := b.call(n, "is_null", r)
+	if err != nil {
+		return nil, err
+	}
+	both, err := b.call(n, "and", ln, rn)
+	if err != nil {
+		return nil, err
+	}
+	return b.call(n, "coalesce", eq, both)
 }
 
 // orToIn turns the terms of an OR that compare one column with a literal of

@@ -22,16 +22,17 @@ import (
 // that '\s+' reaches regexp_split_to_table intact.
 const sqlMode = mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBackslashEscapes
 
-// Parse parses every statement of query. On failure it returns an *Error of kind
-// ErrSyntax whose Pos points at the offending token, and no statements: a syntax
-// error anywhere means nothing runs.
+// Parse parses every statement of query, through the dialect layer
+// (dialect.go). On failure it returns an *Error of kind ErrSyntax whose Pos
+// points at the offending token, and no statements: a syntax error anywhere
+// means nothing runs.
 //
 // Each statement's OriginTextPosition is set to the byte offset at which its text
 // (Text()) starts in query, so that Bind can place errors in a multi-statement
-// query.
+// query. Where the dialect layer rewrote a statement, its Text() is still the
+// user's text and the offsets of its nodes are in query.
 func Parse(query string) (stmts []ast.StmtNode, err error) {
-	query = showVariable.ReplaceAllStringFunc(query, rewriteShow)
-	query = materialized.ReplaceAllStringFunc(query, blankMaterialized)
+	d := rewriteDialect(query)
 	// The parser's literal values (its test_driver) panic on some inputs, such
 	// as a decimal literal of more digits than MySQL's DECIMAL holds (found by
 	// wire's FuzzConn): such a query is refused, never a crash.
@@ -42,77 +43,74 @@ func Parse(query string) (stmts []ast.StmtNode, err error) {
 	}()
 	p := parser.New()
 	p.SetSQLMode(sqlMode)
-	stmts, _, err = p.ParseSQL(query)
+	stmts, _, err = p.ParseSQL(d.text)
 	if err != nil {
-		return nil, syntaxError(query, err)
+		return nil, syntaxError(query, d, err)
 	}
+	rewritten := !d.identity(query)
 	cursor := 0
 	for _, s := range stmts {
 		text := s.Text()
-		if i := strings.Index(query[cursor:], text); i >= 0 && text != "" {
-			s.SetOriginTextPosition(cursor + i)
-			cursor += i + len(text)
-		} else {
-			s.SetOriginTextPosition(cursor)
+		start := cursor
+		if i := strings.Index(d.text[cursor:], text); i >= 0 && text != "" {
+			start = cursor + i
+			cursor = start + len(text)
 		}
+		if rewritten {
+			s.Accept(&originMapper{d: d})
+			from, to := d.origin(start), d.origin(start+len(text))
+			if from <= to && to <= len(query) {
+				s.SetText(nil, query[from:to])
+			}
+			start = from
+		}
+		s.SetOriginTextPosition(start)
 	}
 	return stmts, nil
 }
 
-// materialized matches CREATE or DROP MATERIALIZED VIEW, as PostgreSQL and
-// RisingWave spell it; every Hummer view is materialised, and the MySQL grammar
-// knows only VIEW, so blankMaterialized turns the word into spaces (keeping the
-// positions of errors).
-var materialized = regexp.MustCompile(`(?i)(^|;)(\s*)(CREATE|DROP)(\s+)MATERIALIZED(\s)`)
+// originMapper moves the offsets of a rewritten statement's nodes from the
+// rewritten text to the user's.
+type originMapper struct{ d *dialected }
 
-func blankMaterialized(m string) string {
-	i := strings.Index(strings.ToUpper(m), "MATERIALIZED")
-	return m[:i] + strings.Repeat(" ", len("MATERIALIZED")) + m[i+len("MATERIALIZED"):]
-}
-
-// showVariable matches PostgreSQL's `SHOW name` as a whole statement, which the
-// MySQL grammar lacks; rewriteShow turns it into the MySQL spelling
-// `SHOW VARIABLES LIKE 'name'` (the same length or longer: positions of errors in
-// later statements shift by the difference).
-var showVariable = regexp.MustCompile(`(?i)(^|;)(\s*)SHOW\s+([a-z_][a-z0-9_]*)(\s*)(;|$)`)
-
-// mysqlShow lists the words after SHOW that MySQL's own statements start with.
-var mysqlShow = map[string]bool{"tables": true, "databases": true, "variables": true, "columns": true,
-	"fields": true, "processlist": true, "status": true, "warnings": true, "errors": true, "engines": true,
-	"full": true, "create": true, "index": true, "indexes": true, "keys": true, "grants": true,
-	"triggers": true, "schemas": true, "session": true, "global": true, "collation": true, "charset": true,
-	"plugins": true, "privileges": true, "profiles": true, "events": true}
-
-func rewriteShow(m string) string {
-	g := showVariable.FindStringSubmatch(m)
-	if mysqlShow[strings.ToLower(g[3])] {
-		return m
+func (m *originMapper) Enter(n ast.Node) (ast.Node, bool) {
+	if off := n.OriginTextPosition(); off > 0 {
+		n.SetOriginTextPosition(m.d.origin(off))
 	}
-	return g[1] + g[2] + "SHOW VARIABLES LIKE '" + strings.ToLower(g[3]) + "'" + g[4] + g[5]
+	return n, false
 }
+
+func (m *originMapper) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // tidbSyntaxError matches the scanner's message: the rest of the query from the
 // offending token, truncated at 2048 bytes with the full length given.
 var tidbSyntaxError = regexp.MustCompile(`(?s)^line (\d+) column (\d+) near "(.*)"(.*?)(?:\(total length (\d+)\))?\s*$`)
 
-// syntaxError turns the parser's "line L column C near ..." into PostgreSQL's
-// `syntax error at or near "tok"` with a character position.
-func syntaxError(query string, err error) *Error {
+// syntaxError turns the parser's "line L column C near ..." about d's text
+// into PostgreSQL's `syntax error at or near "tok"` with a character position
+// in the user's query.
+func syntaxError(query string, d *dialected, err error) *Error {
 	m := tidbSyntaxError.FindStringSubmatch(err.Error())
 	if m == nil {
 		return Errorf(ErrSyntax, 0, "syntax error: %s", err.Error())
 	}
+	text := d.text
 	rest := m[3]
 	restLen := len(rest)
 	if m[5] != "" {
 		restLen, _ = strconv.Atoi(m[5])
 	}
-	off := len(query) - restLen
-	if off < 0 || off > len(query) || !strings.HasPrefix(query[off:], rest) {
+	off := len(text) - restLen
+	if off < 0 || off > len(text) || !strings.HasPrefix(text[off:], rest) {
 		// Not a suffix of the query as we know it: fall back to line and column.
 		line, _ := strconv.Atoi(m[1])
 		col, _ := strconv.Atoi(m[2])
-		off = lineColOffset(query, line, col)
+		off = lineColOffset(text, line, col)
+	}
+	if off < len(text) {
+		off = d.origin(off)
+	} else {
+		off = len(query)
 	}
 	tok := firstToken(query[off:])
 	if tok == "" {

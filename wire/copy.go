@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
-	"regexp"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/session"
+	"github.com/hummer-db/hummer/sql"
 )
 
 // Copier is implemented by sessions that can stream a query's changes as COPY
@@ -20,18 +20,9 @@ type Copier interface {
 	CopyOut(ctx context.Context, query string) (*session.Result, error)
 }
 
-// copyToStdout matches COPY (<query>) TO STDOUT, which the SQL parser cannot
-// read: the wire server recognises it and hands the inner query on.
-var copyToStdout = regexp.MustCompile(`(?is)^\s*COPY\s*\((.*)\)\s*TO\s+STDOUT\s*;?\s*$`)
-
-// copyQuery returns the inner query of a COPY (<query>) TO STDOUT, if query is one.
-func copyQuery(query string) (string, bool) {
-	m := copyToStdout.FindStringSubmatch(query)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
-}
+// copyQuery returns the inner query of a COPY (<query>) TO STDOUT, if query is
+// one (sql.CopyQuery: the parser cannot read it, so the wire server runs it).
+func copyQuery(query string) (string, bool) { return sql.CopyQuery(query) }
 
 // sendCopy streams a result as COPY text: one line per row, the change kind
 // first (insert, delete, update_before, update_after: a continuous query's

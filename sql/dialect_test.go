@@ -1,0 +1,134 @@
+package sql
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLexCoversTheText(t *testing.T) {
+	for _, s := range []string{
+		"SELECT a, 'it''s' AS \"x\"\"y\", 1.5e3, .5, $1 FROM t -- c\n/* d */ WHERE a<=>b::int;",
+		"E'\\n' X'ff' n'x' `q` #x\n", "'unterminated", "/* open", "a->>'k' <> b",
+		"", "é+ü", "SELECT\t1\r\n",
+	} {
+		var b strings.Builder
+		for i, tok := range lex(s) {
+			if tok.pos != b.Len() {
+				t.Errorf("%q: token %d (%q) at %d, want %d", s, i, tok.text, tok.pos, b.Len())
+			}
+			b.WriteString(tok.text)
+		}
+		if b.String() != s {
+			t.Errorf("tokens of %q join to %q", s, b.String())
+		}
+	}
+	kinds := func(s string) []tokenKind {
+		var k []tokenKind
+		for _, tok := range lex(s) {
+			k = append(k, tok.kind)
+		}
+		return k
+	}
+	if got := kinds("a 'b''c' \"d\" 2 $3 ::"); len(got) != 11 || got[0] != tokWord || got[2] != tokString || got[4] != tokIdent ||
+		got[6] != tokNumber || got[8] != tokParam || got[10] != tokPunct {
+		t.Errorf("kinds %v", got)
+	}
+}
+
+func FuzzLex(f *testing.F) {
+	f.Add("SELECT 'a''b' FROM \"t\" -- x\n WHERE a IS DISTINCT FROM b")
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		for _, tok := range lex(s) {
+			b.WriteString(tok.text)
+		}
+		if b.String() != s {
+			t.Fatalf("tokens join to %q", b.String())
+		}
+		d := rewriteDialect(s)
+		for off := 0; off <= len(d.text); off++ {
+			if o := d.origin(off); o < 0 || o > len(s) {
+				t.Fatalf("offset %d maps to %d, outside the text", off, o)
+			}
+		}
+	})
+}
+
+// dialectCases are the rewrites' tests: what users write, what the parser
+// reads. Every rewrite has at least one (TestDialectRewrites checks).
+var dialectCases = []struct{ rewrite, in, out string }{
+	{"MATERIALIZED VIEW", "CREATE MATERIALIZED VIEW v AS SELECT 1", "CREATE VIEW v AS SELECT 1"},
+	{"MATERIALIZED VIEW", "drop materialized view v; SELECT 'materialized view'", "drop view v; SELECT 'materialized view'"},
+	{"MATERIALIZED VIEW", "CREATE VIEW materialized AS SELECT 1", "CREATE VIEW materialized AS SELECT 1"},
+	{"SHOW name", "SHOW work_mem", "SHOW VARIABLES LIKE 'work_mem'"},
+	{"SHOW name", "SET x = 1; show Statement_Timeout ;", "SET x = 1; show VARIABLES LIKE 'statement_timeout' ;"},
+	{"SHOW name", "SHOW TABLES", "SHOW TABLES"},
+	{"SHOW name", "SHOW processlist", "SHOW processlist"},
+	{"IS [NOT] DISTINCT FROM", "SELECT a IS NOT DISTINCT FROM b FROM t", "SELECT a <=> b FROM t"},
+	{"IS [NOT] DISTINCT FROM", "SELECT a IS DISTINCT FROM b FROM t", "SELECT a <=> b IS FALSE FROM t"},
+	{"IS [NOT] DISTINCT FROM", "WHERE a IS DISTINCT FROM f(b, c) + 1 AND d", "WHERE a <=> f(b, c) + 1 IS FALSE AND d"},
+	{"IS [NOT] DISTINCT FROM", "CASE WHEN a is distinct from (b) THEN 1 END", "CASE WHEN a <=> (b) IS FALSE THEN 1 END"},
+	{"IS [NOT] DISTINCT FROM", "f(a IS DISTINCT FROM b, x IS DISTINCT FROM y)", "f(a <=> b IS FALSE, x <=> y IS FALSE)"},
+	{"IS [NOT] DISTINCT FROM", "SELECT 'a IS DISTINCT FROM b' -- IS DISTINCT FROM c", "SELECT 'a IS DISTINCT FROM b' -- IS DISTINCT FROM c"},
+}
+
+func TestDialectRewrites(t *testing.T) {
+	tested := map[string]bool{}
+	for _, c := range dialectCases {
+		tested[c.rewrite] = true
+		if got := rewriteDialect(c.in).text; got != c.out {
+			t.Errorf("%s: %q\n got %q\nwant %q", c.rewrite, c.in, got, c.out)
+		}
+	}
+	for _, r := range dialectRewrites {
+		if !tested[r.name] {
+			t.Errorf("rewrite %q has no case in dialectCases", r.name)
+		}
+	}
+}
+
+// TestDialectPositions: errors in rewritten statements point at the user's
+// text, and the statements' texts are the user's.
+func TestDialectPositions(t *testing.T) {
+	// A syntax error after a rewrite that made the text longer.
+	q := "SHOW work_mem; SELECT a IS DISTINCT FROM b FROM t WHERE WHERE"
+	_, err := Parse(q)
+	var se *Error
+	if !errors.As(err, &se) || se.Pos != strings.LastIndex(q, "WHERE")+1 || !strings.Contains(se.Msg, `"WHERE"`) {
+		t.Errorf("%q: %v at %d, want the second WHERE at %d", q, err, se.Pos, strings.LastIndex(q, "WHERE")+1)
+	}
+	// A binding error inside a rewritten statement.
+	q = "SHOW work_mem; SELECT id IS DISTINCT FROM nosuch FROM customers"
+	stmts, err := Parse(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, start := stmts[1].Text(), stmts[1].OriginTextPosition()
+	if strings.TrimSpace(text) != "SELECT id IS DISTINCT FROM nosuch FROM customers" || start < 0 || start+len(text) > len(q) || q[start:start+len(text)] != text {
+		t.Errorf("statement text %q at %d, want the user's text where it is in %q", text, start, q)
+	}
+	_, err = Bind(stmts[1], newTestCatalog(t), q)
+	if !errors.As(err, &se) || se.Pos != strings.Index(q, "nosuch")+1 {
+		t.Errorf("binding %q: %v at %d, want nosuch at %d", q, err, se.Pos, strings.Index(q, "nosuch")+1)
+	}
+}
+
+func TestCopyQuery(t *testing.T) {
+	for _, c := range []struct {
+		in, inner string
+		ok        bool
+	}{
+		{"COPY (SELECT 1) TO STDOUT", "SELECT 1", true},
+		{" copy (SELECT f(a), ')' FROM t) to stdout ;", "SELECT f(a), ')' FROM t", true},
+		{"COPY (SELECT 1) TO STDOUT; SELECT 2", "", false},
+		{"COPY t TO STDOUT", "", false},
+		{"COPY (SELECT 1 TO STDOUT", "", false},
+		{"SELECT 'COPY (x) TO STDOUT'", "", false},
+	} {
+		inner, ok := CopyQuery(c.in)
+		if inner != c.inner || ok != c.ok {
+			t.Errorf("CopyQuery(%q) = %q, %v; want %q, %v", c.in, inner, ok, c.inner, c.ok)
+		}
+	}
+}
