@@ -232,6 +232,16 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if p.Extra != nil {
 			label += " and " + p.Extra.String()
 		}
+		if len(p.LeftKeys) == 0 {
+			// Every pair is a candidate: one instance sees all rows of both.
+			label = fmt.Sprintf("nested_loop_join %s", p.Kind)
+			if p.Extra != nil {
+				label += " on " + p.Extra.String()
+			}
+			op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+			return b.pass(left, b.add(op, 1, 1,
+				in(left, gatherOrForward(b.par(left))), in(right, gatherOrForward(b.par(right))))), nil
+		}
 		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
 		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
 			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil

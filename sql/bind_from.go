@@ -308,10 +308,6 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 			extra = append(extra, c)
 		}
 	}
-	if len(keysL) == 0 {
-		return nil, b.errorf(ErrUnsupported, node.on, "only equi-joins are supported: the join needs a condition left_column = right_column")
-	}
-
 	// Keys that are not plain columns (a cast to the common type, an expression)
 	// are computed by a Project below the join and dropped above it.
 	lCols, lExtra := keyColumns(keysL, nL)

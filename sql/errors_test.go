@@ -59,8 +59,6 @@ func TestErrors(t *testing.T) {
 		{query: "SELECT nosuch(line) FROM docs", kind: ErrUnknownFunction, at: "nosuch", msg: "function nosuch(text) does not exist"},
 		{query: "SELECT id FROM orders WHERE id = 'abc'", kind: ErrInvalidValue, at: "id =", skip: 20},
 
-		{query: "SELECT * FROM orders o JOIN customers c ON o.amount > c.score", kind: ErrUnsupported, at: "o.amount", msg: "only equi-joins are supported: the join needs a condition left_column = right_column"},
-		{query: "SELECT * FROM orders, customers", kind: ErrUnsupported},
 		{query: "SELECT (SELECT 1)", kind: ErrUnsupported, at: "(SELECT"},
 		{query: "SELECT line FROM docs UNION SELECT line FROM docs", kind: ErrUnsupported},
 		{query: "SELECT rank() OVER (ORDER BY line) FROM docs", kind: ErrUnsupported, at: "rank"},

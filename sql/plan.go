@@ -96,9 +96,11 @@ func (k JoinKind) String() string {
 	return "inner"
 }
 
-// Join is an equi-join: rows match when LeftKeys[i] = RightKeys[i] for every i (no
+// Join is a join: rows match when LeftKeys[i] = RightKeys[i] for every i (no
 // key is NULL), and Extra, if set, is true. Extra refers to the concatenated left
-// and right columns. Output: left columns then right columns.
+// and right columns. Without keys (a CROSS JOIN, a condition that equates no
+// column of one side with one of the other) every pair is a candidate: a
+// nested-loop join. Output: left columns then right columns.
 type Join struct {
 	Left, Right         Plan
 	Kind                JoinKind

@@ -140,6 +140,8 @@ type SnapshotConfig struct {
 // JoinConfig configures kind "hash_join": input 0 is the left side, input 1 the
 // right. Rows match when every LeftKeys[i] equals RightKeys[i] (NULL keys never
 // match) and Extra (over left columns then right columns), if set, is true.
+// Without keys every pair of rows is a candidate (a nested-loop join), which
+// needs all rows of both sides in one instance.
 // Kind is "inner" or "left". Output: left columns then right columns.
 // MemoryLimit bounds the rows it holds before it partitions both inputs to disk
 // (SET work_mem; join_hash_spill.go); 0 means the task's TaskContext.WorkMem, -1

@@ -84,7 +84,7 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	default:
 		return nil, fmt.Errorf("hash_join: unsupported join kind %q", cfg.Kind)
 	}
-	if len(cfg.LeftKeys) != len(cfg.RightKeys) || len(cfg.LeftKeys) == 0 {
+	if len(cfg.LeftKeys) != len(cfg.RightKeys) {
 		return nil, fmt.Errorf("hash_join: %d left keys and %d right keys", len(cfg.LeftKeys), len(cfg.RightKeys))
 	}
 	o.out = spec.Out.Arrow()
@@ -94,7 +94,8 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 func (o *hashJoinOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
 	o.tc = tc
-	if tc == nil || !tc.Checkpointing {
+	// Without keys there is nothing to partition by: no spilling.
+	if (tc == nil || !tc.Checkpointing) && len(o.cfg.LeftKeys) > 0 {
 		o.budget = spillBudget(o.cfg.MemoryLimit, tc)
 	}
 	return nil
@@ -258,6 +259,9 @@ func (o *hashJoinOp) buildTable() error {
 		o.build = rec
 	}
 	n := int(o.build.NumRows())
+	if len(o.cfg.RightKeys) == 0 {
+		return nil // every right row matches every left row (probeAll)
+	}
 	arrs, err := o.keyColumns(o.build, o.cfg.RightKeys)
 	if err != nil {
 		return err
@@ -304,6 +308,9 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 	nl := int(b.Rec.NumCols())
 	if o.out.NumFields() <= nl {
 		return fmt.Errorf("hash_join: output of %d columns for a left side of %d", o.out.NumFields(), nl)
+	}
+	if len(o.cfg.LeftKeys) == 0 {
+		return o.probeAll(ctx, b, out)
 	}
 	o.ids = vector.GrowSlice(o.ids, n)
 	ids := o.ids
@@ -383,6 +390,59 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 		return o.emitPairs(ctx, b, li, ri, nil, nil, out)
 	}
 	return nil
+}
+
+// probeAll joins a left batch to every right row, for a join without keys
+// (a nested-loop join: CROSS JOIN, or a condition that is not an equality of
+// the two sides), Extra filtering the pairs.
+func (o *hashJoinOp) probeAll(ctx context.Context, b exec.Batch, out exec.Collector) error {
+	n := b.NumRows()
+	nr := 0
+	if o.build != nil {
+		nr = int(o.build.NumRows())
+	}
+	var matched []bool
+	if o.left && o.extra != nil {
+		matched = make([]bool, n)
+	}
+	li, ri := o.li[:0], o.ri[:0]
+	defer func() { o.li, o.ri = li[:0], ri[:0] }()
+	flush := func(extra *expr.Expr, matched []bool) error {
+		if len(li) == 0 {
+			return nil
+		}
+		err := o.emitPairs(ctx, b, li, ri, matched, extra, out)
+		li, ri = li[:0], ri[:0]
+		return err
+	}
+	for i := 0; i < n && nr > 0; i++ {
+		for r := range nr {
+			li, ri = append(li, int32(i)), append(ri, int32(r))
+			if len(li) >= vector.OutBatchRows {
+				if err := flush(o.extra, matched); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flush(o.extra, matched); err != nil {
+		return err
+	}
+	if !o.left || (nr > 0 && o.extra == nil) {
+		return nil
+	}
+	// A left join: the rows nothing matched, NULL-extended.
+	for i := range n {
+		if matched == nil || !matched[i] {
+			li, ri = append(li, int32(i)), append(ri, -1)
+			if len(li) >= vector.OutBatchRows {
+				if err := flush(nil, nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush(nil, nil)
 }
 
 // emitPairs gathers left rows li beside right rows ri (-1: NULLs), filters them

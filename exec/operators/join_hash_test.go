@@ -136,6 +136,25 @@ func TestHashJoin(t *testing.T) {
 		{"left with extra", JoinConfig{Kind: "left", LeftKeys: []int{0}, RightKeys: []int{0}, Extra: neq},
 			joinRows("L1-R2", "L2", "L3", "L4-R1", "L4-R2", "L5", "L6")},
 	}
+	// Without keys (a nested-loop join): every pair, then the condition.
+	lt := expr.Call("<", types.BoolType, expr.Column(0, types.Int64Type, "lk"), expr.Column(3, types.Int64Type, "rk"))
+	ltPairs := []string{"L1-R4", "L1-R5", "L1-R6", "L2-R5", "L2-R6", "L4-R4", "L4-R5", "L4-R6", "L5-R5", "L5-R6"}
+	var cross []string
+	for l := 1; l <= 6; l++ {
+		for r := 1; r <= 6; r++ {
+			cross = append(cross, fmt.Sprintf("L%d-R%d", l, r))
+		}
+	}
+	tests = append(tests, []struct {
+		name string
+		cfg  JoinConfig
+		want []string
+	}{
+		{"cross", JoinConfig{Kind: "inner"}, joinRows(cross...)},
+		{"cross left", JoinConfig{Kind: "left"}, joinRows(cross...)},
+		{"inner on lk < rk", JoinConfig{Kind: "inner", Extra: lt}, joinRows(ltPairs...)},
+		{"left on lk < rk", JoinConfig{Kind: "left", Extra: lt}, joinRows(append(ltPairs, "L3", "L6")...)},
+	}...)
 	orders := []string{"RRrLLl", "LLRRlr", "LRLlRr", "RLRrLl"}
 	for _, tc := range tests {
 		for _, order := range orders {
@@ -181,6 +200,12 @@ func TestHashJoinEmptyBuildSide(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Equal(t, "inner", c.Rows, nil)
+	// Without keys too.
+	c, err = joinRun(t, mem, JoinConfig{Kind: "left"}, "LrLl", left, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Equal(t, "left without keys", c.Sorted(), joinRows("L1", "L2", "L3", "L4", "L5", "L6"))
 }
 
 func TestHashJoinChangeKinds(t *testing.T) {
