@@ -246,6 +246,20 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
 			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
 
+	case *sql.Union:
+		left, err := b.build(p.Left)
+		if err != nil {
+			return 0, err
+		}
+		right, err := b.build(p.Right)
+		if err != nil {
+			return 0, err
+		}
+		op := exec.OperatorSpec{Kind: "union", Label: "union all " + names(p.Out), Config: exec.MustConfig(struct{}{}), Out: p.Out}
+		node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Rebalance), in(right, exec.Rebalance))
+		b.updates[node] = b.updates[left] || b.updates[right]
+		return node, nil
+
 	case *sql.Sort, *sql.Limit:
 		if b.streaming {
 			return 0, sql.Errorf(sql.ErrUnsupported, 0,

@@ -52,7 +52,11 @@ func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error)
 	case *ast.KillStmt:
 		return &Kill{JobID: strconv.FormatUint(s.ConnectionID, 10)}, nil
 	case *ast.SetOprStmt:
-		return nil, b.errorf(ErrUnsupported, nil, "UNION, INTERSECT and EXCEPT are not supported")
+		p, err := b.bindSetOpr(s)
+		if err != nil {
+			return nil, err
+		}
+		return &Query{Plan: p}, nil
 	}
 	return nil, b.errorf(ErrUnsupported, nil, "%s is not supported", statementName(stmt))
 }
@@ -84,6 +88,8 @@ type binder struct {
 	depth int
 	// chars converts offsets in query to positions (pos).
 	chars *charIndex
+	// ctes are the WITH queries in scope, innermost last (bind_with.go).
+	ctes []*cte
 }
 
 type colRef struct {

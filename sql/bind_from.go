@@ -96,6 +96,17 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 		var p Plan
 		switch src := n.Source.(type) {
 		case *ast.TableName:
+			if c, ok := b.lookupCTE(src.Name.L); ok && src.Schema.L == "" {
+				q, err := b.bindCTE(c)
+				if err != nil {
+					return nil, err
+				}
+				p = q
+				if alias == "" {
+					alias = c.name
+				}
+				break
+			}
 			t, err := b.lookupTable(src)
 			if err != nil {
 				return nil, err
@@ -113,7 +124,11 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 		case *ast.Join:
 			return b.bindFrom(src, off)
 		case *ast.SetOprStmt:
-			return nil, b.errorf(ErrUnsupported, nil, "UNION, INTERSECT and EXCEPT are not supported")
+			q, err := b.bindSetOpr(src)
+			if err != nil {
+				return nil, err
+			}
+			p = q
 		default:
 			return nil, b.errorf(ErrUnsupported, nil, "this FROM item is not supported")
 		}

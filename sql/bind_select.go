@@ -39,6 +39,12 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	if err := b.checkSelect(sel); err != nil {
 		return nil, err
 	}
+	if sel.With != nil {
+		if err := b.checkWith(sel.With); err != nil {
+			return nil, err
+		}
+		defer b.pushWith(sel.With)()
+	}
 	input, sc, err := b.bindFromWhere(sel)
 	if err != nil {
 		return nil, err
@@ -110,8 +116,6 @@ func (b *binder) checkSelect(sel *ast.SelectStmt) error {
 	switch {
 	case sel.Kind != ast.SelectStmtKindSelect:
 		return b.errorf(ErrUnsupported, nil, "%s statements are not supported", sel.Kind.String())
-	case sel.With != nil:
-		return b.errorf(ErrUnsupported, nil, "WITH is not supported")
 	case len(sel.WindowSpecs) > 0:
 		return b.errorf(ErrUnsupported, nil, "window functions are not supported")
 	case sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone:

@@ -60,7 +60,6 @@ func TestErrors(t *testing.T) {
 		{query: "SELECT id FROM orders WHERE id = 'abc'", kind: ErrInvalidValue, at: "id =", skip: 20},
 
 		{query: "SELECT (SELECT 1)", kind: ErrUnsupported, at: "(SELECT"},
-		{query: "SELECT line FROM docs UNION SELECT line FROM docs", kind: ErrUnsupported},
 		{query: "SELECT rank() OVER (ORDER BY line) FROM docs", kind: ErrUnsupported, at: "rank"},
 		{query: "SELECT unnest(string_split(line, ' ')), unnest(string_split(line, ',')) FROM docs", kind: ErrUnsupported, at: "unnest", skip: 10},
 		{query: "CREATE TABLE t (a INT)", kind: ErrInvalidValue},

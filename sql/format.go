@@ -83,6 +83,8 @@ func describeNode(p Plan) string {
 			s += " extra=" + FormatExpr(p.Extra, append(append(types.Schema{}, ls...), rs...))
 		}
 		return s + " -> " + schemaText(p.Out)
+	case *Union:
+		return "Union all -> " + schemaText(p.Out)
 	case *Sort:
 		in := p.Input.Schema()
 		keys := make([]string, len(p.Keys))

@@ -157,3 +157,14 @@ func (p *Aggregate) Inputs() []Plan { return []Plan{p.Input} }
 func (p *Join) Inputs() []Plan      { return []Plan{p.Left, p.Right} }
 func (p *Sort) Inputs() []Plan      { return []Plan{p.Input} }
 func (p *Limit) Inputs() []Plan     { return []Plan{p.Input} }
+
+// Union is UNION ALL: the rows of Left and of Right, whose columns have Out's
+// types (the binder casts them); Out's names are the left side's. UNION,
+// INTERSECT and EXCEPT are built from it and an Aggregate (bind_setop.go).
+type Union struct {
+	Left, Right Plan
+	Out         types.Schema
+}
+
+func (p *Union) Schema() types.Schema { return p.Out }
+func (p *Union) Inputs() []Plan       { return []Plan{p.Left, p.Right} }

@@ -69,6 +69,10 @@ func foldPlan(p Plan) Plan {
 			}
 		}
 		return &c
+	case *Union:
+		c := *n
+		c.Left, c.Right = foldPlan(n.Left), foldPlan(n.Right)
+		return &c
 	case *Sort:
 		c := *n
 		c.Input = foldPlan(n.Input)

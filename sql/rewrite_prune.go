@@ -82,6 +82,10 @@ func renameInPlace(p Plan, want types.Schema) (Plan, bool) {
 		c := *n
 		c.Out = want
 		return &c, true
+	case *Union:
+		c := *n
+		c.Out = want
+		return &c, true
 	case *Filter:
 		in, ok := renameInPlace(n.Input, want)
 		return &Filter{Input: in, Cond: n.Cond}, ok
@@ -144,6 +148,9 @@ func prune(p Plan, need []bool) (Plan, []int) {
 		return pruneAggregate(n, need)
 	case *Join:
 		return pruneJoin(n, need)
+	case *Union:
+		// Both sides keep every column, so that they line up.
+		return &Union{Left: pruneRoot(n.Left), Right: pruneRoot(n.Right), Out: n.Out}, identity(len(need))
 	case *Sort:
 		inNeed := append([]bool{}, need...)
 		for _, k := range n.Keys {

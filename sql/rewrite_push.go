@@ -58,6 +58,11 @@ func pushFilters(p Plan, preds []*expr.Expr) Plan {
 		return filterOver(&c, stay)
 	case *Join:
 		return pushJoin(n, preds)
+	case *Union:
+		// Each side's rows are filtered alike: its columns are the union's.
+		c := *n
+		c.Left, c.Right = pushFilters(n.Left, preds), pushFilters(n.Right, preds)
+		return &c
 	case *Limit:
 		c := *n
 		c.Input = pushFilters(n.Input, nil)

@@ -57,11 +57,7 @@ type hashJoinOp struct {
 	next    []int32 // next right row with the same key, -1 at the end
 	built   bool
 	pending []exec.Batch
-	ended   [2]bool
-	wm      [2]int64
-	wmSeen  [2]bool
-	wmOut   int64
-	wmSent  bool
+	in      twoInputs
 
 	keys    state.RowKeys
 	keyArrs []arrow.Array
@@ -147,18 +143,18 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 	}
 	switch s.Kind {
 	case exec.EndOfStream:
-		if o.ended[input] {
+		if o.in.ended[input] {
 			return nil
 		}
-		o.ended[input] = true
+		o.in.ended[input] = true
 		if o.spill != nil {
-			if o.ended[0] && o.ended[1] {
+			if o.in.ended[0] && o.in.ended[1] {
 				if err := o.drainSpill(ctx, out); err != nil {
 					return err
 				}
 				return out.CollectSignal(ctx, s)
 			}
-			return o.forwardWatermark(ctx, out)
+			return o.in.forward(ctx, out)
 		}
 		if input == 1 {
 			if err := o.buildTable(); err != nil {
@@ -177,40 +173,14 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 				}
 			}
 		}
-		if o.ended[0] && o.ended[1] {
+		if o.in.ended[0] && o.in.ended[1] {
 			return out.CollectSignal(ctx, s)
 		}
-		return o.forwardWatermark(ctx, out)
+		return o.in.forward(ctx, out)
 	case exec.Watermark:
-		if !o.wmSeen[input] || s.Watermark > o.wm[input] {
-			o.wm[input], o.wmSeen[input] = s.Watermark, true
-		}
-		return o.forwardWatermark(ctx, out)
+		return o.in.watermark(ctx, input, s.Watermark, out)
 	}
 	return out.CollectSignal(ctx, s)
-}
-
-// forwardWatermark sends the minimum watermark of the running inputs when it
-// advances.
-func (o *hashJoinOp) forwardWatermark(ctx context.Context, out exec.Collector) error {
-	var wm int64
-	have := false
-	for i := range 2 {
-		if o.ended[i] {
-			continue
-		}
-		if !o.wmSeen[i] {
-			return nil
-		}
-		if !have || o.wm[i] < wm {
-			wm, have = o.wm[i], true
-		}
-	}
-	if !have || (o.wmSent && wm <= o.wmOut) {
-		return nil
-	}
-	o.wmOut, o.wmSent = wm, true
-	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: wm})
 }
 
 // buildTable concatenates the right side and indexes it by key.
@@ -306,7 +276,7 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 		return nil
 	}
 	nl := int(b.Rec.NumCols())
-	if o.out.NumFields() <= nl {
+	if o.out.NumFields() < nl {
 		return fmt.Errorf("hash_join: output of %d columns for a left side of %d", o.out.NumFields(), nl)
 	}
 	if len(o.cfg.LeftKeys) == 0 {

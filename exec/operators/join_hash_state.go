@@ -72,7 +72,7 @@ func (o *hashJoinOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byt
 		return nil, fmt.Errorf("hash_join: snapshot before Open")
 	}
 	h := hashJoinStateHeader{Kind: o.cfg.Kind, LeftKeys: o.cfg.LeftKeys, RightKeys: o.cfg.RightKeys,
-		Ended: o.ended, WM: o.wm, WMSeen: o.wmSeen, WMOut: o.wmOut, WMSent: o.wmSent}
+		Ended: o.in.ended, WM: o.in.wm, WMSeen: o.in.wmSeen, WMOut: o.in.wmOut, WMSent: o.in.wmSent}
 	right := o.right
 	if o.built {
 		right = nil
@@ -182,7 +182,7 @@ func (o *hashJoinOp) RestoreState(ctx context.Context, data []byte) (err error) 
 	if o.mem == nil {
 		return fmt.Errorf("hash_join: RestoreState before Open")
 	}
-	if o.built || o.ended != [2]bool{} || o.wmSeen != [2]bool{} || o.wmSent || len(o.right) > 0 || len(o.pending) > 0 {
+	if o.built || o.in != (twoInputs{}) || len(o.right) > 0 || len(o.pending) > 0 {
 		return fmt.Errorf("hash_join: RestoreState after input")
 	}
 	// What was read but not yet handed to the operator; on an error (or a
@@ -233,7 +233,7 @@ func (o *hashJoinOp) RestoreState(ctx context.Context, data []byte) (err error) 
 
 	o.right, o.pending = right, pending
 	right, pending = nil, nil
-	o.ended, o.wm, o.wmSeen, o.wmOut, o.wmSent = h.Ended, h.WM, h.WMSeen, h.WMOut, h.WMSent
+	o.in = twoInputs{ended: h.Ended, wm: h.WM, wmSeen: h.WMSeen, wmOut: h.WMOut, wmSent: h.WMSent}
 	if h.Ended[1] {
 		if err := o.buildTable(); err != nil {
 			return fmt.Errorf("hash_join: restore: %w", err)
@@ -386,6 +386,6 @@ func (o *hashJoinOp) checkSide(side string, fields []arrow.Field, off int, decl 
 func (o *hashJoinOp) resetState() {
 	_ = o.Close(context.Background())
 	o.head, o.next, o.built = nil, nil, false
-	o.ended, o.wm, o.wmSeen, o.wmOut, o.wmSent = [2]bool{}, [2]int64{}, [2]bool{}, 0, false
+	o.in = twoInputs{}
 	o.keys = state.RowKeys{}
 }

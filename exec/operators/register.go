@@ -22,6 +22,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("hash_agg", newHashAggOp)
 	r.RegisterOperator("hash_join", newHashJoinOp)
 	r.RegisterOperator("upsert", newUpsertOp)
+	r.RegisterOperator("union", newUnionOp)
 	r.RegisterOperator("sort", newSortOp)
 	r.RegisterOperator("limit", newLimitOp)
 	r.RegisterOperator("result", newResultOp)

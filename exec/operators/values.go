@@ -54,6 +54,11 @@ func (s *valuesSource) Close() error { return nil }
 // ValuesRecord builds a record of the given schema from rows of scalar values;
 // each value must have its column's type or be NULL.
 func ValuesRecord(mem memory.Allocator, schema types.Schema, rows [][]types.Value) (arrow.RecordBatch, error) {
+	if len(schema) == 0 {
+		// Rows of no columns (COUNT(*) over a SELECT without FROM): a builder
+		// would count none of them.
+		return array.NewRecordBatch(schema.Arrow(), nil, int64(len(rows))), nil
+	}
 	b := array.NewRecordBuilder(mem, schema.Arrow())
 	defer b.Release()
 	for _, row := range rows {

@@ -1,0 +1,48 @@
+package operators
+
+import (
+	"context"
+
+	"github.com/hummer-db/hummer/exec"
+)
+
+// twoInputs tracks the signals of a two-input operator (join, union): which
+// inputs have ended, and the watermark it forwards, the minimum over the
+// inputs still running (an input that has ended holds none back).
+type twoInputs struct {
+	ended  [2]bool
+	wm     [2]int64
+	wmSeen [2]bool
+	wmOut  int64
+	wmSent bool
+}
+
+// watermark records input's watermark and forwards the minimum if it advanced.
+func (t *twoInputs) watermark(ctx context.Context, input int, wm int64, out exec.Collector) error {
+	if !t.wmSeen[input] || wm > t.wm[input] {
+		t.wm[input], t.wmSeen[input] = wm, true
+	}
+	return t.forward(ctx, out)
+}
+
+// forward sends the minimum watermark of the running inputs when it advances.
+func (t *twoInputs) forward(ctx context.Context, out exec.Collector) error {
+	var wm int64
+	have := false
+	for i := range 2 {
+		if t.ended[i] {
+			continue
+		}
+		if !t.wmSeen[i] {
+			return nil
+		}
+		if !have || t.wm[i] < wm {
+			wm, have = t.wm[i], true
+		}
+	}
+	if !have || (t.wmSent && wm <= t.wmOut) {
+		return nil
+	}
+	t.wmOut, t.wmSent = wm, true
+	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: wm})
+}
