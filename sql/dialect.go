@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,6 +29,18 @@ var dialectRewrites = []dialectRewrite{
 		users: "SHOW work_mem",
 		reads: "SHOW VARIABLES LIKE 'work_mem'",
 		apply: rewriteShowName,
+	},
+	{
+		name:  "x::type",
+		users: "price::numeric(10,2), '2024-01-02'::date, (a + b)::text",
+		reads: "CAST(price AS numeric(10,2)), CAST('2024-01-02' AS date), CAST((a + b) AS text)",
+		apply: rewriteColonCast,
+	},
+	{
+		name:  "CAST AS SQL type names",
+		users: "CAST(x AS TEXT), CAST(x AS VARCHAR(20)), CAST(x AS INTEGER), CAST(x AS DOUBLE PRECISION)",
+		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE)",
+		apply: rewriteCastTypes,
 	},
 	{
 		name:  "IS [NOT] DISTINCT FROM",
@@ -292,4 +305,197 @@ func CopyQuery(query string) (string, bool) {
 		return "", false
 	}
 	return query[toks[w[1]].pos+1 : toks[w[closing]].pos], true
+}
+
+// rewriteColonCast turns PostgreSQL's x::type into CAST(x AS type), the
+// operand being what precedes :: as one primary: a literal, a (qualified)
+// name, a parenthesised expression or a function call. Chains (x::a::b) nest.
+func rewriteColonCast(stmt []token) []token {
+	for {
+		at := -1
+		for i, t := range stmt {
+			if t.kind == tokPunct && t.text == "::" {
+				at = i
+				break
+			}
+		}
+		if at < 0 {
+			return stmt
+		}
+		start := operandStart(stmt, at)
+		typeEnd := typeNameEnd(stmt, at+1)
+		if start < 0 || typeEnd <= at+1 {
+			return stmt // not a form this layer knows: the parser reports it
+		}
+		colon := stmt[at]
+		with := append(made(colon.pos, "CAST("), stmt[start:at]...)
+		with = append(with, made(colon.pos, " AS ")...)
+		with = append(with, stmt[at+1:typeEnd]...)
+		with = append(with, made(colon.pos, ")")...)
+		stmt = splice(stmt, start, typeEnd, with...)
+	}
+}
+
+// operandStart returns the index of the first token of the primary that ends
+// right before stmt[end] (blanks between them allowed), or -1.
+func operandStart(stmt []token, end int) int {
+	i := end - 1
+	for i >= 0 && stmt[i].kind == tokSpace {
+		i--
+	}
+	if i < 0 {
+		return -1
+	}
+	t := stmt[i]
+	switch {
+	case t.kind == tokPunct && t.text == ")":
+		depth := 0
+		for ; i >= 0; i-- {
+			if stmt[i].kind != tokPunct {
+				continue
+			}
+			if stmt[i].text == ")" {
+				depth++
+			} else if stmt[i].text == "(" {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+		if i < 0 {
+			return -1
+		}
+		// A function's name right before the parenthesis belongs to it.
+		if j := i - 1; j >= 0 && stmt[j].kind == tokWord && !operandStops[strings.ToLower(stmt[j].text)] && !isKeywordBefore(stmt[j]) {
+			i = j
+		}
+		return i
+	case t.kind == tokString || t.kind == tokNumber || t.kind == tokParam:
+		return i
+	case t.kind == tokWord || t.kind == tokIdent:
+		// A qualified name: a.b.c.
+		for i >= 2 && stmt[i-1].kind == tokPunct && stmt[i-1].text == "." && (stmt[i-2].kind == tokWord || stmt[i-2].kind == tokIdent) {
+			i -= 2
+		}
+		return i
+	}
+	return -1
+}
+
+// isKeywordBefore reports whether a word before a parenthesis is a keyword
+// that opens a list or subquery rather than a function's name.
+func isKeywordBefore(t token) bool {
+	switch strings.ToLower(t.text) {
+	case "in", "exists", "select", "values", "any", "all", "some", "using", "over":
+		return true
+	}
+	return false
+}
+
+// typeNameEnd returns the index after the type name starting at stmt[i]
+// (blanks before it allowed): a word, the words some types continue with
+// (double precision, character varying, timestamp with[out] time zone), then
+// a parenthesised length or precision.
+func typeNameEnd(stmt []token, i int) int {
+	next := func(i int) int {
+		for i < len(stmt) && stmt[i].kind == tokSpace {
+			i++
+		}
+		return i
+	}
+	i = next(i)
+	if i >= len(stmt) || stmt[i].kind != tokWord {
+		return -1
+	}
+	first := strings.ToLower(stmt[i].text)
+	end := i + 1
+	continues := map[string][]string{"double": {"precision"}, "character": {"varying"},
+		"timestamp": {"without", "with", "time", "zone"}, "time": {"without", "with", "time", "zone"}}
+	for {
+		j := next(end)
+		if j < len(stmt) && stmt[j].kind == tokWord && slices.Contains(continues[first], strings.ToLower(stmt[j].text)) {
+			end = j + 1
+			continue
+		}
+		break
+	}
+	if j := next(end); j < len(stmt) && stmt[j].kind == tokPunct && stmt[j].text == "(" {
+		for k := j; k < len(stmt); k++ {
+			if stmt[k].kind == tokPunct && stmt[k].text == ")" {
+				return k + 1
+			}
+		}
+	}
+	return end
+}
+
+// castTypes maps SQL type names the parser cannot CAST to (lower case, words
+// joined by one space) to MySQL's.
+var castTypes = map[string]string{
+	"text": "CHAR", "varchar": "CHAR", "character varying": "CHAR", "string": "CHAR", "character": "CHAR",
+	"int": "SIGNED", "integer": "SIGNED", "int2": "SIGNED", "int4": "SIGNED", "int8": "SIGNED",
+	"smallint": "SIGNED", "bigint": "SIGNED", "numeric": "DECIMAL",
+	"timestamp": "DATETIME", "timestamp without time zone": "DATETIME",
+	"double precision": "DOUBLE", "float8": "DOUBLE", "float4": "FLOAT", "real": "FLOAT",
+}
+
+// rewriteCastTypes renames the type of each CAST(x AS type) the parser cannot
+// read to MySQL's name for it, keeping a length or precision: VARCHAR(20) is
+// CHAR(20), NUMERIC(10,2) DECIMAL(10,2).
+func rewriteCastTypes(stmt []token) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("CAST") {
+			continue
+		}
+		open := i + 1
+		for open < len(stmt) && stmt[open].kind == tokSpace {
+			open++
+		}
+		if open >= len(stmt) || stmt[open].text != "(" {
+			continue
+		}
+		// The AS at depth 1 of this CAST's parentheses.
+		depth, as := 0, -1
+		for k := open; k < len(stmt); k++ {
+			t := stmt[k]
+			if t.kind == tokPunct && t.text == "(" {
+				depth++
+			} else if t.kind == tokPunct && t.text == ")" {
+				if depth--; depth == 0 {
+					break
+				}
+			} else if depth == 1 && t.is("AS") {
+				as = k
+			}
+		}
+		if as < 0 {
+			continue
+		}
+		first := as + 1
+		for first < len(stmt) && stmt[first].kind == tokSpace {
+			first++
+		}
+		end := typeNameEnd(stmt, first)
+		if end < 0 {
+			continue
+		}
+		// The type's words, without its parenthesised part.
+		var ws []string
+		wordsEnd := first
+		for k := first; k < end; k++ {
+			if stmt[k].kind == tokPunct && stmt[k].text == "(" {
+				break
+			}
+			if stmt[k].kind == tokWord {
+				ws = append(ws, strings.ToLower(stmt[k].text))
+				wordsEnd = k + 1
+			}
+		}
+		name, ok := castTypes[strings.Join(ws, " ")]
+		if !ok {
+			continue
+		}
+		stmt = splice(stmt, first, wordsEnd, made(stmt[first].pos, name)...)
+	}
+	return stmt
 }
