@@ -19,7 +19,7 @@ type Deployment struct {
 	acks              chan CheckpointAck
 	// readView returns the rows of the job's view task here, if it has one
 	// (ErrNoView otherwise); they stay readable after the tasks ended.
-	readView func() ([]byte, error)
+	readView func(now bool) ([]byte, error)
 }
 
 // NewDeployment returns the deployment of tasks: cancel asks them to stop,
@@ -29,7 +29,7 @@ type Deployment struct {
 func NewDeployment(cancel func(cause error), tasks []TaskID) (d *Deployment, finish func(err error)) {
 	d = &Deployment{done: make(chan struct{}), metrics: map[TaskID]*TaskMetrics{},
 		trigger: func(int64) {}, complete: func(int64) {}, acks: make(chan CheckpointAck, 64),
-		readView: func() ([]byte, error) { return nil, ErrNoView }}
+		readView: func(bool) ([]byte, error) { return nil, ErrNoView }}
 	for _, id := range tasks {
 		d.metrics[id] = &TaskMetrics{}
 	}
@@ -47,12 +47,17 @@ func NewDeployment(cancel func(cause error), tasks []TaskID) (d *Deployment, fin
 // ErrNoView: the deployment has no view task.
 var ErrNoView = errors.New("exec: no view task here")
 
+// ErrViewNotReady: the view has not caught up with its inputs yet
+// (ViewReader).
+var ErrViewNotReady = errors.New("exec: the view has not caught up with its inputs yet")
+
 // OnReadView sets how the deployment reads its view task.
-func (d *Deployment) OnReadView(read func() ([]byte, error)) { d.readView = read }
+func (d *Deployment) OnReadView(read func(now bool) ([]byte, error)) { d.readView = read }
 
 // ReadView returns the current rows of the deployment's view task as an Arrow
-// IPC stream (ViewState.Snapshot), or ErrNoView.
-func (d *Deployment) ReadView() ([]byte, error) { return d.readView() }
+// IPC stream (ViewState.Snapshot), ErrViewNotReady (see ViewReader), or
+// ErrNoView.
+func (d *Deployment) ReadView(now bool) ([]byte, error) { return d.readView(now) }
 
 // OnCheckpoint sets how the deployment passes checkpoint triggers and
 // completions on to its tasks.

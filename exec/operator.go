@@ -145,6 +145,9 @@ type ResultSink interface {
 // (the "view" sink of its job), for the queries over the view to read while the
 // job runs and after it ended (Deployment.ReadView).
 type ViewReader interface {
-	// ReadView returns the rows as an Arrow IPC stream.
-	ReadView() ([]byte, error)
+	// ReadView returns the rows as an Arrow IPC stream. Until the view has
+	// caught up with its inputs (its job's bounded inputs ended, or the first
+	// checkpoint's barrier reached it) it returns ErrViewNotReady instead,
+	// unless now is set.
+	ReadView(now bool) ([]byte, error)
 }

@@ -32,7 +32,9 @@ func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.Connecto
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Snapshot: s.e.snapshot}
+	wait := s.vars["wait_for_views"].Str != "off"
+	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert,
+		Snapshot: func(view string) ([]byte, error) { return s.e.snapshot(ctx, view, wait) }}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)
 	}

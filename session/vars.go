@@ -38,6 +38,9 @@ func defaultVars() map[string]types.Value {
 		// The memory an aggregation's groups may take before it spills;
 		// empty: the TaskManagers' default (a share of the process's limit).
 		"work_mem": types.StringValue(""),
+		// A query over a view waits until the view has caught up with its
+		// inputs (views.go); off reads its rows at once.
+		"wait_for_views": types.StringValue("on"),
 	}
 }
 
@@ -90,6 +93,14 @@ func (s *Session) set(name string, v types.Value) error {
 		s.vars[name] = types.StringValue(text)
 		return nil
 	}
+	if name == "wait_for_views" {
+		on, ok := parseBool(formatVar(v))
+		if !ok {
+			return sql.Errorf(sql.ErrInvalidValue, 0, "parameter \"wait_for_views\" requires a Boolean value, got %s", formatVar(v))
+		}
+		s.vars[name] = types.StringValue(map[bool]string{true: "on", false: "off"}[on])
+		return nil
+	}
 	if name == "tolerable_failed_checkpoints" {
 		n, err := intValue(v)
 		if err != nil || n < 0 {
@@ -121,6 +132,18 @@ func (s *Session) set(name string, v types.Value) error {
 	}
 	s.vars[name] = types.StringValue(formatVar(v))
 	return nil
+}
+
+// parseBool reads a Boolean setting as PostgreSQL does: on, off, true,
+// false, yes, no, 1, 0 (any case).
+func parseBool(s string) (value, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "on", "true", "yes", "1", "t", "y":
+		return true, true
+	case "off", "false", "no", "0", "f", "n":
+		return false, true
+	}
+	return false, false
 }
 
 func intValue(v types.Value) (int64, error) {

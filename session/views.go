@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -103,9 +104,13 @@ func (e *Engine) restartView(t *sql.Table) error {
 	return err
 }
 
-// snapshot returns the rows of view name now (planner.Options.Snapshot). A
+// snapshot returns the rows of view name (planner.Options.Snapshot). With
+// wait it first waits, as long as ctx lets it (statement_timeout, a cancel),
+// until the view has caught up with its inputs: the job has read its bounded
+// inputs to the end, or its first checkpoint's barrier reached the view (so
+// a SELECT right after CREATE VIEW sees the whole result, not part of it). A
 // job between attempts (restarting after a failure) is waited for a little.
-func (e *Engine) snapshot(name string) ([]byte, error) {
+func (e *Engine) snapshot(ctx context.Context, name string, wait bool) ([]byte, error) {
 	e.views.mu.Lock()
 	job, ok := e.views.m[name]
 	e.views.mu.Unlock()
@@ -113,10 +118,28 @@ func (e *Engine) snapshot(name string) ([]byte, error) {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "view %s has no job keeping it (its query failed to start after a restart: see the log); DROP VIEW %s and create it again", name, name)
 	}
 	deadline := time.Now().Add(10 * time.Second)
+	poll := 5 * time.Millisecond
 	for {
-		data, err := job.ReadView()
+		data, err := job.ReadView(!wait)
 		if err == nil {
 			return data, nil
+		}
+		if errors.Is(err, exec.ErrViewNotReady) {
+			// Catching up takes as long as the view's query: not bounded
+			// by the restart deadline, only by ctx.
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-job.Done():
+				if jerr := job.Err(); jerr != nil {
+					return nil, fmt.Errorf("view %s: its job failed: %w", name, jerr)
+				}
+				return job.ReadView(true) // it ended: as caught up as it gets
+			case <-time.After(poll):
+				poll = min(2*poll, 200*time.Millisecond)
+			}
+			deadline = time.Now().Add(10 * time.Second)
+			continue
 		}
 		select {
 		case <-job.Done():

@@ -240,7 +240,7 @@ func (w *remoteWorker) fail(err error) {
 }
 
 // readView asks the TaskManager for the rows of job run's view task.
-func (w *remoteWorker) readView(run string) ([]byte, error) {
+func (w *remoteWorker) readView(run string, now bool) ([]byte, error) {
 	ch := make(chan *ViewData, 1)
 	w.mu.Lock()
 	w.nextID++
@@ -252,7 +252,7 @@ func (w *remoteWorker) readView(run string) ([]byte, error) {
 		delete(w.views, req)
 		w.mu.Unlock()
 	}()
-	if err := w.send(&FromJobManager{ReadView: &ReadView{Request: req, JobID: run}}); err != nil {
+	if err := w.send(&FromJobManager{ReadView: &ReadView{Request: req, JobID: run, Now: now}}); err != nil {
 		return nil, err
 	}
 	select {
@@ -260,6 +260,8 @@ func (w *remoteWorker) readView(run string) ([]byte, error) {
 		switch {
 		case v.NoView:
 			return nil, exec.ErrNoView
+		case v.NotReady:
+			return nil, exec.ErrViewNotReady
 		case v.Error != "":
 			return nil, errors.New(v.Error)
 		}
@@ -313,7 +315,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 	var finalView []byte // the view's rows once the tasks ended
 	var viewMu sync.Mutex
 	ended := false
-	d.OnReadView(func() ([]byte, error) {
+	d.OnReadView(func(now bool) ([]byte, error) {
 		viewMu.Lock()
 		if ended {
 			defer viewMu.Unlock()
@@ -323,7 +325,7 @@ func (w *remoteWorker) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			return finalView, nil
 		}
 		viewMu.Unlock()
-		return w.readView(run)
+		return w.readView(run, now)
 	})
 
 	// The deployment is in deployed before the TaskManager hears of it: a

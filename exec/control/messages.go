@@ -36,6 +36,7 @@ type FromJobManager struct {
 type ReadView struct {
 	Request int    `json:"request"`
 	JobID   string `json:"job"`
+	Now     bool   `json:"now,omitempty"` // the rows even if the view has not caught up
 }
 
 // ViewData answers ReadView: the rows as an Arrow IPC stream, or an error.
@@ -44,6 +45,8 @@ type ViewData struct {
 	Data    []byte `json:"data,omitempty"`
 	Error   string `json:"error,omitempty"`
 	NoView  bool   `json:"no_view,omitempty"`
+	// NotReady: the view has not caught up with its inputs yet.
+	NotReady bool `json:"not_ready,omitempty"`
 }
 
 // Checkpoint asks a TaskManager's tasks of a job (by RunID) to inject a

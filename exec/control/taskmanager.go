@@ -146,9 +146,11 @@ func serveSession(ctx context.Context, cfg TaskManagerConfig, conn *grpc.ClientC
 			go func() { // a snapshot of a big view takes a while: not on the receive loop
 				v := &ViewData{Request: m.ReadView.Request, NoView: true}
 				if d != nil {
-					data, err := d.ReadView()
+					data, err := d.ReadView(m.ReadView.Now)
 					switch {
 					case errors.Is(err, exec.ErrNoView):
+					case errors.Is(err, exec.ErrViewNotReady):
+						v.NoView, v.NotReady = false, true
 					case err != nil:
 						v.NoView, v.Error = false, err.Error()
 					default:
@@ -227,7 +229,7 @@ func (a *agent) deploy(ctx context.Context, m *Deploy, resultAddr string) {
 		delete(a.jobs, m.Graph.RunID())
 		a.mu.Unlock()
 		done := &JobDone{JobID: m.Graph.RunID(), Metrics: countersOf(d.Metrics())}
-		if view, err := d.ReadView(); err == nil {
+		if view, err := d.ReadView(true); err == nil {
 			done.View = view
 		}
 		if err != nil {

@@ -251,12 +251,12 @@ func (j *Job) runAttempt() error {
 
 // ReadView returns the current rows of the job's view task (a materialised
 // view's job) as an Arrow IPC stream; after the job ended, its final rows.
-func (j *Job) ReadView() ([]byte, error) {
+func (j *Job) ReadView(now bool) ([]byte, error) {
 	j.mu.Lock()
 	ds := j.deployments
 	j.mu.Unlock()
 	for _, d := range ds {
-		data, err := d.ReadView()
+		data, err := d.ReadView(now)
 		if errors.Is(err, exec.ErrNoView) {
 			continue
 		}

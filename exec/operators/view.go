@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -243,6 +244,7 @@ func (s *snapshotSource) Close() error { return nil }
 // job's deployment (Deployment.ReadView). It runs as one instance.
 type viewOp struct {
 	state *ViewState
+	ready atomic.Bool // caught up: read by ReadView on another goroutine
 }
 
 var (
@@ -255,8 +257,14 @@ func newViewOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	return &viewOp{state: NewViewState(spec.Out)}, nil
 }
 
-// ReadView returns the view's current rows (ViewState.Snapshot).
-func (o *viewOp) ReadView() ([]byte, error) { return o.state.Snapshot() }
+// ReadView returns the view's current rows (ViewState.Snapshot), once it has
+// caught up with its inputs (or at once with now).
+func (o *viewOp) ReadView(now bool) ([]byte, error) {
+	if !now && !o.ready.Load() {
+		return nil, exec.ErrViewNotReady
+	}
+	return o.state.Snapshot()
+}
 
 func (o *viewOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if tc.Parallelism != 1 {
@@ -269,7 +277,14 @@ func (o *viewOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, _ exec.C
 	return o.state.Send(ctx, "", b)
 }
 
-func (o *viewOp) ProcessSignal(context.Context, int, exec.Signal, exec.Collector) error { return nil }
+// ProcessSignal marks the view caught up at the end of its input, or at the
+// first checkpoint's barrier: what came before is in the view.
+func (o *viewOp) ProcessSignal(_ context.Context, _ int, s exec.Signal, _ exec.Collector) error {
+	if s.Kind == exec.EndOfStream || s.Kind == exec.Barrier {
+		o.ready.Store(true)
+	}
+	return nil
+}
 
 func (o *viewOp) Close(context.Context) error { return nil }
 
@@ -277,6 +292,12 @@ func (o *viewOp) SnapshotState(context.Context, int64) ([]byte, error) {
 	return o.state.SnapshotState()
 }
 
+// RestoreState restores a checkpoint's rows: the view is as caught up as it was
+// then.
 func (o *viewOp) RestoreState(_ context.Context, data []byte) error {
-	return o.state.RestoreState(data)
+	if err := o.state.RestoreState(data); err != nil {
+		return err
+	}
+	o.ready.Store(true)
+	return nil
 }
