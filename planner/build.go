@@ -246,6 +246,14 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
 			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
 
+	case *sql.MaxOneRow:
+		from, err := b.build(p.Input)
+		if err != nil {
+			return 0, err
+		}
+		op := exec.OperatorSpec{Kind: "max_one_row", Label: "max_one_row", Config: exec.MustConfig(struct{}{}), Out: p.Schema()}
+		return b.pass(from, b.add(op, 1, 1, in(from, gatherOrForward(b.par(from))))), nil
+
 	case *sql.Union:
 		left, err := b.build(p.Left)
 		if err != nil {

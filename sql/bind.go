@@ -90,6 +90,9 @@ type binder struct {
 	chars *charIndex
 	// ctes are the WITH queries in scope, innermost last (bind_with.go).
 	ctes []*cte
+	// outer are the scopes of the queries enclosing the subquery being bound
+	// (bind_subquery.go), innermost last.
+	outer []*scope
 }
 
 type colRef struct {

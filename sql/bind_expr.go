@@ -28,6 +28,9 @@ type exprCtx struct {
 	clause string    // for messages: "WHERE", "JOIN conditions", ...
 	aggs   *aggState // collects aggregate calls; nil where they are not allowed
 	inAgg  bool      // binding an aggregate's argument
+	// subs collects the clause's subqueries (bind_subquery.go); nil where
+	// they are not allowed.
+	subs *subqueries
 }
 
 // bindExpr binds one expression: names become column positions of ctx.scope,
@@ -110,8 +113,12 @@ func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
 		return b.bindCast(ctx, n)
 	case *ast.WindowFuncExpr:
 		return nil, b.errorf(ErrUnsupported, n, "window functions are not supported")
-	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
-		return nil, b.errorf(ErrUnsupported, n, "subqueries in expressions are not supported")
+	case *ast.SubqueryExpr:
+		return b.bindScalarSubquery(ctx, n)
+	case *ast.ExistsSubqueryExpr:
+		return b.bindExists(ctx, n)
+	case *ast.CompareSubqueryExpr:
+		return b.bindCompareSubquery(ctx, n)
 	case *ast.RowExpr:
 		return nil, b.errorf(ErrUnsupported, n, "row expressions are not supported")
 	case *ast.VariableExpr:
@@ -146,6 +153,17 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 		sc = &scope{}
 	}
 	found := sc.lookup(table, name)
+	if len(found) == 0 {
+		for _, outer := range b.outer {
+			if outer != nil && len(outer.lookup(table, name)) > 0 {
+				ref := cn.Name.O
+				if cn.Table.O != "" {
+					ref = cn.Table.O + "." + ref
+				}
+				return nil, b.errorf(ErrUnsupported, n, "correlated subqueries are not supported yet: %s refers to a column of an enclosing query", ref)
+			}
+		}
+	}
 	switch {
 	case len(found) == 0 && table != "" && !sc.hasTable(table):
 		return nil, b.errorf(ErrUnknownTable, n, "missing FROM-clause entry for table \"%s\"", table)
@@ -503,7 +521,7 @@ func (b *binder) bindLike(ctx *exprCtx, n *ast.PatternLikeOrIlikeExpr) (*expr.Ex
 
 func (b *binder) bindIn(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr, error) {
 	if n.Sel != nil {
-		return nil, b.errorf(ErrUnsupported, n, "IN (subquery) is not supported")
+		return b.bindInSubquery(ctx, n)
 	}
 	args := make([]*expr.Expr, 0, len(n.List)+1)
 	for _, a := range append([]ast.ExprNode{n.Expr}, n.List...) {

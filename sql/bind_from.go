@@ -45,11 +45,12 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		var p Plan = &Values{Rows: [][]*expr.Expr{{}}, Out: types.Schema{}}
 		sc := &scope{}
 		if sel.Where != nil {
-			w, err := b.bindWhere(sc, sel.Where)
+			subs := &subqueries{base: 0}
+			w, err := b.bindWhere(sc, sel.Where, subs)
 			if err != nil {
 				return nil, nil, err
 			}
-			p = &Filter{Input: p, Cond: w}
+			p = &Filter{Input: applySubqueries(p, subs), Cond: w}
 		}
 		return p, sc, nil
 	}
@@ -58,8 +59,9 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		return nil, nil, err
 	}
 	var where []*expr.Expr
+	subs := &subqueries{base: root.n}
 	if sel.Where != nil {
-		w, err := b.bindWhere(root.scope, sel.Where)
+		w, err := b.bindWhere(root.scope, sel.Where, subs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -69,14 +71,16 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// The subqueries' columns come after the FROM's: WHERE reads them.
+	p = applySubqueries(p, subs)
 	if len(where) > 0 {
 		p = &Filter{Input: p, Cond: and(where...)}
 	}
 	return p, root.scope, nil
 }
 
-func (b *binder) bindWhere(sc *scope, n ast.ExprNode) (*expr.Expr, error) {
-	w, err := b.bindExpr(&exprCtx{scope: sc, clause: "WHERE"}, n)
+func (b *binder) bindWhere(sc *scope, n ast.ExprNode, subs *subqueries) (*expr.Expr, error) {
+	w, err := b.bindExpr(&exprCtx{scope: sc, clause: "WHERE", subs: subs}, n)
 	if err != nil {
 		return nil, err
 	}

@@ -53,11 +53,15 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	hasAgg := sel.GroupBy != nil || sel.Having != nil || hasAggregate(sel)
 	if hasAgg {
 		ctx.aggs = &aggState{}
+	} else {
+		// Subqueries of the select list add their columns after the input's.
+		ctx.subs = &subqueries{base: len(input.Schema())}
 	}
 	items, err := b.bindSelectList(ctx, sel.Fields.Fields)
 	if err != nil {
 		return nil, err
 	}
+	input = applySubqueries(input, ctx.subs)
 	var groups []*expr.Expr
 	if sel.GroupBy != nil {
 		if groups, err = b.bindGroupBy(sc, sel.GroupBy, items); err != nil {

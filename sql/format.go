@@ -85,6 +85,8 @@ func describeNode(p Plan) string {
 		return s + " -> " + schemaText(p.Out)
 	case *Union:
 		return "Union all -> " + schemaText(p.Out)
+	case *MaxOneRow:
+		return "MaxOneRow -> " + schemaText(p.Schema())
 	case *Sort:
 		in := p.Input.Schema()
 		keys := make([]string, len(p.Keys))

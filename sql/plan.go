@@ -168,3 +168,12 @@ type Union struct {
 
 func (p *Union) Schema() types.Schema { return p.Out }
 func (p *Union) Inputs() []Plan       { return []Plan{p.Left, p.Right} }
+
+// MaxOneRow passes its input's rows, failing the query (SQLSTATE 21000) if
+// there is more than one: a scalar subquery's.
+type MaxOneRow struct {
+	Input Plan
+}
+
+func (p *MaxOneRow) Schema() types.Schema { return p.Input.Schema() }
+func (p *MaxOneRow) Inputs() []Plan       { return []Plan{p.Input} }

@@ -73,6 +73,8 @@ func foldPlan(p Plan) Plan {
 		c := *n
 		c.Left, c.Right = foldPlan(n.Left), foldPlan(n.Right)
 		return &c
+	case *MaxOneRow:
+		return &MaxOneRow{Input: foldPlan(n.Input)}
 	case *Sort:
 		c := *n
 		c.Input = foldPlan(n.Input)

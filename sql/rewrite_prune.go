@@ -86,6 +86,9 @@ func renameInPlace(p Plan, want types.Schema) (Plan, bool) {
 		c := *n
 		c.Out = want
 		return &c, true
+	case *MaxOneRow:
+		in, ok := renameInPlace(n.Input, want)
+		return &MaxOneRow{Input: in}, ok
 	case *Filter:
 		in, ok := renameInPlace(n.Input, want)
 		return &Filter{Input: in, Cond: n.Cond}, ok
@@ -148,6 +151,9 @@ func prune(p Plan, need []bool) (Plan, []int) {
 		return pruneAggregate(n, need)
 	case *Join:
 		return pruneJoin(n, need)
+	case *MaxOneRow:
+		in, m := prune(n.Input, need)
+		return &MaxOneRow{Input: in}, m
 	case *Union:
 		// Both sides keep every column, so that they line up.
 		return &Union{Left: pruneRoot(n.Left), Right: pruneRoot(n.Right), Out: n.Out}, identity(len(need))

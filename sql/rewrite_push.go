@@ -58,6 +58,9 @@ func pushFilters(p Plan, preds []*expr.Expr) Plan {
 		return filterOver(&c, stay)
 	case *Join:
 		return pushJoin(n, preds)
+	case *MaxOneRow:
+		// Filtering first could hide a second row: nothing moves down.
+		return filterOver(&MaxOneRow{Input: pushFilters(n.Input, nil)}, preds)
 	case *Union:
 		// Each side's rows are filtered alike: its columns are the union's.
 		c := *n

@@ -82,6 +82,7 @@ var sentinelCodes = []struct {
 	{exec.ErrUnknownConnector, "42704"},     // undefined_object
 	{spec.ErrBadOption, "22023"},            // invalid_parameter_value: a bad CONNECTION option
 	{jobmanager.ErrNoSlots, "53000"},        // insufficient_resources
+	{exec.ErrSubqueryRows, "21000"},         // cardinality_violation
 	{sql.ErrUnknownUser, "42704"},           // undefined_object
 	{sql.ErrDuplicateUser, "42710"},         // duplicate_object
 	{sql.ErrInsufficientPrivilege, "42501"}, // insufficient_privilege

@@ -23,6 +23,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("hash_join", newHashJoinOp)
 	r.RegisterOperator("upsert", newUpsertOp)
 	r.RegisterOperator("union", newUnionOp)
+	r.RegisterOperator("max_one_row", newMaxOneRowOp)
 	r.RegisterOperator("sort", newSortOp)
 	r.RegisterOperator("limit", newLimitOp)
 	r.RegisterOperator("result", newResultOp)

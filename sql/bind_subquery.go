@@ -1,0 +1,401 @@
+package sql
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Subqueries in expressions, decorrelated into joins rather than run once per
+// row. Each subquery of a clause (WHERE, a select list without aggregates)
+// becomes columns appended to the clause's input by a left join, and the
+// expression reads them:
+//
+//	(SELECT v ...)         a nested-loop join with the subquery's rows, at most
+//	                       one (MaxOneRow checks it): its value, NULL for none
+//	EXISTS (SELECT ...)    a join with one row: count(*) > 0 of the subquery
+//	                       limited to one row
+//	x IN (SELECT y ...)    a hash join on x = y with the distinct ys, marking
+//	                       the rows that match, and a join with one row of the
+//	                       subquery's count(*) and count(y), for SQL's NULLs:
+//	                       no match is NULL when x is NULL or a y is NULL
+//	x op ANY|ALL (...)     a join with one row of count(*), count(y), min(y)
+//	                       and max(y), from which the comparison follows
+//
+// A subquery that refers to a column of an enclosing query (a correlated
+// one) is refused for now, naming the column.
+
+// subqueries collects the subqueries of one clause's expressions.
+type subqueries struct {
+	base  int // the clause's input width: the first subquery column
+	joins []subqueryJoin
+	added int // columns appended so far
+}
+
+// subqueryJoin appends right's columns to the input: a left join on
+// outerKeys (over the input as it is before the join) = innerKeys (columns
+// of right), or with every row of right when there are no keys.
+type subqueryJoin struct {
+	right     Plan
+	outerKeys []*expr.Expr
+	innerKeys []int
+}
+
+// add registers a join and returns where right's first column lands.
+func (s *subqueries) add(j subqueryJoin) int {
+	pos := s.base + s.added
+	s.joins = append(s.joins, j)
+	s.added += len(j.right.Schema())
+	return pos
+}
+
+// applySubqueries appends the subqueries' columns to input.
+func applySubqueries(input Plan, s *subqueries) Plan {
+	if s == nil {
+		return input
+	}
+	for _, j := range s.joins {
+		input = leftJoin(input, j.right, j.outerKeys, j.innerKeys)
+	}
+	return input
+}
+
+// leftJoin is left LEFT JOIN right ON lkeys = rkeys, its output left's
+// columns then right's.
+func leftJoin(left, right Plan, lkeys []*expr.Expr, rkeys []int) Plan {
+	ls := left.Schema()
+	nl := len(ls)
+	lcols, lextra := keyColumns(lkeys, nl)
+	physL := left
+	if len(lextra) > 0 {
+		physL = appendColumns(left, lextra)
+	}
+	out := append(append(types.Schema{}, physL.Schema()...), right.Schema()...)
+	j := &Join{Left: physL, Right: right, Kind: LeftJoin, LeftKeys: lcols, RightKeys: rkeys, Out: out}
+	if len(lextra) == 0 {
+		return j
+	}
+	// Drop the key columns computed for the join.
+	var exprs []*expr.Expr
+	var names types.Schema
+	for i, f := range out {
+		if i >= nl && i < nl+len(lextra) {
+			continue
+		}
+		exprs = append(exprs, expr.Column(i, f.Type, f.Name))
+		names = append(names, f)
+	}
+	return &Project{Input: j, Exprs: exprs, Out: names}
+}
+
+// bindSubquery binds a subquery's query with the enclosing query's scope
+// known, so that a reference to one of its columns is refused by name.
+func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode) (Plan, error) {
+	if ctx.subs == nil {
+		return nil, b.errorf(ErrUnsupported, n, "subqueries are not supported in %s", ctx.where())
+	}
+	b.outer = append(b.outer, ctx.scope)
+	defer func() { b.outer = b.outer[:len(b.outer)-1] }()
+	switch q := q.(type) {
+	case *ast.SelectStmt:
+		return b.bindQuery(q)
+	case *ast.SetOprStmt:
+		return b.bindSetOpr(q)
+	}
+	return nil, b.errorf(ErrUnsupported, n, "this subquery is not supported")
+}
+
+// subqueryOf unwraps the subquery of an EXISTS or IN.
+func subqueryOf(n ast.ExprNode) (*ast.SubqueryExpr, bool) {
+	for {
+		switch e := n.(type) {
+		case *ast.SubqueryExpr:
+			return e, true
+		case *ast.ParenthesesExpr:
+			n = e.Expr
+		default:
+			return nil, false
+		}
+	}
+}
+
+// bindScalarSubquery binds (SELECT v ...) in an expression.
+func (b *binder) bindScalarSubquery(ctx *exprCtx, n *ast.SubqueryExpr) (*expr.Expr, error) {
+	p, err := b.bindSubquery(ctx, n, n.Query)
+	if err != nil {
+		return nil, err
+	}
+	s := p.Schema()
+	if len(s) != 1 {
+		return nil, b.errorf(ErrSyntax, n, "subquery must return only one column")
+	}
+	if !oneRow(p) {
+		p = &MaxOneRow{Input: p}
+	}
+	pos := ctx.subs.add(subqueryJoin{right: p})
+	return expr.Column(pos, s[0].Type, s[0].Name), nil
+}
+
+// oneRow reports whether p yields exactly one row: an aggregate without
+// GROUP BY, under projections.
+func oneRow(p Plan) bool {
+	for {
+		switch n := p.(type) {
+		case *Project:
+			p = n.Input
+		case *Aggregate:
+			return len(n.GroupBy) == 0
+		default:
+			return false
+		}
+	}
+}
+
+// bindExists binds [NOT] EXISTS (subquery).
+func (b *binder) bindExists(ctx *exprCtx, n *ast.ExistsSubqueryExpr) (*expr.Expr, error) {
+	sq, ok := subqueryOf(n.Sel)
+	if !ok {
+		return nil, b.errorf(ErrUnsupported, n, "EXISTS takes a subquery")
+	}
+	p, err := b.bindSubquery(ctx, n, sq.Query)
+	if err != nil {
+		return nil, err
+	}
+	count := &Aggregate{Input: &Limit{Input: p, Count: 1}, Out: types.Schema{{Name: "count", Type: types.Int64Type}},
+		Aggs: []AggCall{{Func: "count", Arg: -1, Type: types.Int64Type}}}
+	some, err := b.call(n, ">", expr.Column(0, types.Int64Type, "count"), expr.Literal(types.IntValue(0)))
+	if err != nil {
+		return nil, err
+	}
+	right := &Project{Input: count, Exprs: []*expr.Expr{some}, Out: types.Schema{{Name: "exists", Type: types.BoolType}}}
+	pos := ctx.subs.add(subqueryJoin{right: right})
+	e := expr.Column(pos, types.BoolType, "exists")
+	if n.Not {
+		return b.call(n, "not", e)
+	}
+	return e, nil
+}
+
+// bindInSubquery binds x [NOT] IN (subquery).
+func (b *binder) bindInSubquery(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr, error) {
+	sq, ok := subqueryOf(n.Sel)
+	if !ok {
+		return nil, b.errorf(ErrUnsupported, n, "IN takes a list or a subquery")
+	}
+	x, err := b.bindExpr(ctx, n.Expr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.bindSubquery(ctx, n, sq.Query)
+	if err != nil {
+		return nil, err
+	}
+	x, y, err := b.subqueryOperand(n, x, p)
+	if err != nil {
+		return nil, err
+	}
+	// The distinct values, each with a mark: a row that finds its value
+	// reads the mark TRUE, one that does not NULL.
+	vals := &Project{Input: p, Exprs: []*expr.Expr{y}, Out: types.Schema{{Name: "y", Type: y.Type}}}
+	distinct := &Aggregate{Input: vals, GroupBy: []int{0}, Out: vals.Out}
+	marked := &Project{Input: distinct,
+		Exprs: []*expr.Expr{expr.Column(0, y.Type, "y"), expr.Literal(types.BoolValue(true))},
+		Out:   types.Schema{{Name: "y", Type: y.Type}, {Name: "found", Type: types.BoolType}}}
+	at := ctx.subs.add(subqueryJoin{right: marked, outerKeys: []*expr.Expr{x}, innerKeys: []int{0}})
+	found := expr.Column(at+1, types.BoolType, "found")
+	stats, err := b.subqueryStats(n, p, y, ctx.subs)
+	if err != nil {
+		return nil, err
+	}
+	// CASE WHEN found THEN true WHEN n = 0 THEN false
+	//      WHEN x IS NULL OR nn < n THEN NULL ELSE false END
+	xNull, err := b.call(n, "is_null", x)
+	if err != nil {
+		return nil, err
+	}
+	someNull, err := b.call(n, "<", stats.nn, stats.n)
+	if err != nil {
+		return nil, err
+	}
+	unknown, err := b.call(n, "or", xNull, someNull)
+	if err != nil {
+		return nil, err
+	}
+	e, err := b.call(n, "case", found, boolLit(true), stats.empty, boolLit(false), unknown, expr.Literal(types.NullValue(types.BoolType)), boolLit(false))
+	if err != nil || !n.Not {
+		return e, err
+	}
+	return b.call(n, "not", e)
+}
+
+func boolLit(v bool) *expr.Expr { return expr.Literal(types.BoolValue(v)) }
+
+// subqueryOperand checks that p has one column and returns x and that column
+// (over p), both cast to their common type.
+func (b *binder) subqueryOperand(n ast.Node, x *expr.Expr, p Plan) (*expr.Expr, *expr.Expr, error) {
+	s := p.Schema()
+	if len(s) != 1 {
+		return nil, nil, b.errorf(ErrSyntax, n, "subquery has too many columns")
+	}
+	y := expr.Column(0, s[0].Type, s[0].Name)
+	args, err := b.adaptLiterals(n, []*expr.Expr{x, y})
+	if err != nil {
+		return nil, nil, err
+	}
+	x, y = args[0], args[1]
+	t, ok := expr.Coerce(x.Type, y.Type)
+	if !ok {
+		return nil, nil, b.errorf(ErrType, n, "operator does not exist: %s = %s", x.Type, y.Type)
+	}
+	if t.ID == types.Null {
+		t = types.StringType
+	}
+	if x.Type != t {
+		x = expr.Cast(x, t)
+	}
+	if y.Type != t {
+		y = expr.Cast(y, t)
+	}
+	return x, y, nil
+}
+
+// subqueryStats are the columns of a subquery's one-row summary.
+type subqueryStatCols struct {
+	n, nn, min, max *expr.Expr // count(*), count(y), min(y), max(y)
+	empty           *expr.Expr // n = 0
+}
+
+// subqueryStats joins one row of count(*), count(y), min(y) and max(y) of
+// the subquery p (y over p) to the clause's input.
+func (b *binder) subqueryStats(n ast.Node, p Plan, y *expr.Expr, subs *subqueries) (subqueryStatCols, error) {
+	vals := &Project{Input: p, Exprs: []*expr.Expr{y}, Out: types.Schema{{Name: "y", Type: y.Type}}}
+	agg := &Aggregate{Input: vals, Out: types.Schema{
+		{Name: "n", Type: types.Int64Type}, {Name: "nn", Type: types.Int64Type}, {Name: "min", Type: y.Type}, {Name: "max", Type: y.Type}},
+		Aggs: []AggCall{{Func: "count", Arg: -1, Type: types.Int64Type}, {Func: "count", Arg: 0, Type: types.Int64Type},
+			{Func: "min", Arg: 0, Type: y.Type}, {Func: "max", Arg: 0, Type: y.Type}}}
+	at := subs.add(subqueryJoin{right: agg})
+	c := subqueryStatCols{
+		n:   expr.Column(at, types.Int64Type, "n"),
+		nn:  expr.Column(at+1, types.Int64Type, "nn"),
+		min: expr.Column(at+2, y.Type, "min"),
+		max: expr.Column(at+3, y.Type, "max"),
+	}
+	var err error
+	c.empty, err = b.call(n, "=", c.n, expr.Literal(types.IntValue(0)))
+	return c, err
+}
+
+// quantified are the comparisons of x op ANY|ALL (subquery), reduced to the
+// subquery's minimum or maximum: for each op, the bound that decides ANY,
+// then ALL's.
+var quantified = map[opcode.Op][2]string{
+	opcode.LT: {"max", "min"}, opcode.LE: {"max", "min"},
+	opcode.GT: {"min", "max"}, opcode.GE: {"min", "max"},
+}
+
+// bindCompareSubquery binds x op ANY|SOME|ALL (subquery).
+func (b *binder) bindCompareSubquery(ctx *exprCtx, n *ast.CompareSubqueryExpr) (*expr.Expr, error) {
+	fn, ok := binaryOps[n.Op]
+	if !ok || !isComparison(fn) {
+		return nil, b.errorf(ErrUnsupported, n, "operator %s with ANY or ALL is not supported", n.Op)
+	}
+	sq, ok := subqueryOf(n.R)
+	if !ok {
+		return nil, b.errorf(ErrUnsupported, n, "ANY and ALL take a subquery")
+	}
+	if fn == "=" && !n.All || fn == "<>" && n.All {
+		// = ANY is IN; <> ALL is NOT IN.
+		return b.bindInSubquery(ctx, &ast.PatternInExpr{Expr: n.L, Sel: sq, Not: n.All})
+	}
+	x, err := b.bindExpr(ctx, n.L)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.bindSubquery(ctx, n, sq.Query)
+	if err != nil {
+		return nil, err
+	}
+	x, y, err := b.subqueryOperand(n, x, p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.subqueryStats(n, p, y, ctx.subs)
+	if err != nil {
+		return nil, err
+	}
+	// decided: the comparison some (ANY) or every (ALL) value satisfies,
+	// judged on the non-NULL values; then NULLs among them, or a NULL x,
+	// leave it unknown.
+	var decided *expr.Expr
+	switch {
+	case fn == "=": // = ALL: every value is x
+		lo, err := b.call(n, "<>", st.min, x)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := b.call(n, "<>", st.max, x)
+		if err != nil {
+			return nil, err
+		}
+		if decided, err = b.call(n, "or", lo, hi); err != nil { // some value differs: false
+			return nil, err
+		}
+	case fn == "<>": // <> ANY: some value differs from x
+		lo, err := b.call(n, "<>", st.min, x)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := b.call(n, "<>", st.max, x)
+		if err != nil {
+			return nil, err
+		}
+		if decided, err = b.call(n, "or", lo, hi); err != nil {
+			return nil, err
+		}
+	default:
+		bound := st.max
+		k := 0
+		if n.All {
+			k = 1
+		}
+		if quantified[n.Op][k] == "min" {
+			bound = st.min
+		}
+		cmp, err := b.call(n, fn, x, bound)
+		if err != nil {
+			return nil, err
+		}
+		decided = cmp
+		if n.All {
+			if decided, err = b.call(n, "not", cmp); err != nil { // a value fails: false
+				return nil, err
+			}
+		}
+	}
+	xNull, err := b.call(n, "is_null", x)
+	if err != nil {
+		return nil, err
+	}
+	someValue, err := b.call(n, ">", st.nn, expr.Literal(types.IntValue(0)))
+	if err != nil {
+		return nil, err
+	}
+	decides, err := b.call(n, "and", someValue, decided)
+	if err != nil {
+		return nil, err
+	}
+	someNull, err := b.call(n, "<", st.nn, st.n)
+	if err != nil {
+		return nil, err
+	}
+	// ANY: empty false; decided true; NULLs unknown; else false.
+	// ALL: empty true; decided false; NULLs unknown; else true.
+	onEmpty, onDecided, otherwise := false, true, false
+	if n.All {
+		onEmpty, onDecided, otherwise = true, false, true
+	}
+	null := expr.Literal(types.NullValue(types.BoolType))
+	return b.call(n, "case", st.empty, boolLit(onEmpty), xNull, null, decides, boolLit(onDecided), someNull, null, boolLit(otherwise))
+}
