@@ -91,8 +91,10 @@ type binder struct {
 	// ctes are the WITH queries in scope, innermost last (bind_with.go).
 	ctes []*cte
 	// outer are the scopes of the queries enclosing the subquery being bound
-	// (bind_subquery.go), innermost last.
-	outer []*scope
+	// (bind_subquery.go), innermost last; pendingCorr is the correlation the
+	// next SELECT's FROM takes (bind_correlated.go).
+	outer       []*scope
+	pendingCorr *correlation
 }
 
 type colRef struct {
@@ -268,6 +270,11 @@ type scope struct {
 	// star lists, by position in cols, what SELECT * expands to (USING puts the
 	// merged columns first, as PostgreSQL does).
 	star []int
+	// corr is set in the scope of a correlated subquery (bind_correlated.go);
+	// countRows is what its COUNT(*) counts, a column NULL on the domain rows
+	// nothing matched.
+	corr      *correlation
+	countRows *expr.Expr
 }
 
 func (c column) qualified() string {

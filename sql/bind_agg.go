@@ -57,7 +57,9 @@ func (b *binder) bindAggregate(ctx *exprCtx, n *ast.AggregateFuncExpr) (*expr.Ex
 	}
 	var arg *expr.Expr
 	typ := types.Int64Type
-	if fn != "count" || n.Distinct || !isRowCount(n.Args[0]) {
+	if fn == "count" && !n.Distinct && isRowCount(n.Args[0]) && ctx.scope != nil && ctx.scope.countRows != nil {
+		arg = ctx.scope.countRows // a correlated subquery's: not its domain rows
+	} else if fn != "count" || n.Distinct || !isRowCount(n.Args[0]) {
 		inner := *ctx
 		inner.inAgg = true
 		a, err := b.bindExpr(&inner, n.Args[0])

@@ -54,9 +54,16 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		}
 		return p, sc, nil
 	}
+	corr := b.pendingCorr
+	b.pendingCorr = nil
 	root, err := b.bindFrom(sel.From.TableRefs, 0)
 	if err != nil {
 		return nil, nil, err
+	}
+	if corr != nil {
+		if corr.cols = freeColumns(sel, root.scope, corr.outer); len(corr.cols) > 0 {
+			return b.bindCorrelatedFromWhere(sel, root, corr)
+		}
 	}
 	var where []*expr.Expr
 	subs := &subqueries{base: root.n}

@@ -68,6 +68,21 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 			return nil, err
 		}
 	}
+	if corr := sc.corr; corr != nil {
+		// A correlated subquery carries its domain along, grouped by it.
+		switch {
+		case sel.Limit != nil:
+			return nil, b.errorf(ErrUnsupported, sel.Limit.Count, "LIMIT in a correlated subquery is not supported yet")
+		case corr.kind == corrScalar && !hasAgg:
+			return nil, b.errorf(ErrUnsupported, sel.Fields.Fields[0].Expr, "a correlated scalar subquery must aggregate (SELECT max(...) ...) for now")
+		}
+		for _, it := range domainItems(corr) {
+			items = append(items, it)
+			if hasAgg {
+				groups = append(groups, it.e)
+			}
+		}
+	}
 	var having *expr.Expr
 	if sel.Having != nil {
 		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs}, sel.Having.Expr)

@@ -41,6 +41,9 @@ type subqueryJoin struct {
 	right     Plan
 	outerKeys []*expr.Expr
 	innerKeys []int
+	// domain, for a correlated subquery, is filled in from the input when
+	// joined; the keys then match NULLs too.
+	domain *correlation
 }
 
 // add registers a join and returns where right's first column lands.
@@ -57,31 +60,45 @@ func applySubqueries(input Plan, s *subqueries) Plan {
 		return input
 	}
 	for _, j := range s.joins {
-		input = leftJoin(input, j.right, j.outerKeys, j.innerKeys)
+		right := j.right
+		rs := right.Schema()
+		lkeys := j.outerKeys
+		rkeys := make([]*expr.Expr, len(j.innerKeys))
+		for i, c := range j.innerKeys {
+			rkeys[i] = expr.Column(c, rs[c].Type, rs[c].Name)
+		}
+		if j.domain != nil {
+			right = withDomain(right, input, j.domain)
+			lkeys, rkeys = nullSafeKeys(lkeys), nullSafeKeys(rkeys)
+		}
+		input = leftJoin(input, right, lkeys, rkeys)
 	}
 	return input
 }
 
-// leftJoin is left LEFT JOIN right ON lkeys = rkeys, its output left's
-// columns then right's.
-func leftJoin(left, right Plan, lkeys []*expr.Expr, rkeys []int) Plan {
-	ls := left.Schema()
-	nl := len(ls)
+// leftJoin is left LEFT JOIN right ON lkeys = rkeys (expressions over each
+// side), its output left's columns then right's.
+func leftJoin(left, right Plan, lkeys, rkeys []*expr.Expr) Plan {
+	nl, nr := len(left.Schema()), len(right.Schema())
 	lcols, lextra := keyColumns(lkeys, nl)
-	physL := left
+	rcols, rextra := keyColumns(rkeys, nr)
+	physL, physR := left, right
 	if len(lextra) > 0 {
 		physL = appendColumns(left, lextra)
 	}
-	out := append(append(types.Schema{}, physL.Schema()...), right.Schema()...)
-	j := &Join{Left: physL, Right: right, Kind: LeftJoin, LeftKeys: lcols, RightKeys: rkeys, Out: out}
-	if len(lextra) == 0 {
+	if len(rextra) > 0 {
+		physR = appendColumns(right, rextra)
+	}
+	out := append(append(types.Schema{}, physL.Schema()...), physR.Schema()...)
+	j := &Join{Left: physL, Right: physR, Kind: LeftJoin, LeftKeys: lcols, RightKeys: rcols, Out: out}
+	if len(lextra) == 0 && len(rextra) == 0 {
 		return j
 	}
 	// Drop the key columns computed for the join.
 	var exprs []*expr.Expr
 	var names types.Schema
 	for i, f := range out {
-		if i >= nl && i < nl+len(lextra) {
+		if i >= nl && i < nl+len(lextra) || i >= nl+len(lextra)+nr {
 			continue
 		}
 		exprs = append(exprs, expr.Column(i, f.Type, f.Name))
@@ -91,21 +108,39 @@ func leftJoin(left, right Plan, lkeys []*expr.Expr, rkeys []int) Plan {
 }
 
 // bindSubquery binds a subquery's query with the enclosing query's scope
-// known, so that a reference to one of its columns is refused by name.
-func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode) (Plan, error) {
+// known: a subquery used as kind (nil: one that may not be correlated) may
+// read its columns (bind_correlated.go), and returns its correlation then;
+// otherwise a reference to one is refused by name.
+func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kind *corrKind) (Plan, *correlation, error) {
 	if ctx.subs == nil {
-		return nil, b.errorf(ErrUnsupported, n, "subqueries are not supported in %s", ctx.where())
+		return nil, nil, b.errorf(ErrUnsupported, n, "subqueries are not supported in %s", ctx.where())
 	}
 	b.outer = append(b.outer, ctx.scope)
-	defer func() { b.outer = b.outer[:len(b.outer)-1] }()
+	saved := b.pendingCorr
+	defer func() { b.outer, b.pendingCorr = b.outer[:len(b.outer)-1], saved }()
+	var corr *correlation
 	switch q := q.(type) {
 	case *ast.SelectStmt:
-		return b.bindQuery(q)
+		if kind != nil && ctx.scope != nil {
+			corr = &correlation{outer: ctx.scope, kind: *kind}
+			b.pendingCorr = corr
+		}
+		p, err := b.bindQuery(q)
+		if err != nil || corr == nil || len(corr.cols) == 0 {
+			return p, nil, err
+		}
+		return p, corr, nil
 	case *ast.SetOprStmt:
-		return b.bindSetOpr(q)
+		p, err := b.bindSetOpr(q)
+		return p, nil, err
 	}
-	return nil, b.errorf(ErrUnsupported, n, "this subquery is not supported")
+	return nil, nil, b.errorf(ErrUnsupported, n, "this subquery is not supported")
 }
+
+var (
+	asScalar = corrScalar
+	asExists = corrExists
+)
 
 // subqueryOf unwraps the subquery of an EXISTS or IN.
 func subqueryOf(n ast.ExprNode) (*ast.SubqueryExpr, bool) {
@@ -123,11 +158,19 @@ func subqueryOf(n ast.ExprNode) (*ast.SubqueryExpr, bool) {
 
 // bindScalarSubquery binds (SELECT v ...) in an expression.
 func (b *binder) bindScalarSubquery(ctx *exprCtx, n *ast.SubqueryExpr) (*expr.Expr, error) {
-	p, err := b.bindSubquery(ctx, n, n.Query)
+	p, corr, err := b.bindSubquery(ctx, n, n.Query, &asScalar)
 	if err != nil {
 		return nil, err
 	}
 	s := p.Schema()
+	if corr != nil {
+		// Its value per domain value, then the domain's columns.
+		if len(s) != 1+len(corr.cols) {
+			return nil, b.errorf(ErrSyntax, n, "subquery must return only one column")
+		}
+		pos := ctx.subs.add(domainJoin(p, corr))
+		return expr.Column(pos, s[0].Type, s[0].Name), nil
+	}
 	if len(s) != 1 {
 		return nil, b.errorf(ErrSyntax, n, "subquery must return only one column")
 	}
@@ -159,9 +202,33 @@ func (b *binder) bindExists(ctx *exprCtx, n *ast.ExistsSubqueryExpr) (*expr.Expr
 	if !ok {
 		return nil, b.errorf(ErrUnsupported, n, "EXISTS takes a subquery")
 	}
-	p, err := b.bindSubquery(ctx, n, sq.Query)
+	p, corr, err := b.bindSubquery(ctx, n, sq.Query, &asExists)
 	if err != nil {
 		return nil, err
+	}
+	if corr != nil {
+		// The domain values some row matched, marked.
+		s := p.Schema()
+		k := len(corr.cols)
+		exprs := make([]*expr.Expr, k)
+		dom := make(types.Schema, k)
+		for i := range k {
+			f := s[len(s)-k+i]
+			exprs[i], dom[i] = expr.Column(len(s)-k+i, f.Type, f.Name), f
+		}
+		matched := &Aggregate{Input: &Project{Input: p, Exprs: exprs, Out: dom}, GroupBy: identity(k), Out: dom}
+		mexprs := []*expr.Expr{boolLit(true)}
+		mout := types.Schema{{Name: "exists", Type: types.BoolType}}
+		for i, f := range dom {
+			mexprs = append(mexprs, expr.Column(i, f.Type, f.Name))
+			mout = append(mout, f)
+		}
+		pos := ctx.subs.add(domainJoin(&Project{Input: matched, Exprs: mexprs, Out: mout}, corr))
+		e, err := b.call(n, "coalesce", expr.Column(pos, types.BoolType, "exists"), boolLit(false))
+		if err != nil || !n.Not {
+			return e, err
+		}
+		return b.call(n, "not", e)
 	}
 	count := &Aggregate{Input: &Limit{Input: p, Count: 1}, Out: types.Schema{{Name: "count", Type: types.Int64Type}},
 		Aggs: []AggCall{{Func: "count", Arg: -1, Type: types.Int64Type}}}
@@ -188,7 +255,7 @@ func (b *binder) bindInSubquery(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr,
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.bindSubquery(ctx, n, sq.Query)
+	p, _, err := b.bindSubquery(ctx, n, sq.Query, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +380,7 @@ func (b *binder) bindCompareSubquery(ctx *exprCtx, n *ast.CompareSubqueryExpr) (
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.bindSubquery(ctx, n, sq.Query)
+	p, _, err := b.bindSubquery(ctx, n, sq.Query, nil)
 	if err != nil {
 		return nil, err
 	}

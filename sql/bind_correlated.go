@@ -1,0 +1,259 @@
+package sql
+
+import (
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Correlated subqueries, decorrelated as Neumann and Kemper's "Unnesting
+// Arbitrary Queries" does: a subquery S that reads columns c of its enclosing
+// query is computed once for each distinct value of c (its domain D), not
+// once per row. D is the distinct c of the enclosing query's input; S's FROM
+// is joined with D and S's WHERE becomes that join's condition, so the outer
+// references are D's columns; S's result carries D's columns along (its
+// aggregates grouped by them too), and the enclosing query's rows join it on
+// c = D, NULL-safely. For an aggregate S the join with D is an outer one that
+// keeps every D row, so a domain value no row matches still gets its
+// aggregates of no rows (COUNT(*) then counts a marker column of S's side:
+// 0, not 1).
+//
+// Supported: correlation through S's WHERE (any condition: an equality
+// becomes a hash join's key, anything else a nested-loop join's condition),
+// one level deep, in scalar subqueries whose select list aggregates, EXISTS
+// and NOT EXISTS. Refused with a message: correlated IN, ANY/ALL, scalar
+// subqueries without aggregates, LIMIT in a correlated subquery, and outer
+// references beyond the subquery's WHERE and select list.
+
+// corrKind is what a correlated subquery is used as.
+type corrKind int
+
+const (
+	corrScalar corrKind = iota // (SELECT agg(...) ...)
+	corrExists                 // EXISTS (SELECT ...)
+)
+
+// correlation is a correlated subquery being bound.
+type correlation struct {
+	outer  *scope
+	kind   corrKind
+	cols   []column // the enclosing columns the subquery reads, as the enclosing scope has them
+	at     int      // where D's columns are in the subquery's scope
+	domain *Domain  // stands for D in the subquery's plan until the join (applySubqueries)
+}
+
+// Domain stands for the distinct values of the enclosing columns a correlated
+// subquery reads, in the subquery's plan until it is joined to the enclosing
+// query's input, which gives it its rows. The planner never sees one.
+type Domain struct {
+	Out types.Schema
+}
+
+func (p *Domain) Schema() types.Schema { return p.Out }
+func (p *Domain) Inputs() []Plan       { return nil }
+
+// freeColumns lists the enclosing columns sel reads: names in its WHERE and
+// select list that its own FROM (sc) does not have and outer does, in the
+// order they are written. Nested subqueries are not looked into.
+func freeColumns(sel *ast.SelectStmt, sc, outer *scope) []column {
+	v := &freeFinder{sc: sc, outer: outer, seen: map[int]bool{}}
+	if sel.Where != nil {
+		sel.Where.Accept(v)
+	}
+	if sel.Fields != nil {
+		for _, f := range sel.Fields.Fields {
+			if f.Expr != nil {
+				f.Expr.Accept(v)
+			}
+		}
+	}
+	return v.cols
+}
+
+type freeFinder struct {
+	sc, outer *scope
+	seen      map[int]bool
+	cols      []column
+}
+
+func (v *freeFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch c := n.(type) {
+	case *ast.SubqueryExpr:
+		return n, true
+	case *ast.ColumnNameExpr:
+		table, name := c.Name.Table.L, c.Name.Name.L
+		if len(v.sc.lookup(table, name)) > 0 {
+			return n, true
+		}
+		if found := v.outer.lookup(table, name); len(found) == 1 {
+			col := v.outer.cols[found[0]]
+			if !v.seen[col.idx] {
+				v.seen[col.idx] = true
+				v.cols = append(v.cols, col)
+			}
+		}
+		return n, true
+	}
+	return n, false
+}
+
+func (v *freeFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// bindCorrelatedFromWhere binds the FROM and WHERE of a correlated subquery
+// (root is its bound FROM): the scope it returns has S's columns, then a
+// marker column (TRUE on S's side of the join, NULL on the domain rows no row
+// of S matched), then D's columns, named as the enclosing columns.
+func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, corr *correlation) (Plan, *scope, error) {
+	n, k := root.n, len(corr.cols)
+	ext := &scope{cols: append([]column{}, root.scope.cols...), star: root.scope.star}
+	ext.cols = append(ext.cols, column{name: "$matched", typ: types.BoolType, idx: n, hidden: true})
+	dschema := make(types.Schema, k)
+	for j, c := range corr.cols {
+		ext.cols = append(ext.cols, column{table: c.table, name: c.name, typ: c.typ, idx: n + 1 + j})
+		dschema[j] = types.Field{Name: c.name, Type: c.typ}
+	}
+	ext.corr = corr
+	corr.at = n + 1
+	marker := expr.Column(n, types.BoolType, "$matched")
+	if corr.kind == corrScalar {
+		ext.countRows = marker
+	}
+	var where []*expr.Expr
+	if sel.Where != nil {
+		subs := &subqueries{base: n + 1 + k}
+		w, err := b.bindWhere(ext, sel.Where, subs)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(subs.joins) > 0 {
+			return nil, nil, b.errorf(ErrUnsupported, sel.Where, "subqueries inside a correlated subquery's WHERE are not supported yet")
+		}
+		where = conjuncts(w)
+	}
+	from, err := b.buildFrom(root, &where, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	// S's side, with its marker, joined to D on the rest of WHERE: an outer
+	// join keeping every D row for an aggregate, an inner one otherwise.
+	corr.domain = &Domain{Out: dschema}
+	side := &fromNode{plan: appendColumns(from, []*expr.Expr{boolLit(true)}), off: 0, n: n + 1}
+	side.scope = ext
+	dom := &fromNode{plan: corr.domain, off: n + 1, n: k, scope: ext}
+	node := &fromNode{left: side, right: dom, off: 0, n: n + 1 + k, conds: where, scope: ext}
+	if corr.kind == corrScalar {
+		node.kind = fromRight
+	}
+	var none []*expr.Expr
+	p, err := b.buildFrom(node, &none, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, ext, nil
+}
+
+// domainItems are the select items a correlated subquery's result carries
+// along: D's columns.
+func domainItems(corr *correlation) []selectItem {
+	items := make([]selectItem, len(corr.cols))
+	for j, c := range corr.cols {
+		items[j] = selectItem{name: "$" + c.name, e: expr.Column(corr.at+j, c.typ, c.name)}
+	}
+	return items
+}
+
+// domainJoin makes the join of a correlated subquery's result right (whose
+// last len(corr.cols) columns are D's) to the enclosing input.
+func domainJoin(right Plan, corr *correlation) subqueryJoin {
+	rs := right.Schema()
+	k := len(corr.cols)
+	j := subqueryJoin{right: right, domain: corr}
+	for i, c := range corr.cols {
+		j.outerKeys = append(j.outerKeys, expr.Column(c.idx, c.typ, c.name))
+		j.innerKeys = append(j.innerKeys, len(rs)-k+i)
+	}
+	return j
+}
+
+// withDomain gives a correlated subquery's plan its domain: the distinct
+// values of the enclosing columns it reads, from the enclosing input.
+func withDomain(right, input Plan, corr *correlation) Plan {
+	exprs := make([]*expr.Expr, len(corr.cols))
+	for i, c := range corr.cols {
+		exprs[i] = expr.Column(c.idx, c.typ, c.name)
+	}
+	vals := &Project{Input: input, Exprs: exprs, Out: corr.domain.Out}
+	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: corr.domain.Out}
+	return replacePlan(right, corr.domain, d)
+}
+
+// nullSafeKeys turns join keys into ones under which NULL equals NULL:
+// coalesce(k, zero) and k IS NULL for each (a hash join never matches a NULL
+// key).
+func nullSafeKeys(keys []*expr.Expr) []*expr.Expr {
+	var out []*expr.Expr
+	for _, k := range keys {
+		z := zeroOf(k.Type)
+		out = append(out, expr.Call("coalesce", k.Type, k, z), expr.Call("is_null", types.BoolType, k))
+	}
+	return out
+}
+
+// zeroOf is a non-NULL value of t.
+func zeroOf(t types.Type) *expr.Expr {
+	switch t.ID {
+	case types.String:
+		return expr.Literal(types.StringValue(""))
+	case types.Bool:
+		return expr.Literal(types.BoolValue(false))
+	case types.Float64:
+		return expr.Literal(types.Value{Type: t})
+	case types.Decimal:
+		return expr.Literal(types.DecimalValue(t, decimal128.Num{}))
+	}
+	return expr.Literal(types.Value{Type: t}) // bigint and timestamp: 0
+}
+
+// replacePlan returns p with node old replaced by with.
+func replacePlan(p, old, with Plan) Plan {
+	if p == old {
+		return with
+	}
+	switch n := p.(type) {
+	case *Filter:
+		return &Filter{Input: replacePlan(n.Input, old, with), Cond: n.Cond}
+	case *Project:
+		c := *n
+		c.Input = replacePlan(n.Input, old, with)
+		return &c
+	case *Unnest:
+		c := *n
+		c.Input = replacePlan(n.Input, old, with)
+		return &c
+	case *Aggregate:
+		c := *n
+		c.Input = replacePlan(n.Input, old, with)
+		return &c
+	case *Join:
+		c := *n
+		c.Left, c.Right = replacePlan(n.Left, old, with), replacePlan(n.Right, old, with)
+		return &c
+	case *Union:
+		c := *n
+		c.Left, c.Right = replacePlan(n.Left, old, with), replacePlan(n.Right, old, with)
+		return &c
+	case *Sort:
+		c := *n
+		c.Input = replacePlan(n.Input, old, with)
+		return &c
+	case *Limit:
+		c := *n
+		c.Input = replacePlan(n.Input, old, with)
+		return &c
+	case *MaxOneRow:
+		return &MaxOneRow{Input: replacePlan(n.Input, old, with)}
+	}
+	return p
+}
