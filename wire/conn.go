@@ -323,6 +323,9 @@ func (c *conn) handleStartup(m *pgproto3.StartupMessage) (user, database string,
 		return "", "", err
 	}
 	if !superuser && c.srv.reservedForSuperusers() {
+		// Its slot is free before the client hears why, so that a
+		// superuser it then makes way for finds it free.
+		c.srv.unadmit(c)
 		c.fatal(codeTooManyConnections, "remaining connection slots are reserved for roles with the SUPERUSER attribute")
 		return "", "", errors.New("too many connections")
 	}

@@ -276,6 +276,17 @@ func (s *Server) reservedForSuperusers() bool {
 	return s.admitted > s.opts.MaxConnections-s.opts.SuperuserReservedConnections
 }
 
+// unadmit stops counting c against MaxConnections: it is being refused.
+func (s *Server) unadmit(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.admitted {
+		c.admitted = false
+		s.admitted--
+		s.rejecting++
+	}
+}
+
 // forget removes a finished connection.
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
