@@ -262,6 +262,10 @@ type column struct {
 	// hidden columns are reachable only with a qualifier and are left out of *:
 	// the second column of a JOIN ... USING pair.
 	hidden bool
+	// outer columns are an enclosing query's, read by a correlated subquery
+	// (bind_correlated.go): a name finds them only when no column of the
+	// subquery's own has it.
+	outer bool
 }
 
 // scope is the set of columns an expression may name.
@@ -287,12 +291,17 @@ func (c column) qualified() string {
 // lookup finds the columns called name, qualified by table unless table is "".
 func (s *scope) lookup(table, name string) []int {
 	var found []int
-	for i, c := range s.cols {
-		if c.name != name {
-			continue
+	for _, outer := range []bool{false, true} {
+		for i, c := range s.cols {
+			if c.name != name || c.outer != outer {
+				continue
+			}
+			if table == "" && !c.hidden || table != "" && c.table == table {
+				found = append(found, i)
+			}
 		}
-		if table == "" && !c.hidden || table != "" && c.table == table {
-			found = append(found, i)
+		if len(found) > 0 {
+			break
 		}
 	}
 	return found

@@ -21,11 +21,11 @@ import (
 // 0, not 1).
 //
 // Supported: correlation through S's WHERE (any condition: an equality
-// becomes a hash join's key, anything else a nested-loop join's condition),
-// one level deep, in scalar subqueries whose select list aggregates, EXISTS
-// and NOT EXISTS. Refused with a message: correlated IN, ANY/ALL, scalar
-// subqueries without aggregates, LIMIT in a correlated subquery, and outer
-// references beyond the subquery's WHERE and select list.
+// becomes a hash join's key, anything else a nested-loop join's condition) and
+// its select list, one level deep, in scalar subqueries whose select list
+// aggregates, EXISTS, IN and op ANY|ALL (and their negations). Refused with a
+// message: scalar subqueries without aggregates, LIMIT in a correlated
+// subquery, subqueries inside its WHERE, and references two levels up.
 
 // corrKind is what a correlated subquery is used as.
 type corrKind int
@@ -33,6 +33,7 @@ type corrKind int
 const (
 	corrScalar corrKind = iota // (SELECT agg(...) ...)
 	corrExists                 // EXISTS (SELECT ...)
+	corrIn                     // x IN (SELECT y ...), x op ANY|ALL (SELECT y ...)
 )
 
 // correlation is a correlated subquery being bound.
@@ -111,13 +112,16 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	ext.cols = append(ext.cols, column{name: "$matched", typ: types.BoolType, idx: n, hidden: true})
 	dschema := make(types.Schema, k)
 	for j, c := range corr.cols {
-		ext.cols = append(ext.cols, column{table: c.table, name: c.name, typ: c.typ, idx: n + 1 + j})
+		ext.cols = append(ext.cols, column{table: c.table, name: c.name, typ: c.typ, idx: n + 1 + j, outer: true})
 		dschema[j] = types.Field{Name: c.name, Type: c.typ}
 	}
 	ext.corr = corr
 	corr.at = n + 1
 	marker := expr.Column(n, types.BoolType, "$matched")
-	if corr.kind == corrScalar {
+	// An aggregate over no rows still has a row: every D value must reach
+	// it, through an outer join, and COUNT(*) counts S's side only.
+	outerJoin := corr.kind == corrScalar || hasAggregate(sel) || sel.GroupBy != nil || sel.Having != nil
+	if outerJoin {
 		ext.countRows = marker
 	}
 	var where []*expr.Expr
@@ -143,7 +147,7 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	side.scope = ext
 	dom := &fromNode{plan: corr.domain, off: n + 1, n: k, scope: ext}
 	node := &fromNode{left: side, right: dom, off: 0, n: n + 1 + k, conds: where, scope: ext}
-	if corr.kind == corrScalar {
+	if outerJoin {
 		node.kind = fromRight
 	}
 	var none []*expr.Expr
@@ -165,16 +169,22 @@ func domainItems(corr *correlation) []selectItem {
 }
 
 // domainJoin makes the join of a correlated subquery's result right (whose
-// last len(corr.cols) columns are D's) to the enclosing input.
+// last len(corr.cols) columns are D's) to the enclosing input, on D.
 func domainJoin(right Plan, corr *correlation) subqueryJoin {
+	return subqueryJoin{right: right, domain: corr}
+}
+
+// domainKeys are the keys of a domain join: the enclosing columns, and the
+// last columns of right.
+func domainKeys(right Plan, corr *correlation) (outer, inner []*expr.Expr) {
 	rs := right.Schema()
 	k := len(corr.cols)
-	j := subqueryJoin{right: right, domain: corr}
 	for i, c := range corr.cols {
-		j.outerKeys = append(j.outerKeys, expr.Column(c.idx, c.typ, c.name))
-		j.innerKeys = append(j.innerKeys, len(rs)-k+i)
+		outer = append(outer, expr.Column(c.idx, c.typ, c.name))
+		f := rs[len(rs)-k+i]
+		inner = append(inner, expr.Column(len(rs)-k+i, f.Type, f.Name))
 	}
-	return j
+	return outer, inner
 }
 
 // withDomain gives a correlated subquery's plan its domain: the distinct

@@ -24,8 +24,8 @@ import (
 //	x op ANY|ALL (...)     a join with one row of count(*), count(y), min(y)
 //	                       and max(y), from which the comparison follows
 //
-// A subquery that refers to a column of an enclosing query (a correlated
-// one) is refused for now, naming the column.
+// A subquery that reads columns of the enclosing query (a correlated one) is
+// computed once per distinct value of those columns: bind_correlated.go.
 
 // subqueries collects the subqueries of one clause's expressions.
 type subqueries struct {
@@ -69,7 +69,9 @@ func applySubqueries(input Plan, s *subqueries) Plan {
 		}
 		if j.domain != nil {
 			right = withDomain(right, input, j.domain)
-			lkeys, rkeys = nullSafeKeys(lkeys), nullSafeKeys(rkeys)
+			dl, dr := domainKeys(right, j.domain)
+			lkeys = append(append([]*expr.Expr{}, lkeys...), nullSafeKeys(dl)...)
+			rkeys = append(rkeys, nullSafeKeys(dr)...)
 		}
 		input = leftJoin(input, right, lkeys, rkeys)
 	}
@@ -140,6 +142,7 @@ func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kin
 var (
 	asScalar = corrScalar
 	asExists = corrExists
+	asIn     = corrIn
 )
 
 // subqueryOf unwraps the subquery of an EXISTS or IN.
@@ -255,24 +258,28 @@ func (b *binder) bindInSubquery(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr,
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := b.bindSubquery(ctx, n, sq.Query, nil)
+	p, corr, err := b.bindSubquery(ctx, n, sq.Query, &asIn)
 	if err != nil {
 		return nil, err
 	}
-	x, y, err := b.subqueryOperand(n, x, p)
+	x, y, dom, err := b.subqueryOperand(n, x, p, corr)
 	if err != nil {
 		return nil, err
 	}
-	// The distinct values, each with a mark: a row that finds its value
-	// reads the mark TRUE, one that does not NULL.
-	vals := &Project{Input: p, Exprs: []*expr.Expr{y}, Out: types.Schema{{Name: "y", Type: y.Type}}}
-	distinct := &Aggregate{Input: vals, GroupBy: []int{0}, Out: vals.Out}
-	marked := &Project{Input: distinct,
-		Exprs: []*expr.Expr{expr.Column(0, y.Type, "y"), expr.Literal(types.BoolValue(true))},
-		Out:   types.Schema{{Name: "y", Type: y.Type}, {Name: "found", Type: types.BoolType}}}
-	at := ctx.subs.add(subqueryJoin{right: marked, outerKeys: []*expr.Expr{x}, innerKeys: []int{0}})
+	// The distinct values (per domain value), each with a mark: a row that
+	// finds its value reads the mark TRUE, one that does not NULL.
+	vals := projectOf(p, append([]*expr.Expr{y}, dom...), "y")
+	distinct := &Aggregate{Input: vals, GroupBy: identity(1 + len(dom)), Out: vals.Out}
+	mexprs := []*expr.Expr{expr.Column(0, y.Type, "y"), boolLit(true)}
+	mout := types.Schema{{Name: "y", Type: y.Type}, {Name: "found", Type: types.BoolType}}
+	for i, d := range dom {
+		mexprs = append(mexprs, expr.Column(1+i, d.Type, d.Name))
+		mout = append(mout, types.Field{Name: d.Name, Type: d.Type})
+	}
+	marked := &Project{Input: distinct, Exprs: mexprs, Out: mout}
+	at := ctx.subs.add(subqueryJoin{right: marked, outerKeys: []*expr.Expr{x}, innerKeys: []int{0}, domain: corr})
 	found := expr.Column(at+1, types.BoolType, "found")
-	stats, err := b.subqueryStats(n, p, y, ctx.subs)
+	stats, err := b.subqueryStats(n, p, y, dom, corr, ctx.subs)
 	if err != nil {
 		return nil, err
 	}
@@ -299,22 +306,31 @@ func (b *binder) bindInSubquery(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr,
 
 func boolLit(v bool) *expr.Expr { return expr.Literal(types.BoolValue(v)) }
 
-// subqueryOperand checks that p has one column and returns x and that column
-// (over p), both cast to their common type.
-func (b *binder) subqueryOperand(n ast.Node, x *expr.Expr, p Plan) (*expr.Expr, *expr.Expr, error) {
+// subqueryOperand checks that p has one column (then its domain's, when
+// correlated) and returns x and that column (over p), both cast to their
+// common type, and the domain's columns (over p).
+func (b *binder) subqueryOperand(n ast.Node, x *expr.Expr, p Plan, corr *correlation) (*expr.Expr, *expr.Expr, []*expr.Expr, error) {
 	s := p.Schema()
-	if len(s) != 1 {
-		return nil, nil, b.errorf(ErrSyntax, n, "subquery has too many columns")
+	k := 0
+	if corr != nil {
+		k = len(corr.cols)
+	}
+	if len(s) != 1+k {
+		return nil, nil, nil, b.errorf(ErrSyntax, n, "subquery has too many columns")
+	}
+	var dom []*expr.Expr
+	for i := 1; i < len(s); i++ {
+		dom = append(dom, expr.Column(i, s[i].Type, s[i].Name))
 	}
 	y := expr.Column(0, s[0].Type, s[0].Name)
 	args, err := b.adaptLiterals(n, []*expr.Expr{x, y})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	x, y = args[0], args[1]
 	t, ok := expr.Coerce(x.Type, y.Type)
 	if !ok {
-		return nil, nil, b.errorf(ErrType, n, "operator does not exist: %s = %s", x.Type, y.Type)
+		return nil, nil, nil, b.errorf(ErrType, n, "operator does not exist: %s = %s", x.Type, y.Type)
 	}
 	if t.ID == types.Null {
 		t = types.StringType
@@ -325,7 +341,23 @@ func (b *binder) subqueryOperand(n ast.Node, x *expr.Expr, p Plan) (*expr.Expr, 
 	if y.Type != t {
 		y = expr.Cast(y, t)
 	}
-	return x, y, nil
+	return x, y, dom, nil
+}
+
+// projectOf projects p to exprs, the first named first.
+func projectOf(p Plan, exprs []*expr.Expr, first string) *Project {
+	out := make(types.Schema, len(exprs))
+	for i, e := range exprs {
+		name := first
+		if i > 0 {
+			name = e.Name
+			if name == "" {
+				name = "?column?"
+			}
+		}
+		out[i] = types.Field{Name: name, Type: e.Type}
+	}
+	return &Project{Input: p, Exprs: exprs, Out: out}
 }
 
 // subqueryStats are the columns of a subquery's one-row summary.
@@ -334,15 +366,39 @@ type subqueryStatCols struct {
 	empty           *expr.Expr // n = 0
 }
 
-// subqueryStats joins one row of count(*), count(y), min(y) and max(y) of
-// the subquery p (y over p) to the clause's input.
-func (b *binder) subqueryStats(n ast.Node, p Plan, y *expr.Expr, subs *subqueries) (subqueryStatCols, error) {
-	vals := &Project{Input: p, Exprs: []*expr.Expr{y}, Out: types.Schema{{Name: "y", Type: y.Type}}}
-	agg := &Aggregate{Input: vals, Out: types.Schema{
-		{Name: "n", Type: types.Int64Type}, {Name: "nn", Type: types.Int64Type}, {Name: "min", Type: y.Type}, {Name: "max", Type: y.Type}},
+// subqueryStats joins a row of count(*), count(y), min(y) and max(y) of the
+// subquery p (y over p) to the clause's input: one, or one per domain value
+// (dom over p) of a correlated subquery, a value without rows reading counts
+// of 0.
+func (b *binder) subqueryStats(n ast.Node, p Plan, y *expr.Expr, dom []*expr.Expr, corr *correlation, subs *subqueries) (subqueryStatCols, error) {
+	k := len(dom)
+	vals := projectOf(p, append([]*expr.Expr{y}, dom...), "y")
+	aggOut := types.Schema{}
+	for i := range dom {
+		aggOut = append(aggOut, vals.Out[1+i])
+	}
+	aggOut = append(aggOut, types.Field{Name: "n", Type: types.Int64Type}, types.Field{Name: "nn", Type: types.Int64Type},
+		types.Field{Name: "min", Type: y.Type}, types.Field{Name: "max", Type: y.Type})
+	groupBy := make([]int, k)
+	for i := range groupBy {
+		groupBy[i] = 1 + i
+	}
+	var right Plan = &Aggregate{Input: vals, GroupBy: groupBy, Out: aggOut,
 		Aggs: []AggCall{{Func: "count", Arg: -1, Type: types.Int64Type}, {Func: "count", Arg: 0, Type: types.Int64Type},
 			{Func: "min", Arg: 0, Type: y.Type}, {Func: "max", Arg: 0, Type: y.Type}}}
-	at := subs.add(subqueryJoin{right: agg})
+	if k > 0 {
+		// The counts first, the domain last, for the domain join.
+		var exprs []*expr.Expr
+		var out types.Schema
+		for i := k; i < k+4; i++ {
+			exprs, out = append(exprs, expr.Column(i, aggOut[i].Type, aggOut[i].Name)), append(out, aggOut[i])
+		}
+		for i := range k {
+			exprs, out = append(exprs, expr.Column(i, aggOut[i].Type, aggOut[i].Name)), append(out, aggOut[i])
+		}
+		right = &Project{Input: right, Exprs: exprs, Out: out}
+	}
+	at := subs.add(subqueryJoin{right: right, domain: corr})
 	c := subqueryStatCols{
 		n:   expr.Column(at, types.Int64Type, "n"),
 		nn:  expr.Column(at+1, types.Int64Type, "nn"),
@@ -350,6 +406,15 @@ func (b *binder) subqueryStats(n ast.Node, p Plan, y *expr.Expr, subs *subquerie
 		max: expr.Column(at+3, y.Type, "max"),
 	}
 	var err error
+	if k > 0 {
+		zero := expr.Literal(types.IntValue(0))
+		if c.n, err = b.call(n, "coalesce", c.n, zero); err != nil {
+			return c, err
+		}
+		if c.nn, err = b.call(n, "coalesce", c.nn, zero); err != nil {
+			return c, err
+		}
+	}
 	c.empty, err = b.call(n, "=", c.n, expr.Literal(types.IntValue(0)))
 	return c, err
 }
@@ -380,15 +445,15 @@ func (b *binder) bindCompareSubquery(ctx *exprCtx, n *ast.CompareSubqueryExpr) (
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := b.bindSubquery(ctx, n, sq.Query, nil)
+	p, corr, err := b.bindSubquery(ctx, n, sq.Query, &asIn)
 	if err != nil {
 		return nil, err
 	}
-	x, y, err := b.subqueryOperand(n, x, p)
+	x, y, dom, err := b.subqueryOperand(n, x, p, corr)
 	if err != nil {
 		return nil, err
 	}
-	st, err := b.subqueryStats(n, p, y, ctx.subs)
+	st, err := b.subqueryStats(n, p, y, dom, corr, ctx.subs)
 	if err != nil {
 		return nil, err
 	}
