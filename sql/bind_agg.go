@@ -220,6 +220,11 @@ func (b *binder) toAggSpace(e *expr.Expr, groups []*expr.Expr, out types.Schema)
 		i := len(groups) + e.Col
 		return expr.Column(i, out[i].Type, out[i].Name), nil
 	case expr.KindColumn:
+		if e.Col >= postBase {
+			// A subquery's column, joined after the aggregation.
+			i := len(out) + e.Col - postBase
+			return expr.Column(i, e.Type, e.Name), nil
+		}
 		ref := b.refs[e]
 		return nil, Errorf(ErrGrouping, ref.pos, "column \"%s\" must appear in the GROUP BY clause or be used in an aggregate function", ref.name)
 	}

@@ -53,6 +53,9 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	hasAgg := sel.GroupBy != nil || sel.Having != nil || hasAggregate(sel)
 	if hasAgg {
 		ctx.aggs = &aggState{}
+		// Subqueries of the select list and HAVING join the aggregation's
+		// output: their columns are numbered from postBase until it is built.
+		ctx.subs = &subqueries{base: postBase, post: true}
 	} else {
 		// Subqueries of the select list add their columns after the input's.
 		ctx.subs = &subqueries{base: len(input.Schema())}
@@ -61,7 +64,9 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	input = applySubqueries(input, ctx.subs)
+	if !hasAgg {
+		input = applySubqueries(input, ctx.subs)
+	}
 	var groups []*expr.Expr
 	if sel.GroupBy != nil {
 		if groups, err = b.bindGroupBy(sc, sel.GroupBy, items); err != nil {
@@ -85,7 +90,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	}
 	var having *expr.Expr
 	if sel.Having != nil {
-		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs}, sel.Having.Expr)
+		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs, subs: ctx.subs}, sel.Having.Expr)
 		if err != nil {
 			return nil, err
 		}
@@ -116,6 +121,18 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 			return nil, err
 		}
 		input = agg
+		if subs := ctx.subs; len(subs.joins) > 0 {
+			out := agg.Schema()
+			for i := range subs.joins {
+				for k, e := range subs.joins[i].outerKeys {
+					if subs.joins[i].outerKeys[k], err = b.toAggSpace(e, groups, out); err != nil {
+						return nil, err
+					}
+				}
+			}
+			subs.base = len(out)
+			input = applySubqueries(agg, subs)
+		}
 		for i := range items {
 			items[i].e = conv[i]
 		}

@@ -32,7 +32,16 @@ type subqueries struct {
 	base  int // the clause's input width: the first subquery column
 	joins []subqueryJoin
 	added int // columns appended so far
+	// post: the clause is computed after an aggregation (HAVING, the select
+	// list of a GROUP BY), whose output the subqueries join; its columns
+	// are numbered from postBase until the aggregation is built, and such a
+	// subquery may not be correlated.
+	post bool
 }
+
+// postBase numbers the columns of subqueries joined after an aggregation
+// while the aggregation is not built yet (toAggSpace maps them).
+const postBase = 1 << 30
 
 // subqueryJoin appends right's columns to the input: a left join on
 // outerKeys (over the input as it is before the join) = innerKeys (columns
@@ -123,7 +132,7 @@ func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kin
 	var corr *correlation
 	switch q := q.(type) {
 	case *ast.SelectStmt:
-		if kind != nil && ctx.scope != nil {
+		if kind != nil && ctx.scope != nil && !ctx.subs.post {
 			corr = &correlation{outer: ctx.scope, kind: *kind}
 			b.pendingCorr = corr
 		}
