@@ -15,7 +15,4 @@ var (
 	// ErrOutOfMemory: the job was stopped because the process ran out of the
 	// memory it may use (SQLSTATE 53200).
 	ErrOutOfMemory = errors.New("out of memory")
-	// ErrSubqueryRows: a subquery used as an expression returned more than one
-	// row (SQLSTATE 21000, cardinality_violation).
-	ErrSubqueryRows = errors.New("more than one row returned by a subquery used as an expression")
 )

@@ -22,10 +22,11 @@ import (
 //
 // Supported: correlation through S's WHERE (any condition: an equality
 // becomes a hash join's key, anything else a nested-loop join's condition) and
-// its select list, one level deep, in scalar subqueries whose select list
-// aggregates, EXISTS, IN and op ANY|ALL (and their negations). Refused with a
-// message: scalar subqueries without aggregates, LIMIT in a correlated
-// subquery, subqueries inside its WHERE, and references two levels up.
+// its select list, one level deep, in scalar subqueries (one that does not
+// aggregate is checked to have at most one row per D value), EXISTS, IN and
+// op ANY|ALL (and their negations). Refused with a message: LIMIT in a
+// correlated subquery, subqueries inside its WHERE, references two levels up,
+// and correlation in a subquery computed after an aggregation (HAVING).
 
 // corrKind is what a correlated subquery is used as.
 type corrKind int
@@ -42,6 +43,8 @@ type correlation struct {
 	kind   corrKind
 	cols   []column // the enclosing columns the subquery reads, as the enclosing scope has them
 	at     int      // where D's columns are in the subquery's scope
+	// aggregated: the subquery aggregates, so it has one row per D value
+	aggregated bool
 	domain *Domain  // stands for D in the subquery's plan until the join (applySubqueries)
 }
 

@@ -78,9 +78,8 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 		switch {
 		case sel.Limit != nil:
 			return nil, b.errorf(ErrUnsupported, sel.Limit.Count, "LIMIT in a correlated subquery is not supported yet")
-		case corr.kind == corrScalar && !hasAgg:
-			return nil, b.errorf(ErrUnsupported, sel.Fields.Fields[0].Expr, "a correlated scalar subquery must aggregate (SELECT max(...) ...) for now")
 		}
+		corr.aggregated = hasAgg
 		for _, it := range domainItems(corr) {
 			items = append(items, it)
 			if hasAgg {

@@ -180,6 +180,11 @@ func (b *binder) bindScalarSubquery(ctx *exprCtx, n *ast.SubqueryExpr) (*expr.Ex
 		if len(s) != 1+len(corr.cols) {
 			return nil, b.errorf(ErrSyntax, n, "subquery must return only one column")
 		}
+		if !corr.aggregated {
+			if p, err = b.singleRowPerDomain(n, p, corr); err != nil {
+				return nil, err
+			}
+		}
 		pos := ctx.subs.add(domainJoin(p, corr))
 		return expr.Column(pos, s[0].Type, s[0].Name), nil
 	}
@@ -191,6 +196,39 @@ func (b *binder) bindScalarSubquery(ctx *exprCtx, n *ast.SubqueryExpr) (*expr.Ex
 	}
 	pos := ctx.subs.add(subqueryJoin{right: p})
 	return expr.Column(pos, s[0].Type, s[0].Name), nil
+}
+
+// singleRowPerDomain makes a correlated scalar subquery that does not
+// aggregate (its rows [v, D...]) yield one row per D value, failing the query
+// (21000) where it has more: the count and maximum of v grouped by D, then
+// $single_row(count, max).
+func (b *binder) singleRowPerDomain(n ast.Node, p Plan, corr *correlation) (Plan, error) {
+	s := p.Schema()
+	k := len(corr.cols)
+	v := s[0]
+	if _, _, ok := aggSignature("max", v.Type); !ok {
+		return nil, b.errorf(ErrUnsupported, n, "a correlated scalar subquery of type %s must aggregate (SELECT max(...) ...) for now", v.Type)
+	}
+	groupBy := make([]int, k)
+	out := make(types.Schema, 0, k+2)
+	for i := range k {
+		groupBy[i] = 1 + i
+		out = append(out, s[1+i])
+	}
+	out = append(out, types.Field{Name: "n", Type: types.Int64Type}, v)
+	agg := &Aggregate{Input: p, GroupBy: groupBy, Out: out,
+		Aggs: []AggCall{{Func: "count", Arg: -1, Type: types.Int64Type}, {Func: "max", Arg: 0, Type: v.Type}}}
+	one, err := b.call(n, "$single_row", expr.Column(k, types.Int64Type, "n"), expr.Column(k+1, v.Type, v.Name))
+	if err != nil {
+		return nil, err
+	}
+	exprs := []*expr.Expr{one}
+	names := types.Schema{v}
+	for i := range k {
+		exprs = append(exprs, expr.Column(i, out[i].Type, out[i].Name))
+		names = append(names, out[i])
+	}
+	return &Project{Input: agg, Exprs: exprs, Out: names}, nil
 }
 
 // oneRow reports whether p yields exactly one row: an aggregate without

@@ -78,11 +78,12 @@ var sentinelCodes = []struct {
 	{expr.ErrInvalidCast, "22P02"},           // invalid_text_representation
 	{expr.ErrOutOfRange, "22003"},            // numeric_value_out_of_range
 	{expr.ErrInvalidArgument, "22023"},       // invalid_parameter_value
+	{expr.ErrSubqueryRows, "21000"},          // cardinality_violation
 	// expr.ErrBadExpression is a binder bug: internal, left to the default.
-	{exec.ErrUnknownConnector, "42704"},     // undefined_object
-	{spec.ErrBadOption, "22023"},            // invalid_parameter_value: a bad CONNECTION option
-	{jobmanager.ErrNoSlots, "53000"},        // insufficient_resources
-	{exec.ErrSubqueryRows, "21000"},         // cardinality_violation
+	{exec.ErrUnknownConnector, "42704"}, // undefined_object
+	{spec.ErrBadOption, "22023"},        // invalid_parameter_value: a bad CONNECTION option
+	{jobmanager.ErrNoSlots, "53000"},    // insufficient_resources
+
 	{sql.ErrUnknownUser, "42704"},           // undefined_object
 	{sql.ErrDuplicateUser, "42710"},         // duplicate_object
 	{sql.ErrInsufficientPrivilege, "42501"}, // insufficient_privilege

@@ -15,6 +15,9 @@ var (
 	ErrArgumentType = errors.New("function does not accept these argument types")
 	// ErrDivisionByZero: "/", "%" or mod with a zero divisor.
 	ErrDivisionByZero = errors.New("division by zero")
+	// ErrSubqueryRows: a subquery used as an expression returned more than one
+	// row (SQLSTATE 21000, cardinality_violation).
+	ErrSubqueryRows = errors.New("more than one row returned by a subquery used as an expression")
 	// ErrInvalidCast: a value cannot be converted to the target type, typically
 	// text that does not parse.
 	ErrInvalidCast = errors.New("invalid input syntax")

@@ -71,6 +71,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalCoalesce, lazyArgs
 	case "nullif":
 		return evalNullif, rowsArgs
+	case "$single_row":
+		return evalSingleRow, rowsArgs
 	case "like", "ilike":
 		return evalLike, literalArgs
 	case "lower", "upper":

@@ -260,6 +260,22 @@ func evalNullif(c *call) (arrow.Array, error) {
 	return take(a, row, c.mem)
 }
 
+// evalSingleRow is $single_row(rows, v): v, or ErrSubqueryRows where rows is
+// above 1.
+func evalSingleRow(c *call) (arrow.Array, error) {
+	rows, ok := c.args[0].(*array.Int64)
+	if ok {
+		for i, n := range rows.Int64Values() {
+			if n > 1 && rows.IsValid(i) {
+				return nil, ErrSubqueryRows
+			}
+		}
+	}
+	v := c.args[1]
+	v.Retain()
+	return v, nil
+}
+
 // identity returns 0, 1, ..., n-1.
 func identity(n int) []int32 {
 	row := make([]int32, n)

@@ -26,7 +26,7 @@ var catalog = map[string]resolver{
 	"is_null": resolveAny1, "is_not_null": resolveAny1,
 
 	"in": resolveIn, "case": resolveCase, "coalesce": resolveCoalesce,
-	"nullif": resolveNullif,
+	"nullif": resolveNullif, "$single_row": resolveSingleRow,
 
 	"like": resolveLike, "ilike": resolveLike,
 	"lower":            fixed(types.StringType, types.StringType),
@@ -447,6 +447,15 @@ func resolveCoalesce(args []types.Type) (Signature, bool) {
 		return Signature{}, false
 	}
 	return Signature{Args: repeat(t, len(args)), Result: t}, true
+}
+
+// resolveSingleRow types $single_row(rows bigint, v): v, unless rows is
+// above 1 (the binder's check on a correlated scalar subquery's rows).
+func resolveSingleRow(args []types.Type) (Signature, bool) {
+	if len(args) != 2 || (args[0].ID != types.Int64 && args[0].ID != types.Null) {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{types.Int64Type, args[1]}, Result: args[1]}, true
 }
 
 func resolveNullif(args []types.Type) (Signature, bool) {

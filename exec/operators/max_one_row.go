@@ -4,10 +4,11 @@ import (
 	"context"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
 )
 
 // maxOneRowOp is kind "max_one_row": it passes its input, a scalar
-// subquery's rows, and fails the query with exec.ErrSubqueryRows at a second
+// subquery's rows, and fails the query with expr.ErrSubqueryRows at a second
 // row. It runs as one instance.
 type maxOneRowOp struct {
 	rows int
@@ -25,7 +26,7 @@ func (o *maxOneRowOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, out
 		return nil
 	}
 	if o.rows += n; o.rows > 1 {
-		return exec.ErrSubqueryRows
+		return expr.ErrSubqueryRows
 	}
 	return out.Collect(ctx, b)
 }
