@@ -39,13 +39,13 @@ const (
 
 // correlation is a correlated subquery being bound.
 type correlation struct {
-	outer  *scope
-	kind   corrKind
-	cols   []column // the enclosing columns the subquery reads, as the enclosing scope has them
-	at     int      // where D's columns are in the subquery's scope
+	outer *scope
+	kind  corrKind
+	cols  []column // the enclosing columns the subquery reads, as the enclosing scope has them
+	at    int      // where D's columns are in the subquery's scope
 	// aggregated: the subquery aggregates, so it has one row per D value
 	aggregated bool
-	domain *Domain  // stands for D in the subquery's plan until the join (applySubqueries)
+	domain     *Domain // stands for D in the subquery's plan until the join (applySubqueries)
 }
 
 // Domain stands for the distinct values of the enclosing columns a correlated
