@@ -74,9 +74,14 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		}
 		where = conjuncts(w)
 	}
-	p, err := b.buildFrom(root, &where, false)
+	p, err := b.buildReordered(root, &where)
 	if err != nil {
 		return nil, nil, err
+	}
+	if p == nil {
+		if p, err = b.buildFrom(root, &where, false); err != nil {
+			return nil, nil, err
+		}
 	}
 	// The subqueries' columns come after the FROM's: WHERE reads them.
 	p = applySubqueries(p, subs)
