@@ -24,7 +24,20 @@ import (
 // Errors about the statement are *Error values. The plan is not optimised: run
 // Optimize on a Query's plan before planning it.
 func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error) {
+	var facts *dialectFacts
+	if d, ok := stmt.(*dialectStmt); ok {
+		stmt, facts = d.StmtNode, d.facts
+	}
 	b := newBinder(stmt, cat, query)
+	b.facts = facts
+	st, err := b.bind(stmt)
+	if err == nil {
+		err = b.unusedFacts()
+	}
+	return st, err
+}
+
+func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 	if st, ok, err := b.bindAuth(stmt); ok { // users and privileges: bind_auth.go
 		return st, err
 	}
@@ -95,6 +108,10 @@ type binder struct {
 	// next SELECT's FROM takes (bind_correlated.go).
 	outer       []*scope
 	pendingCorr *correlation
+	// facts are what the dialect layer took out of the query's text for the
+	// binder (NULLS FIRST ...); used marks those it has applied.
+	facts *dialectFacts
+	used  map[int]bool
 }
 
 type colRef struct {

@@ -424,7 +424,11 @@ func (b *binder) bindOrderBy(ctx *exprCtx, ob *ast.OrderByClause, items []select
 				col = len(items) + len(hidden) - 1
 			}
 		}
-		keys = append(keys, SortKey{Col: col, Desc: by.Desc, NullsFirst: by.Desc})
+		key := SortKey{Col: col, Desc: by.Desc, NullsFirst: by.Desc}
+		if first, ok := b.nullsOrder(by.Expr); ok {
+			key.NullsFirst = first
+		}
+		keys = append(keys, key)
 	}
 	return keys, hidden, hiddenAt, nil
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 // The dialect layer: the TiDB parser reads MySQL's grammar, and users and
@@ -43,6 +45,18 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteCastTypes,
 	},
 	{
+		name:  "NULLS FIRST|LAST",
+		users: "ORDER BY score DESC NULLS LAST",
+		reads: "ORDER BY score DESC (the binder is told: NULLS LAST)",
+		apply: rewriteNullsOrder,
+	},
+	{
+		name:  "FILTER (WHERE ...)",
+		users: "COUNT(*) FILTER (WHERE ok), SUM(x) FILTER (WHERE y > 0)",
+		reads: "COUNT(CASE WHEN ok THEN 1 END), SUM(CASE WHEN y > 0 THEN x END)",
+		apply: rewriteAggFilter,
+	},
+	{
 		name:  "IS [NOT] DISTINCT FROM",
 		users: "a IS DISTINCT FROM b; a IS NOT DISTINCT FROM b",
 		reads: "a <=> b IS FALSE; a <=> b (<=> is MySQL's NULL-safe equality)",
@@ -54,30 +68,41 @@ var dialectRewrites = []dialectRewrite{
 // rewritten (or the same tokens when the form is not there).
 type dialectRewrite struct {
 	name, users, reads string
-	apply              func(stmt []token) []token
+	apply              func(stmt []token, f *dialectFacts) []token
 }
+
+// dialectFacts carry what rewrites took out of the text for the binder: keyed
+// by the offset in the user's text of the expression they belong to.
+type dialectFacts struct {
+	// nullsFirst: an ORDER BY item's NULLS FIRST (true) or NULLS LAST.
+	nullsFirst map[int]bool
+}
+
+func (f *dialectFacts) empty() bool { return f == nil || len(f.nullsFirst) == 0 }
 
 // dialected is SQL text as the dialect layer rewrote it.
 type dialected struct {
 	text   string  // what the parser reads
 	toks   []token // its tokens
 	starts []int   // where each token starts in text
+	facts  *dialectFacts
 }
 
 // rewriteDialect runs every rewrite over each statement of sql.
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
+	facts := &dialectFacts{nullsFirst: map[int]bool{}}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]
 		for _, r := range dialectRewrites {
-			stmt = r.apply(stmt)
+			stmt = r.apply(stmt, facts)
 		}
 		out = append(out, stmt...)
 		toks = toks[end:]
 	}
-	d := &dialected{toks: out, starts: make([]int, len(out))}
+	d := &dialected{toks: out, starts: make([]int, len(out)), facts: facts}
 	var b strings.Builder
 	for i, t := range out {
 		d.starts[i] = b.Len()
@@ -160,7 +185,7 @@ func splice(stmt []token, i, j int, with ...token) []token {
 }
 
 // rewriteMaterialized drops MATERIALIZED from CREATE or DROP MATERIALIZED VIEW.
-func rewriteMaterialized(stmt []token) []token {
+func rewriteMaterialized(stmt []token, _ *dialectFacts) []token {
 	w := words(stmt)
 	if len(w) < 3 || !(stmt[w[0]].is("CREATE") || stmt[w[0]].is("DROP")) || !stmt[w[1]].is("MATERIALIZED") || !stmt[w[2]].is("VIEW") {
 		return stmt
@@ -177,7 +202,7 @@ var mysqlShow = map[string]bool{"tables": true, "databases": true, "variables": 
 
 // rewriteShowName turns PostgreSQL's SHOW name, a whole statement, into
 // MySQL's SHOW VARIABLES LIKE 'name'.
-func rewriteShowName(stmt []token) []token {
+func rewriteShowName(stmt []token, _ *dialectFacts) []token {
 	w := words(stmt)
 	if n := len(w); n > 0 && stmt[w[n-1]].text == ";" {
 		w = w[:n-1]
@@ -193,7 +218,7 @@ func rewriteShowName(stmt []token) []token {
 // a IS DISTINCT FROM b into a <=> b IS FALSE, IS FALSE going after b's last
 // token: <=>, IS and the comparisons are of one precedence, left to right, so
 // (a <=> b) IS FALSE is how the parser groups it.
-func rewriteDistinctFrom(stmt []token) []token {
+func rewriteDistinctFrom(stmt []token, _ *dialectFacts) []token {
 	for {
 		w := words(stmt)
 		at, not := -1, false
@@ -310,7 +335,7 @@ func CopyQuery(query string) (string, bool) {
 // rewriteColonCast turns PostgreSQL's x::type into CAST(x AS type), the
 // operand being what precedes :: as one primary: a literal, a (qualified)
 // name, a parenthesised expression or a function call. Chains (x::a::b) nest.
-func rewriteColonCast(stmt []token) []token {
+func rewriteColonCast(stmt []token, _ *dialectFacts) []token {
 	for {
 		at := -1
 		for i, t := range stmt {
@@ -442,7 +467,7 @@ var castTypes = map[string]string{
 // rewriteCastTypes renames the type of each CAST(x AS type) the parser cannot
 // read to MySQL's name for it, keeping a length or precision: VARCHAR(20) is
 // CHAR(20), NUMERIC(10,2) DECIMAL(10,2).
-func rewriteCastTypes(stmt []token) []token {
+func rewriteCastTypes(stmt []token, _ *dialectFacts) []token {
 	for i := 0; i < len(stmt); i++ {
 		if !stmt[i].is("CAST") {
 			continue
@@ -498,4 +523,201 @@ func rewriteCastTypes(stmt []token) []token {
 		stmt = splice(stmt, first, wordsEnd, made(stmt[first].pos, name)...)
 	}
 	return stmt
+}
+
+// rewriteNullsOrder takes NULLS FIRST and NULLS LAST out of ORDER BY items,
+// telling the binder (dialectFacts) by the offset of the item's first token.
+func rewriteNullsOrder(stmt []token, f *dialectFacts) []token {
+	for i := 0; i+1 < len(stmt); i++ {
+		if !stmt[i].is("NULLS") {
+			continue
+		}
+		j := i + 1
+		for j < len(stmt) && stmt[j].kind == tokSpace {
+			j++
+		}
+		if j >= len(stmt) || !(stmt[j].is("FIRST") || stmt[j].is("LAST")) {
+			continue
+		}
+		start := orderItemStart(stmt, i)
+		if start < 0 {
+			continue
+		}
+		f.nullsFirst[stmt[start].pos] = stmt[j].is("FIRST")
+		from := i
+		if from > 0 && stmt[from-1].kind == tokSpace {
+			from-- // the blank before NULLS goes too
+		}
+		stmt = splice(stmt, from, j+1)
+		i = from
+	}
+	return stmt
+}
+
+// orderItemStart returns the index of the first token of the ORDER BY item
+// that ends before stmt[end]: the token after the BY or comma before it at
+// its depth of parentheses, or -1 if there is none.
+func orderItemStart(stmt []token, end int) int {
+	depth := 0
+	for i := end - 1; i >= 0; i-- {
+		t := stmt[i]
+		switch {
+		case t.kind == tokPunct && t.text == ")":
+			depth++
+		case t.kind == tokPunct && t.text == "(":
+			if depth == 0 {
+				return -1
+			}
+			depth--
+		case depth == 0 && (t.is("BY") || t.kind == tokPunct && t.text == ","):
+			k := i + 1
+			for k < end && stmt[k].kind == tokSpace {
+				k++
+			}
+			if k >= end {
+				return -1
+			}
+			return k
+		}
+	}
+	return -1
+}
+
+// rewriteAggFilter turns agg(args) FILTER (WHERE cond) into
+// agg(CASE WHEN cond THEN args END), COUNT(*) counting 1s; a DISTINCT stays
+// in front.
+func rewriteAggFilter(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("FILTER") {
+			continue
+		}
+		open := i + 1
+		for open < len(stmt) && stmt[open].kind == tokSpace {
+			open++
+		}
+		where := open + 1
+		for where < len(stmt) && stmt[where].kind == tokSpace {
+			where++
+		}
+		if open >= len(stmt) || stmt[open].text != "(" || where >= len(stmt) || !stmt[where].is("WHERE") {
+			continue
+		}
+		closing := matchingParen(stmt, open)
+		// The aggregate's call right before FILTER.
+		callEnd := i - 1
+		for callEnd >= 0 && stmt[callEnd].kind == tokSpace {
+			callEnd--
+		}
+		if closing < 0 || callEnd < 0 || stmt[callEnd].text != ")" {
+			continue
+		}
+		callOpen := -1
+		depth := 0
+		for k := callEnd; k >= 0; k-- {
+			if stmt[k].kind != tokPunct {
+				continue
+			}
+			if stmt[k].text == ")" {
+				depth++
+			} else if stmt[k].text == "(" {
+				if depth--; depth == 0 {
+					callOpen = k
+					break
+				}
+			}
+		}
+		if callOpen < 0 {
+			continue
+		}
+		args := stmt[callOpen+1 : callEnd]
+		var distinct []token
+		w := words(args)
+		if len(w) > 0 && args[w[0]].is("DISTINCT") {
+			distinct = append(trimBlanks(args[:w[0]+1:w[0]+1]), made(args[w[0]].pos, " ")...)
+			args = args[w[0]+1:]
+			w = words(args)
+		}
+		if len(w) == 1 && args[w[0]].text == "*" {
+			args = made(args[w[0]].pos, "1")
+		}
+		at := stmt[i].pos
+		with := append([]token{}, distinct...)
+		with = append(with, made(at, "CASE WHEN ")...)
+		with = append(with, trimBlanks(stmt[where+1:closing])...)
+		with = append(with, made(at, " THEN ")...)
+		with = append(with, trimBlanks(args)...)
+		with = append(with, made(at, " END")...)
+		// The call's arguments replaced, FILTER (...) dropped.
+		stmt = append(append(append(append([]token{}, stmt[:callOpen+1]...), with...), stmt[callEnd]), stmt[closing+1:]...)
+	}
+	return stmt
+}
+
+// trimBlanks drops the blanks at both ends of toks.
+func trimBlanks(toks []token) []token {
+	for len(toks) > 0 && toks[0].kind == tokSpace {
+		toks = toks[1:]
+	}
+	for len(toks) > 0 && toks[len(toks)-1].kind == tokSpace {
+		toks = toks[:len(toks)-1]
+	}
+	return toks
+}
+
+// matchingParen returns the index of the parenthesis closing stmt[open], or -1.
+func matchingParen(stmt []token, open int) int {
+	depth := 0
+	for k := open; k < len(stmt); k++ {
+		if stmt[k].kind != tokPunct {
+			continue
+		}
+		switch stmt[k].text {
+		case "(":
+			depth++
+		case ")":
+			if depth--; depth == 0 {
+				return k
+			}
+		}
+	}
+	return -1
+}
+
+// dialectStmt is a parsed statement with the facts the dialect layer took out
+// of the query's text, for Bind.
+type dialectStmt struct {
+	ast.StmtNode
+	facts *dialectFacts
+}
+
+// nullsOrder returns the NULLS FIRST (true) or NULLS LAST written after the
+// ORDER BY item e, if one was.
+func (b *binder) nullsOrder(e ast.ExprNode) (first, ok bool) {
+	if b.facts.empty() {
+		return false, false
+	}
+	off := e.OriginTextPosition()
+	first, ok = b.facts.nullsFirst[off]
+	if ok {
+		if b.used == nil {
+			b.used = map[int]bool{}
+		}
+		b.used[off] = true
+	}
+	return first, ok
+}
+
+// unusedFacts refuses the statement if a fact about its text was not
+// applied: NULLS FIRST after an item the binder found no position for (an
+// ORDER BY position, 1 NULLS FIRST), rather than ignore it.
+func (b *binder) unusedFacts() error {
+	if b.facts.empty() {
+		return nil
+	}
+	for off := range b.facts.nullsFirst {
+		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
+			return Errorf(ErrUnsupported, charPos(b.query, off), "NULLS FIRST and NULLS LAST are supported after an expression, not an ORDER BY position")
+		}
+	}
+	return nil
 }

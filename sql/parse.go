@@ -66,6 +66,11 @@ func Parse(query string) (stmts []ast.StmtNode, err error) {
 		}
 		s.SetOriginTextPosition(start)
 	}
+	if !d.facts.empty() {
+		for i, s := range stmts {
+			stmts[i] = &dialectStmt{StmtNode: s, facts: d.facts}
+		}
+	}
 	return stmts, nil
 }
 
