@@ -686,6 +686,14 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		if b.isPipes(n) {
 			name = "||"
 		}
+	case "greatest", "least":
+		if len(n.Args) == 0 {
+			break
+		}
+		if err := bindArgs(n.Args); err != nil {
+			return nil, err
+		}
+		return b.bindGreatest(n, name, args)
 	}
 	if err := bindArgs(n.Args); err != nil {
 		return nil, err
@@ -694,6 +702,60 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		name = a
 	}
 	return b.call(n, name, args...)
+}
+
+// bindGreatest binds GREATEST and LEAST as PostgreSQL has them: the largest
+// (smallest) argument, NULLs ignored, NULL only when all are. Each argument
+// is folded in by a CASE over the running result: CASE WHEN r IS NULL THEN a
+// WHEN a IS NULL THEN r WHEN a > r THEN a ELSE r END.
+func (b *binder) bindGreatest(n ast.Node, name string, args []*expr.Expr) (*expr.Expr, error) {
+	args, err := b.adaptLiterals(n, args)
+	if err != nil {
+		return nil, err
+	}
+	ts := make([]types.Type, len(args))
+	for i, a := range args {
+		ts[i] = a.Type
+	}
+	t := types.NullType
+	for _, at := range ts {
+		c, ok := expr.Coerce(t, at)
+		if !ok {
+			return nil, b.errorf(ErrType, n, "%s types %s and %s cannot be matched", strings.ToUpper(name), t, at)
+		}
+		t = c
+	}
+	if t.ID == types.Null {
+		t = types.StringType // all NULL: PostgreSQL's text
+	}
+	for i, a := range args {
+		if a.Type != t {
+			args[i] = expr.Cast(a, t)
+		}
+	}
+	op := ">"
+	if name == "least" {
+		op = "<"
+	}
+	r := args[0]
+	for _, a := range args[1:] {
+		rNull, err := b.call(n, "is_null", r)
+		if err != nil {
+			return nil, err
+		}
+		aNull, err := b.call(n, "is_null", a)
+		if err != nil {
+			return nil, err
+		}
+		better, err := b.call(n, op, a, r)
+		if err != nil {
+			return nil, err
+		}
+		if r, err = b.call(n, "case", rNull, a, aNull, r, better, a, r); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // isPipes tells a || b from concat(a, b): the parser (PIPES_AS_CONCAT) makes both

@@ -93,6 +93,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalLeftRight, literalArgs
 	case "reverse":
 		return evalReverse, rowsArgs
+	case "split_part":
+		return evalSplitPart, literalArgs
 	}
 	return nil, rowsArgs
 }

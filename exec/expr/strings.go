@@ -369,6 +369,45 @@ func evalLeftRight(c *call) (arrow.Array, error) {
 	return sb.array(), nil
 }
 
+// evalSplitPart is split_part(s, delimiter, n), as PostgreSQL's: the n-th
+// field of s split at delimiter, counted from the end when n is negative, ""
+// past the last; an empty delimiter leaves s whole (field 1 or -1); n = 0 is
+// an error.
+func evalSplitPart(c *call) (arrow.Array, error) {
+	in, delim := textOf(c.args[0]), textOf(c.args[1])
+	ns := int64Arg(c.args[2])
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	sb := newStringBuilder(c.mem, c.n, len(in.all()))
+	for i := range c.n {
+		if validAt(valid, i) {
+			s, d, n := in.row(i), delim.row(i), ns.at(i)
+			if n == 0 {
+				sb.release()
+				if valid != nil {
+					valid.Release()
+				}
+				return nil, newError(ErrInvalidArgument, "field position must not be zero")
+			}
+			var fields [][]byte
+			if len(d) == 0 {
+				fields = [][]byte{s}
+			} else {
+				fields = bytes.Split(s, d)
+			}
+			k := n - 1
+			if n < 0 {
+				k = int64(len(fields)) + n
+			}
+			if k >= 0 && k < int64(len(fields)) {
+				sb.write(fields[k])
+			}
+		}
+		sb.end()
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array(), nil
+}
+
 // evalReverse reverses the characters of each row.
 func evalReverse(c *call) (arrow.Array, error) {
 	in := textOf(c.args[0])
