@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -112,6 +113,8 @@ type binder struct {
 	// binder (NULLS FIRST ...); used marks those it has applied.
 	facts *dialectFacts
 	used  map[int]bool
+	// now is the statement's time, for NOW() (bind_datetime.go).
+	now time.Time
 }
 
 type colRef struct {

@@ -686,6 +686,11 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		if b.isPipes(n) {
 			name = "||"
 		}
+	case "extract", "date_add", "date_sub", "adddate", "subdate", "now", "current_timestamp", "localtimestamp",
+		"year", "quarter", "month", "week", "day", "dayofmonth", "dayofyear", "hour", "minute", "second":
+		if e, ok, err := b.bindDateTime(ctx, n, name); ok || err != nil {
+			return e, err
+		}
 	case "greatest", "least":
 		if len(n.Args) == 0 {
 			break

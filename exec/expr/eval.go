@@ -95,6 +95,12 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalReverse, rowsArgs
 	case "split_part":
 		return evalSplitPart, literalArgs
+	case "date_trunc":
+		return evalDateTrunc, literalArgs
+	case "$date_part":
+		return evalDatePart, literalArgs
+	case "$add_micros", "$add_months":
+		return evalAddInterval, literalArgs
 	}
 	return nil, rowsArgs
 }

@@ -1,0 +1,199 @@
+package expr
+
+import (
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Date and time functions over timestamps (microseconds since 1970-01-01,
+// without time zone, read as UTC):
+//
+//	date_trunc(unit, ts)    ts truncated to the unit, as PostgreSQL's
+//	$date_part(field, ts)   an integer field of ts (EXTRACT, YEAR(), ...)
+//	$add_micros(ts, n)      ts plus n microseconds (ts + INTERVAL n DAY, ...)
+//	$add_months(ts, n)      ts plus n months, the day clamped to the month's
+//	                        last (2020-01-31 + 1 month is 2020-02-29)
+//
+// The $ functions are the binder's spellings of SQL syntax.
+
+func tsTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// truncUnits are date_trunc's units, PostgreSQL's names and plurals.
+func truncate(unit string, t time.Time) (time.Time, bool) {
+	y, m, d := t.Date()
+	switch strings.TrimSuffix(strings.ToLower(unit), "s") {
+	case "microsecond":
+		return t, true
+	case "millisecond":
+		return t.Truncate(time.Millisecond), true
+	case "second":
+		return t.Truncate(time.Second), true
+	case "minute":
+		return t.Truncate(time.Minute), true
+	case "hour":
+		return t.Truncate(time.Hour), true
+	case "day":
+		return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), true
+	case "week": // ISO weeks start on Monday
+		day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+		back := (int(day.Weekday()) + 6) % 7
+		return day.AddDate(0, 0, -back), true
+	case "month":
+		return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC), true
+	case "quarter":
+		return time.Date(y, (m-1)/3*3+1, 1, 0, 0, 0, 0, time.UTC), true
+	case "year":
+		return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC), true
+	case "decade":
+		return time.Date(floorDiv(y, 10)*10, 1, 1, 0, 0, 0, 0, time.UTC), true
+	case "century":
+		return time.Date(floorDiv(y-1, 100)*100+1, 1, 1, 0, 0, 0, 0, time.UTC), true
+	case "millennium", "millennia", "millenium":
+		return time.Date(floorDiv(y-1, 1000)*1000+1, 1, 1, 0, 0, 0, 0, time.UTC), true
+	}
+	return t, false
+}
+
+func floorDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// datePart returns an integer field of t.
+func datePart(field string, t time.Time) (int64, bool) {
+	switch strings.ToLower(field) {
+	case "year":
+		return int64(t.Year()), true
+	case "quarter":
+		return int64((t.Month()-1)/3 + 1), true
+	case "month":
+		return int64(t.Month()), true
+	case "week":
+		_, w := t.ISOWeek()
+		return int64(w), true
+	case "day":
+		return int64(t.Day()), true
+	case "hour":
+		return int64(t.Hour()), true
+	case "minute":
+		return int64(t.Minute()), true
+	case "second":
+		return int64(t.Second()), true
+	case "microsecond", "microseconds":
+		return int64(t.Second())*1e6 + int64(t.Nanosecond()/1e3), true
+	case "millisecond", "milliseconds":
+		return int64(t.Second())*1e3 + int64(t.Nanosecond()/1e6), true
+	case "dow":
+		return int64(t.Weekday()), true
+	case "isodow":
+		return int64((int(t.Weekday())+6)%7 + 1), true
+	case "doy":
+		return int64(t.YearDay()), true
+	case "isoyear":
+		y, _ := t.ISOWeek()
+		return int64(y), true
+	case "epoch":
+		return t.Unix(), true
+	case "decade":
+		return int64(floorDiv(t.Year(), 10)), true
+	case "century":
+		return int64(floorDiv(t.Year()-1, 100) + 1), true
+	case "millennium":
+		return int64(floorDiv(t.Year()-1, 1000) + 1), true
+	}
+	return 0, false
+}
+
+// addMonths adds n months to t, clamping the day to the new month's last.
+func addMonths(t time.Time, n int64) time.Time {
+	y, m, d := t.Date()
+	total := int64(y)*12 + int64(m-1) + n
+	ny, nm := int(floorDiv64(total, 12)), time.Month(total-floorDiv64(total, 12)*12+1)
+	last := time.Date(ny, nm+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	d = min(d, last)
+	return time.Date(ny, nm, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
+func floorDiv64(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// evalDateTrunc is date_trunc(unit, ts).
+func evalDateTrunc(c *call) (arrow.Array, error) {
+	units := textOf(c.args[0])
+	ts := int64Arg(c.args[1])
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	data, out := newValues[int64](c.mem, c.n)
+	for i := range c.n {
+		if !validAt(valid, i) {
+			continue
+		}
+		t, ok := truncate(string(units.row(i)), tsTime(ts.at(i)))
+		if !ok {
+			data.Release()
+			releaseBuffer(valid)
+			return nil, newError(ErrInvalidArgument, "unit \"%s\" not recognized for type timestamp", units.row(i))
+		}
+		out[i] = t.UnixMicro()
+	}
+	return finish(types.TimestampType.Arrow(), c.n, nulls, valid, data), nil
+}
+
+// evalDatePart is $date_part(field, ts).
+func evalDatePart(c *call) (arrow.Array, error) {
+	fields := textOf(c.args[0])
+	ts := int64Arg(c.args[1])
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	data, out := newValues[int64](c.mem, c.n)
+	for i := range c.n {
+		if !validAt(valid, i) {
+			continue
+		}
+		v, ok := datePart(string(fields.row(i)), tsTime(ts.at(i)))
+		if !ok {
+			data.Release()
+			releaseBuffer(valid)
+			return nil, newError(ErrInvalidArgument, "unit \"%s\" not recognized for type timestamp", fields.row(i))
+		}
+		out[i] = v
+	}
+	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
+}
+
+// evalAddInterval is $add_micros(ts, n) and $add_months(ts, n).
+func evalAddInterval(c *call) (arrow.Array, error) {
+	ts, ns := int64Arg(c.args[0]), int64Arg(c.args[1])
+	months := c.e.Func == "$add_months"
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	data, out := newValues[int64](c.mem, c.n)
+	for i := range c.n {
+		if !validAt(valid, i) {
+			continue
+		}
+		if months {
+			out[i] = addMonths(tsTime(ts.at(i)), ns.at(i)).UnixMicro()
+		} else {
+			out[i] = ts.at(i) + ns.at(i)
+		}
+	}
+	return finish(types.TimestampType.Arrow(), c.n, nulls, valid, data), nil
+}
+
+// releaseBuffer releases b unless it is nil.
+func releaseBuffer(b *memory.Buffer) {
+	if b != nil {
+		b.Release()
+	}
+}

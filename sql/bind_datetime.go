@@ -1,0 +1,141 @@
+package sql
+
+import (
+	"strings"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Date and time syntax over timestamps (exec/expr/datetime.go):
+//
+//	EXTRACT(field FROM ts), YEAR(ts), MONTH(ts), ...   $date_part(field, ts), a bigint
+//	ts + INTERVAL n unit, ts - INTERVAL n unit         $add_micros / $add_months
+//	  (DATE_ADD, DATE_SUB; PostgreSQL's INTERVAL '90' DAY too)
+//	NOW(), CURRENT_TIMESTAMP, LOCALTIMESTAMP           the statement's start
+//
+// Until DATE is a type of its own, a DATE is a timestamp at midnight.
+
+// datePartOf maps MySQL's functions of one field to the field.
+var datePartOf = map[string]string{"year": "year", "quarter": "quarter", "month": "month", "week": "week",
+	"day": "day", "dayofmonth": "day", "dayofyear": "doy", "hour": "hour", "minute": "minute", "second": "second"}
+
+// microsPer is the length of the fixed interval units, in microseconds.
+var microsPer = map[ast.TimeUnitType]int64{
+	ast.TimeUnitMicrosecond: 1, ast.TimeUnitSecond: 1e6, ast.TimeUnitMinute: 60e6,
+	ast.TimeUnitHour: 3600e6, ast.TimeUnitDay: 86400e6, ast.TimeUnitWeek: 7 * 86400e6,
+}
+
+// monthsPer is the length of the calendar interval units, in months.
+var monthsPer = map[ast.TimeUnitType]int64{ast.TimeUnitMonth: 1, ast.TimeUnitQuarter: 3, ast.TimeUnitYear: 12}
+
+// bindDateTime binds the date and time forms above; ok is false for a form
+// it does not know (the caller goes on as for any function).
+func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*expr.Expr, bool, error) {
+	switch name {
+	case "now", "current_timestamp", "localtimestamp":
+		if len(n.Args) > 0 {
+			return nil, false, nil
+		}
+		if b.now.IsZero() {
+			b.now = time.Now()
+		}
+		return expr.Literal(types.TimestampValue(b.now.UnixMicro())), true, nil
+	case "extract":
+		if len(n.Args) != 2 {
+			return nil, false, nil
+		}
+		unit, ok := n.Args[0].(*ast.TimeUnitExpr)
+		if !ok {
+			return nil, false, nil
+		}
+		field := strings.ToLower(unit.Unit.String())
+		if _, fixed := microsPer[unit.Unit]; !fixed && monthsPer[unit.Unit] == 0 {
+			return nil, true, b.errorf(ErrUnsupported, n, "EXTRACT(%s FROM ...) is not supported", unit.Unit)
+		}
+		e, err := b.timestampArg(ctx, n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		r, err := b.call(n, "$date_part", expr.Literal(types.StringValue(field)), e)
+		return r, true, err
+	case "date_add", "date_sub", "adddate", "subdate":
+		if len(n.Args) != 3 {
+			return nil, false, nil
+		}
+		unit, ok := n.Args[2].(*ast.TimeUnitExpr)
+		if !ok {
+			return nil, false, nil
+		}
+		ts, err := b.timestampArg(ctx, n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		count, err := b.bindExpr(ctx, n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		if count.Type.ID == types.String || count.Type.ID == types.Null {
+			count = expr.Cast(count, types.Int64Type) // INTERVAL '90' DAY
+		}
+		if count.Type.ID != types.Int64 {
+			return nil, true, b.errorf(ErrType, n.Args[1], "an interval of %s is not supported: use a whole number", count.Type)
+		}
+		if name == "date_sub" || name == "subdate" {
+			if count, err = b.call(n, "neg", count); err != nil {
+				return nil, true, err
+			}
+		}
+		fn, per := "$add_micros", microsPer[unit.Unit]
+		if m := monthsPer[unit.Unit]; m > 0 {
+			fn, per = "$add_months", m
+		}
+		if per == 0 {
+			return nil, true, b.errorf(ErrUnsupported, n, "INTERVAL ... %s is not supported", unit.Unit)
+		}
+		if per != 1 {
+			if count, err = b.call(n, "*", count, expr.Literal(types.IntValue(per))); err != nil {
+				return nil, true, err
+			}
+		}
+		r, err := b.call(n, fn, ts, count)
+		return r, true, err
+	}
+	field, ok := datePartOf[name]
+	if !ok || len(n.Args) != 1 {
+		return nil, false, nil
+	}
+	e, err := b.timestampArg(ctx, n.Args[0])
+	if err != nil {
+		return nil, true, err
+	}
+	r, err := b.call(n, "$date_part", expr.Literal(types.StringValue(field)), e)
+	return r, true, err
+}
+
+// timestampArg binds a timestamp argument; a text one is cast (a literal
+// checked now).
+func (b *binder) timestampArg(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
+	e, err := b.bindExpr(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Type.ID {
+	case types.Timestamp:
+		return e, nil
+	case types.String, types.Null:
+		c := expr.Cast(e, types.TimestampType)
+		if e.Kind == expr.KindLiteral {
+			v, err := expr.EvalConst(c)
+			if err != nil {
+				return nil, b.errorf(ErrInvalidValue, n, "%s", err.Error())
+			}
+			return expr.Literal(v), nil
+		}
+		return c, nil
+	}
+	return nil, b.errorf(ErrType, n, "a timestamp is wanted here, not %s", e.Type)
+}
