@@ -301,15 +301,7 @@ func (b *binder) bindInSubquery(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr,
 	if !ok {
 		return nil, b.errorf(ErrUnsupported, n, "IN takes a list or a subquery")
 	}
-	x, err := b.bindExpr(ctx, n.Expr)
-	if err != nil {
-		return nil, err
-	}
-	p, corr, err := b.bindSubquery(ctx, n, sq.Query, &asIn)
-	if err != nil {
-		return nil, err
-	}
-	x, y, dom, err := b.subqueryOperand(n, x, p, corr)
+	x, y, dom, p, corr, err := b.bindQuantified(ctx, n, n.Expr, sq)
 	if err != nil {
 		return nil, err
 	}
@@ -352,6 +344,21 @@ func (b *binder) bindInSubquery(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr,
 }
 
 func boolLit(v bool) *expr.Expr { return expr.Literal(types.BoolValue(v)) }
+
+// bindQuantified binds the operand left and the subquery sq of x IN (...) or
+// x op ANY|ALL (...): x and the subquery's column y at their common type,
+// the subquery's domain columns when it is correlated, its plan and
+// correlation.
+func (b *binder) bindQuantified(ctx *exprCtx, n ast.Node, left ast.ExprNode, sq *ast.SubqueryExpr) (x, y *expr.Expr, dom []*expr.Expr, p Plan, corr *correlation, err error) {
+	if x, err = b.bindExpr(ctx, left); err != nil {
+		return
+	}
+	if p, corr, err = b.bindSubquery(ctx, n, sq.Query, &asIn); err != nil {
+		return
+	}
+	x, y, dom, err = b.subqueryOperand(n, x, p, corr)
+	return
+}
 
 // subqueryOperand checks that p has one column (then its domain's, when
 // correlated) and returns x and that column (over p), both cast to their
@@ -488,15 +495,7 @@ func (b *binder) bindCompareSubquery(ctx *exprCtx, n *ast.CompareSubqueryExpr) (
 		// = ANY is IN; <> ALL is NOT IN.
 		return b.bindInSubquery(ctx, &ast.PatternInExpr{Expr: n.L, Sel: sq, Not: n.All})
 	}
-	x, err := b.bindExpr(ctx, n.L)
-	if err != nil {
-		return nil, err
-	}
-	p, corr, err := b.bindSubquery(ctx, n, sq.Query, &asIn)
-	if err != nil {
-		return nil, err
-	}
-	x, y, dom, err := b.subqueryOperand(n, x, p, corr)
+	x, y, dom, p, corr, err := b.bindQuantified(ctx, n, n.L, sq)
 	if err != nil {
 		return nil, err
 	}

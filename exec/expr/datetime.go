@@ -132,6 +132,20 @@ func floorDiv64(a, b int64) int64 {
 
 // evalDateTrunc is date_trunc(unit, ts).
 func evalDateTrunc(c *call) (arrow.Array, error) {
+	return mapTimestamps(c, types.TimestampType.Arrow(), func(unit string, t time.Time) (int64, bool) {
+		r, ok := truncate(unit, t)
+		return r.UnixMicro(), ok
+	})
+}
+
+// evalDatePart is $date_part(field, ts).
+func evalDatePart(c *call) (arrow.Array, error) {
+	return mapTimestamps(c, arrow.PrimitiveTypes.Int64, datePart)
+}
+
+// mapTimestamps computes f(unit, ts) of each row of (unit text, ts), a value
+// of type dt; f's false names a unit it does not know.
+func mapTimestamps(c *call, dt arrow.DataType, f func(unit string, t time.Time) (int64, bool)) (arrow.Array, error) {
 	units := textOf(c.args[0])
 	ts := int64Arg(c.args[1])
 	valid, nulls := validity(c.mem, c.n, c.args...)
@@ -140,36 +154,15 @@ func evalDateTrunc(c *call) (arrow.Array, error) {
 		if !validAt(valid, i) {
 			continue
 		}
-		t, ok := truncate(string(units.row(i)), tsTime(ts.at(i)))
+		v, ok := f(string(units.row(i)), tsTime(ts.at(i)))
 		if !ok {
 			data.Release()
 			releaseBuffer(valid)
 			return nil, newError(ErrInvalidArgument, "unit \"%s\" not recognized for type timestamp", units.row(i))
 		}
-		out[i] = t.UnixMicro()
-	}
-	return finish(types.TimestampType.Arrow(), c.n, nulls, valid, data), nil
-}
-
-// evalDatePart is $date_part(field, ts).
-func evalDatePart(c *call) (arrow.Array, error) {
-	fields := textOf(c.args[0])
-	ts := int64Arg(c.args[1])
-	valid, nulls := validity(c.mem, c.n, c.args...)
-	data, out := newValues[int64](c.mem, c.n)
-	for i := range c.n {
-		if !validAt(valid, i) {
-			continue
-		}
-		v, ok := datePart(string(fields.row(i)), tsTime(ts.at(i)))
-		if !ok {
-			data.Release()
-			releaseBuffer(valid)
-			return nil, newError(ErrInvalidArgument, "unit \"%s\" not recognized for type timestamp", fields.row(i))
-		}
 		out[i] = v
 	}
-	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
+	return finish(dt, c.n, nulls, valid, data), nil
 }
 
 // evalAddInterval is $add_micros(ts, n) and $add_months(ts, n).

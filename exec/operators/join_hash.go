@@ -143,12 +143,12 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 	}
 	switch s.Kind {
 	case exec.EndOfStream:
-		if o.in.ended[input] {
+		first, ended := o.in.end(input)
+		if !first {
 			return nil
 		}
-		o.in.ended[input] = true
 		if o.spill != nil {
-			if o.in.ended[0] && o.in.ended[1] {
+			if ended {
 				if err := o.drainSpill(ctx, out); err != nil {
 					return err
 				}
@@ -173,7 +173,7 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 				}
 			}
 		}
-		if o.in.ended[0] && o.in.ended[1] {
+		if ended {
 			return out.CollectSignal(ctx, s)
 		}
 		return o.in.forward(ctx, out)

@@ -17,6 +17,16 @@ type twoInputs struct {
 	wmSent bool
 }
 
+// end records that input ended: ended is whether both now have; first
+// whether this input's end is news (a repeated one is ignored).
+func (t *twoInputs) end(input int) (first, ended bool) {
+	if t.ended[input] {
+		return false, t.ended[0] && t.ended[1]
+	}
+	t.ended[input] = true
+	return true, t.ended[0] && t.ended[1]
+}
+
 // watermark records input's watermark and forwards the minimum if it advanced.
 func (t *twoInputs) watermark(ctx context.Context, input int, wm int64, out exec.Collector) error {
 	if !t.wmSeen[input] || wm > t.wm[input] {

@@ -54,11 +54,11 @@ func (o *unionOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, o
 	}
 	switch s.Kind {
 	case exec.EndOfStream:
-		if o.in.ended[input] {
+		first, ended := o.in.end(input)
+		switch {
+		case !first:
 			return nil
-		}
-		o.in.ended[input] = true
-		if o.in.ended[0] && o.in.ended[1] {
+		case ended:
 			return out.CollectSignal(ctx, s)
 		}
 		return o.in.forward(ctx, out)
