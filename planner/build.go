@@ -246,6 +246,33 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
 			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
 
+	case *sql.Window:
+		if b.streaming {
+			return 0, sql.Errorf(sql.ErrUnsupported, 0,
+				"window functions need the end of their input, and this query reads a stream that never ends; keep the result in a view and query it")
+		}
+		from, err := b.build(p.Input)
+		if err != nil {
+			return 0, err
+		}
+		cfg := operators.WindowConfig{Partition: p.Partition}
+		for _, k := range p.Order {
+			cfg.Order = append(cfg.Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
+		}
+		var fns []string
+		for _, f := range p.Funcs {
+			cfg.Funcs = append(cfg.Funcs, operators.WindowFuncSpec{Func: f.Func, Args: f.Args, N: f.N, Default: f.Default, Type: f.Type,
+				Frame: operators.WindowFrame{Rows: f.Frame.Rows, StartUnbounded: f.Frame.StartUnbounded, EndUnbounded: f.Frame.EndUnbounded,
+					Start: f.Frame.Start, End: f.Frame.End}})
+			fns = append(fns, f.Func)
+		}
+		op := exec.OperatorSpec{Kind: "window", Label: "window " + strings.Join(fns, ", "), Config: exec.MustConfig(cfg), Out: p.Out}
+		if len(p.Partition) == 0 {
+			return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
+		}
+		// Each partition whole in one instance.
+		return b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, p.Partition...)), nil
+
 	case *sql.MaxOneRow:
 		from, err := b.build(p.Input)
 		if err != nil {

@@ -216,6 +216,8 @@ func (b *binder) toAggSpace(e *expr.Expr, groups []*expr.Expr, out types.Schema)
 		}
 	}
 	switch e.Kind {
+	case kindWinRef:
+		return e, nil // computed after the aggregation
 	case kindAggRef:
 		i := len(groups) + e.Col
 		return expr.Column(i, out[i].Type, out[i].Name), nil

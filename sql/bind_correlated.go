@@ -267,6 +267,10 @@ func replacePlan(p, old, with Plan) Plan {
 		return &c
 	case *MaxOneRow:
 		return &MaxOneRow{Input: replacePlan(n.Input, old, with)}
+	case *Window:
+		c := *n
+		c.Input = replacePlan(n.Input, old, with)
+		return &c
 	}
 	return p
 }

@@ -31,6 +31,10 @@ type exprCtx struct {
 	// subs collects the clause's subqueries (bind_subquery.go); nil where
 	// they are not allowed.
 	subs *subqueries
+	// wins collects window calls (bind_window.go), nil where they are not
+	// allowed; inWindow: binding a window call's arguments or window.
+	wins     *winState
+	inWindow bool
 }
 
 // bindExpr binds one expression: names become column positions of ctx.scope,
@@ -112,7 +116,7 @@ func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
 	case *ast.FuncCastExpr:
 		return b.bindCast(ctx, n)
 	case *ast.WindowFuncExpr:
-		return nil, b.errorf(ErrUnsupported, n, "window functions are not supported")
+		return b.bindWindow(ctx, n)
 	case *ast.SubqueryExpr:
 		return b.bindScalarSubquery(ctx, n)
 	case *ast.ExistsSubqueryExpr:

@@ -49,7 +49,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := &exprCtx{scope: sc, clause: "SELECT"}
+	ctx := &exprCtx{scope: sc, clause: "SELECT", wins: &winState{}}
 	hasAgg := sel.GroupBy != nil || sel.Having != nil || hasAggregate(sel)
 	if hasAgg {
 		ctx.aggs = &aggState{}
@@ -101,7 +101,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	var hidden []*expr.Expr
 	var hiddenAt ast.Node // the first ORDER BY item computed as a hidden column
 	if sel.OrderBy != nil {
-		octx := &exprCtx{scope: sc, clause: "ORDER BY", aggs: ctx.aggs}
+		octx := &exprCtx{scope: sc, clause: "ORDER BY", aggs: ctx.aggs, wins: ctx.wins}
 		if keys, hidden, hiddenAt, err = b.bindOrderBy(octx, sel.OrderBy, items); err != nil {
 			return nil, err
 		}
@@ -139,6 +139,36 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 		if having != nil {
 			input = &Filter{Input: input, Cond: conv[len(conv)-1]}
 		}
+		// The window calls' expressions read the aggregation's output too.
+		for _, c := range ctx.wins.calls {
+			for _, list := range [][]*expr.Expr{c.args, c.partition} {
+				for i, e := range list {
+					if list[i], err = b.toAggSpace(e, groups, agg.Schema()); err != nil {
+						return nil, err
+					}
+				}
+			}
+			for i, o := range c.order {
+				if c.order[i].e, err = b.toAggSpace(o.e, groups, agg.Schema()); err != nil {
+					return nil, err
+				}
+			}
+			if c.dflt != nil {
+				if c.dflt, err = b.toAggSpace(c.dflt, groups, agg.Schema()); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if len(ctx.wins.calls) > 0 {
+		var at []int
+		input, at = applyWindows(input, ctx.wins)
+		for i := range items {
+			items[i].e = windowRefs(items[i].e, at)
+		}
+		for i := range hidden {
+			hidden[i] = windowRefs(hidden[i], at)
+		}
 	}
 	if sel.Distinct && len(hidden) > 0 {
 		return nil, b.errorf(ErrInvalidColumnReference, hiddenAt, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
@@ -152,7 +182,7 @@ func (b *binder) checkSelect(sel *ast.SelectStmt) error {
 	case sel.Kind != ast.SelectStmtKindSelect:
 		return b.errorf(ErrUnsupported, nil, "%s statements are not supported", sel.Kind.String())
 	case len(sel.WindowSpecs) > 0:
-		return b.errorf(ErrUnsupported, nil, "window functions are not supported")
+		return b.errorf(ErrUnsupported, nil, "named windows (WINDOW w AS ...) are not supported yet: write the window in OVER (...)")
 	case sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone:
 		return b.errorf(ErrUnsupported, nil, "locking clauses are not supported")
 	case sel.SelectIntoOpt != nil:

@@ -87,6 +87,27 @@ func describeNode(p Plan) string {
 		return "Union all -> " + schemaText(p.Out)
 	case *MaxOneRow:
 		return "MaxOneRow -> " + schemaText(p.Schema())
+	case *Window:
+		in := p.Input.Schema()
+		var parts, funcs []string
+		for _, c := range p.Partition {
+			parts = append(parts, colText(c, in))
+		}
+		for _, f := range p.Funcs {
+			var args []string
+			for _, a := range f.Args {
+				args = append(args, colText(a, in))
+			}
+			funcs = append(funcs, fmt.Sprintf("%s(%s)", f.Func, strings.Join(args, ", ")))
+		}
+		keys := make([]string, len(p.Order))
+		for i, k := range p.Order {
+			keys[i] = colText(k.Col, in)
+			if k.Desc {
+				keys[i] += " DESC"
+			}
+		}
+		return fmt.Sprintf("Window partition=[%s] order=[%s] funcs=[%s] -> %s", strings.Join(parts, ", "), strings.Join(keys, ", "), strings.Join(funcs, ", "), schemaText(p.Out))
 	case *Sort:
 		in := p.Input.Schema()
 		keys := make([]string, len(p.Keys))

@@ -177,3 +177,36 @@ type MaxOneRow struct {
 
 func (p *MaxOneRow) Schema() types.Schema { return p.Input.Schema() }
 func (p *MaxOneRow) Inputs() []Plan       { return []Plan{p.Input} }
+
+// WindowFrame bounds the rows a window function sees (see
+// operators.WindowFrame, which it mirrors).
+type WindowFrame struct {
+	Rows                         bool
+	StartUnbounded, EndUnbounded bool
+	Start, End                   int64
+}
+
+// WindowCall is one window function of a Window node: Args (and Default, -1
+// for none) are input columns.
+type WindowCall struct {
+	Func    string
+	Args    []int
+	N       int64
+	Default int
+	Frame   WindowFrame
+	Type    types.Type
+}
+
+// Window computes window functions over its input, partitioned by Partition
+// and ordered by Order within each partition. Output: the input's columns,
+// then one per call.
+type Window struct {
+	Input     Plan
+	Partition []int
+	Order     []SortKey
+	Funcs     []WindowCall
+	Out       types.Schema
+}
+
+func (p *Window) Schema() types.Schema { return p.Out }
+func (p *Window) Inputs() []Plan       { return []Plan{p.Input} }

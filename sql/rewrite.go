@@ -75,6 +75,10 @@ func foldPlan(p Plan) Plan {
 		return &c
 	case *MaxOneRow:
 		return &MaxOneRow{Input: foldPlan(n.Input)}
+	case *Window:
+		c := *n
+		c.Input = foldPlan(n.Input)
+		return &c
 	case *Sort:
 		c := *n
 		c.Input = foldPlan(n.Input)

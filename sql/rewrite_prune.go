@@ -89,6 +89,10 @@ func renameInPlace(p Plan, want types.Schema) (Plan, bool) {
 	case *MaxOneRow:
 		in, ok := renameInPlace(n.Input, want)
 		return &MaxOneRow{Input: in}, ok
+	case *Window:
+		c := *n
+		c.Out = want
+		return &c, true
 	case *Filter:
 		in, ok := renameInPlace(n.Input, want)
 		return &Filter{Input: in, Cond: n.Cond}, ok
@@ -154,6 +158,11 @@ func prune(p Plan, need []bool) (Plan, []int) {
 	case *MaxOneRow:
 		in, m := prune(n.Input, need)
 		return &MaxOneRow{Input: in}, m
+	case *Window:
+		// Its input keeps every column: the calls read them by position.
+		c := *n
+		c.Input = pruneRoot(n.Input)
+		return &c, identity(len(need))
 	case *Union:
 		// Both sides keep every column, so that they line up.
 		return &Union{Left: pruneRoot(n.Left), Right: pruneRoot(n.Right), Out: n.Out}, identity(len(need))

@@ -58,6 +58,11 @@ func pushFilters(p Plan, preds []*expr.Expr) Plan {
 		return filterOver(&c, stay)
 	case *Join:
 		return pushJoin(n, preds)
+	case *Window:
+		// A filter before would change the partitions: nothing moves down.
+		c := *n
+		c.Input = pushFilters(n.Input, nil)
+		return filterOver(&c, preds)
 	case *MaxOneRow:
 		// Filtering first could hide a second row: nothing moves down.
 		return filterOver(&MaxOneRow{Input: pushFilters(n.Input, nil)}, preds)

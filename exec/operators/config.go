@@ -198,3 +198,42 @@ type ValuesConfig struct {
 // ResultConfig configures kind "result", the sink that hands a query's rows to
 // the client waiting for job JobID through TaskContext.Results.
 type ResultConfig struct{}
+
+// WindowConfig configures kind "window", window functions over a bounded
+// input (window.go): rows are grouped by Partition, ordered by Order within
+// each partition, and each of Funcs adds a column. Output: the input's
+// columns, then one column per function.
+type WindowConfig struct {
+	Partition []int            `json:"partition,omitempty"`
+	Order     []SortKeySpec    `json:"order,omitempty"`
+	Funcs     []WindowFuncSpec `json:"funcs"`
+}
+
+// WindowFuncSpec is one window function. Func is row_number, rank,
+// dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value,
+// last_value, nth_value, count, sum, avg, min or max; Args are input columns
+// (none for count(*)); N is lag's and lead's offset, ntile's buckets,
+// nth_value's position; Default, if not -1, is the column lag and lead read
+// past the partition's edge. Frame bounds the rows an aggregate or a value
+// function sees. Type is the result's.
+type WindowFuncSpec struct {
+	Func    string      `json:"func"`
+	Args    []int       `json:"args,omitempty"`
+	N       int64       `json:"n,omitempty"`
+	Default int         `json:"default"`
+	Frame   WindowFrame `json:"frame"`
+	Type    types.Type  `json:"type"`
+}
+
+// WindowFrame is a frame: with Rows, the rows from Start to End (offsets
+// from the current row, negative before it), unbounded on a side whose
+// Unbounded flag is set; without Rows (RANGE), from the first row of the
+// partition (StartUnbounded) or of the current row's peers, to the last of
+// the partition (EndUnbounded) or of the peers.
+type WindowFrame struct {
+	Rows           bool  `json:"rows,omitempty"`
+	StartUnbounded bool  `json:"start_unbounded,omitempty"`
+	EndUnbounded   bool  `json:"end_unbounded,omitempty"`
+	Start          int64 `json:"start,omitempty"`
+	End            int64 `json:"end,omitempty"`
+}

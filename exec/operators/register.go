@@ -24,6 +24,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("upsert", newUpsertOp)
 	r.RegisterOperator("union", newUnionOp)
 	r.RegisterOperator("max_one_row", newMaxOneRowOp)
+	r.RegisterOperator("window", newWindowOp)
 	r.RegisterOperator("sort", newSortOp)
 	r.RegisterOperator("limit", newLimitOp)
 	r.RegisterOperator("result", newResultOp)

@@ -1,0 +1,354 @@
+package sql
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Window functions, in the select list and ORDER BY of a query over bounded
+// input. Each call is bound to a marker (kindWinRef) while the select list is;
+// once the input (after GROUP BY and HAVING) is built, a Window node per
+// distinct window (PARTITION BY and ORDER BY) computes the calls over it, and
+// the markers become its columns.
+
+// kindWinRef marks a reference to window call Col of the winState.
+const kindWinRef expr.Kind = "sql.winref"
+
+// winState collects a query's window calls.
+type winState struct {
+	calls []*winCall
+}
+
+// winCall is one window call; its expressions are over the query's input (in
+// the aggregation's space once it is built).
+type winCall struct {
+	fn        string
+	args      []*expr.Expr
+	dflt      *expr.Expr // lag's and lead's default, nil for NULL
+	n         int64
+	partition []*expr.Expr
+	order     []winOrder
+	frame     WindowFrame
+	typ       types.Type
+}
+
+type winOrder struct {
+	e                *expr.Expr
+	desc, nullsFirst bool
+}
+
+// rankFuncs are the window functions that are not aggregates.
+var rankFuncs = map[string]bool{"row_number": true, "rank": true, "dense_rank": true, "percent_rank": true,
+	"cume_dist": true, "ntile": true, "lag": true, "lead": true, "first_value": true, "last_value": true, "nth_value": true}
+
+// bindWindow binds a window call.
+func (b *binder) bindWindow(ctx *exprCtx, n *ast.WindowFuncExpr) (*expr.Expr, error) {
+	if ctx.wins == nil || ctx.inWindow {
+		return nil, b.errorf(ErrGrouping, n, "window functions are not allowed in %s", ctx.where())
+	}
+	fn := strings.ToLower(n.Name)
+	spec := n.Spec
+	switch {
+	case spec.Name.L != "" || spec.Ref.L != "":
+		return nil, b.errorf(ErrUnsupported, n, "named windows (OVER w) are not supported yet: write the window in OVER (...)")
+	case n.IgnoreNull || n.FromLast:
+		return nil, b.errorf(ErrUnsupported, n, "IGNORE NULLS and FROM LAST are not supported")
+	case n.Distinct:
+		return nil, b.errorf(ErrUnsupported, n, "DISTINCT in a window function is not supported")
+	}
+	inner := *ctx
+	inner.inWindow = true
+	call := &winCall{fn: fn, n: 1}
+	bindArg := func(a ast.ExprNode) (*expr.Expr, error) { return b.bindExpr(&inner, a) }
+	switch {
+	case rankFuncs[fn]:
+		if err := b.bindRankArgs(n, call, bindArg); err != nil {
+			return nil, err
+		}
+	case fn == "count" || fn == "sum" || fn == "avg" || fn == "min" || fn == "max":
+		if len(n.Args) != 1 {
+			return nil, b.errorf(ErrUnsupported, n, "%s takes one argument", fn)
+		}
+		call.typ = types.Int64Type
+		if !(fn == "count" && isRowCount(n.Args[0])) {
+			a, err := bindArg(n.Args[0])
+			if err != nil {
+				return nil, err
+			}
+			at, rt, ok := aggSignature(fn, a.Type)
+			if !ok {
+				return nil, b.errorf(ErrUnknownFunction, n, "function %s(%s) does not exist", fn, a.Type)
+			}
+			call.args, call.typ = []*expr.Expr{expr.Cast(a, at)}, rt
+		}
+	default:
+		return nil, b.errorf(ErrUnknownFunction, n, "window function %s does not exist", fn)
+	}
+	if spec.PartitionBy != nil {
+		for _, it := range spec.PartitionBy.Items {
+			e, err := bindArg(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			call.partition = append(call.partition, e)
+		}
+	}
+	if spec.OrderBy != nil {
+		for _, it := range spec.OrderBy.Items {
+			e, err := bindArg(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			o := winOrder{e: e, desc: it.Desc, nullsFirst: it.Desc}
+			if first, ok := b.nullsOrder(it.Expr); ok {
+				o.nullsFirst = first
+			}
+			call.order = append(call.order, o)
+		}
+	}
+	// The default frame: the partition up to the current row's last peer
+	// with ORDER BY, the whole partition without.
+	call.frame = WindowFrame{StartUnbounded: true, EndUnbounded: spec.OrderBy == nil}
+	if spec.Frame != nil {
+		f, err := b.bindFrame(n, spec.Frame)
+		if err != nil {
+			return nil, err
+		}
+		call.frame = f
+	}
+	ctx.wins.calls = append(ctx.wins.calls, call)
+	return &expr.Expr{Kind: kindWinRef, Col: len(ctx.wins.calls) - 1, Type: call.typ}, nil
+}
+
+// bindRankArgs binds the arguments of the window functions that are not
+// aggregates, and sets the call's type.
+func (b *binder) bindRankArgs(n *ast.WindowFuncExpr, call *winCall, bindArg func(ast.ExprNode) (*expr.Expr, error)) error {
+	fn := call.fn
+	want := map[string][2]int{"row_number": {0, 0}, "rank": {0, 0}, "dense_rank": {0, 0}, "percent_rank": {0, 0},
+		"cume_dist": {0, 0}, "ntile": {1, 1}, "lag": {1, 3}, "lead": {1, 3}, "first_value": {1, 1}, "last_value": {1, 1},
+		"nth_value": {2, 2}}[fn]
+	if len(n.Args) < want[0] || len(n.Args) > want[1] {
+		return b.errorf(ErrUnknownFunction, n, "function %s with %d arguments does not exist", fn, len(n.Args))
+	}
+	switch fn {
+	case "row_number", "rank", "dense_rank", "ntile":
+		call.typ = types.Int64Type
+	case "percent_rank", "cume_dist":
+		call.typ = types.Float64Type
+	}
+	constant := func(a ast.ExprNode, what string) (int64, error) {
+		v, ok := a.(*test_driver.ValueExpr)
+		if !ok || (v.Kind() != test_driver.KindInt64 && v.Kind() != test_driver.KindUint64) {
+			return 0, b.errorf(ErrUnsupported, a, "%s of %s must be an integer constant", what, fn)
+		}
+		return v.GetInt64(), nil
+	}
+	var err error
+	switch fn {
+	case "ntile":
+		if call.n, err = constant(n.Args[0], "the number of buckets"); err != nil {
+			return err
+		}
+		if call.n <= 0 {
+			return b.errorf(ErrInvalidValue, n, "argument of ntile must be greater than zero")
+		}
+	case "lag", "lead", "first_value", "last_value", "nth_value":
+		a, err := bindArg(n.Args[0])
+		if err != nil {
+			return err
+		}
+		if a.Type.ID == types.Null {
+			a = expr.Cast(a, types.StringType)
+		}
+		call.args, call.typ = []*expr.Expr{a}, a.Type
+		if fn == "nth_value" {
+			if call.n, err = constant(n.Args[1], "the position"); err != nil {
+				return err
+			}
+			if call.n <= 0 {
+				return b.errorf(ErrInvalidValue, n, "argument of nth_value must be greater than zero")
+			}
+		}
+		if (fn == "lag" || fn == "lead") && len(n.Args) >= 2 {
+			if call.n, err = constant(n.Args[1], "the offset"); err != nil {
+				return err
+			}
+		}
+		if (fn == "lag" || fn == "lead") && len(n.Args) == 3 {
+			d, err := bindArg(n.Args[2])
+			if err != nil {
+				return err
+			}
+			if d.Type != a.Type {
+				if !expr.CanCast(d.Type, a.Type) {
+					return b.errorf(ErrType, n.Args[2], "the default of %s must be of type %s, not %s", fn, a.Type, d.Type)
+				}
+				d = expr.Cast(d, a.Type)
+			}
+			call.dflt = d
+		}
+	}
+	return nil
+}
+
+// bindFrame reads ROWS or RANGE BETWEEN ... AND ....
+func (b *binder) bindFrame(n ast.Node, fc *ast.FrameClause) (WindowFrame, error) {
+	var f WindowFrame
+	switch fc.Type {
+	case ast.Rows:
+		f.Rows = true
+	case ast.Ranges:
+	default:
+		return f, b.errorf(ErrUnsupported, n, "GROUPS frames are not supported")
+	}
+	bound := func(fb ast.FrameBound, start bool) (unbounded bool, off int64, err error) {
+		switch {
+		case fb.Type == ast.CurrentRow:
+			return false, 0, nil
+		case fb.UnBounded:
+			if start && fb.Type == ast.Following || !start && fb.Type == ast.Preceding {
+				return false, 0, b.errorf(ErrSyntax, n, "frame starting from following row cannot end with current row")
+			}
+			return true, 0, nil
+		}
+		if !f.Rows {
+			return false, 0, b.errorf(ErrUnsupported, n, "RANGE with an offset is not supported: use ROWS")
+		}
+		v, ok := fb.Expr.(*test_driver.ValueExpr)
+		if !ok || (v.Kind() != test_driver.KindInt64 && v.Kind() != test_driver.KindUint64) || v.GetInt64() < 0 {
+			return false, 0, b.errorf(ErrUnsupported, n, "a frame offset must be a non-negative integer constant")
+		}
+		off = v.GetInt64()
+		if fb.Type == ast.Preceding {
+			off = -off
+		}
+		return false, off, nil
+	}
+	var err error
+	if f.StartUnbounded, f.Start, err = bound(fc.Extent.Start, true); err != nil {
+		return f, err
+	}
+	if f.EndUnbounded, f.End, err = bound(fc.Extent.End, false); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// applyWindows computes the window calls over input: a Window node per
+// distinct window, over a Project that adds the calls' expressions as
+// columns. It returns the plan and each call's column.
+func applyWindows(input Plan, wins *winState) (Plan, []int) {
+	in := input.Schema()
+	exprs := make([]*expr.Expr, 0, len(in))
+	out := append(types.Schema{}, in...)
+	for i, f := range in {
+		exprs = append(exprs, expr.Column(i, f.Type, f.Name))
+	}
+	col := func(e *expr.Expr) int {
+		if e.Kind == expr.KindColumn && e.Col < len(in) {
+			return e.Col
+		}
+		for i := len(in); i < len(exprs); i++ {
+			if sameExpr(exprs[i], e) {
+				return i
+			}
+		}
+		exprs = append(exprs, e)
+		out = append(out, types.Field{Name: "?column?", Type: e.Type})
+		return len(exprs) - 1
+	}
+	type window struct {
+		partition []int
+		order     []SortKey
+		funcs     []WindowCall
+		calls     []int
+	}
+	var windows []*window
+	for k, c := range wins.calls {
+		var part []int
+		for _, e := range c.partition {
+			part = append(part, col(e))
+		}
+		var order []SortKey
+		for _, o := range c.order {
+			order = append(order, SortKey{Col: col(o.e), Desc: o.desc, NullsFirst: o.nullsFirst})
+		}
+		wc := WindowCall{Func: c.fn, N: c.n, Default: -1, Frame: c.frame, Type: c.typ}
+		for _, a := range c.args {
+			wc.Args = append(wc.Args, col(a))
+		}
+		if c.dflt != nil {
+			wc.Default = col(c.dflt)
+		}
+		var w *window
+		for _, x := range windows {
+			if equalInts(x.partition, part) && equalKeys(x.order, order) {
+				w = x
+			}
+		}
+		if w == nil {
+			w = &window{partition: part, order: order}
+			windows = append(windows, w)
+		}
+		w.funcs = append(w.funcs, wc)
+		w.calls = append(w.calls, k)
+	}
+	var p Plan = &Project{Input: input, Exprs: exprs, Out: out}
+	at := make([]int, len(wins.calls))
+	width := len(out)
+	for _, w := range windows {
+		wout := append(types.Schema{}, p.Schema()...)
+		for j, f := range w.funcs {
+			wout = append(wout, types.Field{Name: f.Func, Type: f.Type})
+			at[w.calls[j]] = width + j
+		}
+		width += len(w.funcs)
+		p = &Window{Input: p, Partition: w.partition, Order: w.order, Funcs: w.funcs, Out: wout}
+	}
+	return p, at
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalKeys(a, b []SortKey) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// windowRefs replaces the window markers of e by the calls' columns.
+func windowRefs(e *expr.Expr, at []int) *expr.Expr {
+	if e.Kind == kindWinRef {
+		return expr.Column(at[e.Col], e.Type, "")
+	}
+	if len(e.Args) == 0 {
+		return e
+	}
+	c := *e
+	c.Args = make([]*expr.Expr, len(e.Args))
+	for i, a := range e.Args {
+		c.Args[i] = windowRefs(a, at)
+	}
+	return &c
+}
