@@ -17,7 +17,8 @@ import (
 //	  (DATE_ADD, DATE_SUB; PostgreSQL's INTERVAL '90' DAY too)
 //	NOW(), CURRENT_TIMESTAMP, LOCALTIMESTAMP           the statement's start
 //
-// Until DATE is a type of its own, a DATE is a timestamp at midnight.
+// and the arithmetic of dates (dateArith): date ± integer days is a date, date
+// - date the days between, date ± INTERVAL a timestamp, as in PostgreSQL.
 
 // datePartOf maps MySQL's functions of one field to the field.
 var datePartOf = map[string]string{"year": "year", "quarter": "quarter", "month": "month", "week": "week",
@@ -104,6 +105,35 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		r, err := b.call(n, fn, ts, count)
 		return r, true, err
 	}
+	if name == "date_trunc" && len(n.Args) == 2 {
+		unit, err := b.bindExpr(ctx, n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := b.timestampArg(ctx, n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		r, err := b.call(n, "date_trunc", unit, e)
+		return r, true, err
+	}
+	if name == "date_part" && len(n.Args) == 2 {
+		// date_part('field', x): the field a literal.
+		f, err := b.bindExpr(ctx, n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		if f.Kind != expr.KindLiteral || f.Type.ID != types.String {
+			return nil, true, b.errorf(ErrUnsupported, n.Args[0], "the field of date_part must be a text constant")
+		}
+		e, err := b.timestampArg(ctx, n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		f = expr.Literal(types.StringValue(strings.ToLower(f.Value.Str)))
+		r, err := b.call(n, "$date_part", f, e)
+		return r, true, err
+	}
 	field, ok := datePartOf[name]
 	if !ok || len(n.Args) != 1 {
 		return nil, false, nil
@@ -126,6 +156,8 @@ func (b *binder) timestampArg(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) 
 	switch e.Type.ID {
 	case types.Timestamp:
 		return e, nil
+	case types.Date:
+		return expr.Cast(e, types.TimestampType), nil // its midnight
 	case types.String, types.Null:
 		c := expr.Cast(e, types.TimestampType)
 		if e.Kind == expr.KindLiteral {
@@ -138,4 +170,40 @@ func (b *binder) timestampArg(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) 
 		return c, nil
 	}
 	return nil, b.errorf(ErrType, n, "a timestamp is wanted here, not %s", e.Type)
+}
+
+// dateArith binds date + n, n + date, date - n (whole days: a date) and
+// date - date (the days between: a bigint); ok is false for other operands.
+func (b *binder) dateArith(n ast.Node, fn string, l, r *expr.Expr) (*expr.Expr, bool, error) {
+	if fn != "+" && fn != "-" {
+		return nil, false, nil
+	}
+	ld, rd := l.Type.ID == types.Date, r.Type.ID == types.Date
+	isInt := func(e *expr.Expr) bool { return e.Type.ID == types.Int64 }
+	switch {
+	case ld && rd && fn == "-":
+		e, err := b.call(n, "$days_between", expr.Cast(l, types.TimestampType), expr.Cast(r, types.TimestampType))
+		return e, true, err
+	case fn == "+" && isInt(l) && rd:
+		l, r = r, l
+		fallthrough
+	case ld && isInt(r):
+		days := r
+		var err error
+		if fn == "-" {
+			if days, err = b.call(n, "neg", days); err != nil {
+				return nil, true, err
+			}
+		}
+		micros, err := b.call(n, "*", days, expr.Literal(types.IntValue(86400e6)))
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := b.call(n, "$add_micros", expr.Cast(l, types.TimestampType), micros)
+		if err != nil {
+			return nil, true, err
+		}
+		return expr.Cast(e, types.DateType), true, nil
+	}
+	return nil, false, nil
 }

@@ -160,7 +160,9 @@ func (b *binder) sqlType(ft *ptypes.FieldType, node ast.Node) (types.Type, error
 			return types.Type{}, b.errorf(ErrUnsupported, node, "binary strings are not supported")
 		}
 		return types.StringType, nil
-	case mysql.TypeDatetime, mysql.TypeTimestamp, mysql.TypeDate:
+	case mysql.TypeDate:
+		return types.DateType, nil
+	case mysql.TypeDatetime, mysql.TypeTimestamp:
 		return types.TimestampType, nil
 	}
 	return types.Type{}, b.errorf(ErrUnsupported, node, "type %s is not supported", ft.String())

@@ -363,6 +363,9 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		}
 		l, r = args[0], args[1]
 	}
+	if e, ok, err := b.dateArith(n, fn, l, r); ok {
+		return e, err
+	}
 	return b.call(n, fn, l, r)
 }
 

@@ -52,7 +52,11 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		if err := bindArgs(n.Args); err != nil {
 			return nil, err
 		}
-		v, err := expr.EvalConst(expr.Cast(args[0], types.TimestampType))
+		to := types.TimestampType
+		if name == ast.DateLiteral {
+			to = types.DateType
+		}
+		v, err := expr.EvalConst(expr.Cast(args[0], to))
 		if err != nil {
 			return nil, b.errorf(ErrInvalidValue, n, "%s", err.Error())
 		}
@@ -84,7 +88,7 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		if b.isPipes(n) {
 			name = "||"
 		}
-	case "extract", "date_add", "date_sub", "adddate", "subdate", "now", "current_timestamp", "localtimestamp",
+	case "extract", "date_part", "date_trunc", "date_add", "date_sub", "adddate", "subdate", "now", "current_timestamp", "localtimestamp",
 		"year", "quarter", "month", "week", "day", "dayofmonth", "dayofyear", "hour", "minute", "second":
 		if e, ok, err := b.bindDateTime(ctx, n, name); ok || err != nil {
 			return e, err

@@ -45,6 +45,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteCastTypes,
 	},
 	{
+		name:  "EXTRACT(PostgreSQL field FROM x)",
+		users: "EXTRACT(DOW FROM d), EXTRACT(EPOCH FROM ts)",
+		reads: "date_part('dow', d), date_part('epoch', ts) (MySQL's EXTRACT knows no such fields)",
+		apply: rewriteExtractFields,
+	},
+	{
 		name:  "NULLS FIRST|LAST",
 		users: "ORDER BY score DESC NULLS LAST",
 		reads: "ORDER BY score DESC (the binder is told: NULLS LAST)",
@@ -720,4 +726,29 @@ func (b *binder) unusedFacts() error {
 		}
 	}
 	return nil
+}
+
+// pgOnlyFields are the EXTRACT fields PostgreSQL has and MySQL's grammar does
+// not.
+var pgOnlyFields = map[string]bool{"dow": true, "doy": true, "isodow": true, "isoyear": true, "epoch": true,
+	"decade": true, "century": true, "millennium": true, "milliseconds": true, "microseconds": true}
+
+// rewriteExtractFields turns EXTRACT(field FROM x), for a field only
+// PostgreSQL has, into date_part('field', x).
+func rewriteExtractFields(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("EXTRACT") {
+			continue
+		}
+		w := words(stmt[i:])
+		if len(w) < 4 || stmt[i+w[1]].text != "(" || stmt[i+w[2]].kind != tokWord || !stmt[i+w[3]].is("FROM") {
+			continue
+		}
+		field := strings.ToLower(stmt[i+w[2]].text)
+		if !pgOnlyFields[field] {
+			continue
+		}
+		stmt = splice(stmt, i, i+w[3]+1, made(stmt[i].pos, "date_part('"+field+"',")...)
+	}
+	return stmt
 }

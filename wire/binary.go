@@ -37,15 +37,23 @@ const pgEpochMicros = 946684800 * 1_000_000
 // binarySupported reports whether a column of type t can be sent in binary.
 func binarySupported(t types.Type) bool {
 	switch t.ID {
-	case types.Bool, types.Int64, types.Float64, types.String, types.Timestamp, types.Decimal, types.Null:
+	case types.Bool, types.Int64, types.Float64, types.String, types.Timestamp, types.Date, types.Decimal, types.Null:
 		return true
 	}
 	return false
 }
 
-// binaryAppenderFor returns the appender of arr's values in binary format. The
-// caller checks nulls and that binarySupported holds for the column's type.
-func binaryAppenderFor(arr arrow.Array) textAppender {
+// binaryAppenderFor returns the appender of arr's values (of the column f) in
+// binary format. The caller checks nulls and that binarySupported holds for
+// the column's type.
+func binaryAppenderFor(arr arrow.Array, f arrow.Field) textAppender {
+	if a, ok := arr.(*array.Timestamp); ok && types.IsDate(f) {
+		// A date: days since 2000-01-01, as int4.
+		vs := a.Values()
+		return func(dst []byte, i int) []byte {
+			return binary.BigEndian.AppendUint32(dst, uint32(int32(floorDivInt64(int64(vs[i])-pgEpochMicros, microsPerDay))))
+		}
+	}
 	switch a := arr.(type) {
 	case *array.Boolean:
 		return func(dst []byte, i int) []byte {
@@ -75,7 +83,7 @@ func binaryAppenderFor(arr arrow.Array) textAppender {
 		}
 	}
 	// Text (and the null type, whose rows are all NULL): the bytes of the text.
-	return appenderFor(arr)
+	return appenderFor(arr, f)
 }
 
 // appendNumeric appends numeric_send's encoding of a decimal's text (an optional
@@ -174,6 +182,11 @@ func decodeParam(data []byte, format int16, oid uint32) (types.Value, error) {
 			return types.Value{}, err
 		}
 		return types.TimestampValue(int64(binary.BigEndian.Uint64(data)) + pgEpochMicros), nil
+	case oidDate:
+		if err := size(4); err != nil {
+			return types.Value{}, err
+		}
+		return types.DateValue(int64(int32(binary.BigEndian.Uint32(data)))*microsPerDay + pgEpochMicros), nil
 	case oidText, oidVarchar, oidBpchar, oidName, oidUnknown:
 		if !utf8.Valid(data) {
 			return types.Value{}, protoErrorf("22021", "invalid byte sequence for encoding \"UTF8\"")
@@ -248,4 +261,16 @@ func numericText(data []byte) (string, error) {
 func pad4(d int) string {
 	s := strconv.Itoa(d)
 	return strings.Repeat("0", 4-len(s)) + s
+}
+
+// microsPerDay is a day in microseconds.
+const microsPerDay = 86400 * 1_000_000
+
+// floorDivInt64 is a / b rounded down.
+func floorDivInt64(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }

@@ -61,13 +61,13 @@ func (c *conn) sendCopy(ctx context.Context, r *session.Result) error {
 		cols := b.Columns()
 		for i := 0; i < int(b.NumRows()); i++ {
 			line = append(line[:0], chg.Op(i).String()...)
-			for _, col := range cols {
+			for j, col := range cols {
 				line = append(line, '\t')
 				if IsNull(col, i) {
 					line = append(line, '\\', 'N')
 					continue
 				}
-				cell = AppendText(cell[:0], col, i)
+				cell = AppendText(cell[:0], col, b.Schema().Field(j), i)
 				line = appendCopyEscaped(line, cell)
 			}
 			line = append(line, '\n')

@@ -276,11 +276,11 @@ func (e *rowEncoder) prepare(b arrow.RecordBatch) error {
 	}
 	e.appenders, e.nullable = e.appenders[:0], e.nullable[:0]
 	for j := range e.ncols {
-		col := b.Column(j)
+		col, f := b.Column(j), b.Schema().Field(j)
 		if e.formats != nil && e.formats[j] == pgproto3.BinaryFormat {
-			e.appenders = append(e.appenders, binaryAppenderFor(col))
+			e.appenders = append(e.appenders, binaryAppenderFor(col, f))
 		} else {
-			e.appenders = append(e.appenders, appenderFor(col))
+			e.appenders = append(e.appenders, appenderFor(col, f))
 		}
 		if col.NullN() > 0 || col.DataType().ID() == arrow.NULL {
 			e.nullable = append(e.nullable, col)

@@ -32,18 +32,23 @@ func IsNull(arr arrow.Array, i int) bool {
 // is; timestamp as YYYY-MM-DD HH:MM:SS[.ffffff] with the fraction's trailing zeros
 // trimmed and BC for years before 1. Other Arrow types, which the engine does not
 // produce, fall back to Arrow's own ValueStr.
-func AppendText(dst []byte, arr arrow.Array, i int) []byte {
+func AppendText(dst []byte, arr arrow.Array, f arrow.Field, i int) []byte {
 	if IsNull(arr, i) {
 		return dst
 	}
-	return appenderFor(arr)(dst, i)
+	return appenderFor(arr, f)(dst, i)
 }
 
 // textAppender appends the text of one row of the array it was made for.
 type textAppender func(dst []byte, i int) []byte
 
-// appenderFor returns the text appender for arr's type. The caller checks nulls.
-func appenderFor(arr arrow.Array) textAppender {
+// appenderFor returns the text appender for arr's type, of the column f (a
+// DATE's arrays are timestamps: types.IsDate). The caller checks nulls.
+func appenderFor(arr arrow.Array, f arrow.Field) textAppender {
+	if a, ok := arr.(*array.Timestamp); ok && types.IsDate(f) {
+		vs := a.Values()
+		return func(dst []byte, i int) []byte { return types.AppendDate(dst, int64(vs[i])) }
+	}
 	switch a := arr.(type) {
 	case *array.Boolean:
 		return func(dst []byte, i int) []byte {

@@ -52,7 +52,7 @@ func TestAppendTextFloat8(t *testing.T) {
 		b := array.NewFloat64Builder(memory.DefaultAllocator)
 		b.Append(tc.v)
 		arr := b.NewArray()
-		if got := string(AppendText(nil, arr, 0)); got != tc.want {
+		if got := string(AppendText(nil, arr, arrow.Field{}, 0)); got != tc.want {
 			t.Errorf("%v: got %q, want %q", tc.v, got, tc.want)
 		}
 		arr.Release()
@@ -88,7 +88,7 @@ func TestAppendTextNumeric(t *testing.T) {
 		b := array.NewDecimal128Builder(memory.DefaultAllocator, &arrow.Decimal128Type{Precision: tc.p, Scale: tc.s})
 		b.Append(decimal128.FromBigInt(n))
 		arr := b.NewArray()
-		if got := string(AppendText(nil, arr, 0)); got != tc.want {
+		if got := string(AppendText(nil, arr, arrow.Field{}, 0)); got != tc.want {
 			t.Errorf("%s scale %d: got %q, want %q", tc.unscaled, tc.s, got, tc.want)
 		}
 		arr.Release()
@@ -115,7 +115,7 @@ func TestAppendTextTimestamp(t *testing.T) {
 		b := array.NewTimestampBuilder(memory.DefaultAllocator, &arrow.TimestampType{Unit: arrow.Microsecond})
 		b.Append(arrow.Timestamp(tc.micros))
 		arr := b.NewArray()
-		if got := string(AppendText(nil, arr, 0)); got != tc.want {
+		if got := string(AppendText(nil, arr, arrow.Field{}, 0)); got != tc.want {
 			t.Errorf("%d: got %q, want %q", tc.micros, got, tc.want)
 		}
 		arr.Release()
@@ -130,7 +130,7 @@ func TestAppendTextOthers(t *testing.T) {
 		t.Helper()
 		defer arr.Release()
 		for i, w := range want {
-			got := string(AppendText([]byte("prefix"), arr, i))
+			got := string(AppendText([]byte("prefix"), arr, arrow.Field{}, i))
 			if w == "NULL" {
 				if !IsNull(arr, i) || got != "prefix" {
 					t.Errorf("%v row %d: IsNull %v, text %q", arr.DataType(), i, IsNull(arr, i), got)
@@ -190,7 +190,7 @@ func TestAppendTextNoAllocs(t *testing.T) {
 
 	buf := make([]byte, 0, 4096)
 	for _, arr := range []arrow.Array{farr, darr, tarr} {
-		app := appenderFor(arr)
+		app := appenderFor(arr, arrow.Field{})
 		allocs := testing.AllocsPerRun(100, func() {
 			buf = buf[:0]
 			for i := range arr.Len() {
@@ -210,7 +210,7 @@ func BenchmarkAppendTextFloat64(b *testing.B) {
 	}
 	arr := fb.NewArray()
 	defer arr.Release()
-	app := appenderFor(arr)
+	app := appenderFor(arr, arrow.Field{})
 	buf := make([]byte, 0, 64<<10)
 	b.ResetTimer()
 	for b.Loop() {

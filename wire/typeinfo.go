@@ -13,6 +13,7 @@ const (
 	oidText      = 25
 	oidFloat8    = 701
 	oidTimestamp = 1114
+	oidDate      = 1082
 	oidNumeric   = 1700
 )
 
@@ -31,6 +32,8 @@ func pgType(t types.Type) (oid uint32, size int16, mod int32) {
 		return oidNumeric, -1, (int32(t.Precision)<<16 | int32(t.Scale)) + 4
 	case types.Timestamp:
 		return oidTimestamp, 8, -1
+	case types.Date:
+		return oidDate, 4, -1
 	}
 	// String, and Null which PostgreSQL would report as text after coercion.
 	return oidText, -1, -1

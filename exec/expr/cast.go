@@ -33,6 +33,8 @@ func CanCast(from, to types.Type) bool {
 		return true
 	case from.ID == types.Bool && to.ID == types.Int64, from.ID == types.Int64 && to.ID == types.Bool:
 		return true
+	case from.ID == types.Date && to.ID == types.Timestamp, from.ID == types.Timestamp && to.ID == types.Date:
+		return true
 	}
 	return false
 }
@@ -86,6 +88,16 @@ func castFixed(a arrow.Array, from, to types.Type, valid *memory.Buffer, nulls i
 		return false
 	}
 	switch {
+	case from.ID == types.Date && to.ID == types.Timestamp:
+		var out []int64
+		data, out = newValues[int64](mem, n)
+		copy(out, int64Values(a)) // a date is stored as its midnight
+	case from.ID == types.Timestamp && to.ID == types.Date:
+		var out []int64
+		data, out = newValues[int64](mem, n)
+		for i, v := range int64Values(a) {
+			out[i] = midnight(v)
+		}
 	case from.ID == types.Int64 && to.ID == types.Float64:
 		var out []float64
 		data, out = newValues[float64](mem, n)
@@ -221,6 +233,8 @@ func appendText(dst []byte, a arrow.Array, t types.Type, i int) []byte {
 		return types.AppendDecimal(dst, a.(*array.Decimal128).Value(i), int(t.Scale))
 	case types.Timestamp:
 		return types.AppendTimestamp(dst, int64(a.(*array.Timestamp).Value(i)))
+	case types.Date:
+		return types.AppendDate(dst, int64(a.(*array.Timestamp).Value(i)))
 	case types.String:
 		return append(dst, a.(*array.String).Value(i)...)
 	}
@@ -235,16 +249,20 @@ func castFromText(in textArg, to types.Type, valid *memory.Buffer, nulls int, me
 		err  error
 	)
 	switch to.ID {
-	case types.Int64, types.Timestamp:
+	case types.Int64, types.Timestamp, types.Date:
 		var out []int64
 		data, out = newValues[int64](mem, n)
 		for i := range n {
 			if !validAt(valid, i) {
 				continue
 			}
-			if to.ID == types.Int64 {
+			switch to.ID {
+			case types.Int64:
 				out[i], err = parseInt(in.row(i))
-			} else {
+			case types.Date: // the date of a timestamp's text too, as PostgreSQL's
+				out[i], err = parseTimestamp(in.row(i))
+				out[i] = midnight(out[i])
+			default:
 				out[i], err = parseTimestamp(in.row(i))
 			}
 			if err != nil {

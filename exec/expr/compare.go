@@ -58,7 +58,7 @@ func evalCompare(c *call) (arrow.Array, error) {
 // rows get arbitrary bits; callers mask them with validity.
 func compareInto(t types.Type, mask uint8, a, b arrow.Array, n int, out []byte) error {
 	switch t.ID {
-	case types.Int64, types.Timestamp:
+	case types.Int64, types.Timestamp, types.Date:
 		compareOrdered(mask, int64Arg(a), int64Arg(b), n, out)
 	case types.Float64:
 		x, y := float64Arg(a), float64Arg(b)
@@ -282,7 +282,7 @@ func orNulls(dst []byte, arr arrow.Array) {
 // hash set; the other types compare against each item.
 func inLiterals(t types.Type, x arrow.Array, lits []types.Value, found []byte, mem memory.Allocator) error {
 	switch t.ID {
-	case types.Int64, types.Timestamp:
+	case types.Int64, types.Timestamp, types.Date:
 		set := make(map[int64]struct{}, len(lits))
 		for _, v := range lits {
 			set[v.Int] = struct{}{}

@@ -190,3 +190,23 @@ func releaseBuffer(b *memory.Buffer) {
 		b.Release()
 	}
 }
+
+// microsPerDay is a day's length in microseconds.
+const microsPerDay = 86400 * 1_000_000
+
+// midnight is the start of the day of ts: the DATE of a timestamp.
+func midnight(ts int64) int64 { return floorDiv64(ts, microsPerDay) * microsPerDay }
+
+// evalDaysBetween is $days_between(a, b): the whole days from b to a (date -
+// date; both are midnights).
+func evalDaysBetween(c *call) (arrow.Array, error) {
+	a, b := int64Arg(c.args[0]), int64Arg(c.args[1])
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	data, out := newValues[int64](c.mem, c.n)
+	for i := range c.n {
+		if validAt(valid, i) {
+			out[i] = floorDiv64(a.at(i)-b.at(i), microsPerDay)
+		}
+	}
+	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
+}

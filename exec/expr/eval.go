@@ -101,6 +101,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalDatePart, literalArgs
 	case "$add_micros", "$add_months":
 		return evalAddInterval, literalArgs
+	case "$days_between":
+		return evalDaysBetween, literalArgs
 	}
 	return nil, rowsArgs
 }
@@ -208,7 +210,7 @@ func checkCall(e *Expr) error {
 func storedAs(dt arrow.DataType, t types.Type) bool {
 	switch d := dt.(type) {
 	case *arrow.TimestampType:
-		return t.ID == types.Timestamp && d.Unit == arrow.Microsecond
+		return (t.ID == types.Timestamp || t.ID == types.Date) && d.Unit == arrow.Microsecond
 	case *arrow.Decimal128Type:
 		return t.ID == types.Decimal && d.Precision == int32(t.Precision) && d.Scale == int32(t.Scale)
 	}

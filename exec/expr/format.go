@@ -37,6 +37,8 @@ func FormatValue(v types.Value) string {
 		return "'" + strings.ReplaceAll(v.Str, "'", "''") + "'"
 	case types.Timestamp:
 		return "TIMESTAMP '" + string(types.AppendTimestamp(nil, v.Int)) + "'"
+	case types.Date:
+		return "DATE '" + string(types.AppendDate(nil, v.Int)) + "'"
 	}
 	return "?"
 }

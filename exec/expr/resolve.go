@@ -38,17 +38,18 @@ var catalog = map[string]resolver{
 	"substring":        resolveSubstring, "substr": resolveSubstring,
 	"concat": resolveConcat, "||": resolveConcatOp,
 	"trim": resolveTrim, "btrim": resolveTrim, "ltrim": resolveTrim, "rtrim": resolveTrim,
-	"replace":     fixed(types.StringType, types.StringType, types.StringType, types.StringType),
-	"strpos":      fixed(types.Int64Type, types.StringType, types.StringType),
-	"position":    fixed(types.Int64Type, types.StringType, types.StringType),
-	"left":        fixed(types.StringType, types.StringType, types.Int64Type),
-	"right":       fixed(types.StringType, types.StringType, types.Int64Type),
-	"reverse":     fixed(types.StringType, types.StringType),
-	"split_part":  fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
-	"date_trunc":  fixed(types.TimestampType, types.StringType, types.TimestampType),
-	"$date_part":  fixed(types.Int64Type, types.StringType, types.TimestampType),
-	"$add_micros": fixed(types.TimestampType, types.TimestampType, types.Int64Type),
-	"$add_months": fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"replace":       fixed(types.StringType, types.StringType, types.StringType, types.StringType),
+	"strpos":        fixed(types.Int64Type, types.StringType, types.StringType),
+	"position":      fixed(types.Int64Type, types.StringType, types.StringType),
+	"left":          fixed(types.StringType, types.StringType, types.Int64Type),
+	"right":         fixed(types.StringType, types.StringType, types.Int64Type),
+	"reverse":       fixed(types.StringType, types.StringType),
+	"split_part":    fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
+	"date_trunc":    fixed(types.TimestampType, types.StringType, types.TimestampType),
+	"$date_part":    fixed(types.Int64Type, types.StringType, types.TimestampType),
+	"$add_micros":   fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"$add_months":   fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"$days_between": fixed(types.Int64Type, types.TimestampType, types.TimestampType),
 
 	"abs": resolveNumericUnary, "round": resolveRound,
 	"floor": resolveFloorCeil, "ceil": resolveFloorCeil, "ceiling": resolveFloorCeil,
@@ -171,6 +172,10 @@ func Coerce(a, b types.Type) (types.Type, bool) {
 		return capDecimal(int(digits), int(scale)), true
 	case a.ID == types.String && b.ID == types.Timestamp, a.ID == types.Timestamp && b.ID == types.String:
 		return types.TimestampType, true
+	case a.ID == types.String && b.ID == types.Date, a.ID == types.Date && b.ID == types.String:
+		return types.DateType, true
+	case a.ID == types.Date && b.ID == types.Timestamp, a.ID == types.Timestamp && b.ID == types.Date:
+		return types.TimestampType, true // a date is its midnight
 	}
 	return types.Type{}, false
 }

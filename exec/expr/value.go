@@ -57,7 +57,7 @@ func ArrayOf(v types.Value, n int, mem memory.Allocator) (arrow.Array, error) {
 			bitutil.SetBitsTo(buf.Bytes(), 0, int64(n), true)
 		}
 		return finish(dt, n, 0, nil, buf), nil
-	case types.Int64, types.Timestamp:
+	case types.Int64, types.Timestamp, types.Date:
 		buf, vals := newValues[int64](mem, n)
 		for i := range vals {
 			vals[i] = v.Int
@@ -93,7 +93,7 @@ func ArrayOf(v types.Value, n int, mem memory.Allocator) (arrow.Array, error) {
 
 // arrowType is types.Type.Arrow without its panic on an unknown type.
 func arrowType(t types.Type) (arrow.DataType, error) {
-	if t.ID > types.Timestamp {
+	if t.ID > types.Date {
 		return nil, fmt.Errorf("%w: unknown type %s", ErrBadExpression, t)
 	}
 	return t.Arrow(), nil

@@ -54,6 +54,20 @@ func exponent(b []byte) int {
 
 const microsPerSecond = 1_000_000
 
+// AppendDate appends the date of microseconds since the epoch as PostgreSQL
+// prints a date: YYYY-MM-DD (BC for years before 1).
+func AppendDate(dst []byte, micros int64) []byte {
+	t := AppendTimestamp(nil, micros)
+	if len(t) >= 10 && t[4] == '-' {
+		dst = append(dst, t[:10]...)
+		if len(t) > 3 && string(t[len(t)-3:]) == " BC" {
+			dst = append(dst, " BC"...)
+		}
+		return dst
+	}
+	return append(dst, t...) // infinity
+}
+
 // AppendTimestamp appends microseconds since the epoch as PostgreSQL prints a
 // timestamp: YYYY-MM-DD HH:MM:SS, then the fraction without trailing zeros.
 //

@@ -28,10 +28,14 @@ const (
 	String
 	// Timestamp is a timestamp without time zone, stored as Arrow Timestamp in microseconds.
 	Timestamp
+	// Date is a calendar date, stored as the timestamp of its midnight (Arrow
+	// Timestamp in microseconds): every operator that handles timestamps
+	// handles dates; the type tells casts, arithmetic and clients apart.
+	Date
 )
 
 var idNames = [...]string{Null: "null", Bool: "boolean", Int64: "bigint", Float64: "double",
-	Decimal: "decimal", String: "text", Timestamp: "timestamp"}
+	Decimal: "decimal", String: "text", Timestamp: "timestamp", Date: "date"}
 
 func (id ID) String() string {
 	if int(id) < len(idNames) {
@@ -55,6 +59,7 @@ var (
 	Float64Type   = Type{ID: Float64}
 	StringType    = Type{ID: String}
 	TimestampType = Type{ID: Timestamp}
+	DateType      = Type{ID: Date}
 )
 
 // DecimalType returns DECIMAL(precision, scale). Precision is capped at 38, the most
@@ -102,7 +107,7 @@ func (t Type) Arrow() arrow.DataType {
 		return &arrow.Decimal128Type{Precision: int32(t.Precision), Scale: int32(t.Scale)}
 	case String:
 		return arrow.BinaryTypes.String
-	case Timestamp:
+	case Timestamp, Date:
 		return &arrow.TimestampType{Unit: arrow.Microsecond}
 	}
 	panic(fmt.Sprintf("types: no Arrow type for %v", t))
@@ -143,8 +148,22 @@ func (s Schema) Arrow() *arrow.Schema {
 	fs := make([]arrow.Field, len(s))
 	for i, f := range s {
 		fs[i] = arrow.Field{Name: f.Name, Type: f.Type.Arrow(), Nullable: true}
+		if f.Type.ID == Date {
+			fs[i].Metadata = dateMetadata
+		}
 	}
 	return arrow.NewSchema(fs, nil)
+}
+
+// dateMetadata marks the Arrow fields of DATE columns, whose arrays are
+// timestamps: so that what reads a batch alone (the wire's row encoders) can
+// tell a date from a timestamp.
+var dateMetadata = arrow.NewMetadata([]string{"hummer.type"}, []string{"date"})
+
+// IsDate reports whether f is the Arrow field of a DATE column.
+func IsDate(f arrow.Field) bool {
+	v, ok := f.Metadata.GetValue("hummer.type")
+	return ok && v == "date"
 }
 
 // Index returns the position of the first column named name (case-insensitive), or -1.

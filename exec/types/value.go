@@ -43,6 +43,9 @@ func BoolValue(v bool) Value { return Value{Type: BoolType, Bool: v} }
 // TimestampValue returns a TIMESTAMP value from microseconds since the epoch.
 func TimestampValue(micros int64) Value { return Value{Type: TimestampType, Int: micros} }
 
+// DateValue returns a DATE value from the microseconds of its midnight.
+func DateValue(micros int64) Value { return Value{Type: DateType, Int: micros} }
+
 // DecimalValue returns a DECIMAL value of type t from its unscaled number.
 func DecimalValue(t Type, unscaled decimal128.Num) Value {
 	return Value{Type: t, Dec: unscaled, DecHi: unscaled.HighBits(), DecLo: unscaled.LowBits()}

@@ -105,8 +105,8 @@ func jsonValue(t types.Type, raw []byte, v *value) error {
 		}
 		v.s = raw
 		return nil
-	case t.ID == types.Timestamp:
-		return fmt.Errorf("cannot put %s into a timestamp column (write it as a string)", Quote(raw))
+	case t.ID == types.Timestamp || t.ID == types.Date:
+		return fmt.Errorf("cannot put %s into a %v column (write it as a string)", Quote(raw), t)
 	}
 	// A number, true or false: its literal text parses into every other type it fits.
 	return parseValue(t, raw, v)

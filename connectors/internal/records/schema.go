@@ -30,7 +30,7 @@ func CheckSchema(s *spec.Connector, format string, schema types.Schema) error {
 	}
 	for _, f := range schema {
 		switch f.Type.ID {
-		case types.Bool, types.Int64, types.Float64, types.Decimal, types.String, types.Timestamp:
+		case types.Bool, types.Int64, types.Float64, types.Decimal, types.String, types.Timestamp, types.Date:
 		default:
 			return s.Errorf("format=%s cannot read column %s of type %v", format, f.Name, f.Type)
 		}

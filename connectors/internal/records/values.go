@@ -68,6 +68,12 @@ func parseValue(t types.Type, b []byte, v *value) error {
 		v.b, ok = parseBool(s)
 	case types.Timestamp:
 		v.i, ok = parseTimestamp(s)
+	case types.Date:
+		// A date, or a timestamp's date, as PostgreSQL reads one.
+		if v.i, ok = parseTimestamp(s); ok {
+			const day = 86400 * 1_000_000
+			v.i -= ((v.i % day) + day) % day
+		}
 	}
 	if !ok {
 		return fmt.Errorf("invalid %v %s", t, Quote(b))

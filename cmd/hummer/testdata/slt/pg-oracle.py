@@ -14,6 +14,8 @@ emp and dept must already be loaded there, see the setup in the comment below.)
     CREATE TABLE dept (id BIGINT, name TEXT, floor BIGINT);
     \\copy emp FROM 'testdata/emp.csv' WITH (FORMAT csv, HEADER true)
     \\copy dept FROM 'testdata/dept.csv' WITH (FORMAT csv, HEADER true)
+    CREATE TABLE dates (id BIGINT, d DATE, note TEXT);
+    \\copy dates FROM 'testdata/dates.csv' WITH (FORMAT csv, HEADER true)
 """
 import subprocess
 import sys
