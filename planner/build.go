@@ -223,6 +223,10 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			return 0, sql.Errorf(sql.ErrUnsupported, 0,
 				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")
 		}
+		if b.streaming && p.Kind == sql.FullJoin {
+			return 0, sql.Errorf(sql.ErrUnsupported, 0,
+				"a FULL JOIN emits the right side's unmatched rows once its left side ends, and the left side here is a stream that never ends")
+		}
 		cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
 			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), MemoryLimit: b.opts.WorkMem}
 		if b.streaming {

@@ -22,6 +22,7 @@ const (
 	fromInner fromJoinKind = iota
 	fromLeft
 	fromRight
+	fromFull // FULL [OUTER] JOIN, through the dialect layer
 )
 
 // fromNode is one item of the FROM tree.
@@ -222,6 +223,12 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 		}
 		node.conds = append(node.conds, conjuncts(e)...)
 		node.on = n.On.Expr
+		if b.fullJoin(n.On.Expr) {
+			if node.kind != fromLeft || len(using) > 0 {
+				return nil, b.errorf(ErrUnsupported, n.On.Expr, "this form of FULL JOIN is not supported")
+			}
+			node.kind = fromFull
+		}
 	}
 	return node, nil
 }
@@ -289,11 +296,11 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	if node.plan != nil {
 		return node.plan, nil
 	}
-	lp, err := b.buildFrom(node.left, where, nullable || node.kind == fromRight)
+	lp, err := b.buildFrom(node.left, where, nullable || node.kind == fromRight || node.kind == fromFull)
 	if err != nil {
 		return nil, err
 	}
-	rp, err := b.buildFrom(node.right, where, nullable || node.kind == fromLeft)
+	rp, err := b.buildFrom(node.right, where, nullable || node.kind == fromLeft || node.kind == fromFull)
 	if err != nil {
 		return nil, err
 	}
@@ -354,8 +361,11 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	}
 	out := append(append(types.Schema{}, physL.Schema()...), physR.Schema()...)
 	kind := InnerJoin
-	if node.kind != fromInner {
+	switch node.kind {
+	case fromLeft, fromRight:
 		kind = LeftJoin
+	case fromFull:
+		kind = FullJoin
 	}
 	j := &Join{Left: physL, Right: physR, Kind: kind, LeftKeys: lCols, RightKeys: rCols, Extra: and(extra...), Out: out}
 	if !swapped && len(lExtra) == 0 && len(rExtra) == 0 {

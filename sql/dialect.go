@@ -51,6 +51,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteExtractFields,
 	},
 	{
+		name:  "FULL [OUTER] JOIN",
+		users: "a FULL JOIN b ON a.k = b.k",
+		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL)",
+		apply: rewriteFullJoin,
+	},
+	{
 		name:  "NULLS FIRST|LAST",
 		users: "ORDER BY score DESC NULLS LAST",
 		reads: "ORDER BY score DESC (the binder is told: NULLS LAST)",
@@ -82,9 +88,14 @@ type dialectRewrite struct {
 type dialectFacts struct {
 	// nullsFirst: an ORDER BY item's NULLS FIRST (true) or NULLS LAST.
 	nullsFirst map[int]bool
+	// fullJoin: a FULL JOIN, written as LEFT JOIN for the parser, by the
+	// offset of its ON condition.
+	fullJoin map[int]bool
 }
 
-func (f *dialectFacts) empty() bool { return f == nil || len(f.nullsFirst) == 0 }
+func (f *dialectFacts) empty() bool {
+	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0
+}
 
 // dialected is SQL text as the dialect layer rewrote it.
 type dialected struct {
@@ -98,7 +109,7 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}}
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]
@@ -713,12 +724,34 @@ func (b *binder) nullsOrder(e ast.ExprNode) (first, ok bool) {
 	return first, ok
 }
 
+// fullJoin reports whether the join whose ON condition is on was written
+// FULL JOIN.
+func (b *binder) fullJoin(on ast.ExprNode) bool {
+	if b.facts.empty() {
+		return false
+	}
+	off := on.OriginTextPosition()
+	if !b.facts.fullJoin[off] {
+		return false
+	}
+	if b.used == nil {
+		b.used = map[int]bool{}
+	}
+	b.used[off] = true
+	return true
+}
+
 // unusedFacts refuses the statement if a fact about its text was not
 // applied: NULLS FIRST after an item the binder found no position for (an
 // ORDER BY position, 1 NULLS FIRST), rather than ignore it.
 func (b *binder) unusedFacts() error {
 	if b.facts.empty() {
 		return nil
+	}
+	for off := range b.facts.fullJoin {
+		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
+			return Errorf(ErrUnsupported, charPos(b.query, off), "this form of FULL JOIN is not supported")
+		}
 	}
 	for off := range b.facts.nullsFirst {
 		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
@@ -749,6 +782,53 @@ func rewriteExtractFields(stmt []token, _ *dialectFacts) []token {
 			continue
 		}
 		stmt = splice(stmt, i, i+w[3]+1, made(stmt[i].pos, "date_part('"+field+"',")...)
+	}
+	return stmt
+}
+
+// rewriteFullJoin turns FULL [OUTER] JOIN into LEFT JOIN, telling the binder
+// by the offset of the join's ON condition (the token after its ON).
+func rewriteFullJoin(stmt []token, f *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("FULL") {
+			continue
+		}
+		w := words(stmt[i:])
+		k := 1
+		if len(w) > k && stmt[i+w[k]].is("OUTER") {
+			k++
+		}
+		if len(w) <= k || !stmt[i+w[k]].is("JOIN") {
+			continue
+		}
+		join := i + w[k]
+		// The ON of this join: the first ON after it at its depth.
+		depth, on := 0, -1
+		for j := join + 1; j < len(stmt) && on < 0; j++ {
+			t := stmt[j]
+			switch {
+			case t.kind == tokPunct && t.text == "(":
+				depth++
+			case t.kind == tokPunct && t.text == ")":
+				depth--
+			case depth == 0 && t.is("ON"):
+				on = j
+			case depth < 0 || depth == 0 && (t.is("JOIN") || t.is("USING") || t.text == ";"):
+				j = len(stmt)
+			}
+		}
+		if on < 0 {
+			continue // USING or NATURAL: the parser reports FULL
+		}
+		cond := on + 1
+		for cond < len(stmt) && stmt[cond].kind == tokSpace {
+			cond++
+		}
+		if cond >= len(stmt) {
+			continue
+		}
+		f.fullJoin[stmt[cond].pos] = true
+		stmt = splice(stmt, i, join, made(stmt[i].pos, "LEFT ")...)
 	}
 	return stmt
 }

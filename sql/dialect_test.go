@@ -75,6 +75,8 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"CAST AS SQL type names", "SELECT CAST(f(a, b) AS character varying(20)) + CAST(z AS NUMERIC(10,2))", "SELECT CAST(f(a, b) AS CHAR(20)) + CAST(z AS DECIMAL(10,2))"},
 	{"CAST AS SQL type names", "SELECT CAST(x AS DOUBLE PRECISION), CAST(y AS DECIMAL(5,1)), CAST(z AS SIGNED)", "SELECT CAST(x AS DOUBLE), CAST(y AS DECIMAL(5,1)), CAST(z AS SIGNED)"},
 	{"EXTRACT(PostgreSQL field FROM x)", "SELECT EXTRACT(DOW FROM d), extract(epoch from t.ts + 1), EXTRACT(YEAR FROM d)", "SELECT date_part('dow', d), date_part('epoch', t.ts + 1), EXTRACT(YEAR FROM d)"},
+	{"FULL [OUTER] JOIN", "SELECT * FROM a FULL OUTER JOIN b ON a.k = b.k FULL JOIN (SELECT 1 AS k) AS c ON c.k = a.k", "SELECT * FROM a LEFT JOIN b ON a.k = b.k LEFT JOIN (SELECT 1 AS k) AS c ON c.k = a.k"},
+	{"FULL [OUTER] JOIN", "SELECT full FROM t", "SELECT full FROM t"},
 	{"NULLS FIRST|LAST", "SELECT a FROM t ORDER BY a DESC NULLS LAST, f(b, c) NULLS FIRST", "SELECT a FROM t ORDER BY a DESC, f(b, c)"},
 	{"NULLS FIRST|LAST", "SELECT (SELECT x FROM u ORDER BY x NULLS FIRST LIMIT 1) AS nulls", "SELECT (SELECT x FROM u ORDER BY x LIMIT 1) AS nulls"},
 	{"FILTER (WHERE ...)", "SELECT COUNT(*) FILTER (WHERE ok), SUM(x + 1) FILTER (WHERE f(y) > 0) FROM t", "SELECT COUNT(CASE WHEN ok THEN 1 END), SUM(CASE WHEN f(y) > 0 THEN x + 1 END) FROM t"},

@@ -87,11 +87,17 @@ type JoinKind int
 const (
 	InnerJoin JoinKind = iota
 	LeftJoin
+	// FullJoin keeps the rows of either side that match none of the other,
+	// NULL-extended.
+	FullJoin
 )
 
 func (k JoinKind) String() string {
-	if k == LeftJoin {
+	switch k {
+	case LeftJoin:
 		return "left"
+	case FullJoin:
+		return "full"
 	}
 	return "inner"
 }

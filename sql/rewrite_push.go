@@ -108,7 +108,7 @@ func pushJoin(n *Join, preds []*expr.Expr) Plan {
 	}
 	for _, c := range preds {
 		switch s := side(c); {
-		case s < 0:
+		case s < 0 && n.Kind != FullJoin:
 			left = append(left, c)
 		case s > 0 && n.Kind == InnerJoin:
 			right = append(right, shift(c, -nl))
@@ -122,7 +122,7 @@ func pushJoin(n *Join, preds []*expr.Expr) Plan {
 		switch s := side(c); {
 		case s < 0 && n.Kind == InnerJoin:
 			left = append(left, c)
-		case s > 0:
+		case s > 0 && n.Kind != FullJoin:
 			right = append(right, shift(c, -nl))
 		default:
 			extra = append(extra, c)

@@ -16,7 +16,7 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// hashJoinOp is kind "hash_join" (see JoinConfig), inner or left, for bounded
+// hashJoinOp is kind "hash_join" (see JoinConfig), inner, left or full, for bounded
 // inputs. Input 1 (right) is the build side: its batches are retained until its
 // end of stream, then concatenated and indexed by a state.KeyTable with a
 // chain of rows per key. Input 0 (left) probes: batches that arrive before the
@@ -40,6 +40,10 @@ type hashJoinOp struct {
 	cfg   JoinConfig
 	spec  exec.OperatorSpec
 	left  bool
+	// full: a full join, which also emits, once both inputs ended, the right
+	// rows no left row matched (rightMatched marks the others).
+	full         bool
+	rightMatched []bool
 	out   *arrow.Schema
 	extra *expr.Expr
 	mem   memory.Allocator
@@ -77,6 +81,8 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	case "inner":
 	case "left":
 		o.left = true
+	case "full":
+		o.left, o.full = true, true
 	default:
 		return nil, fmt.Errorf("hash_join: unsupported join kind %q", cfg.Kind)
 	}
@@ -174,6 +180,9 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 			}
 		}
 		if ended {
+			if err := o.emitUnmatchedRight(ctx, out); err != nil {
+				return err
+			}
 			return out.CollectSignal(ctx, s)
 		}
 		return o.in.forward(ctx, out)
@@ -450,6 +459,7 @@ func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32
 	defer rec.Release()
 	ops := vector.GatherOps(b.Ops, li)
 	if extra == nil {
+		o.markRight(ri, nil)
 		return out.Collect(ctx, exec.Batch{Rec: rec, Ops: ops})
 	}
 	res, err := expr.Eval(extra, rec, o.mem)
@@ -465,6 +475,7 @@ func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32
 		return fmt.Errorf("hash_join: condition is %s, not boolean", res.DataType())
 	}
 	sel := trueRows(cond, make([]int32, 0, k))
+	o.markRight(ri, sel)
 	if matched != nil {
 		for _, j := range sel {
 			matched[li[j]] = true
@@ -482,6 +493,66 @@ func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32
 	}
 	defer kept.Release()
 	return out.Collect(ctx, exec.Batch{Rec: kept, Ops: vector.GatherOps(ops, sel)})
+}
+
+// markRight records, for a full join, the right rows ri (those at sel, or all
+// when sel is nil) as matched.
+func (o *hashJoinOp) markRight(ri, sel []int32) {
+	if !o.full || o.build == nil {
+		return
+	}
+	if o.rightMatched == nil {
+		o.rightMatched = make([]bool, o.build.NumRows())
+	}
+	if sel == nil {
+		for _, r := range ri {
+			if r >= 0 {
+				o.rightMatched[r] = true
+			}
+		}
+		return
+	}
+	for _, j := range sel {
+		if r := ri[j]; r >= 0 {
+			o.rightMatched[r] = true
+		}
+	}
+}
+
+// emitUnmatchedRight sends, for a full join, the right rows no left row
+// matched, with NULL left columns.
+func (o *hashJoinOp) emitUnmatchedRight(ctx context.Context, out exec.Collector) error {
+	if !o.full || o.build == nil {
+		return nil
+	}
+	var idx []int32
+	for r := range int(o.build.NumRows()) {
+		if o.rightMatched == nil || !o.rightMatched[r] {
+			idx = append(idx, int32(r))
+		}
+	}
+	nl := o.out.NumFields() - int(o.build.NumCols())
+	for lo := 0; lo < len(idx); lo += vector.OutBatchRows {
+		chunk := idx[lo:min(len(idx), lo+vector.OutBatchRows)]
+		cols := make([]arrow.Array, 0, o.out.NumFields())
+		for j := range nl {
+			cols = append(cols, array.MakeArrayOfNull(o.mem, o.out.Field(j).Type, len(chunk)))
+		}
+		cols, err := vector.GatherColumns(o.mem, cols, o.build.Columns(), chunk)
+		if err != nil {
+			return fmt.Errorf("hash_join: %w", err)
+		}
+		rec, err := vector.MakeRecord(o.out, cols, len(chunk))
+		if err != nil {
+			return fmt.Errorf("hash_join: %w", err)
+		}
+		err = out.Collect(ctx, exec.Batch{Rec: rec})
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o *hashJoinOp) Close(ctx context.Context) error {

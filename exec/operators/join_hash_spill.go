@@ -101,7 +101,10 @@ func (o *hashJoinOp) drainSpill(ctx context.Context, out exec.Collector) error {
 	}
 	swallow := signalSwallower{out}
 	for p := range spillParts {
-		if lefts[p] == nil || (rights[p] == nil && !o.left) {
+		switch {
+		case lefts[p] == nil && rights[p] == nil,
+			lefts[p] == nil && !o.full,
+			rights[p] == nil && !o.left:
 			continue // no row of this partition can come out
 		}
 		child, err := newHashJoinOp(o.spec)
@@ -140,8 +143,10 @@ func (o *hashJoinOp) joinPartition(ctx context.Context, child *hashJoinOp, right
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	if err := left.read(o.mem, func(b exec.Batch) error { return child.ProcessBatch(ctx, 0, b, out) }); err != nil {
-		return err
+	if left != nil {
+		if err := left.read(o.mem, func(b exec.Batch) error { return child.ProcessBatch(ctx, 0, b, out) }); err != nil {
+			return err
+		}
 	}
 	return child.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, out)
 }

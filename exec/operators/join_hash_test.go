@@ -39,6 +39,7 @@ func joinRows(pairs ...string) []string {
 	left := map[string]string{
 		"L1": `1,"a","L1"`, "L2": `2,"b","L2"`, "L3": `null,"c","L3"`,
 		"L4": `1,"d","L4"`, "L5": `3,"a","L5"`, "L6": `5,null,"L6"`,
+		"": `null,null,null`, // a right row nothing matched ("-R3")
 	}
 	right := map[string]string{
 		"R1": `1,"a","R1"`, "R2": `1,"x","R2"`, "R3": `null,"c","R3"`,
@@ -135,6 +136,11 @@ func TestHashJoin(t *testing.T) {
 			joinRows("L1-R2", "L4-R1", "L4-R2")},
 		{"left with extra", JoinConfig{Kind: "left", LeftKeys: []int{0}, RightKeys: []int{0}, Extra: neq},
 			joinRows("L1-R2", "L2", "L3", "L4-R1", "L4-R2", "L5", "L6")},
+		// A full join adds the right rows nothing matched ("-R3").
+		{"full on bigint", JoinConfig{Kind: "full", LeftKeys: []int{0}, RightKeys: []int{0}},
+			joinRows("L1-R1", "L1-R2", "L2-R4", "L3", "L4-R1", "L4-R2", "L5", "L6-R6", "-R3", "-R5")},
+		{"full with extra", JoinConfig{Kind: "full", LeftKeys: []int{0}, RightKeys: []int{0}, Extra: neq},
+			joinRows("L1-R2", "L2", "L3", "L4-R1", "L4-R2", "L5", "L6", "-R3", "-R4", "-R5", "-R6")},
 	}
 	// Without keys (a nested-loop join): every pair, then the condition.
 	lt := expr.Call("<", types.BoolType, expr.Column(0, types.Int64Type, "lk"), expr.Column(3, types.Int64Type, "rk"))
@@ -154,6 +160,7 @@ func TestHashJoin(t *testing.T) {
 		{"cross left", JoinConfig{Kind: "left"}, joinRows(cross...)},
 		{"inner on lk < rk", JoinConfig{Kind: "inner", Extra: lt}, joinRows(ltPairs...)},
 		{"left on lk < rk", JoinConfig{Kind: "left", Extra: lt}, joinRows(append(ltPairs, "L3", "L6")...)},
+		{"full on lk < rk", JoinConfig{Kind: "full", Extra: lt}, joinRows(append(ltPairs, "L3", "L6", "-R1", "-R2", "-R3")...)},
 	}...)
 	orders := []string{"RRrLLl", "LLRRlr", "LRLlRr", "RLRrLl"}
 	for _, tc := range tests {
