@@ -37,17 +37,17 @@ import (
 // partitions both inputs to disk and joins partition by partition
 // (join_hash_spill.go).
 type hashJoinOp struct {
-	cfg   JoinConfig
-	spec  exec.OperatorSpec
-	left  bool
+	cfg  JoinConfig
+	spec exec.OperatorSpec
+	left bool
 	// full: a full join, which also emits, once both inputs ended, the right
 	// rows no left row matched (rightMatched marks the others).
 	full         bool
 	rightMatched []bool
-	out   *arrow.Schema
-	extra *expr.Expr
-	mem   memory.Allocator
-	tc    *exec.TaskContext
+	out          *arrow.Schema
+	extra        *expr.Expr
+	mem          memory.Allocator
+	tc           *exec.TaskContext
 
 	budget int64
 	held   int64 // bytes of right and pending
