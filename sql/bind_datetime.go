@@ -16,6 +16,7 @@ import (
 //	ts + INTERVAL n unit, ts - INTERVAL n unit         $add_micros / $add_months
 //	  (DATE_ADD, DATE_SUB; PostgreSQL's INTERVAL '90' DAY too)
 //	NOW(), CURRENT_TIMESTAMP, LOCALTIMESTAMP           the statement's start
+//	CURRENT_DATE                                       its date
 //
 // and the arithmetic of dates (dateArith): date ± integer days is a date, date
 // - date the days between, date ± INTERVAL a timestamp, as in PostgreSQL.
@@ -37,14 +38,19 @@ var monthsPer = map[ast.TimeUnitType]int64{ast.TimeUnitMonth: 1, ast.TimeUnitQua
 // it does not know (the caller goes on as for any function).
 func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*expr.Expr, bool, error) {
 	switch name {
-	case "now", "current_timestamp", "localtimestamp":
+	case "now", "current_timestamp", "localtimestamp", "current_date", "curdate":
 		if len(n.Args) > 0 {
 			return nil, false, nil
 		}
 		if b.now.IsZero() {
 			b.now = time.Now()
 		}
-		return expr.Literal(types.TimestampValue(b.now.UnixMicro())), true, nil
+		us := b.now.UnixMicro()
+		if name == "current_date" || name == "curdate" {
+			day := int64(86400e6)
+			return expr.Literal(types.DateValue(us - us%day)), true, nil // UTC, the session's time zone
+		}
+		return expr.Literal(types.TimestampValue(us)), true, nil
 	case "extract":
 		if len(n.Args) != 2 {
 			return nil, false, nil
