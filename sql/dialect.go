@@ -50,6 +50,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteExtractFields,
 	},
 	{
+		name:  "VALUES lists",
+		users: "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS t (n, s); VALUES (1), (2)",
+		reads: "SELECT * FROM (SELECT 1 AS n, 'a' AS s UNION ALL SELECT 2, 'b') AS t; SELECT 1 AS column1 UNION ALL SELECT 2",
+		apply: rewriteValuesLists,
+	},
+	{
 		name:  "FULL [OUTER] JOIN",
 		users: "a FULL JOIN b ON a.k = b.k",
 		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL)",
