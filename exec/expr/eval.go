@@ -95,6 +95,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalReverse, rowsArgs
 	case "split_part":
 		return evalSplitPart, literalArgs
+	case "regexp_replace":
+		return evalRegexpReplace, literalArgs
 	case "date_trunc":
 		return evalDateTrunc, literalArgs
 	case "$date_part":

@@ -38,18 +38,19 @@ var catalog = map[string]resolver{
 	"substring":        resolveSubstring, "substr": resolveSubstring,
 	"concat": resolveConcat, "||": resolveConcatOp,
 	"trim": resolveTrim, "btrim": resolveTrim, "ltrim": resolveTrim, "rtrim": resolveTrim,
-	"replace":       fixed(types.StringType, types.StringType, types.StringType, types.StringType),
-	"strpos":        fixed(types.Int64Type, types.StringType, types.StringType),
-	"position":      fixed(types.Int64Type, types.StringType, types.StringType),
-	"left":          fixed(types.StringType, types.StringType, types.Int64Type),
-	"right":         fixed(types.StringType, types.StringType, types.Int64Type),
-	"reverse":       fixed(types.StringType, types.StringType),
-	"split_part":    fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
-	"date_trunc":    fixed(types.TimestampType, types.StringType, types.TimestampType),
-	"$date_part":    fixed(types.Int64Type, types.StringType, types.TimestampType),
-	"$add_micros":   fixed(types.TimestampType, types.TimestampType, types.Int64Type),
-	"$add_months":   fixed(types.TimestampType, types.TimestampType, types.Int64Type),
-	"$days_between": fixed(types.Int64Type, types.TimestampType, types.TimestampType),
+	"replace":        fixed(types.StringType, types.StringType, types.StringType, types.StringType),
+	"strpos":         fixed(types.Int64Type, types.StringType, types.StringType),
+	"position":       fixed(types.Int64Type, types.StringType, types.StringType),
+	"left":           fixed(types.StringType, types.StringType, types.Int64Type),
+	"right":          fixed(types.StringType, types.StringType, types.Int64Type),
+	"reverse":        fixed(types.StringType, types.StringType),
+	"split_part":     fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
+	"regexp_replace": resolveRegexpReplace,
+	"date_trunc":     fixed(types.TimestampType, types.StringType, types.TimestampType),
+	"$date_part":     fixed(types.Int64Type, types.StringType, types.TimestampType),
+	"$add_micros":    fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"$add_months":    fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"$days_between":  fixed(types.Int64Type, types.TimestampType, types.TimestampType),
 
 	"abs": resolveNumericUnary, "round": resolveRound,
 	"floor": resolveFloorCeil, "ceil": resolveFloorCeil, "ceiling": resolveFloorCeil,
@@ -457,6 +458,19 @@ func resolveCoalesce(args []types.Type) (Signature, bool) {
 		return Signature{}, false
 	}
 	return Signature{Args: repeat(t, len(args)), Result: t}, true
+}
+
+// resolveRegexpReplace types regexp_replace(s, pattern, replacement[, flags]).
+func resolveRegexpReplace(args []types.Type) (Signature, bool) {
+	if len(args) != 3 && len(args) != 4 {
+		return Signature{}, false
+	}
+	for _, a := range args {
+		if !accepts(types.StringType, a) {
+			return Signature{}, false
+		}
+	}
+	return Signature{Args: repeat(types.StringType, len(args)), Result: types.StringType}, true
 }
 
 // resolveSingleRow types $single_row(rows bigint, v): v, unless rows is
