@@ -31,7 +31,7 @@ import (
 //	halt                                 stop reading the file
 //
 // Values print as sqllogictest prints them: integers (I) as integers, reals (R)
-// with three decimals, text (T) as is but "(empty)" for ” and @ for each
+// with three decimals, text (T) as is but "(empty)" for an empty string and @ for each
 // character outside printable ASCII, NULL as NULL; rowsort sorts the rows,
 // valuesort every value; the hash is the MD5 of each value and a newline. The
 // expected values come from PostgreSQL 15 (sqllogictest-oracle.py beside them).
