@@ -49,7 +49,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := &exprCtx{scope: sc, clause: "SELECT", wins: &winState{}}
+	ctx := &exprCtx{scope: sc, clause: "SELECT", wins: &winState{named: sel.WindowSpecs}}
 	hasAgg := sel.GroupBy != nil || sel.Having != nil || hasAggregate(sel)
 	if hasAgg {
 		ctx.aggs = &aggState{}
@@ -181,8 +181,6 @@ func (b *binder) checkSelect(sel *ast.SelectStmt) error {
 	switch {
 	case sel.Kind != ast.SelectStmtKindSelect:
 		return b.errorf(ErrUnsupported, nil, "%s statements are not supported", sel.Kind.String())
-	case len(sel.WindowSpecs) > 0:
-		return b.errorf(ErrUnsupported, nil, "named windows (WINDOW w AS ...) are not supported yet: write the window in OVER (...)")
 	case sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone:
 		return b.errorf(ErrUnsupported, nil, "locking clauses are not supported")
 	case sel.SelectIntoOpt != nil:

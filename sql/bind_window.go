@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -22,6 +23,49 @@ const kindWinRef expr.Kind = "sql.winref"
 // winState collects a query's window calls.
 type winState struct {
 	calls []*winCall
+	named []ast.WindowSpec // the query's WINDOW clause
+}
+
+// resolve returns spec with the named window it refers to filled in (OVER w,
+// or OVER (w ORDER BY ...), which adds to w), as PostgreSQL has them: a
+// window that refers to another may add an ORDER BY it lacks and a frame, not
+// a PARTITION BY.
+func (w *winState) resolve(spec ast.WindowSpec, depth int) (ast.WindowSpec, error) {
+	ref := spec.Ref.L
+	if spec.Name.L != "" && spec.OnlyAlias {
+		ref = spec.Name.L
+	}
+	if ref == "" {
+		return spec, nil
+	}
+	if depth > len(w.named) {
+		return spec, fmt.Errorf("window \"%s\" refers to itself", ref)
+	}
+	for _, n := range w.named {
+		if n.Name.L != ref {
+			continue
+		}
+		base, err := w.resolve(n, depth+1)
+		if err != nil {
+			return spec, err
+		}
+		if spec.PartitionBy != nil {
+			return spec, fmt.Errorf("cannot override PARTITION BY clause of window \"%s\"", ref)
+		}
+		if spec.OrderBy != nil && base.OrderBy != nil {
+			return spec, fmt.Errorf("cannot override ORDER BY clause of window \"%s\"", ref)
+		}
+		out := base
+		out.Name, out.Ref = spec.Name, spec.Ref
+		if spec.OrderBy != nil {
+			out.OrderBy = spec.OrderBy
+		}
+		if spec.Frame != nil {
+			out.Frame = spec.Frame
+		}
+		return out, nil
+	}
+	return spec, fmt.Errorf("window \"%s\" does not exist", ref)
 }
 
 // winCall is one window call; its expressions are over the query's input (in
@@ -52,10 +96,11 @@ func (b *binder) bindWindow(ctx *exprCtx, n *ast.WindowFuncExpr) (*expr.Expr, er
 		return nil, b.errorf(ErrGrouping, n, "window functions are not allowed in %s", ctx.where())
 	}
 	fn := strings.ToLower(n.Name)
-	spec := n.Spec
+	spec, err := ctx.wins.resolve(n.Spec, 0)
+	if err != nil {
+		return nil, b.errorf(ErrSyntax, n, "%s", err.Error())
+	}
 	switch {
-	case spec.Name.L != "" || spec.Ref.L != "":
-		return nil, b.errorf(ErrUnsupported, n, "named windows (OVER w) are not supported yet: write the window in OVER (...)")
 	case n.IgnoreNull || n.FromLast:
 		return nil, b.errorf(ErrUnsupported, n, "IGNORE NULLS and FROM LAST are not supported")
 	case n.Distinct:
