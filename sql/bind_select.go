@@ -67,6 +67,12 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	if !hasAgg {
 		input = applySubqueries(input, ctx.subs)
 	}
+	// DISTINCT ON, through the dialect layer: a row number per group, its
+	// first row kept (below), not an output column.
+	var distinctOn *expr.Expr
+	if n := len(items); n > 0 && items[n-1].name == distinctOnItem {
+		distinctOn, items = items[n-1].e, items[:n-1]
+	}
 	var groups []*expr.Expr
 	if sel.GroupBy != nil {
 		if groups, err = b.bindGroupBy(sc, sel.GroupBy, items); err != nil {
@@ -168,6 +174,13 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 		}
 		for i := range hidden {
 			hidden[i] = windowRefs(hidden[i], at)
+		}
+		if distinctOn != nil {
+			first, err := b.call(nil, "=", windowRefs(distinctOn, at), expr.Literal(types.IntValue(1)))
+			if err != nil {
+				return nil, err
+			}
+			input = &Filter{Input: input, Cond: first}
 		}
 	}
 	if sel.Distinct && len(hidden) > 0 {

@@ -44,6 +44,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteCastTypes,
 	},
 	{
+		name:  "DISTINCT ON (...)",
+		users: "SELECT DISTINCT ON (dept) name, pay FROM emp ORDER BY dept, pay DESC",
+		reads: "SELECT name, pay, ROW_NUMBER() OVER (PARTITION BY dept ORDER BY dept, pay DESC) AS \"$distinct_on\" FROM emp ORDER BY dept, pay DESC (the binder keeps the rows numbered 1)",
+		apply: rewriteDistinctOn,
+	},
+	{
 		name:  "EXTRACT(PostgreSQL field FROM x)",
 		users: "EXTRACT(DOW FROM d), EXTRACT(EPOCH FROM ts)",
 		reads: "date_part('dow', d), date_part('epoch', ts) (MySQL's EXTRACT knows no such fields)",

@@ -661,3 +661,70 @@ func rewriteValuesLists(stmt []token, _ *dialectFacts) []token {
 	}
 	return stmt
 }
+
+// distinctOnItem is the name of the select item DISTINCT ON becomes; the
+// binder keeps the rows where it is 1 and drops it.
+const distinctOnItem = "$distinct_on"
+
+// rewriteDistinctOn turns SELECT DISTINCT ON (exprs) items ... [ORDER BY o]
+// into SELECT items, ROW_NUMBER() OVER (PARTITION BY exprs [ORDER BY o]) AS
+// "$distinct_on" ... [ORDER BY o].
+func rewriteDistinctOn(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("SELECT") {
+			continue
+		}
+		w := words(stmt[i:])
+		if len(w) < 4 || !stmt[i+w[1]].is("DISTINCT") || !stmt[i+w[2]].is("ON") || stmt[i+w[3]].text != "(" {
+			continue
+		}
+		open := i + w[3]
+		closing := matchingParen(stmt, open)
+		if closing < 0 {
+			return stmt
+		}
+		exprs := append([]token{}, trimBlanks(stmt[open+1:closing])...)
+		// This SELECT's FROM and ORDER BY: the first at its depth.
+		depth, from, order, end := 0, -1, -1, len(stmt)
+		for j := closing + 1; j < len(stmt) && end == len(stmt); j++ {
+			t := stmt[j]
+			switch {
+			case t.kind == tokPunct && t.text == "(":
+				depth++
+			case t.kind == tokPunct && t.text == ")":
+				if depth == 0 {
+					end = j
+				}
+				depth--
+			case depth == 0 && t.text == ";":
+				end = j
+			case depth == 0 && from < 0 && t.is("FROM"):
+				from = j
+			case depth == 0 && t.is("ORDER"):
+				order = j
+			case depth == 0 && (t.is("LIMIT") || t.is("OFFSET") || t.is("UNION") || t.is("INTERSECT") || t.is("EXCEPT")):
+				end = j
+			}
+		}
+		var orderBy []token
+		if order >= 0 {
+			orderBy = trimBlanks(stmt[order:end])
+		}
+		at := stmt[open].pos
+		item := made(at, ", ROW_NUMBER() OVER (PARTITION BY ")
+		item = append(item, exprs...)
+		if len(orderBy) > 0 {
+			item = append(item, made(at, " ")...)
+			item = append(item, orderBy...) // the same tokens: NULLS facts apply to both
+		}
+		item = append(item, made(at, ") AS \""+distinctOnItem+"\" ")...)
+		insert := from
+		if insert < 0 {
+			insert = end
+		}
+		stmt = splice(stmt, insert, insert, item...)
+		stmt = splice(stmt, i+w[1]+1, closing+1) // DISTINCT ON (...) out
+		stmt = splice(stmt, i+w[1], i+w[1]+1)    // and DISTINCT
+	}
+	return stmt
+}
