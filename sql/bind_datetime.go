@@ -111,6 +111,18 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		r, err := b.call(n, fn, ts, count)
 		return r, true, err
 	}
+	if name == "to_char" && len(n.Args) == 2 {
+		e, err := b.timestampArg(ctx, n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		tmpl, err := b.bindExpr(ctx, n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		r, err := b.call(n, "to_char", e, tmpl)
+		return r, true, err
+	}
 	if name == "date_trunc" && len(n.Args) == 2 {
 		unit, err := b.bindExpr(ctx, n.Args[0])
 		if err != nil {

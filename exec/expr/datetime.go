@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,4 +210,134 @@ func evalDaysBetween(c *call) (arrow.Array, error) {
 		}
 	}
 	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
+}
+
+// toCharPatterns are to_char's template patterns for timestamps, longest
+// first so that a prefix does not match in their place.
+var toCharPatterns = []string{"YYYY", "HH24", "HH12", "MONTH", "Month", "month", "DAY", "Day", "day",
+	"DDD", "MON", "Mon", "mon", "DY", "Dy", "dy", "YY", "MM", "DD", "HH", "MI", "SS", "MS", "US", "AM", "PM", "am", "pm", "Q", "D"}
+
+// toChar formats t by a PostgreSQL to_char template: the patterns above (FM
+// before one drops its padding), "double-quoted" text as is, anything else
+// copied.
+func toChar(t time.Time, tmpl string) string {
+	var b strings.Builder
+	for i := 0; i < len(tmpl); {
+		if tmpl[i] == '"' {
+			j := strings.IndexByte(tmpl[i+1:], '"')
+			if j < 0 {
+				b.WriteString(tmpl[i+1:])
+				break
+			}
+			b.WriteString(tmpl[i+1 : i+1+j])
+			i += j + 2
+			continue
+		}
+		fill := false
+		if strings.HasPrefix(tmpl[i:], "FM") || strings.HasPrefix(tmpl[i:], "fm") {
+			fill = true
+			i += 2
+		}
+		matched := ""
+		for _, p := range toCharPatterns {
+			if strings.HasPrefix(tmpl[i:], p) {
+				matched = p
+				break
+			}
+		}
+		if matched == "" {
+			b.WriteByte(tmpl[i])
+			i++
+			continue
+		}
+		i += len(matched)
+		num := func(v, width int) {
+			s := strconv.Itoa(v)
+			if !fill {
+				for len(s) < width {
+					s = "0" + s
+				}
+			}
+			b.WriteString(s)
+		}
+		name := func(s string, width int, upper, lower bool) {
+			switch {
+			case upper:
+				s = strings.ToUpper(s)
+			case lower:
+				s = strings.ToLower(s)
+			}
+			if !fill {
+				for len(s) < width {
+					s += " "
+				}
+			}
+			b.WriteString(s)
+		}
+		h12 := t.Hour() % 12
+		if h12 == 0 {
+			h12 = 12
+		}
+		switch matched {
+		case "YYYY":
+			num(t.Year(), 4)
+		case "YY":
+			num(t.Year()%100, 2)
+		case "MM":
+			num(int(t.Month()), 2)
+		case "DD":
+			num(t.Day(), 2)
+		case "DDD":
+			num(t.YearDay(), 3)
+		case "D":
+			num(int(t.Weekday())+1, 1)
+		case "Q":
+			num((int(t.Month())-1)/3+1, 1)
+		case "HH24":
+			num(t.Hour(), 2)
+		case "HH12", "HH":
+			num(h12, 2)
+		case "MI":
+			num(t.Minute(), 2)
+		case "SS":
+			num(t.Second(), 2)
+		case "MS":
+			num(t.Nanosecond()/1e6, 3)
+		case "US":
+			num(t.Nanosecond()/1e3, 6)
+		case "AM", "PM", "am", "pm":
+			m := "AM"
+			if t.Hour() >= 12 {
+				m = "PM"
+			}
+			if matched[0] >= 'a' {
+				m = strings.ToLower(m)
+			}
+			b.WriteString(m)
+		case "MONTH", "Month", "month":
+			name(t.Month().String(), 9, matched == "MONTH", matched == "month")
+		case "MON", "Mon", "mon":
+			name(t.Month().String()[:3], 3, matched == "MON", matched == "mon")
+		case "DAY", "Day", "day":
+			name(t.Weekday().String(), 9, matched == "DAY", matched == "day")
+		case "DY", "Dy", "dy":
+			name(t.Weekday().String()[:3], 3, matched == "DY", matched == "dy")
+		}
+	}
+	return b.String()
+}
+
+// evalToChar is to_char(ts, template).
+func evalToChar(c *call) (arrow.Array, error) {
+	ts, tmpls := int64Arg(c.args[0]), textOf(c.args[1])
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	sb := newStringBuilder(c.mem, c.n, c.n*16)
+	for i := range c.n {
+		if validAt(valid, i) {
+			sb.writeString(toChar(tsTime(ts.at(i)), string(tmpls.row(i))))
+		}
+		sb.end()
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array(), nil
 }

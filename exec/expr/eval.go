@@ -97,6 +97,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalSplitPart, literalArgs
 	case "regexp_replace":
 		return evalRegexpReplace, literalArgs
+	case "to_char":
+		return evalToChar, literalArgs
 	case "date_trunc":
 		return evalDateTrunc, literalArgs
 	case "$date_part":
