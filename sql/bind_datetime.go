@@ -111,7 +111,21 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		r, err := b.call(n, fn, ts, count)
 		return r, true, err
 	}
-	if name == "to_char" && len(n.Args) == 2 {
+	if name == "datediff" && len(n.Args) == 2 {
+		// MySQL's DATEDIFF(a, b): the days from b's date to a's.
+		a, err := b.timestampArg(ctx, n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		c, err := b.timestampArg(ctx, n.Args[1])
+		if err != nil {
+			return nil, true, err
+		}
+		day := func(e *expr.Expr) *expr.Expr { return expr.Cast(expr.Cast(e, types.DateType), types.TimestampType) }
+		r, err := b.call(n, "$days_between", day(a), day(c))
+		return r, true, err
+	}
+	if (name == "to_char" || name == "date_format") && len(n.Args) == 2 {
 		e, err := b.timestampArg(ctx, n.Args[0])
 		if err != nil {
 			return nil, true, err
@@ -120,7 +134,7 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if err != nil {
 			return nil, true, err
 		}
-		r, err := b.call(n, "to_char", e, tmpl)
+		r, err := b.call(n, name, e, tmpl)
 		return r, true, err
 	}
 	if name == "date_trunc" && len(n.Args) == 2 {

@@ -88,7 +88,7 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		if b.isPipes(n) {
 			name = "||"
 		}
-	case "extract", "date_part", "date_trunc", "to_char", "date_add", "date_sub", "adddate", "subdate", "now", "current_timestamp", "localtimestamp",
+	case "extract", "date_part", "date_trunc", "to_char", "date_format", "datediff", "date_add", "date_sub", "adddate", "subdate", "now", "current_timestamp", "localtimestamp",
 		"current_date", "curdate",
 		"year", "quarter", "month", "week", "day", "dayofmonth", "dayofyear", "hour", "minute", "second":
 		if e, ok, err := b.bindDateTime(ctx, n, name); ok || err != nil {

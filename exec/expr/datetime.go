@@ -327,17 +327,92 @@ func toChar(t time.Time, tmpl string) string {
 	return b.String()
 }
 
-// evalToChar is to_char(ts, template).
+// evalToChar is to_char(ts, template) and date_format(ts, format).
 func evalToChar(c *call) (arrow.Array, error) {
 	ts, tmpls := int64Arg(c.args[0]), textOf(c.args[1])
+	format := toChar
+	if c.e.Func == "date_format" {
+		format = dateFormat
+	}
 	valid, nulls := validity(c.mem, c.n, c.args...)
 	sb := newStringBuilder(c.mem, c.n, c.n*16)
 	for i := range c.n {
 		if validAt(valid, i) {
-			sb.writeString(toChar(tsTime(ts.at(i)), string(tmpls.row(i))))
+			sb.writeString(format(tsTime(ts.at(i)), string(tmpls.row(i))))
 		}
 		sb.end()
 	}
 	sb.valid, sb.nulls = valid, nulls
 	return sb.array(), nil
+}
+
+// dateFormat formats t by a MySQL DATE_FORMAT format: %Y %y %m %c %d %e %H %k
+// %h %I %l %i %s %S %f %p %M %b %W %a %j %%; other characters as they are.
+func dateFormat(t time.Time, format string) string {
+	var b strings.Builder
+	pad := func(v, w int) {
+		s := strconv.Itoa(v)
+		for len(s) < w {
+			s = "0" + s
+		}
+		b.WriteString(s)
+	}
+	h12 := t.Hour() % 12
+	if h12 == 0 {
+		h12 = 12
+	}
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			b.WriteByte(format[i])
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'Y':
+			pad(t.Year(), 4)
+		case 'y':
+			pad(t.Year()%100, 2)
+		case 'm':
+			pad(int(t.Month()), 2)
+		case 'c':
+			b.WriteString(strconv.Itoa(int(t.Month())))
+		case 'd':
+			pad(t.Day(), 2)
+		case 'e':
+			b.WriteString(strconv.Itoa(t.Day()))
+		case 'H':
+			pad(t.Hour(), 2)
+		case 'k':
+			b.WriteString(strconv.Itoa(t.Hour()))
+		case 'h', 'I':
+			pad(h12, 2)
+		case 'l':
+			b.WriteString(strconv.Itoa(h12))
+		case 'i':
+			pad(t.Minute(), 2)
+		case 's', 'S':
+			pad(t.Second(), 2)
+		case 'f':
+			pad(t.Nanosecond()/1e3, 6)
+		case 'p':
+			if t.Hour() >= 12 {
+				b.WriteString("PM")
+			} else {
+				b.WriteString("AM")
+			}
+		case 'M':
+			b.WriteString(t.Month().String())
+		case 'b':
+			b.WriteString(t.Month().String()[:3])
+		case 'W':
+			b.WriteString(t.Weekday().String())
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'j':
+			pad(t.YearDay(), 3)
+		default: // %% and unknown specifiers: the character itself
+			b.WriteByte(format[i])
+		}
+	}
+	return b.String()
 }

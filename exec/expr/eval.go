@@ -97,7 +97,7 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalSplitPart, literalArgs
 	case "regexp_replace":
 		return evalRegexpReplace, literalArgs
-	case "to_char":
+	case "to_char", "date_format":
 		return evalToChar, literalArgs
 	case "date_trunc":
 		return evalDateTrunc, literalArgs

@@ -47,6 +47,7 @@ var catalog = map[string]resolver{
 	"split_part":     fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
 	"regexp_replace": resolveRegexpReplace,
 	"to_char":        fixed(types.StringType, types.TimestampType, types.StringType),
+	"date_format":    fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_trunc":     fixed(types.TimestampType, types.StringType, types.TimestampType),
 	"$date_part":     fixed(types.Int64Type, types.StringType, types.TimestampType),
 	"$add_micros":    fixed(types.TimestampType, types.TimestampType, types.Int64Type),
