@@ -67,6 +67,10 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if err != nil {
 			return nil, true, err
 		}
+		if field == "second" { // with its fraction, a numeric, as PostgreSQL's
+			r, err := b.call(n, "$date_part_seconds", e)
+			return r, true, err
+		}
 		r, err := b.call(n, "$date_part", expr.Literal(types.StringValue(field)), e)
 		return r, true, err
 	case "date_add", "date_sub", "adddate", "subdate":
@@ -163,6 +167,10 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, err
 		}
 		f = expr.Literal(types.StringValue(strings.ToLower(f.Value.Str)))
+		if f.Value.Str == "epoch" { // with microseconds, a numeric
+			r, err := b.call(n, "$date_part_epoch", e)
+			return r, true, err
+		}
 		r, err := b.call(n, "$date_part", f, e)
 		return r, true, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec/types"
@@ -415,4 +416,35 @@ func dateFormat(t time.Time, format string) string {
 		}
 	}
 	return b.String()
+}
+
+// secondsType and epochType are the types of EXTRACT(SECOND ...) and
+// EXTRACT(EPOCH ...): numerics with microseconds, as PostgreSQL's.
+var (
+	secondsType = types.DecimalType(8, 6)
+	epochType   = types.DecimalType(18, 6)
+)
+
+// evalSecondsPart is $date_part_seconds(ts) and $date_part_epoch(ts): the
+// seconds (with their fraction) of ts's minute, or since 1970.
+func evalSecondsPart(c *call) (arrow.Array, error) {
+	ts := int64Arg(c.args[0])
+	epoch := c.e.Func == "$date_part_epoch"
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	data, out := newValues[num](c.mem, c.n)
+	for i := range c.n {
+		if !validAt(valid, i) {
+			continue
+		}
+		us := ts.at(i)
+		if !epoch {
+			us = us - floorDiv64(us, 60_000_000)*60_000_000 // within the minute
+		}
+		out[i] = decimal128.FromI64(us) // microseconds: the value at scale 6
+	}
+	t := secondsType
+	if epoch {
+		t = epochType
+	}
+	return finish(t.Arrow(), c.n, nulls, valid, data), nil
 }

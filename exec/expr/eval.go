@@ -103,6 +103,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalDateTrunc, literalArgs
 	case "$date_part":
 		return evalDatePart, literalArgs
+	case "$date_part_seconds", "$date_part_epoch":
+		return evalSecondsPart, rowsArgs
 	case "$add_micros", "$add_months":
 		return evalAddInterval, literalArgs
 	case "$days_between":
