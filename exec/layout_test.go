@@ -17,7 +17,7 @@ import (
 // the runtime (exec/...), then connectors and SQL, planning, sessions, the
 // wire protocol and the binary.
 var tiers = [][]string{
-	{"exec/types", "exec/checkpoint", "connectors/spec", "wire/scram", "images"},
+	{"exec/types", "exec/checkpoint", "connectors/spec", "connectors/tpch", "wire/scram", "images"},
 	{"exec/expr"},
 	{"exec"},
 	{"exec/vector"},
@@ -29,7 +29,7 @@ var tiers = [][]string{
 	{"connectors/file", "connectors/kafka", "connectors/memory", "planner"},
 	{"connectors", "session"},
 	{"wire"},
-	{"cmd/hummer"},
+	{"cmd/hummer", "cmd/tpchgen"},
 }
 
 const module = "github.com/hummer-db/hummer/"

@@ -3,6 +3,7 @@ package sql
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -345,6 +346,7 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 			if len(args) == 1 {
 				return args[0], nil
 			}
+			return b.factorOr(n, args)
 		}
 		return b.call(n, fn, args...)
 	}
@@ -403,6 +405,58 @@ func (b *binder) bindNullEQ(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		return nil, err
 	}
 	return b.call(n, "coalesce", eq, both)
+}
+
+// factorOr binds the OR of terms, taking out the conjuncts every term has:
+// (a AND x) OR (a AND y) is a AND (x OR y), under SQL's three-valued logic as
+// under two (AND and OR distribute over each other). A join condition written
+// in every term (TPC-H's q19: p_partkey = l_partkey in each) then reaches the
+// planner as a join key instead of hiding inside an OR over a cross join.
+func (b *binder) factorOr(node ast.Node, terms []*expr.Expr) (*expr.Expr, error) {
+	split := make([][]*expr.Expr, len(terms))
+	for i, t := range terms {
+		split[i] = conjuncts(t)
+	}
+	var common []*expr.Expr
+	for _, c := range split[0] {
+		inAll := true
+		for _, cs := range split[1:] {
+			inAll = inAll && slices.ContainsFunc(cs, func(e *expr.Expr) bool { return sameConjunct(c, e) })
+		}
+		if inAll && !slices.ContainsFunc(common, func(e *expr.Expr) bool { return sameConjunct(c, e) }) {
+			common = append(common, c)
+		}
+	}
+	if len(common) == 0 {
+		return b.call(node, "or", terms...)
+	}
+	rest := make([]*expr.Expr, 0, len(terms))
+	for _, cs := range split {
+		var left []*expr.Expr
+		for _, c := range cs {
+			if !slices.ContainsFunc(common, func(e *expr.Expr) bool { return sameConjunct(c, e) }) {
+				left = append(left, c)
+			}
+		}
+		if len(left) == 0 {
+			return and(common...), nil // a term that is only common conjuncts: the OR is true
+		}
+		rest = append(rest, and(left...))
+	}
+	or, err := b.call(node, "or", rest...)
+	if err != nil {
+		return nil, err
+	}
+	return and(append(common, or)...), nil
+}
+
+// sameConjunct is sameExpr, also for an equality written the other way round.
+func sameConjunct(a, b *expr.Expr) bool {
+	if sameExpr(a, b) {
+		return true
+	}
+	return a.Kind == expr.KindCall && b.Kind == expr.KindCall && a.Func == "=" && b.Func == "=" &&
+		len(a.Args) == 2 && len(b.Args) == 2 && sameExpr(a.Args[0], b.Args[1]) && sameExpr(a.Args[1], b.Args[0])
 }
 
 // orToIn turns the terms of an OR that compare one column with a literal of

@@ -62,6 +62,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteValuesLists,
 	},
 	{
+		name:  "derived table column lists",
+		users: "SELECT * FROM (SELECT k, count(*) FROM t GROUP BY k) AS c (key, n)",
+		reads: "SELECT * FROM (SELECT k AS key, count(*) AS n FROM t GROUP BY k) AS c",
+		apply: rewriteDerivedColumns,
+	},
+	{
 		name:  "FULL [OUTER] JOIN",
 		users: "a FULL JOIN b ON a.k = b.k",
 		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL)",

@@ -4,7 +4,6 @@ package sql
 // lists them, and the token helpers they share.
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -540,124 +539,6 @@ func rewriteFullJoin(stmt []token, f *dialectFacts) []token {
 		}
 		f.fullJoin[stmt[cond].pos] = true
 		stmt = splice(stmt, i, join, made(stmt[i].pos, "LEFT ")...)
-	}
-	return stmt
-}
-
-// rewriteValuesLists turns VALUES (a, b), (c, d), as a statement or a derived
-// table (not INSERT's), into SELECT a AS column1, b AS column2 UNION ALL
-// SELECT c, d; a derived table's column list, AS t (x, y), names the columns
-// instead (and goes, as the parser reads no column list).
-func rewriteValuesLists(stmt []token, _ *dialectFacts) []token {
-	for i := 0; i < len(stmt); i++ {
-		if !stmt[i].is("VALUES") {
-			continue
-		}
-		prev := i - 1
-		for prev >= 0 && stmt[prev].kind == tokSpace {
-			prev--
-		}
-		derived := prev >= 0 && stmt[prev].text == "("
-		if prev >= 0 && !derived {
-			continue // INSERT ... VALUES, or VALUES inside another form
-		}
-		// The rows: (...) groups separated by commas.
-		var rows [][2]int // [open, close] of each row
-		j := i + 1
-		for {
-			for j < len(stmt) && stmt[j].kind == tokSpace {
-				j++
-			}
-			if j >= len(stmt) || stmt[j].text != "(" {
-				break
-			}
-			closing := matchingParen(stmt, j)
-			if closing < 0 {
-				return stmt
-			}
-			rows = append(rows, [2]int{j, closing})
-			j = closing + 1
-			k := j
-			for k < len(stmt) && stmt[k].kind == tokSpace {
-				k++
-			}
-			if k < len(stmt) && stmt[k].text == "," {
-				j = k + 1
-				continue
-			}
-			break
-		}
-		if len(rows) == 0 {
-			continue
-		}
-		end := rows[len(rows)-1][1] + 1
-		// The column names: a derived table's list, else column1, column2...
-		var names []string
-		var listFrom, listTo int
-		if derived {
-			outer := matchingParen(stmt, prev)
-			if outer < 0 {
-				return stmt
-			}
-			w := words(stmt[outer+1:])
-			k := 0
-			if len(w) > k && stmt[outer+1+w[k]].is("AS") {
-				k++
-			}
-			if len(w) > k+1 && (stmt[outer+1+w[k]].kind == tokWord || stmt[outer+1+w[k]].kind == tokIdent) && stmt[outer+1+w[k+1]].text == "(" {
-				open := outer + 1 + w[k+1]
-				closing := matchingParen(stmt, open)
-				if closing < 0 {
-					return stmt
-				}
-				for _, t := range stmt[open+1 : closing] {
-					if t.kind == tokWord || t.kind == tokIdent {
-						names = append(names, t.text)
-					}
-				}
-				listFrom, listTo = open, closing+1
-			}
-		}
-		var with []token
-		for r, row := range rows {
-			if r > 0 {
-				with = append(with, made(stmt[row[0]].pos, " UNION ALL ")...)
-			}
-			with = append(with, made(stmt[row[0]].pos, "SELECT ")...)
-			// The row's values, split at its top-level commas.
-			depth, start := 0, row[0]+1
-			col := 0
-			emit := func(from, to int) {
-				if col > 0 {
-					with = append(with, made(stmt[from].pos, ", ")...)
-				}
-				with = append(with, trimBlanks(stmt[from:to])...)
-				if r == 0 {
-					name := fmt.Sprintf("column%d", col+1)
-					if col < len(names) {
-						name = names[col]
-					}
-					with = append(with, made(stmt[from].pos, " AS "+name)...)
-				}
-				col++
-			}
-			for k := row[0] + 1; k < row[1]; k++ {
-				switch t := stmt[k]; {
-				case t.kind == tokPunct && t.text == "(":
-					depth++
-				case t.kind == tokPunct && t.text == ")":
-					depth--
-				case depth == 0 && t.kind == tokPunct && t.text == ",":
-					emit(start, k)
-					start = k + 1
-				}
-			}
-			emit(start, row[1])
-		}
-		if listFrom > 0 {
-			stmt = splice(stmt, listFrom, listTo) // after the VALUES: its indexes stay
-		}
-		stmt = splice(stmt, i, end, with...)
 	}
 	return stmt
 }

@@ -12,12 +12,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hummer-db/hummer/connectors/tpch"
 	"github.com/hummer-db/hummer/exec/vector"
 	"github.com/hummer-db/hummer/wire"
 )
@@ -34,8 +36,10 @@ import (
 //	                        single spaces, after a "----" line; NULL prints as
 //	                        NULL and the empty string as (empty)
 //
-// In SQL text __DATA__ is replaced by the absolute path of testdata/ and
-// __KJV__ by the path of the sample corpus. With -rewrite the expected rows of
+// In SQL text __DATA__ is replaced by the absolute path of testdata/,
+// __KJV__ by the path of the sample corpus and __TPCH__ by a directory of
+// TPC-H's tables at scale factor 0.01 (connectors/tpch), written once, when a
+// file first asks for it. With -rewrite the expected rows of
 // every query are replaced by what the engine returns, for review.
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of .slt files")
 
@@ -44,13 +48,22 @@ func TestSQLLogic(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no slt files: %v", err)
 	}
+	var (
+		tpchOnce sync.Once
+		tpchDir  = t.TempDir() // the parent's: it outlives every file's run
+		tpchErr  error
+	)
+	tpchData := func() (string, error) {
+		tpchOnce.Do(func() { tpchErr = tpch.Write(tpchDir, 0.01) })
+		return tpchDir, tpchErr
+	}
 	// Every file runs in local mode (one TaskManager, 2 slots) and on a cluster of
 	// three TaskManagers in this process, whose edges are network channels.
 	for _, tms := range []int{1, 3} {
 		for _, f := range files {
 			name := fmt.Sprintf("%s/tms=%d", strings.TrimSuffix(filepath.Base(f), ".slt"), tms)
 			t.Run(name, func(t *testing.T) {
-				runSLT(t, f, tms)
+				runSLT(t, f, tms, tpchData)
 			})
 		}
 	}
@@ -125,8 +138,19 @@ func parseSLT(t *testing.T, path string) []*sltRecord {
 	return recs
 }
 
-func runSLT(t *testing.T, path string, tms int) {
+func runSLT(t *testing.T, path string, tms int, tpchData func() (string, error)) {
 	recs := parseSLT(t, path)
+	tpchDir := "__TPCH__"
+	for _, r := range recs {
+		if strings.Contains(r.sql, "__TPCH__") {
+			dir, err := tpchData()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tpchDir = dir
+			break
+		}
+	}
 	addr := startClusterServer(t, tms)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -135,7 +159,7 @@ func runSLT(t *testing.T, path string, tms int) {
 
 	dataDir, _ := filepath.Abs("testdata")
 	kjv, _ := filepath.Abs("../../data/kjv.txt")
-	subst := strings.NewReplacer("__DATA__", dataDir, "__KJV__", kjv)
+	subst := strings.NewReplacer("__DATA__", dataDir, "__KJV__", kjv, "__TPCH__", tpchDir)
 	changed := false
 	for _, r := range recs {
 		q := subst.Replace(r.sql)

@@ -269,9 +269,12 @@ func numericCommon(args []types.Type) (types.Type, bool) {
 //
 //   - -   decimal(p,s), decimal(p,s) -> decimal(p+1, s)
 //   - -> decimal(2p+1, 2s)
-//     /     -> scale max(6, s), integer digits p (a divisor below 1 enlarges the
-//     quotient); rounded half away from zero at that scale. PostgreSQL picks
-//     the scale per value (at least 16 significant digits); a fixed type cannot.
+//     /     -> scale max(16, s), integer digits p (a divisor below 1 enlarges the
+//     quotient) but at most 38 less the scale; rounded half away from zero at
+//     that scale. PostgreSQL picks the scale per value, for at least 16
+//     significant digits; a fixed type cannot, so this is PostgreSQL's scale for
+//     quotients from 1 to 9999 (16 digits after the point) and more digits than
+//     it gives for larger ones; a quotient of 10^(38-scale) or more fails.
 //     %     -> decimal(p, s)
 //
 // always capped at 38 digits by capDecimal, which may lower the scale (the
@@ -301,7 +304,8 @@ func arithResult(op string, t types.Type) types.Type {
 	case "*":
 		return capDecimal(2*(p-s)+1, 2*s)
 	case "/":
-		return capDecimal(p, max(6, s))
+		scale := max(16, s)
+		return types.DecimalType(min(p, maxDecimalDigits-scale)+scale, scale)
 	}
 	return t
 }
