@@ -16,7 +16,7 @@ PG_ADDR ?= 127.0.0.1:4566
 # The sample table `make run` declares: the King James Bible, one row per line.
 SAMPLE  := CREATE TABLE IF NOT EXISTS docs (line TEXT) ENGINE=file CONNECTION='file://$(CURDIR)/data/kjv.txt'
 
-.PHONY: build run test bench bench-latency bench-checkpoint bench-image clean
+.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/hummer
@@ -59,6 +59,15 @@ bench-latency: build
 bench-checkpoint: build
 	cd bench && $(GO) run ./cmd/checkpoint -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) $(CHECKPOINT_FLAGS)
 	cd bench && $(GO) run ./cmd/wordcount -render results/latest.json
+
+# Only TPC-H (issue 21; about 40 minutes at scale factor 1): the 22 queries on Hummer
+# over CSV files, DuckDB over the same files and over its own tables, and PostgreSQL
+# 15 (Debian's postgresql-15, a server the benchmark starts in a scratch directory),
+# every answer checked against PostgreSQL's; results/tpch.json and the README.
+# TPCH_FLAGS: e.g. -tpch-sf 0.1 -tpch-reps 1 -tpch-timeout 2m.
+bench-tpch: build
+	@test -x /usr/lib/postgresql/15/bin/postgres || (apt-get update && apt-get install -y postgresql-15)
+	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites tpch $(TPCH_FLAGS)
 
 clean:
 	rm -rf bin hummer-data

@@ -36,9 +36,13 @@ func main() {
 	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
 	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
 	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
-	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+")")
+	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+"), "+suiteTPCH+" (TPC-H's 22 queries, Hummer against DuckDB and PostgreSQL; results in "+tpchFile+"; not run by default, make bench-tpch runs it)")
 	flag.IntVar(&cfg.groupByKeys, "groupby-keys", 10_000_000, "distinct keys of the groupby suite's input")
 	flag.IntVar(&cfg.groupByReps, "groupby-reps", 3, "runs per contender of the groupby suite, after one warm-up")
+	flag.Float64Var(&cfg.tpchSF, "tpch-sf", 1, "TPC-H scale factor of the tpch suite")
+	flag.IntVar(&cfg.tpchReps, "tpch-reps", 3, "runs per contender and query of the tpch suite, after one warm-up")
+	flag.DurationVar(&cfg.tpchTimeout, "tpch-timeout", 5*time.Minute, "time allowed per query and contender in the tpch suite")
+	flag.StringVar(&cfg.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "where PostgreSQL's initdb and postgres are, for the tpch suite")
 	render := flag.String("render", "", "only redraw the plot and README from this results JSON")
 	flag.Parse()
 	var err error
@@ -56,7 +60,7 @@ func main() {
 		cfg.suites = map[string]bool{}
 		for f := range strings.SplitSeq(*suites, ",") {
 			f = strings.TrimSpace(f)
-			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy {
+			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy && f != suiteTPCH {
 				fmt.Fprintf(os.Stderr, "wordcount: -suites: unknown suite %q\n", f)
 				os.Exit(2)
 			}
@@ -76,6 +80,10 @@ type config struct {
 	reps                                int
 	suites                              map[string]bool
 	groupByKeys, groupByReps            int
+	tpchSF                              float64
+	tpchReps                            int
+	tpchTimeout                         time.Duration
+	pgBin                               string
 }
 
 // The suites of the benchmark, for -suites.
@@ -83,6 +91,7 @@ const (
 	suiteEngines     = "engines"     // issue 3: Hummer against DuckDB, mawk and the Go counter
 	suiteDistributed = "distributed" // issue 4: three TaskManagers over loopback against local mode
 	suiteGroupBy     = "groupby"     // issue 20: a GROUP BY larger than memory, spilling
+	suiteTPCH        = "tpch"        // issue 21: TPC-H's 22 queries against DuckDB and PostgreSQL
 )
 
 func run(ctx context.Context, cfg config) error {
@@ -178,13 +187,20 @@ func run(ctx context.Context, cfg config) error {
 		}
 		failed += n
 	}
+	if cfg.suites[suiteTPCH] {
+		n, err := runTPCH(ctx, cfg, b, rep.Versions, repo, work)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
 	if !wordCount {
 		// The README is redrawn from the WordCount results already there.
 		if err := rerender(filepath.Join(cfg.results, "latest.json"), cfg); err != nil {
 			return err
 		}
 		if failed > 0 {
-			return fmt.Errorf("%d runs failed (see %s)", failed, filepath.Join(cfg.results, groupByFile))
+			return fmt.Errorf("%d runs failed (see %s and %s)", failed, filepath.Join(cfg.results, groupByFile), filepath.Join(cfg.results, tpchFile))
 		}
 		return nil
 	}

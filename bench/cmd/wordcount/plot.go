@@ -82,3 +82,47 @@ func plotThroughput(r *report, path string) error {
 	p.Add(grid)
 	return p.Save(11*vg.Inch, 4.5*vg.Inch, path)
 }
+
+// plotTPCH draws each query's median time per contender, on a log scale
+// (a failed query has no bar). The bars stand on an unplotted base of 1 ms,
+// as a log scale has no zero to start them from.
+func plotTPCH(r *tpchReport, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("TPC-H at scale factor %v, median of %d runs (lower is better)", r.ScaleFactor, r.Reps)
+	p.Y.Label.Text = "seconds (log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	width := vg.Points(5)
+	const floor = 0.001
+	for k, c := range r.Contenders {
+		vals := make(plotter.Values, len(r.Summary))
+		base := make(plotter.Values, len(r.Summary))
+		for i, s := range r.Summary {
+			base[i] = floor
+			if s.Right[c.Name] && s.WallS[c.Name] > floor {
+				vals[i] = s.WallS[c.Name] - floor
+			}
+		}
+		under, err := plotter.NewBarChart(base, width)
+		if err != nil {
+			return err
+		}
+		under.Offset = width * vg.Length(float64(k)-float64(len(r.Contenders)-1)/2)
+		bars, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return err
+		}
+		bars.StackOn(under)
+		bars.LineStyle.Width = 0
+		bars.Color = palette[k%len(palette)]
+		p.Add(bars)
+		p.Legend.Add(c.Name, bars)
+	}
+	names := make([]string, len(r.Summary))
+	for i, s := range r.Summary {
+		names[i] = s.Query
+	}
+	p.NominalX(names...)
+	p.Legend.Top, p.Legend.Left = true, true
+	return p.Save(30*vg.Centimeter, 12*vg.Centimeter, path)
+}

@@ -139,6 +139,16 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	case gb != nil:
 		gb.readme(resultsDir, p)
 	}
+	// The TPC-H suite's results, which have a file of their own too.
+	switch tp, err := readTPCH(path.Join(resultsDir, tpchFile)); {
+	case err != nil:
+		p("## TPC-H (issue 21)")
+		p("")
+		p("%s could not be read: %v", path.Join(resultsDir, tpchFile), err)
+		p("")
+	case tp != nil:
+		tp.readme(resultsDir, p)
+	}
 	if lat != nil {
 		b.WriteString(lat.Readme(resultsDir))
 	}

@@ -16,6 +16,15 @@ emp and dept must already be loaded there, see the setup in the comment below.)
     \\copy dept FROM 'testdata/dept.csv' WITH (FORMAT csv, HEADER true)
     CREATE TABLE dates (id BIGINT, d DATE, note TEXT);
     \\copy dates FROM 'testdata/dates.csv' WITH (FORMAT csv, HEADER true)
+
+For tpch.slt, TPC-H's tables at scale factor 0.01, go-tpc's date_add and
+date_sub, and q15's view (run from the repository's root):
+
+    go run ./cmd/tpchgen -sf 0.01 -out /tmp/tpch
+    go run ./cmd/tpchgen -ddl -out /tmp/tpch | psql
+    CREATE FUNCTION date_add(d date, i interval) RETURNS date AS 'SELECT (d + i)::date' LANGUAGE sql;
+    CREATE FUNCTION date_sub(d date, i interval) RETURNS date AS 'SELECT (d - i)::date' LANGUAGE sql;
+    CREATE VIEW revenue0 (supplier_no, total_revenue) AS ... (q15's, standard text)
 """
 import subprocess
 import sys
