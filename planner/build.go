@@ -442,8 +442,13 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	aggs := make([]operators.AggSpec, len(p.Aggs))
 	distinct := false
 	for i, a := range p.Aggs {
-		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type}
-		distinct = distinct || a.Distinct
+		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type, Sep: a.Sep}
+		for _, k := range a.Order {
+			aggs[i].Order = append(aggs[i].Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
+		}
+		// DISTINCT aggregates and string_agg keep their groups' values: they run
+		// in one phase, after the rows are partitioned by group.
+		distinct = distinct || a.Distinct || a.Func == "string_agg"
 	}
 	emit := operators.AggEmitFinal
 	if b.streaming {
@@ -452,7 +457,7 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 			switch {
 			case a.Distinct:
 				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s(DISTINCT ...) over a stream is not supported", strings.ToUpper(a.Func))
-			case b.updates[from] && (a.Func == "min" || a.Func == "max"):
+			case b.updates[from] && (a.Func == "min" || a.Func == "max" || a.Func == "string_agg"):
 				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s over rows that are updated or deleted (an aggregation over an aggregation of a stream) is not supported", strings.ToUpper(a.Func))
 			}
 		}

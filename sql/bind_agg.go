@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -24,6 +25,27 @@ type aggBound struct {
 	distinct bool
 	arg      *expr.Expr // over the FROM scope; nil for COUNT(*)
 	typ      types.Type
+	// string_agg's separator and ORDER BY (over the FROM scope).
+	sep   string
+	order []aggOrder
+}
+
+type aggOrder struct {
+	e                *expr.Expr
+	desc, nullsFirst bool
+}
+
+// sameAgg reports whether two aggregate calls compute the same value.
+func (c aggBound) same(d aggBound) bool {
+	if c.fn != d.fn || c.distinct != d.distinct || !sameExpr(c.arg, d.arg) || c.sep != d.sep || len(c.order) != len(d.order) {
+		return false
+	}
+	for i, o := range c.order {
+		if !sameExpr(o.e, d.order[i].e) || o.desc != d.order[i].desc || o.nullsFirst != d.order[i].nullsFirst {
+			return false
+		}
+	}
+	return true
 }
 
 // bindAggregate registers an aggregate call with ctx.aggs and returns a marker
@@ -49,6 +71,8 @@ func (b *binder) bindAggregate(ctx *exprCtx, n *ast.AggregateFuncExpr) (*expr.Ex
 	}
 	switch fn {
 	case "count", "sum", "avg", "min", "max":
+	case "group_concat":
+		return b.bindStringAgg(ctx, n)
 	default:
 		return nil, b.errorf(ErrUnsupported, n, "aggregate function %s is not supported", fn)
 	}
@@ -73,13 +97,66 @@ func (b *binder) bindAggregate(ctx *exprCtx, n *ast.AggregateFuncExpr) (*expr.Ex
 		arg, typ = expr.Cast(a, at), rt
 	}
 	distinct := n.Distinct && fn != "min" && fn != "max"
-	for i, c := range ctx.aggs.calls {
-		if c.fn == fn && c.distinct == distinct && sameExpr(c.arg, arg) {
-			return &expr.Expr{Kind: kindAggRef, Col: i, Type: c.typ}, nil
+	return ctx.aggs.ref(aggBound{fn: fn, distinct: distinct, arg: arg, typ: typ}), nil
+}
+
+// ref returns the marker of call, registering it unless an equal call is.
+func (s *aggState) ref(call aggBound) *expr.Expr {
+	for i, c := range s.calls {
+		if c.same(call) {
+			return &expr.Expr{Kind: kindAggRef, Col: i, Type: c.typ}
 		}
 	}
-	ctx.aggs.calls = append(ctx.aggs.calls, aggBound{fn: fn, distinct: distinct, arg: arg, typ: typ})
-	return &expr.Expr{Kind: kindAggRef, Col: len(ctx.aggs.calls) - 1, Type: typ}, nil
+	s.calls = append(s.calls, call)
+	return &expr.Expr{Kind: kindAggRef, Col: len(s.calls) - 1, Type: call.typ}
+}
+
+// bindStringAgg binds GROUP_CONCAT([DISTINCT] x [, y ...] [ORDER BY ...]
+// [SEPARATOR s]), which is also what PostgreSQL's string_agg(x, s [ORDER BY
+// ...]) reads as (the dialect layer): the group's non-NULL values of x (of
+// x, y, ... concatenated, as MySQL's) as text, joined by s (MySQL's default
+// ','), ordered by the ORDER BY, NULL for a group without one. The parser
+// gives the separator as the last argument; it must be a constant string.
+func (b *binder) bindStringAgg(ctx *exprCtx, n *ast.AggregateFuncExpr) (*expr.Expr, error) {
+	if len(n.Args) < 2 {
+		return nil, b.errorf(ErrUnsupported, n, "this form of string_agg is not supported")
+	}
+	sepNode, ok := n.Args[len(n.Args)-1].(*test_driver.ValueExpr)
+	if !ok || sepNode.Kind() != test_driver.KindString {
+		return nil, b.errorf(ErrUnsupported, n.Args[len(n.Args)-1], "string_agg's separator must be a constant string")
+	}
+	inner := *ctx
+	inner.inAgg = true
+	var parts []*expr.Expr
+	for _, a := range n.Args[:len(n.Args)-1] {
+		e, err := b.bindExpr(&inner, a)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, expr.Cast(e, types.StringType))
+	}
+	arg := parts[0]
+	if len(parts) > 1 {
+		var err error
+		if arg, err = b.call(n, "concat", parts...); err != nil {
+			return nil, err
+		}
+	}
+	call := aggBound{fn: "string_agg", distinct: n.Distinct, arg: arg, typ: types.StringType, sep: sepNode.GetString()}
+	if n.Order != nil {
+		for _, it := range n.Order.Items {
+			e, err := b.bindExpr(&inner, it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			o := aggOrder{e: e, desc: it.Desc, nullsFirst: it.Desc}
+			if first, ok := b.nullsOrder(it.Expr); ok {
+				o.nullsFirst = first
+			}
+			call.order = append(call.order, o)
+		}
+	}
+	return ctx.aggs.ref(call), nil
 }
 
 // isRowCount reports whether COUNT's argument counts every row: * (which the
@@ -187,7 +264,16 @@ func (b *binder) buildAggregate(input Plan, groups []*expr.Expr, aggs *aggState,
 				arg = len(pre) - 1
 			}
 		}
-		calls[i] = AggCall{Func: c.fn, Arg: arg, Distinct: c.distinct, Type: c.typ}
+		calls[i] = AggCall{Func: c.fn, Arg: arg, Distinct: c.distinct, Type: c.typ, Sep: c.sep}
+		for _, o := range c.order {
+			col := slices.IndexFunc(pre, func(e *expr.Expr) bool { return sameExpr(e, o.e) })
+			if col < 0 {
+				pre = append(pre, o.e)
+				preOut = append(preOut, types.Field{Name: exprDisplayName(o.e), Type: o.e.Type})
+				col = len(pre) - 1
+			}
+			calls[i].Order = append(calls[i].Order, SortKey{Col: col, Desc: o.desc, NullsFirst: o.nullsFirst})
+		}
 		out = append(out, types.Field{Name: c.fn, Type: c.typ})
 	}
 	groupBy := make([]int, len(groups))

@@ -86,6 +86,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteAggFilter,
 	},
 	{
+		name:  "string_agg",
+		users: "string_agg(name, ', ' ORDER BY name)",
+		reads: "GROUP_CONCAT(name ORDER BY name SEPARATOR ', ')",
+		apply: rewriteStringAgg,
+	},
+	{
 		name:  "IS [NOT] DISTINCT FROM",
 		users: "a IS DISTINCT FROM b; a IS NOT DISTINCT FROM b",
 		reads: "a <=> b IS FALSE; a <=> b (<=> is MySQL's NULL-safe equality)",

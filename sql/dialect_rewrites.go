@@ -428,6 +428,23 @@ func rewriteAggFilter(stmt []token, _ *dialectFacts) []token {
 		if len(w) == 1 && args[w[0]].text == "*" {
 			args = made(args[w[0]].pos, "1")
 		}
+		// Only the first argument is filtered: string_agg's separator and an
+		// ORDER BY inside the call stay as they are.
+		var rest []token
+		depth = 0
+		for k, t := range args {
+			switch {
+			case t.kind == tokPunct && t.text == "(":
+				depth++
+			case t.kind == tokPunct && t.text == ")":
+				depth--
+			case depth == 0 && (t.kind == tokPunct && t.text == "," || t.is("ORDER")):
+				args, rest = args[:k], args[k:]
+			}
+			if rest != nil {
+				break
+			}
+		}
 		at := stmt[i].pos
 		with := append([]token{}, distinct...)
 		with = append(with, made(at, "CASE WHEN ")...)
@@ -435,6 +452,9 @@ func rewriteAggFilter(stmt []token, _ *dialectFacts) []token {
 		with = append(with, made(at, " THEN ")...)
 		with = append(with, trimBlanks(args)...)
 		with = append(with, made(at, " END")...)
+		if rest != nil {
+			with = append(append(with, made(at, " ")...), rest...)
+		}
 		// The call's arguments replaced, FILTER (...) dropped.
 		stmt = append(append(append(append([]token{}, stmt[:callOpen+1]...), with...), stmt[callEnd]), stmt[closing+1:]...)
 	}
@@ -606,6 +626,57 @@ func rewriteDistinctOn(stmt []token, _ *dialectFacts) []token {
 		stmt = splice(stmt, insert, insert, item...)
 		stmt = splice(stmt, i+w[1]+1, closing+1) // DISTINCT ON (...) out
 		stmt = splice(stmt, i+w[1], i+w[1]+1)    // and DISTINCT
+	}
+	return stmt
+}
+
+// rewriteStringAgg turns PostgreSQL's string_agg([DISTINCT] x, sep [ORDER BY
+// ...]) into MySQL's GROUP_CONCAT([DISTINCT] x [ORDER BY ...] SEPARATOR sep),
+// which the parser reads as an aggregate.
+func rewriteStringAgg(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("STRING_AGG") {
+			continue
+		}
+		open := i + 1
+		for open < len(stmt) && stmt[open].kind == tokSpace {
+			open++
+		}
+		if open >= len(stmt) || stmt[open].text != "(" {
+			continue
+		}
+		closing := matchingParen(stmt, open)
+		if closing < 0 {
+			return stmt
+		}
+		// The argument list: x, then sep at the first top-level comma, then
+		// ORDER BY at the first top-level ORDER.
+		comma, order, depth := -1, closing, 0
+		for k := open + 1; k < closing; k++ {
+			switch t := stmt[k]; {
+			case t.kind == tokPunct && t.text == "(":
+				depth++
+			case t.kind == tokPunct && t.text == ")":
+				depth--
+			case depth == 0 && t.kind == tokPunct && t.text == "," && comma < 0:
+				comma = k
+			case depth == 0 && t.is("ORDER") && comma >= 0 && order == closing:
+				order = k
+			}
+		}
+		if comma < 0 {
+			continue // one argument: the parser reports string_agg's
+		}
+		at := stmt[i].pos
+		with := made(at, "GROUP_CONCAT(")
+		with = append(with, trimBlanks(stmt[open+1:comma])...)
+		if order < closing {
+			with = append(append(with, made(at, " ")...), trimBlanks(stmt[order:closing])...)
+		}
+		with = append(with, made(at, " SEPARATOR ")...)
+		with = append(with, trimBlanks(stmt[comma+1:order])...)
+		with = append(with, made(stmt[closing].pos, ")")...)
+		stmt = splice(stmt, i, closing+1, with...)
 	}
 	return stmt
 }

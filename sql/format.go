@@ -69,6 +69,19 @@ func describeNode(p Plan) string {
 			if a.Distinct {
 				arg = "DISTINCT " + arg
 			}
+			if a.Func == "string_agg" {
+				arg += ", " + expr.FormatValue(types.StringValue(a.Sep))
+				for j, k := range a.Order {
+					sep := ", "
+					if j == 0 {
+						sep = " ORDER BY "
+					}
+					arg += sep + colText(k.Col, in)
+					if k.Desc {
+						arg += " DESC"
+					}
+				}
+			}
 			aggs[i] = fmt.Sprintf("%s(%s)", a.Func, arg)
 		}
 		return fmt.Sprintf("Aggregate group=[%s] aggs=[%s] -> %s", strings.Join(groups, ", "), strings.Join(aggs, ", "), schemaText(p.Out))

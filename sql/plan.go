@@ -57,7 +57,7 @@ type Unnest struct {
 
 // AggCall is one aggregate of an Aggregate node.
 type AggCall struct {
-	// Func is "count", "sum", "min", "max" or "avg".
+	// Func is "count", "sum", "min", "max", "avg" or "string_agg".
 	Func string
 	// Arg is the input column aggregated, or -1 for COUNT(*).
 	Arg      int
@@ -69,6 +69,10 @@ type AggCall struct {
 	// and MAX the argument's type. The argument column already has the type the
 	// aggregate takes.
 	Type types.Type
+	// Sep and Order are string_agg's (GROUP_CONCAT's): the separator and the
+	// input columns that order a group's values.
+	Sep   string
+	Order []SortKey
 }
 
 // Aggregate groups its input by the GroupBy columns and computes Aggs per group.

@@ -337,6 +337,9 @@ func pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
 		if a.Arg >= 0 {
 			inNeed[a.Arg] = true
 		}
+		for _, k := range a.Order {
+			inNeed[k.Col] = true
+		}
 	}
 	in, im := prune(n.Input, inNeed)
 	groupBy := make([]int, ng)
@@ -346,6 +349,14 @@ func pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
 	for i := range aggs {
 		if aggs[i].Arg >= 0 {
 			aggs[i].Arg = im[aggs[i].Arg]
+		}
+		if len(aggs[i].Order) > 0 {
+			order := make([]SortKey, len(aggs[i].Order))
+			for j, k := range aggs[i].Order {
+				order[j] = k
+				order[j].Col = im[k.Col]
+			}
+			aggs[i].Order = order
 		}
 	}
 	return &Aggregate{Input: in, GroupBy: groupBy, Aggs: aggs, Out: out}, m

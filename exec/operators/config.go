@@ -57,6 +57,10 @@ type AggSpec struct {
 	Arg      int        `json:"arg"`
 	Distinct bool       `json:"distinct,omitempty"`
 	Type     types.Type `json:"type"`
+	// Sep and Order are string_agg's: the separator, and the input columns
+	// its values are ordered by within a group (none: the order they came in).
+	Sep   string        `json:"sep,omitempty"`
+	Order []SortKeySpec `json:"order,omitempty"`
 }
 
 // HashAggConfig configures kind "hash_agg". Output: the GroupBy columns, then the

@@ -51,8 +51,8 @@ type pooledAggregate interface {
 // newAggregate builds the aggregate for spec in phase; first is the input
 // column of its (first) argument in this operator's input.
 func newAggregate(spec AggSpec, phase AggPhase, first int) (aggregate, error) {
-	if spec.Distinct && phase != AggComplete {
-		return nil, fmt.Errorf("hash_agg: %s(DISTINCT) runs only in the complete phase", spec.Func)
+	if (spec.Distinct || spec.Func == "string_agg") && phase != AggComplete {
+		return nil, fmt.Errorf("hash_agg: %s runs only in the complete phase", spec.Func)
 	}
 	final := phase == AggFinal
 	switch spec.Func {
@@ -64,6 +64,11 @@ func newAggregate(spec AggSpec, phase AggPhase, first int) (aggregate, error) {
 			return &countDistinctAgg{col: first, pairs: state.NewKeyTable()}, nil
 		}
 		return &countAgg{col: first, partial: final}, nil
+	case "string_agg":
+		if first < 0 {
+			return nil, fmt.Errorf("hash_agg: string_agg needs an argument")
+		}
+		return &stringAgg{col: first, sep: spec.Sep, order: spec.Order, distinct: spec.Distinct}, nil
 	case "sum", "avg", "min", "max":
 		if first < 0 {
 			return nil, fmt.Errorf("hash_agg: %s needs an argument", spec.Func)

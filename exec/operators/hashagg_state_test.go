@@ -56,6 +56,13 @@ var (
 	}
 )
 
+// stateTestStringAgg is string_agg: unordered, ordered by two keys, DISTINCT.
+var stateTestStringAgg = []AggSpec{
+	{Func: "string_agg", Arg: 5, Sep: ",", Type: types.StringType},
+	{Func: "string_agg", Arg: 5, Sep: "", Type: types.StringType, Order: []SortKeySpec{{Col: 2}, {Col: 4, Desc: true, NullsFirst: true}}},
+	{Func: "string_agg", Arg: 5, Sep: "; ", Distinct: true, Type: types.StringType, Order: []SortKeySpec{{Col: 5}}},
+}
+
 func stateTestConcat(lists ...[]AggSpec) []AggSpec { return slices.Concat(lists...) }
 
 // stateTestRow returns a random row of stateTestIn as a JSON object, with
@@ -264,7 +271,7 @@ func stateTestEnd(t *testing.T, op exec.Operator, out exec.Collector) {
 // A snapshot of B right after the restore must be the same bytes as A's. In
 // updates mode the operators are flushed at random points.
 func TestHashAggStateProperty(t *testing.T) {
-	every := stateTestConcat(stateTestSums, stateTestMinMax, stateTestDistinct)
+	every := stateTestConcat(stateTestSums, stateTestMinMax, stateTestDistinct, stateTestStringAgg)
 	noDistinct := stateTestConcat(stateTestSums, stateTestMinMax)
 	cases := []stateTestCase{
 		{"complete/final/text key/every aggregate", []int{0}, every, AggComplete, AggEmitFinal, false},
