@@ -28,6 +28,9 @@ type aggBound struct {
 	// string_agg's separator and ORDER BY (over the FROM scope).
 	sep   string
 	order []aggOrder
+	// GROUPING's arguments (bind_grouping.go), and their nodes for errors.
+	gargs  []*expr.Expr
+	gnodes []ast.ExprNode
 }
 
 type aggOrder struct {
@@ -35,10 +38,16 @@ type aggOrder struct {
 	desc, nullsFirst bool
 }
 
-// sameAgg reports whether two aggregate calls compute the same value.
+// same reports whether two aggregate calls compute the same value.
 func (c aggBound) same(d aggBound) bool {
-	if c.fn != d.fn || c.distinct != d.distinct || !sameExpr(c.arg, d.arg) || c.sep != d.sep || len(c.order) != len(d.order) {
+	if c.fn != d.fn || c.distinct != d.distinct || !sameExpr(c.arg, d.arg) || c.sep != d.sep || len(c.order) != len(d.order) ||
+		len(c.gargs) != len(d.gargs) {
 		return false
+	}
+	for i, a := range c.gargs {
+		if !sameExpr(a, d.gargs[i]) {
+			return false
+		}
 	}
 	for i, o := range c.order {
 		if !sameExpr(o.e, d.order[i].e) || o.desc != d.order[i].desc || o.nullsFirst != d.order[i].nullsFirst {

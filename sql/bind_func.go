@@ -47,6 +47,8 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		return nil
 	}
 	switch name {
+	case ast.Grouping:
+		return b.bindGrouping(ctx, n)
 	case ast.DateLiteral, ast.TimestampLiteral:
 		// DATE '...' and TIMESTAMP '...': a text literal cast (and checked) now.
 		if err := bindArgs(n.Args); err != nil {

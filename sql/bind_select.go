@@ -74,16 +74,22 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 		distinctOn, items = items[n-1].e, items[:n-1]
 	}
 	var groups []*expr.Expr
+	var sets [][]int // grouping sets, nil for a plain GROUP BY
 	if sel.GroupBy != nil {
-		if groups, err = b.bindGroupBy(sc, sel.GroupBy, items); err != nil {
+		var itemGroup []int
+		if groups, itemGroup, err = b.bindGroupBy(sc, sel.GroupBy, items); err != nil {
 			return nil, err
 		}
+		sets = b.groupingSetsOf(sel.GroupBy, itemGroup)
 	}
 	if corr := sc.corr; corr != nil {
 		// A correlated subquery carries its domain along, grouped by it.
 		switch {
 		case sel.Limit != nil:
 			return nil, b.errorf(ErrUnsupported, sel.Limit.Count, "LIMIT in a correlated subquery is not supported yet")
+		}
+		if sets != nil {
+			return nil, b.errorf(ErrUnsupported, sel.GroupBy.Items[0].Expr, "grouping sets in a correlated subquery are not supported")
 		}
 		corr.aggregated = hasAgg
 		for _, it := range domainItems(corr) {
@@ -121,7 +127,13 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 		if having != nil {
 			post = append(post, having)
 		}
-		agg, conv, err := b.buildAggregate(input, groups, ctx.aggs, post)
+		build := b.buildAggregate
+		if sets != nil || ctx.aggs.hasGrouping() {
+			build = func(input Plan, groups []*expr.Expr, aggs *aggState, post []*expr.Expr) (Plan, []*expr.Expr, error) {
+				return b.buildGroupingSets(input, groups, sets, aggs, post)
+			}
+		}
+		agg, conv, err := build(input, groups, ctx.aggs, post)
 		if err != nil {
 			return nil, err
 		}
@@ -198,8 +210,6 @@ func (b *binder) checkSelect(sel *ast.SelectStmt) error {
 		return b.errorf(ErrUnsupported, nil, "locking clauses are not supported")
 	case sel.SelectIntoOpt != nil:
 		return b.errorf(ErrUnsupported, nil, "SELECT INTO is not supported")
-	case sel.GroupBy != nil && sel.GroupBy.Rollup:
-		return b.errorf(ErrUnsupported, nil, "WITH ROLLUP is not supported")
 	}
 	return nil
 }
@@ -347,14 +357,18 @@ func accepts(want, have types.Type) bool { return have == want || have.ID == typ
 // bindGroupBy binds GROUP BY items as PostgreSQL does: an integer is a select
 // list position, a bare name is an input column if there is one and otherwise a
 // select list alias, anything else an expression over the input.
-func (b *binder) bindGroupBy(sc *scope, gb *ast.GroupByClause, items []selectItem) ([]*expr.Expr, error) {
+//
+// It also returns, for each item, the index of its key among the keys (two
+// items of one expression share one).
+func (b *binder) bindGroupBy(sc *scope, gb *ast.GroupByClause, items []selectItem) ([]*expr.Expr, []int, error) {
 	gctx := &exprCtx{scope: sc, clause: "GROUP BY"}
 	var groups []*expr.Expr
+	var itemGroup []int
 	for _, by := range gb.Items {
 		var item *selectItem
 		if k, ok := ordinal(by.Expr); ok {
 			if k < 1 || k > len(items) {
-				return nil, Errorf(ErrInvalidColumnReference, b.ordinalPos(by.Expr, k), "GROUP BY position %d is not in select list", k)
+				return nil, nil, Errorf(ErrInvalidColumnReference, b.ordinalPos(by.Expr, k), "GROUP BY position %d is not in select list", k)
 			}
 			item = &items[k-1]
 		} else if c, ok := by.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.L == "" {
@@ -370,27 +384,31 @@ func (b *binder) bindGroupBy(sc *scope, gb *ast.GroupByClause, items []selectIte
 		var e *expr.Expr
 		if item != nil {
 			if item.srf != nil {
-				return nil, b.errorf(ErrUnsupported, by.Expr, "set-returning functions are not allowed in GROUP BY")
+				return nil, nil, b.errorf(ErrUnsupported, by.Expr, "set-returning functions are not allowed in GROUP BY")
 			}
 			if hasAggRef(item.e) {
-				return nil, b.errorf(ErrGrouping, by.Expr, "aggregate functions are not allowed in GROUP BY")
+				return nil, nil, b.errorf(ErrGrouping, by.Expr, "aggregate functions are not allowed in GROUP BY")
 			}
 			e = item.e
 		} else {
 			var err error
 			if e, err = b.bindExpr(gctx, by.Expr); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		dup := false
-		for _, g := range groups {
-			dup = dup || sameExpr(g, e)
+		at := -1
+		for i, g := range groups {
+			if at < 0 && sameExpr(g, e) {
+				at = i
+			}
 		}
-		if !dup {
+		if at < 0 {
+			at = len(groups)
 			groups = append(groups, e)
 		}
+		itemGroup = append(itemGroup, at)
 	}
-	return groups, nil
+	return groups, itemGroup, nil
 }
 
 // ordinal recognises a select list position: ORDER BY 2, GROUP BY 1.

@@ -68,6 +68,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteDerivedColumns,
 	},
 	{
+		name:  "GROUPING SETS, ROLLUP, CUBE",
+		users: "GROUP BY ROLLUP (region, city); GROUP BY CUBE (a, b); GROUP BY GROUPING SETS ((a, b), (a), ())",
+		reads: "GROUP BY region, city (the binder is told the sets: (region, city), (region), ())",
+		apply: rewriteGroupingSets,
+	},
+	{
 		name:  "FULL [OUTER] JOIN",
 		users: "a FULL JOIN b ON a.k = b.k",
 		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL)",
@@ -111,13 +117,16 @@ type dialectRewrite struct {
 type dialectFacts struct {
 	// nullsFirst: an ORDER BY item's NULLS FIRST (true) or NULLS LAST.
 	nullsFirst map[int]bool
+	// groupingSets: a GROUP BY's grouping sets, by the offset of its first
+	// item (dialect_grouping.go).
+	groupingSets map[int]groupingSets
 	// fullJoin: a FULL JOIN, written as LEFT JOIN for the parser, by the
 	// offset of its ON condition.
 	fullJoin map[int]bool
 }
 
 func (f *dialectFacts) empty() bool {
-	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0
+	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -132,7 +141,7 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}}
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{}}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]
@@ -311,6 +320,11 @@ func (b *binder) unusedFacts() error {
 	for off := range b.facts.fullJoin {
 		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
 			return Errorf(ErrUnsupported, charPos(b.query, off), "this form of FULL JOIN is not supported")
+		}
+	}
+	for off := range b.facts.groupingSets {
+		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
+			return Errorf(ErrUnsupported, charPos(b.query, off), "this form of grouping sets is not supported")
 		}
 	}
 	for off := range b.facts.nullsFirst {

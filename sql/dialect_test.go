@@ -2,6 +2,7 @@ package sql
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -80,6 +81,11 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"VALUES lists", "SELECT * FROM (VALUES (1, 'a'), (2, f(x, y))) AS t (n, s)", "SELECT * FROM (SELECT 1 AS n, 'a' AS s UNION ALL SELECT 2, f(x, y)) AS t "},
 	{"VALUES lists", "VALUES (1), (2)", "SELECT 1 AS column1 UNION ALL SELECT 2"},
 	{"VALUES lists", "INSERT INTO t VALUES (1, 2)", "INSERT INTO t VALUES (1, 2)"},
+	{"GROUPING SETS, ROLLUP, CUBE", "SELECT a, b, count(*) FROM t GROUP BY ROLLUP (a, b) HAVING count(*) > 1",
+		"SELECT a, b, count(*) FROM t GROUP BY a, b HAVING count(*) > 1"},
+	{"GROUPING SETS, ROLLUP, CUBE", "SELECT 1 FROM t GROUP BY x, CUBE ((a, b), c), GROUPING SETS ((x), ())",
+		"SELECT 1 FROM t GROUP BY x, a, b, c"},
+	{"GROUPING SETS, ROLLUP, CUBE", "SELECT count(*) FROM t GROUP BY GROUPING SETS (())", "SELECT count(*) FROM t "},
 	{"string_agg", "SELECT string_agg(name, ', ' ORDER BY f(a, b) DESC), STRING_AGG(DISTINCT x, '') FROM t",
 		"SELECT GROUP_CONCAT(name ORDER BY f(a, b) DESC SEPARATOR ', '), GROUP_CONCAT(DISTINCT x SEPARATOR '') FROM t"},
 	{"string_agg", "SELECT string_agg(x, ',') FILTER (WHERE x <> 'a') FROM t",
@@ -162,6 +168,24 @@ func TestCopyQuery(t *testing.T) {
 		inner, ok := CopyQuery(c.in)
 		if inner != c.inner || ok != c.ok {
 			t.Errorf("CopyQuery(%q) = %q, %v; want %q, %v", c.in, inner, ok, c.inner, c.ok)
+		}
+	}
+}
+
+// The grouping sets' fact: the product of the items' sets, as indexes into
+// the flattened GROUP BY (x 0, a 1, b 2, c 3).
+func TestGroupingSetsFact(t *testing.T) {
+	d := rewriteDialect("SELECT 1 FROM t GROUP BY x, CUBE ((a, b), c), GROUPING SETS ((x), ())")
+	if len(d.facts.groupingSets) != 1 {
+		t.Fatalf("facts %v", d.facts.groupingSets)
+	}
+	want := "[[0 1 2 3 0] [0 1 2 3] [0 3 0] [0 3] [0 1 2 0] [0 1 2] [0 0] [0]]"
+	for off, sets := range d.facts.groupingSets {
+		if got := fmt.Sprint(sets); got != want {
+			t.Errorf("sets %s, want %s", got, want)
+		}
+		if off != strings.Index(d.text, "x,") {
+			t.Errorf("fact at %d, want the offset of x", off)
 		}
 	}
 }
