@@ -6,6 +6,7 @@ package connectors
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -59,6 +60,19 @@ func Validate(c exec.ConnectorSpec) error {
 		names = append(names, k.spec.Name)
 	}
 	return fmt.Errorf("%w: %q (connectors: %s)", exec.ErrUnknownConnector, c.Connector, strings.Join(names, ", "))
+}
+
+// EstimateRows estimates a table's rows for the planner's join order: a
+// stream's are infinite; a file's from its size (file.EstimateRows); other
+// connectors' are not known.
+func EstimateRows(c exec.ConnectorSpec) (float64, bool) {
+	switch {
+	case Unbounded(c.Connector):
+		return math.Inf(1), true
+	case c.Connector == file.Name:
+		return file.EstimateRows(c)
+	}
+	return 0, false
 }
 
 // Unbounded reports whether the connector's source never ends by itself.

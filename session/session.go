@@ -32,6 +32,9 @@ type Config struct {
 	// Unbounded reports whether a connector's source never ends (Kafka); a plain
 	// SELECT over such a table is refused, since it would never answer.
 	Unbounded func(connector string) bool
+	// EstimateRows estimates a table's rows from its connector, for the join
+	// order (sql.RowEstimator); nil or false: unknown.
+	EstimateRows func(exec.ConnectorSpec) (float64, bool)
 	// Upsert reports whether a connector's sink upserts by a table's PRIMARY
 	// KEY, so that a query producing updates may write to it, and its source
 	// reads such a table back as upserts and deletes (planner.Options.Changelog).
@@ -95,6 +98,11 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	if err := cat.EnsureSuperuser(Superuser, ""); err != nil { // auth.go
 		return nil, err
+	}
+	if est := cfg.EstimateRows; est != nil {
+		cat.SetRowEstimator(func(t *sql.Table) (float64, bool) {
+			return est(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns})
+		})
 	}
 	if cfg.Upsert == nil {
 		cfg.Upsert = func(string) bool { return false }

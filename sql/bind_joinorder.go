@@ -6,13 +6,23 @@ import (
 )
 
 // Join order. A FROM of inner joins only (commas, [INNER] JOIN, CROSS JOIN)
-// is joined in an order where each next table shares an equality with those
-// joined before it, if one does, whatever the order of the FROM: FROM part,
-// supplier, lineitem WHERE p = l.p AND s = l.s joins part to lineitem, then
-// supplier, instead of crossing part with supplier. The tables are taken
-// greedily in FROM order, each time the first connected one; without one, the
-// next in FROM order (a cross join). ON conditions of inner joins count as
-// WHERE conditions. The result has the FROM's columns in the FROM's order.
+// is joined as a left-deep tree in an order where each next table shares an
+// equality with those joined before it, if one does, whatever the order of the
+// FROM: FROM part, supplier, lineitem WHERE p = l.p AND s = l.s joins part to
+// lineitem, then supplier, instead of crossing part with supplier. ON
+// conditions of inner joins count as WHERE conditions. The result has the
+// FROM's columns in the FROM's order.
+//
+// Each join's right input is the hash join's build side, held in memory, and
+// its left input streams through. So when the catalog estimates every table's
+// rows (its connectors': a file's size over its lines' length, a stream's
+// infinity), the order starts with the table of most rows after its own WHERE
+// conditions (each keeps a guessed fraction: a tenth for an equality with a
+// constant, a third for another condition) and then takes, each time, the
+// connected table of fewest: the biggest table (a stream, which must not be
+// built) probes, the small ones are built. Without estimates the tables are
+// taken greedily in FROM order, each time the first connected one. Either way,
+// with no connected table left, the next is crossed.
 
 // innerLeaves returns the tables of node if it joins them by inner joins only,
 // and the conditions of its joins.
@@ -36,14 +46,10 @@ func innerLeaves(node *fromNode) (leaves []*fromNode, conds []*expr.Expr, ok boo
 }
 
 // joinOrder returns the order in which to join leaves under conds, and
-// whether it differs from theirs.
-func joinOrder(leaves []*fromNode, conds []*expr.Expr) ([]int, bool) {
-	owner := map[int]int{} // FROM position -> leaf
-	for i, l := range leaves {
-		for p := l.off; p < l.off+l.n; p++ {
-			owner[p] = i
-		}
-	}
+// whether it differs from theirs; est, if not nil, is each leaf's estimated
+// rows after its own conditions.
+func joinOrder(leaves []*fromNode, conds []*expr.Expr, est []float64) ([]int, bool) {
+	owner := leafOwners(leaves)
 	// edges[i][j]: an equality joins leaves i and j.
 	edges := make([]map[int]bool, len(leaves))
 	for i := range edges {
@@ -59,39 +65,130 @@ func joinOrder(leaves []*fromNode, conds []*expr.Expr) ([]int, bool) {
 			edges[a][b], edges[b][a] = true, true
 		}
 	}
+	// better says whether leaf i goes before leaf j among the candidates:
+	// fewer estimated rows, else FROM order.
+	better := func(i, j int) bool { return est != nil && est[i] < est[j] }
+	first := 0
+	for i := range leaves {
+		if est != nil && est[i] > est[first] {
+			first = i
+		}
+	}
 	used := make([]bool, len(leaves))
-	order := []int{0}
-	used[0] = true
-	changed := false
+	order := []int{first}
+	used[first] = true
 	for len(order) < len(leaves) {
-		next := -1
+		next, connected := -1, false
 		for i := range leaves {
 			if used[i] {
 				continue
 			}
+			linked := false
 			for _, j := range order {
-				if edges[i][j] {
-					next = i
-					break
-				}
+				linked = linked || edges[i][j]
 			}
-			if next >= 0 {
-				break
+			switch {
+			case next < 0, linked && !connected, linked == connected && better(i, next):
+				next, connected = i, linked
 			}
 		}
-		if next < 0 {
-			for i := range leaves {
-				if !used[i] {
-					next = i
-					break
-				}
-			}
-		}
-		changed = changed || next != len(order)
 		used[next] = true
 		order = append(order, next)
 	}
+	changed := false
+	for k, i := range order {
+		changed = changed || i != k
+	}
 	return order, changed
+}
+
+// leafOwners maps each FROM position to the leaf that outputs it.
+func leafOwners(leaves []*fromNode) map[int]int {
+	owner := map[int]int{}
+	for i, l := range leaves {
+		for p := l.off; p < l.off+l.n; p++ {
+			owner[p] = i
+		}
+	}
+	return owner
+}
+
+// leafEstimates returns each leaf's estimated rows after the conditions that
+// read only its columns, or nil when the catalog cannot estimate one of them.
+func (b *binder) leafEstimates(leaves []*fromNode, conds []*expr.Expr) []float64 {
+	re, ok := b.cat.(RowEstimator)
+	if !ok {
+		return nil
+	}
+	est := make([]float64, len(leaves))
+	for i, l := range leaves {
+		n, ok := planRows(l.plan, re)
+		if !ok {
+			return nil
+		}
+		est[i] = n
+	}
+	owner := leafOwners(leaves)
+	for _, c := range conds {
+		if leaf, ok := onlyLeaf(c, owner); ok {
+			est[leaf] *= selectivity(c)
+		}
+	}
+	return est
+}
+
+// selectivity is the fraction of rows a condition is guessed to keep.
+func selectivity(c *expr.Expr) float64 {
+	if c.Kind == expr.KindCall && c.Func == "=" && len(c.Args) == 2 &&
+		(c.Args[0].Kind == expr.KindLiteral || c.Args[1].Kind == expr.KindLiteral) {
+		return 0.1
+	}
+	return 1.0 / 3
+}
+
+// planRows estimates the rows a FROM item's plan yields.
+func planRows(p Plan, re RowEstimator) (float64, bool) {
+	switch p := p.(type) {
+	case *Scan:
+		return re.EstimateRows(p.Table)
+	case *Values:
+		return float64(len(p.Rows)), true
+	case *Filter:
+		n, ok := planRows(p.Input, re)
+		return n * selectivity(p.Cond), ok
+	case *Aggregate:
+		n, ok := planRows(p.Input, re)
+		if len(p.GroupBy) == 0 {
+			return 1, ok
+		}
+		return n / 10, ok
+	case *Limit:
+		n, ok := planRows(p.Input, re)
+		if p.Count >= 0 && float64(p.Count) < n {
+			n = float64(p.Count)
+		}
+		return n, ok
+	}
+	// Projections, sorts, joins (as big as their biggest input, which holds
+	// for joins along foreign keys), unions (their sum).
+	var n float64
+	inputs := p.Inputs()
+	if len(inputs) == 0 {
+		return 0, false
+	}
+	_, union := p.(*Union)
+	for _, in := range inputs {
+		m, ok := planRows(in, re)
+		if !ok {
+			return 0, false
+		}
+		if union {
+			n += m
+		} else {
+			n = max(n, m)
+		}
+	}
+	return n, true
 }
 
 // onlyLeaf returns the one leaf all of e's columns belong to.
@@ -118,7 +215,7 @@ func onlyLeaf(e *expr.Expr, owner map[int]int) (int, bool) {
 // inner joins only, or its order is already the one joinOrder picks.
 func (b *binder) buildReordered(root *fromNode, where *[]*expr.Expr) (Plan, error) {
 	leaves, conds, ok := innerLeaves(root)
-	if !ok || len(leaves) < 3 {
+	if !ok || len(leaves) < 2 {
 		return nil, nil
 	}
 	// The WHERE conditions over the FROM's columns join with the ON ones;
@@ -135,7 +232,7 @@ func (b *binder) buildReordered(root *fromNode, where *[]*expr.Expr) (Plan, erro
 			rest = append(rest, w)
 		}
 	}
-	order, changed := joinOrder(leaves, conds)
+	order, changed := joinOrder(leaves, conds, b.leafEstimates(leaves, conds))
 	if !changed {
 		return nil, nil
 	}

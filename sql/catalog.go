@@ -36,6 +36,27 @@ type Catalog struct {
 	users  map[string]*User // by lower-case name (catalog_users.go)
 	// restartsUnsaved says a job's count of restarts failed to save.
 	restartsUnsaved bool
+	// estimate, when set, estimates a table's rows from its connector.
+	estimate func(*Table) (float64, bool)
+}
+
+// RowEstimator is a CatalogReader that can estimate how many rows a table
+// holds, for the binder's join order (bind_joinorder.go); +Inf for a stream.
+type RowEstimator interface {
+	EstimateRows(t *Table) (float64, bool)
+}
+
+// SetRowEstimator has the catalog estimate tables' rows with f (the
+// connectors', which the sql package does not know).
+func (c *Catalog) SetRowEstimator(f func(*Table) (float64, bool)) { c.estimate = f }
+
+// EstimateRows estimates t's rows, if the catalog has an estimator and it
+// knows t's connector.
+func (c *Catalog) EstimateRows(t *Table) (float64, bool) {
+	if c.estimate == nil {
+		return 0, false
+	}
+	return c.estimate(t)
 }
 
 // JobRecord is a continuous job the engine resumes after a restart: its id

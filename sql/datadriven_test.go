@@ -71,6 +71,8 @@ func execDDL(cat *Catalog, query string) error {
 //	optimize  the same, then Optimize the plan
 //	exec      run the input's CREATE/DROP TABLE statements against the catalog
 //	tables    list the catalog
+//	estimate  have the catalog estimate tables' rows: lines "table rows"
+//	          ("inf" for a stream), for the join order; the rest unknown
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		cat := newTestCatalog(t)
@@ -83,6 +85,21 @@ func TestDataDriven(t *testing.T) {
 				if err := execDDL(cat, d.Input); err != nil {
 					return formatError(d.Input, err)
 				}
+				return "ok\n"
+			case "estimate":
+				rows := map[string]float64{}
+				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					var name string
+					var n float64
+					if _, err := fmt.Sscan(line, &name, &n); err != nil {
+						t.Fatalf("%s: %q: %v", d.Pos, line, err)
+					}
+					rows[name] = n
+				}
+				cat.SetRowEstimator(func(tb *Table) (float64, bool) {
+					n, ok := rows[tb.Name]
+					return n, ok
+				})
 				return "ok\n"
 			case "tables":
 				var sb strings.Builder

@@ -136,6 +136,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		Registry:     reg,
 		Validate:     connectors.Validate,
 		Unbounded:    connectors.Unbounded,
+		EstimateRows: connectors.EstimateRows,
 		Upsert:       connectors.Upsert,
 		Slots:        slots,
 		TaskManagers: tms,
@@ -162,7 +163,7 @@ func serve(args []string) error {
 	}
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
-		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded,
+		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows,
 		Upsert: connectors.Upsert, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
 	})
@@ -263,7 +264,7 @@ func jobManager(args []string) error {
 
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		Unbounded: connectors.Unbounded, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close,
+		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
 	if err != nil {
 		return err
