@@ -115,7 +115,7 @@ func (p *csvParser) parse(line []byte) error {
 					// The field goes on on the next line.
 					r.buf = append(r.buf, line[i:]...)
 					r.buf = append(r.buf, '\n')
-					next, more, err := p.lr.next()
+					next, more, err := p.lr.nextLine()
 					if err != nil {
 						p.err = err
 						return err

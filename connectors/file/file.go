@@ -13,9 +13,12 @@
 // read by exactly one subtask whatever n is. In a job without checkpoints the
 // subtasks that run in one TaskManager share their ranges instead, piece by
 // piece (rangeQueue), so that one slowed by a busy core leaves more to the
-// others. CSV is the exception: a quoted field may hold a newline, so a byte
-// offset cannot tell where a record starts without reading everything before
-// it; subtask 0 reads the whole CSV file and the other subtasks emit nothing.
+// others. CSV differs: a quoted field may hold a newline, so a byte offset
+// cannot tell where a record starts without reading everything before it. A
+// CSV subtask counts the quotes before its range (far faster than parsing
+// them) to find its first record, and reads its own range; with bad_rows=skip
+// and in jobs with checkpoints, subtask 0 reads the whole file and the others
+// emit nothing.
 //
 // Reading: blocks of 1 MiB by position (lines.go). On Linux a block that the page
 // cache holds is read by a system call the Go scheduler does not see
@@ -95,10 +98,11 @@ func Validate(c exec.ConnectorSpec) error {
 }
 
 // MaxParallelism returns the most subtasks that can share the reading of a file
-// table: 1 for format=csv, whose subtask 0 reads everything (see the package
-// doc), 0 (no limit) otherwise. A bad spec gives 0; Validate reports it.
+// table: 1 for format=csv with bad_rows=skip, whose subtask 0 reads everything
+// (see the package doc), 0 (no limit) otherwise. A bad spec gives 0; Validate
+// reports it.
 func MaxParallelism(c exec.ConnectorSpec) int {
-	if cfg, err := parseConfig(c); err == nil && cfg.format == FormatCSV {
+	if cfg, err := parseConfig(c); err == nil && cfg.format == FormatCSV && cfg.skipBad {
 		return 1
 	}
 	return 0

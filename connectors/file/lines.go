@@ -111,6 +111,16 @@ func (lr *lineReader) next() (line []byte, ok bool, err error) {
 	if p := lr.pos(); p > lr.end || p >= lr.size {
 		return nil, false, nil
 	}
+	return lr.nextLine()
+}
+
+// nextLine returns the next line of the file, in the range or past its end
+// (where a CSV record the range holds runs on, inside a quoted field), or
+// ok=false at the end of the file.
+func (lr *lineReader) nextLine() (line []byte, ok bool, err error) {
+	if lr.pos() >= lr.size {
+		return nil, false, nil
+	}
 	for {
 		if i := bytes.IndexByte(lr.buf[lr.scan:lr.hi], '\n'); i >= 0 {
 			nl := lr.scan + i
@@ -211,4 +221,51 @@ func countLines(r io.ReaderAt, n int64) (int64, error) {
 		}
 	}
 	return lines, nil
+}
+
+// csvRecordStart returns where the first CSV record that starts after offset
+// start begins: just after the first '\n' at or past start that is outside
+// quotes, which it is when the quotes before it are even in number (RFC 4180:
+// a field's quotes open and close it, and a quote inside is doubled). That
+// counts the quotes of everything before start, at memchr's speed, far less
+// than parsing it. For a file with a quote out of place (a bad record, which
+// fails the read of the subtask whose record holds it) the count is off for
+// the ranges after it; bad_rows=skip therefore reads CSV in one subtask. The
+// result is size when no record starts after start.
+func csvRecordStart(r io.ReaderAt, size, start int64) (int64, error) {
+	buf := make([]byte, min(size, readBlock))
+	quotes := 0
+	for off := int64(0); off < size; {
+		k := int(min(int64(len(buf)), size-off))
+		got, err := r.ReadAt(buf[:k], off)
+		if got < k {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, fmt.Errorf("read at offset %d: %w", off+int64(got), err)
+		}
+		b := buf[:got]
+		if off+int64(got) <= start {
+			quotes += bytes.Count(b, []byte{'"'})
+			off += int64(got)
+			continue
+		}
+		from := 0
+		if off < start {
+			from = int(start - off)
+			quotes += bytes.Count(b[:from], []byte{'"'})
+		}
+		for i := from; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				quotes++
+			case '\n':
+				if quotes%2 == 0 {
+					return off + int64(i) + 1, nil
+				}
+			}
+		}
+		off += int64(got)
+	}
+	return size, nil
 }

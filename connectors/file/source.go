@@ -121,13 +121,26 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	size := st.Size()
 	n, i := int64(max(tc.Parallelism, 1)), int64(tc.Subtask)
 	start, end := split(size, i, n), split(size, i+1, n)
+	skipFirst := i > 0
 	if s.cfg.format == FormatCSV {
 		// Quoted fields may hold newlines, so a byte offset cannot tell where a
-		// record starts: subtask 0 reads everything.
-		if i != 0 {
-			return nil
+		// record starts: a subtask counts the quotes before its range to find
+		// its first record (csvRecordStart). With bad_rows=skip, where a quote
+		// out of place would shift that, and in jobs with checkpoints (whose
+		// saved positions are of one subtask reading everything), subtask 0
+		// reads everything instead.
+		switch {
+		case s.cfg.skipBad || tc.Checkpointing:
+			if i != 0 {
+				return nil
+			}
+			start, end = 0, size
+		case i > 0:
+			if start, err = csvRecordStart(s.f, size, start); err != nil {
+				return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
+			}
+			skipFirst = false
 		}
-		start, end = 0, size
 	}
 	if n > 1 && !tc.Checkpointing && tc.Colocated != nil && s.cfg.format != FormatCSV {
 		s.queue = tc.Colocated.Value(func() any { return newRangeQueue() }).(*rangeQueue)
@@ -135,7 +148,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		s.size = size
 		return nil
 	}
-	s.lr, err = newLineReader(s.f, size, start, end, i > 0, readBlock)
+	s.lr, err = newLineReader(s.f, size, start, end, skipFirst, readBlock)
 	if err != nil {
 		return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
 	}
