@@ -2,39 +2,95 @@ package file
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
 
-// csvRecord is one parsed CSV record: its fields' bytes, unquoted and concatenated,
-// and whether each field was quoted (an empty unquoted field is NULL, an empty
-// quoted one is the empty string, as in PostgreSQL's COPY).
+// csvRecord is one parsed CSV record: its fields' bytes and whether each field
+// was quoted (an empty unquoted field is NULL, an empty quoted one is the empty
+// string, as in PostgreSQL's COPY). A record of one line without quotes (most
+// records) borrows that line: its fields are the pieces between delimiters.
+// Any other has its fields unquoted and concatenated in buf.
 type csvRecord struct {
 	buf    []byte
-	ends   []int // end of each field in buf
+	data   []byte  // buf, or the borrowed line
+	starts []int32 // start and end of each field in data
+	ends   []int32
 	quoted []bool
+	ascii  bool  // every byte of data is ASCII (so valid UTF-8)
 	line   int64 // number of the record's first line
 	bytes  int   // input bytes of the record
 }
 
 func (r *csvRecord) reset(line int64) {
-	r.buf, r.ends, r.quoted = r.buf[:0], r.ends[:0], r.quoted[:0]
+	r.buf, r.starts, r.ends, r.quoted = r.buf[:0], r.starts[:0], r.ends[:0], r.quoted[:0]
 	r.line, r.bytes = line, 0
 }
 
+// endField ends a field of buf that started at its previous field's end.
 func (r *csvRecord) endField(quoted bool) {
-	r.ends = append(r.ends, len(r.buf))
+	start := int32(0)
+	if n := len(r.ends); n > 0 {
+		start = r.ends[n-1]
+	}
+	r.starts = append(r.starts, start)
+	r.ends = append(r.ends, int32(len(r.buf)))
 	r.quoted = append(r.quoted, quoted)
 }
 
 func (r *csvRecord) numFields() int { return len(r.ends) }
 
 func (r *csvRecord) field(i int) (b []byte, quoted bool) {
+	return r.data[r.starts[i]:r.ends[i]], r.quoted[i]
+}
+
+// borrow splits line at its delimiters if it holds no quote, and returns false
+// (having taken nothing) if it does. It also notes whether the line is ASCII,
+// whose fields then need no UTF-8 check. It reads the line eight bytes at a
+// time, looking at single bytes only in words that hold a delimiter or a quote.
+func (r *csvRecord) borrow(line []byte, delim byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	dm, qm := ones*uint64(delim), ones*uint64('"')
 	start := 0
-	if i > 0 {
-		start = r.ends[i-1]
+	var high uint64
+	field := func(end int) {
+		r.starts = append(r.starts, int32(start))
+		r.ends = append(r.ends, int32(end))
+		r.quoted = append(r.quoted, false)
+		start = end + 1
 	}
-	return r.buf[start:r.ends[i]], r.quoted[i]
+	i := 0
+	for ; i+8 <= len(line); i += 8 {
+		w := binary.LittleEndian.Uint64(line[i:])
+		high |= w
+		x, y := w^dm, w^qm // a zero byte where w has a delimiter, a quote
+		if ((x-ones)&^x|(y-ones)&^y)&highs == 0 {
+			continue
+		}
+		for j := i; j < i+8; j++ {
+			switch line[j] {
+			case delim:
+				field(j)
+			case '"':
+				r.starts, r.ends, r.quoted = r.starts[:0], r.ends[:0], r.quoted[:0]
+				return false
+			}
+		}
+	}
+	for j := i; j < len(line); j++ {
+		high |= uint64(line[j])
+		switch line[j] {
+		case delim:
+			field(j)
+		case '"':
+			r.starts, r.ends, r.quoted = r.starts[:0], r.ends[:0], r.quoted[:0]
+			return false
+		}
+	}
+	field(len(line))
+	r.data, r.ascii = line, high&highs == 0
+	return true
 }
 
 // csvParser reads RFC 4180 records from a lineReader: fields separated by delim,
@@ -79,7 +135,12 @@ func (p *csvParser) next() (ok bool, bad error) {
 		p.rec.reset(p.lr.line)
 		p.rec.bytes = len(line) + 1
 		p.resumeAt, p.resumeLine = p.lr.pos(), p.lr.line
+		if p.rec.borrow(line, p.delim) {
+			p.resumeAt = -1
+			return true, nil
+		}
 		bad := p.parse(line)
+		p.rec.data, p.rec.ascii = p.rec.buf, false
 		if p.err != nil {
 			return false, nil
 		}

@@ -544,19 +544,27 @@ func (s *source) csvRow(p *csvParser, bb *records.Builder) error {
 		return fmt.Errorf("%d fields, the table has %d columns", n, len(s.cfg.schema))
 	}
 	bb.Reset()
+	ascii := p.rec.ascii
 	for i, col := range s.cfg.cols {
 		f, quoted := p.rec.field(col)
-		if len(f) == 0 && !quoted {
+		switch {
+		case len(f) == 0 && !quoted:
 			bb.SetNull(i)
-			continue
-		}
-		if err := bb.ParseField(i, f); err != nil {
-			return fmt.Errorf("column %s: %w", s.out[i].Name, err)
+		case ascii && s.out[i].Type.ID == types.String:
+			bb.SetText(i, f) // ASCII is UTF-8
+		default:
+			if err := bb.ParseField(i, f); err != nil {
+				return fmt.Errorf("column %s: %w", s.out[i].Name, err)
+			}
 		}
 	}
 	for _, col := range s.unread {
+		t := s.cfg.schema[col].Type
+		if ascii && t.ID == types.String {
+			continue
+		}
 		if f, quoted := p.rec.field(col); len(f) > 0 || quoted {
-			if err := records.Validate(s.cfg.schema[col].Type, f); err != nil {
+			if err := records.Validate(t, f); err != nil {
 				return fmt.Errorf("column %s: %w", s.cfg.schema[col].Name, err)
 			}
 		}

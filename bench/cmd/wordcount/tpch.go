@@ -203,13 +203,13 @@ func runTPCH(ctx context.Context, cfg config, b bins, vers versions, repo, work 
 	timeout := cfg.tpchTimeout
 	cs := []tpchContender{
 		{nameTPCHHummer, "`hummer serve`, tables `ENGINE=file` over the CSV files (read again by every query), `SET parallelism = 2`; timed at the client (pgx, simple protocol)",
-			func(ctx context.Context, q tpchQuery) ([]string, error) { return pgxRows(ctx, h.conn, q, timeout) }},
+			func(ctx context.Context, q tpchQuery) ([]string, error) { return pgxRows(ctx, &h.conn, q, timeout) }},
 		{nameTPCHDuckCSV, "DuckDB in the benchmark's process (duckdb-go), `SET threads = 2`, each table a view over `read_csv` of its file (read again by every query)",
 			func(ctx context.Context, q tpchQuery) ([]string, error) { return duckRows(ctx, duckCSV, q, timeout) }},
 		{nameTPCHDuckTable, "the same DuckDB settings, tables loaded from the files beforehand (`CREATE TABLE AS`; load time below)",
 			func(ctx context.Context, q tpchQuery) ([]string, error) { return duckRows(ctx, duckTables, q, timeout) }},
-		{nameTPCHPostgres, "PostgreSQL 15 (Debian's), a server of its own (`initdb`, `shared_buffers = 2GB`, `work_mem = 256MB`, default parallelism: 2 workers per gather), tables loaded with COPY, primary keys, `ANALYZE`; `statement_timeout` per query",
-			func(ctx context.Context, q tpchQuery) ([]string, error) { return pgxRows(ctx, pg.conn, q, timeout) }},
+		{nameTPCHPostgres, "PostgreSQL 15 (Debian's), a server of its own (`initdb`, `shared_buffers = 2GB`, `work_mem = 256MB`, default parallelism: 2 workers per gather), tables loaded with COPY, primary keys, `ANALYZE`",
+			func(ctx context.Context, q tpchQuery) ([]string, error) { return pgxRows(ctx, &pg.conn, q, timeout) }},
 	}
 	for _, c := range cs {
 		rep.Contenders = append(rep.Contenders, contenderReport{Name: c.name, Notes: c.notes})

@@ -141,21 +141,34 @@ func pgBinary(dir, name string) (string, error) {
 	return path, nil
 }
 
-// pgxRows runs q's statements on conn (simple protocol: values as text) and
-// returns the query's rows, normalised; past timeout the context's end has
-// pgx cancel the statement on the server.
-func pgxRows(ctx context.Context, conn *pgx.Conn, q tpchQuery, timeout time.Duration) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// pgxRows runs q's statements on *conn (simple protocol: values as text) and
+// returns the query's rows, normalised. The server ends a statement past
+// timeout (statement_timeout, which Hummer and PostgreSQL both have), so the
+// connection stays usable; should the client's own deadline, a minute later,
+// close it anyway, pgxRows opens another with the same configuration.
+func pgxRows(ctx context.Context, conn **pgx.Conn, q tpchQuery, timeout time.Duration) ([]string, error) {
+	c := *conn
+	if c.IsClosed() {
+		fresh, err := pgx.ConnectConfig(ctx, c.Config())
+		if err != nil {
+			return nil, err
+		}
+		*conn, c = fresh, fresh
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
 	defer cancel()
+	if _, err := c.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d", timeout.Milliseconds())); err != nil {
+		return nil, err
+	}
 	var out []string
 	for i, s := range q.Stmts {
 		if i != q.Query {
-			if _, err := conn.Exec(ctx, s); err != nil {
+			if _, err := c.Exec(ctx, s); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		rows, err := conn.Query(ctx, s)
+		rows, err := c.Query(ctx, s)
 		if err != nil {
 			return nil, err
 		}

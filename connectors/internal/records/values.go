@@ -49,7 +49,10 @@ func parseValue(t types.Type, b []byte, v *value) error {
 		v.s = b
 		return nil
 	}
-	s := bytes.TrimSpace(b)
+	s := b
+	if len(s) > 0 && (s[0] <= ' ' || s[len(s)-1] <= ' ') {
+		s = bytes.TrimSpace(b)
+	}
 	var ok bool
 	switch t.ID {
 	case types.Int64:
@@ -152,6 +155,9 @@ func parseBool(s []byte) (v, ok bool) {
 // rounding extra fraction digits half away from zero as PostgreSQL does. It never
 // goes through a float, so 1.005 is 1.01 at scale 2.
 func parseDecimal(s []byte, prec, scale int32) (decimal128.Num, error) {
+	if n, ok := parseSmallDecimal(s, prec, scale); ok {
+		return n, nil
+	}
 	neg := false
 	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
 		neg = s[0] == '-'
@@ -237,6 +243,48 @@ func parseDecimal(s []byte, prec, scale int32) (decimal128.Num, error) {
 	return n, nil
 }
 
+// parseSmallDecimal is parseDecimal's fast path for the common case: [-]digits
+// [. digits], at most 18 digits in all and no more fraction digits than scale
+// (no rounding), whose value fits prec. Anything else gives ok=false, for the
+// general path to parse or refuse.
+func parseSmallDecimal(s []byte, prec, scale int32) (decimal128.Num, bool) {
+	i, neg := 0, false
+	if len(s) > 0 && s[0] == '-' {
+		neg, i = true, 1
+	}
+	var v uint64
+	digits, frac, point := 0, 0, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v*10 + uint64(c-'0')
+			digits++
+			if point {
+				frac++
+			}
+		case c == '.' && !point:
+			point = true
+		default:
+			return decimal128.Num{}, false
+		}
+	}
+	if digits == 0 || digits > 18 || int32(frac) > scale {
+		return decimal128.Num{}, false
+	}
+	n := decimal128.FromU64(v)
+	if k := int(scale) - frac; k > 0 {
+		n = n.Mul(decimal128.GetScaleMultiplier(k))
+	}
+	if !n.FitsInPrecision(prec) {
+		return decimal128.Num{}, false
+	}
+	if neg {
+		n = n.Negate()
+	}
+	return n, true
+}
+
 func errDecimalRange(prec, scale int32) error {
 	return fmt.Errorf("out of range for decimal(%d,%d)", prec, scale)
 }
@@ -292,14 +340,46 @@ func parseTimestamp(s []byte) (int64, bool) {
 			return parseZoned(s)
 		}
 	}
-	if mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 {
+	if mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || sec > 59 {
 		return 0, false
 	}
-	t := time.Date(y, time.Month(mo), d, h, mi, sec, 0, time.UTC)
-	if t.Day() != d { // time.Date normalises February 30 into March
-		return 0, false
+	secs := civilDays(y, mo, d)*86400 + int64(h*3600+mi*60+sec)
+	return secs*1_000_000 + int64(micros), true
+}
+
+// daysIn is the number of days of month mo (1-12) of year y, proleptic
+// Gregorian, as time.Date's calendar.
+func daysIn(y, mo int) int {
+	switch mo {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
 	}
-	return t.Unix()*1_000_000 + int64(micros), true
+	return 31
+}
+
+// civilDays is the number of days from 1970-01-01 to y-mo-d (Howard Hinnant's
+// days_from_civil): what time.Date(...).Unix()/86400 gives, without its cost.
+func civilDays(y, mo, d int) int64 {
+	if mo <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 { // year 0's January and February
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	m := mo + 9
+	if mo > 2 {
+		m = mo - 3
+	}
+	doy := (153*m+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
 }
 
 // parseZoned parses a timestamp with a zone (RFC 3339, or with a space for the T).
@@ -376,6 +456,10 @@ func (bb *Builder) IsNull(i int) bool { return bb.vals[i].null }
 // rules: numbers, booleans and timestamps may be surrounded by spaces, text is
 // taken as it is and must be UTF-8). The row borrows b until Commit.
 func (bb *Builder) ParseField(i int, b []byte) error { return parseValue(bb.types[i], b, &bb.vals[i]) }
+
+// SetText makes column i, a text column, of the row being read b, which the
+// caller knows is valid UTF-8 (ASCII, say). The row borrows b until Commit.
+func (bb *Builder) SetText(i int, b []byte) { bb.vals[i].s = b }
 
 // Commit appends the row being read, which was size bytes of input.
 func (bb *Builder) Commit(size int) {

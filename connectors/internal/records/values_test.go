@@ -2,6 +2,7 @@ package records
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -140,6 +141,60 @@ func TestParseBool(t *testing.T) {
 	for _, in := range []string{"", "yes", "2", "tru", "truee"} {
 		if _, ok := parseBool([]byte(in)); ok {
 			t.Errorf("parseBool(%q) succeeded", in)
+		}
+	}
+}
+
+// The calendar arithmetic agrees with time.Date on every day of years 0 to
+// 9999 it samples, and refuses the days time.Date would normalise.
+func TestCivilDays(t *testing.T) {
+	for y := 0; y <= 9999; y += 7 {
+		for mo := 1; mo <= 12; mo++ {
+			for d := 1; d <= 31; d++ {
+				tm := time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC)
+				valid := tm.Day() == d
+				if (d <= daysIn(y, mo)) != valid {
+					t.Fatalf("%04d-%02d-%02d: daysIn says %d", y, mo, d, daysIn(y, mo))
+				}
+				if valid && civilDays(y, mo, d) != tm.Unix()/86400 {
+					t.Fatalf("%04d-%02d-%02d: civilDays %d, time.Date %d", y, mo, d, civilDays(y, mo, d), tm.Unix()/86400)
+				}
+			}
+		}
+	}
+}
+
+// The fast path of parseDecimal gives what the general one gives, and
+// declines what it cannot do alone.
+func TestParseSmallDecimal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var b []byte
+		if rng.IntN(4) == 0 {
+			b = append(b, '-')
+		}
+		for range rng.IntN(12) {
+			b = append(b, byte('0'+rng.IntN(10)))
+		}
+		if rng.IntN(2) == 0 {
+			b = append(b, '.')
+			for range rng.IntN(5) {
+				b = append(b, byte('0'+rng.IntN(10)))
+			}
+		}
+		prec, scale := int32(1+rng.IntN(20)), int32(rng.IntN(5))
+		scale = min(scale, prec)
+		fast, ok := parseSmallDecimal(b, prec, scale)
+		if !ok {
+			continue
+		}
+		slow, err := parseDecimal(append([]byte("+"), b...), prec, scale) // "+" skips the fast path
+		if len(b) > 0 && b[0] == '-' {
+			slow, err = parseDecimal(b[1:], prec, scale)
+			slow = slow.Negate()
+		}
+		if err != nil || slow != fast {
+			t.Fatalf("%q at (%d,%d): fast %v, general %v (%v)", b, prec, scale, fast, slow, err)
 		}
 	}
 }
