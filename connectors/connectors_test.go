@@ -45,7 +45,8 @@ func TestMaxParallelism(t *testing.T) {
 	}{
 		{exec.ConnectorSpec{Connector: "file", URL: "file:///x", Schema: lines}, 0},
 		{exec.ConnectorSpec{Connector: "file", URL: "file:///x?format=json", Schema: two}, 0},
-		{exec.ConnectorSpec{Connector: "file", URL: "file:///x?format=csv", Schema: two}, 1},
+		{exec.ConnectorSpec{Connector: "file", URL: "file:///x?format=csv", Schema: two}, 0},
+		{exec.ConnectorSpec{Connector: "file", URL: "file:///x?format=csv&bad_rows=skip", Schema: two}, 1},
 		{exec.ConnectorSpec{Connector: "memory", URL: "memory://t", Schema: two}, 0},
 	} {
 		if got := MaxParallelism(tc.c); got != tc.want {

@@ -32,6 +32,12 @@ const (
 	BatchBytes = 1 << 16
 )
 
+// csvSplitMin is the smallest CSV file its subtasks share: a smaller one is read
+// by subtask 0, since splitting it saves little, and its first bad record is
+// then the one a failing query reports (with several subtasks, it is the first
+// one a subtask met). A variable, for tests of the split on small files.
+var csvSplitMin int64 = 4 << 20
+
 // maxLoggedBadRecords is how many bad records a subtask logs one by one; the rest
 // are only counted, so a file of garbage does not flood the log.
 const maxLoggedBadRecords = 5
@@ -128,9 +134,9 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		// its first record (csvRecordStart). With bad_rows=skip, where a quote
 		// out of place would shift that, and in jobs with checkpoints (whose
 		// saved positions are of one subtask reading everything), subtask 0
-		// reads everything instead.
+		// reads everything instead, as for a file under csvSplitMin.
 		switch {
-		case s.cfg.skipBad || tc.Checkpointing:
+		case s.cfg.skipBad || tc.Checkpointing || size < csvSplitMin:
 			if i != 0 {
 				return nil
 			}

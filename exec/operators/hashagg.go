@@ -179,6 +179,13 @@ func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	// group needs no budget.
 	if !o.updates && len(o.keyCols) > 0 {
 		o.budget = spillBudget(o.cfg.MemoryLimit, tc)
+		if o.cfg.Phase == AggPartial {
+			// A partial aggregate's groups are only a head start for the final
+			// one, which runs in the same slots with the whole budget: a
+			// quarter of it is enough to fold repeated keys, and leaves the
+			// memory to the state that must be kept.
+			o.budget /= 4
+		}
 	}
 	return nil
 }
