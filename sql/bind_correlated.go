@@ -143,9 +143,14 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	if err != nil {
 		return nil, nil, err
 	}
+	corr.domain = &Domain{Out: dschema}
+	if !outerJoin {
+		if p, ok := b.withoutDomain(from, where, n, k); ok {
+			return p, ext, nil
+		}
+	}
 	// S's side, with its marker, joined to D on the rest of WHERE: an outer
 	// join keeping every D row for an aggregate, an inner one otherwise.
-	corr.domain = &Domain{Out: dschema}
 	side := &fromNode{plan: appendColumns(from, []*expr.Expr{boolLit(true)}), off: 0, n: n + 1}
 	side.scope = ext
 	dom := &fromNode{plan: corr.domain, off: n + 1, n: k, scope: ext}
@@ -159,6 +164,68 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 		return nil, nil, err
 	}
 	return p, ext, nil
+}
+
+// withoutDomain is S's side without the join to D, when it needs none: when
+// each of D's k columns is equated, in WHERE, to an expression over S's own n
+// columns (EXISTS (... WHERE l.k = o.k), as in most correlated EXISTS and
+// IN). The rows of S whose expressions are not NULL are then exactly those
+// the join to D would keep for the D values equal to them, so D's columns are
+// those expressions, and the enclosing query's join on D (a NULL-safe one)
+// finds its rows. This is Neumann and Kemper's "decoupling" of D through an
+// equivalence: the enclosing input is not read a second time for D. Not for
+// a subquery that aggregates: a D value no row matches must still get its
+// aggregates (its outer join keeps it).
+func (b *binder) withoutDomain(from Plan, where []*expr.Expr, n, k int) (Plan, bool) {
+	defs := make([]*expr.Expr, n+1+k) // the columns of the layout, over from's
+	fs := from.Schema()
+	for i := 0; i < n; i++ {
+		defs[i] = expr.Column(i, fs[i].Type, fs[i].Name)
+	}
+	defs[n] = boolLit(true)
+	inner := func(e *expr.Expr) bool {
+		for _, c := range e.Columns(nil) {
+			if c >= n {
+				return false
+			}
+		}
+		return true
+	}
+	used := make([]bool, len(where))
+	for j := range k {
+		d := n + 1 + j
+		for i, c := range where {
+			if used[i] || c.Kind != expr.KindCall || c.Func != "=" || len(c.Args) != 2 {
+				continue
+			}
+			a, e := c.Args[0], c.Args[1]
+			if e.Kind == expr.KindColumn && e.Col == d {
+				a, e = e, a
+			}
+			if a.Kind == expr.KindColumn && a.Col == d && inner(e) && a.Type == e.Type {
+				defs[d], used[i] = e, true
+				break
+			}
+		}
+		if defs[d] == nil {
+			return nil, false
+		}
+	}
+	var conds []*expr.Expr
+	for i, c := range where {
+		if !used[i] {
+			conds = append(conds, substitute(c, defs))
+		}
+	}
+	for j := range k {
+		notNull := expr.Call("not", types.BoolType, expr.Call("is_null", types.BoolType, defs[n+1+j]))
+		conds = append(conds, notNull)
+	}
+	out := make(types.Schema, len(defs))
+	for i, e := range defs {
+		out[i] = types.Field{Name: exprDisplayName(e), Type: e.Type}
+	}
+	return &Project{Input: &Filter{Input: from, Cond: and(conds...)}, Exprs: defs, Out: out}, true
 }
 
 // domainItems are the select items a correlated subquery's result carries

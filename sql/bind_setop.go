@@ -104,7 +104,16 @@ func (b *binder) setOp(op ast.SetOprType, l, r Plan) (Plan, error) {
 	}
 	out := make(types.Schema, len(ls))
 	for i := range ls {
-		t, ok := expr.Coerce(ls[i].Type, rs[i].Type)
+		lt, rt := ls[i].Type, rs[i].Type
+		// A NULL select item is text only for want of another type: here
+		// the other side's gives it one (SELECT 1 UNION SELECT NULL is bigint).
+		if nullItem(l, i) {
+			lt = types.NullType
+		}
+		if nullItem(r, i) {
+			rt = types.NullType
+		}
+		t, ok := expr.Coerce(lt, rt)
 		if !ok {
 			return nil, b.errorf(ErrType, nil, "%s types %s and %s cannot be matched", name, ls[i].Type, rs[i].Type)
 		}
@@ -120,7 +129,29 @@ func (b *binder) setOp(op ast.SetOprType, l, r Plan) (Plan, error) {
 		u := &Union{Left: castTo(l, out, nil), Right: castTo(r, out, nil), Out: out}
 		return &Aggregate{Input: u, GroupBy: identity(len(out)), Out: out}, nil
 	case ast.IntersectAll, ast.ExceptAll:
-		return nil, b.errorf(ErrUnsupported, nil, "%s ALL is not supported: use %s (distinct rows)", name, name)
+		// Each row numbered among its equals on its side (1..m, 1..n): the
+		// distinct set operation over (row, number) keeps min(m, n) copies of
+		// the row for INTERSECT ALL and max(m - n, 0) for EXCEPT ALL, as
+		// PostgreSQL's; the numbers then go.
+		n := len(out)
+		numbered := append(append(types.Schema{}, out...), types.Field{Name: "$copy", Type: types.Int64Type})
+		number := func(p Plan) Plan {
+			return &Window{Input: castTo(p, out, nil), Partition: identity(n), Out: numbered,
+				Funcs: []WindowCall{{Func: "row_number", Default: -1, Frame: WindowFrame{StartUnbounded: true, EndUnbounded: true}, Type: types.Int64Type}}}
+		}
+		distinct := ast.Intersect
+		if op == ast.ExceptAll {
+			distinct = ast.Except
+		}
+		p, err := b.setOp(distinct, number(l), number(r))
+		if err != nil {
+			return nil, err
+		}
+		exprs := make([]*expr.Expr, n)
+		for i, f := range out {
+			exprs[i] = expr.Column(i, f.Type, f.Name)
+		}
+		return &Project{Input: p, Exprs: exprs, Out: out}, nil
 	}
 	// INTERSECT and EXCEPT: count each group's rows from either side.
 	one, none := expr.Literal(types.IntValue(1)), expr.Literal(types.NullValue(types.Int64Type))
@@ -150,6 +181,20 @@ func (b *binder) setOp(op ast.SetOprType, l, r Plan) (Plan, error) {
 		exprs[i] = expr.Column(i, f.Type, f.Name)
 	}
 	return &Project{Input: &Filter{Input: agg, Cond: and(inLeft, inRight)}, Exprs: exprs, Out: out}, nil
+}
+
+// nullItem reports whether column i of p is a select list's bare NULL, which
+// buildOutput types as text.
+func nullItem(p Plan, i int) bool {
+	proj, ok := p.(*Project)
+	if !ok || i >= len(proj.Exprs) {
+		return false
+	}
+	e := proj.Exprs[i]
+	if e.Kind == expr.KindCast && len(e.Args) == 1 {
+		e = e.Args[0]
+	}
+	return e.Kind == expr.KindLiteral && e.Type.ID == types.Null
 }
 
 // castTo projects p's columns cast to out's types, then the extra expressions;

@@ -7,7 +7,8 @@ same CSV files) and writes PostgreSQL's rows into the file. Records preceded by 
 `# pg: skip` comment are left alone (their expected rows are written by hand).
 
 Usage: pg-oracle.py FILE.slt  (PGHOST/PGPORT/PGUSER select the server; the tables
-emp and dept must already be loaded there, see the setup in the comment below.)
+must already be loaded there: pg-setup.sh, beside this file, starts a server with
+all of them, as set up in the comment below.)
 
     CREATE TABLE emp (id BIGINT, name TEXT, dept_id BIGINT, salary DECIMAL(10,2),
                       hired TIMESTAMP, active BOOLEAN);
