@@ -1,0 +1,378 @@
+package table
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// BatchRows is the most rows a record batch of a segment holds; a statement's
+// rows are gathered into batches of this size before they are written.
+const BatchRows = 64 << 10
+
+// mergeSmall is how many segments of fewer than BatchRows rows a table may
+// hold before a commit merges them into one: many single-row INSERTs end up in
+// a few big segments, so that a scan reads few files.
+const mergeSmall = 16
+
+// Store keeps the tables in a directory, one subdirectory per table id. It is
+// safe for concurrent use.
+type Store struct {
+	root   string
+	mu     sync.Mutex
+	tables map[string]*tableState // loaded on first use, by id
+}
+
+// tableState is what the store knows of one table.
+type tableState struct {
+	id, dir string
+	// writer is held by the table's open Tx, if any.
+	writer sync.Mutex
+
+	mu       sync.Mutex // guards what follows
+	current  *version
+	pins     map[int64]int      // pinned versions and their counts
+	retained map[int64]*version // versions kept for their pins: not current
+	nextFile int64
+	dropped  bool // Drop was called: the directory goes with the last pin
+	// keys are the primary keys of the current version, encoded (keyOf), for
+	// keyCols; nil until a keyed Tx first needs them.
+	keys    map[string]struct{}
+	keyCols []int
+}
+
+// version is one committed state of a table: the segments that hold its rows.
+type version struct {
+	Version  int64     `json:"version"`
+	Segments []segment `json:"segments"`
+}
+
+type segment struct {
+	File string `json:"file"`
+	Rows int64  `json:"rows"`
+}
+
+func (v *version) rows() int64 {
+	var n int64
+	for _, s := range v.Segments {
+		n += s.Rows
+	}
+	return n
+}
+
+// OpenStore opens (creating it if missing) the store rooted at dir.
+func OpenStore(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("table store: %w", err)
+	}
+	return &Store{root: abs, tables: map[string]*tableState{}}, nil
+}
+
+// Create makes an empty table id. A directory left by a table of that id
+// that was dropped (or by a crash) is removed first.
+func (s *Store) Create(id string) error {
+	if !validID(id) {
+		return fmt.Errorf("table store: bad table id %q", id)
+	}
+	dir := filepath.Join(s.root, id)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	if err := writeVersion(dir, &version{Version: 1}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.tables, id)
+	s.mu.Unlock()
+	return syncDir(s.root)
+}
+
+// Drop removes table id: at once if nothing reads it, else when the last
+// pinned version is released.
+func (s *Store) Drop(id string) error {
+	s.mu.Lock()
+	t, ok := s.tables[id]
+	delete(s.tables, id)
+	s.mu.Unlock()
+	if ok {
+		t.mu.Lock()
+		t.dropped = true
+		busy := len(t.pins) > 0
+		t.mu.Unlock()
+		if busy {
+			return nil
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(s.root, id)); err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	return nil
+}
+
+// Keep removes the directories of every table whose id is not in live: those
+// of tables dropped while the engine was down or before their removal
+// finished.
+func (s *Store) Keep(live map[string]bool) error {
+	ents, err := os.ReadDir(s.root)
+	if err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && !live[e.Name()] {
+			if err := s.Drop(e.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// table returns table id's state, loading its last committed version and
+// removing what a crash left behind (files of no version).
+func (s *Store) table(id string) (*tableState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tables[id]; ok {
+		return t, nil
+	}
+	if !validID(id) {
+		return nil, fmt.Errorf("table store: bad table id %q", id)
+	}
+	dir := filepath.Join(s.root, id)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("table store: table %s: %w", id, err)
+	}
+	var last int64
+	var next int64 = 1
+	for _, e := range ents {
+		if n, ok := fileNumber(e.Name(), "v-", ".json"); ok {
+			last = max(last, n)
+		}
+		if n, ok := fileNumber(e.Name(), "s-", ".arrow"); ok {
+			next = max(next, n+1)
+		}
+	}
+	if last == 0 {
+		return nil, fmt.Errorf("table store: table %s has no version", id)
+	}
+	v, err := readVersion(dir, last)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{versionFile(last): true}
+	for _, seg := range v.Segments {
+		live[seg.File] = true
+	}
+	for _, e := range ents {
+		if !live[e.Name()] {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	t := &tableState{id: id, dir: dir, current: v, pins: map[int64]int{}, retained: map[int64]*version{}, nextFile: next}
+	s.tables[id] = t
+	return t, nil
+}
+
+// Pinned is a version of a table that stays readable until Release.
+type Pinned struct {
+	// URL is the table's URL for a scan of this version (the source's input).
+	URL string
+	// Rows is the number of rows in the version.
+	Rows    int64
+	release func()
+	once    sync.Once
+}
+
+// Release lets the version go; safe to call twice.
+func (p *Pinned) Release() { p.once.Do(p.release) }
+
+// Pin pins table id's current version for a scan.
+func (s *Store) Pin(id string) (*Pinned, error) {
+	t, err := s.table(id)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	v := t.current
+	t.pins[v.Version]++
+	t.mu.Unlock()
+	q := url.Values{"dir": {t.dir}, "version": {strconv.FormatInt(v.Version, 10)}}
+	return &Pinned{URL: URL(id) + "?" + q.Encode(), Rows: v.rows(), release: func() { s.unpin(t, v.Version) }}, nil
+}
+
+// Rows returns the number of rows table id holds now.
+func (s *Store) Rows(id string) (int64, error) {
+	t, err := s.table(id)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.current.rows(), nil
+}
+
+func (s *Store) unpin(t *tableState, v int64) {
+	t.mu.Lock()
+	t.pins[v]--
+	if t.pins[v] > 0 {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.pins, v)
+	if t.dropped && len(t.pins) == 0 {
+		t.mu.Unlock()
+		os.RemoveAll(t.dir)
+		return
+	}
+	old, ok := t.retained[v]
+	delete(t.retained, v)
+	var dead []string
+	if ok {
+		dead = t.unreferenced(old)
+	}
+	t.mu.Unlock()
+	removeFiles(t.dir, dead)
+}
+
+// unreferenced returns the files of old (a version no longer current or
+// pinned) that neither the current version nor a retained one lists. Lock
+// should be held.
+func (t *tableState) unreferenced(old *version) []string {
+	used := map[string]bool{}
+	for _, v := range append([]*version{t.current}, mapValues(t.retained)...) {
+		for _, seg := range v.Segments {
+			used[seg.File] = true
+		}
+	}
+	dead := []string{versionFile(old.Version)}
+	for _, seg := range old.Segments {
+		if !used[seg.File] {
+			dead = append(dead, seg.File)
+		}
+	}
+	return dead
+}
+
+// install makes v the current version after its file was committed, and
+// returns the files nothing needs any more. Lock should be held.
+func (t *tableState) install(v *version) []string {
+	old := t.current
+	t.current = v
+	if t.pins[old.Version] > 0 {
+		t.retained[old.Version] = old
+		return nil
+	}
+	return t.unreferenced(old)
+}
+
+func mapValues(m map[int64]*version) []*version {
+	vs := make([]*version, 0, len(m))
+	for _, v := range m {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+func removeFiles(dir string, names []string) {
+	for _, n := range names {
+		os.Remove(filepath.Join(dir, n))
+	}
+}
+
+func versionFile(n int64) string { return fmt.Sprintf("v-%08d.json", n) }
+func segmentFile(n int64) string { return fmt.Sprintf("s-%08d.arrow", n) }
+
+// fileNumber parses the number of a file named prefix<n>suffix.
+func fileNumber(name, prefix, suffix string) (int64, bool) {
+	s, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, suffix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n > 0
+}
+
+func readVersion(dir string, n int64) (*version, error) {
+	data, err := os.ReadFile(filepath.Join(dir, versionFile(n)))
+	if err != nil {
+		return nil, fmt.Errorf("table store: %w", err)
+	}
+	var v version
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("table store: %s: %w", versionFile(n), err)
+	}
+	if v.Version != n {
+		return nil, fmt.Errorf("table store: %s holds version %d", versionFile(n), v.Version)
+	}
+	return &v, nil
+}
+
+// writeVersion commits v: its file is written under a temporary name,
+// fsynced, renamed into place and the directory fsynced, so that the version
+// exists whole or not at all.
+func writeVersion(dir string, v *version) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, versionFile(v.Version)+".tmp")
+	if err := writeSynced(tmp, data); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, versionFile(v.Version))); err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("table store: %w", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("table store: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/connectors/internal/conntest"
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+var schema = types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "name", Type: types.StringType}}
+
+var keyed = Constraints{Table: "t", Schema: schema, Key: []int{0}}
+
+// rows builds a batch of (id, name) rows from "1:a" items; "2:" is a NULL name.
+func rows(t *testing.T, items ...string) arrow.RecordBatch {
+	t.Helper()
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i, it := range items {
+		id, name, _ := strings.Cut(it, ":")
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		n := "null"
+		if name != "" {
+			n = fmt.Sprintf("%q", name)
+		}
+		fmt.Fprintf(&sb, `{"id": %s, "name": %s}`, id, n)
+	}
+	sb.WriteString("]")
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema.Arrow(), strings.NewReader(sb.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// scan reads table id as parallelism subtasks would, through the registered
+// source, and returns the rows sorted.
+func scan(t *testing.T, s *Store, id string, parallelism int) []string {
+	t.Helper()
+	p, err := s.Pin(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	return scanURL(t, p.URL, parallelism)
+}
+
+func scanURL(t *testing.T, url string, parallelism int) []string {
+	t.Helper()
+	reg := exec.NewRegistry()
+	Register(reg)
+	var got []string
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	for i := 0; i < parallelism; i++ {
+		src, err := reg.NewSource(exec.ConnectorSpec{Connector: Name, URL: url, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c conntest.Collector
+		if err := src.Open(context.Background(), conntest.TaskContext(t, mem, i, parallelism)); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Run(context.Background(), &c); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		got = append(got, c.Rows()...)
+		c.Release()
+	}
+	slices.Sort(got)
+	return got
+}
+
+func insert(t *testing.T, s *Store, id string, c Constraints, items ...string) error {
+	t.Helper()
+	tx, err := s.Begin(id, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := rows(t, items...)
+	defer rec.Release()
+	if err := tx.Append(rec); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func equal(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: got %q, want %q", what, got, want)
+	}
+}
+
+func TestInsertScanAndConstraints(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create("t1"); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "empty", scan(t, s, "t1", 1))
+	if err := insert(t, s, "t1", keyed, "1:a", "2:b", "3:"); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "after insert", scan(t, s, "t1", 2), "1|a", "2|b", "3|NULL")
+
+	// A duplicate key, against the table or within the statement, fails the
+	// whole statement with 23505; a NULL key with 23502.
+	var ce *ConstraintError
+	err = insert(t, s, "t1", keyed, "4:d", "2:x")
+	if !errors.As(err, &ce) || ce.Code != "23505" || !strings.Contains(err.Error(), "Key (id)=(2) already exists") {
+		t.Errorf("duplicate key: %v", err)
+	}
+	err = insert(t, s, "t1", keyed, "5:e", "5:f")
+	if !errors.As(err, &ce) || ce.Code != "23505" {
+		t.Errorf("duplicate within a statement: %v", err)
+	}
+	err = insert(t, s, "t1", Constraints{Table: "t", Schema: schema, NotNull: []int{1}}, "6:")
+	if !errors.As(err, &ce) || ce.Code != "23502" || !strings.Contains(err.Error(), `column "name" of relation "t"`) {
+		t.Errorf("NULL in a NOT NULL column: %v", err)
+	}
+	equal(t, "after refused statements", scan(t, s, "t1", 1), "1|a", "2|b", "3|NULL")
+
+	// The keys survive a reopen of the store: they are read back from the segments.
+	s2, err := OpenStore(s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = insert(t, s2, "t1", keyed, "1:z")
+	if !errors.As(err, &ce) || ce.Code != "23505" {
+		t.Errorf("duplicate after reopen: %v", err)
+	}
+	if err := insert(t, s2, "t1", keyed, "4:d"); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "reopened", scan(t, s2, "t1", 3), "1|a", "2|b", "3|NULL", "4|d")
+}
+
+// A pinned version reads the same after later commits replace it, and its
+// files go when it is released.
+func TestSnapshotsAndReplace(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Create("t1")
+	if err := insert(t, s, "t1", keyed, "1:a", "2:b"); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Pin("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := s.Begin("t1", keyed)
+	tx.Replace()
+	rec := rows(t, "2:b", "1:c") // a replacement may reuse its keys
+	if err := tx.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "current", scan(t, s, "t1", 1), "1|c", "2|b")
+	equal(t, "pinned before the replace", scanURL(t, old.URL, 2), "1|a", "2|b")
+	before := files(t, s, "t1")
+	old.Release()
+	after := files(t, s, "t1")
+	if len(after) >= len(before) {
+		t.Errorf("releasing the old version kept its files: %v, then %v", before, after)
+	}
+	equal(t, "after release", scan(t, s, "t1", 1), "1|c", "2|b")
+
+	// A rolled-back Tx leaves nothing, not even its files.
+	tx, _ = s.Begin("t1", keyed)
+	rec = rows(t, "9:z")
+	tx.Append(rec)
+	rec.Release()
+	tx.Rollback()
+	equal(t, "rolled back", scan(t, s, "t1", 1), "1|c", "2|b")
+	equal(t, "files after rollback", files(t, s, "t1"), after...)
+}
+
+// Many small INSERTs end up in few segments, with every row.
+func TestSmallInsertsMerge(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Create("t1")
+	var want []string
+	for i := 1; i <= 3*mergeSmall; i++ {
+		if err := insert(t, s, "t1", keyed, fmt.Sprintf("%d:r%d", i, i)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("%d|r%d", i, i))
+	}
+	slices.Sort(want)
+	equal(t, "rows", scan(t, s, "t1", 2), want...)
+	segs := 0
+	for _, f := range files(t, s, "t1") {
+		if strings.HasPrefix(f, "s-") {
+			segs++
+		}
+	}
+	if segs > mergeSmall+1 {
+		t.Errorf("%d segments after %d single-row inserts", segs, 3*mergeSmall)
+	}
+	if n, _ := s.Rows("t1"); n != int64(3*mergeSmall) {
+		t.Errorf("Rows = %d", n)
+	}
+}
+
+// What a crash leaves (a segment no version names, a half-written version)
+// is ignored and removed when the table is next opened.
+func TestCrashLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := OpenStore(dir)
+	s.Create("t1")
+	if err := insert(t, s, "t1", keyed, "1:a"); err != nil {
+		t.Fatal(err)
+	}
+	tdir := filepath.Join(dir, "t1")
+	os.WriteFile(filepath.Join(tdir, segmentFile(99)), []byte("partial"), 0o644)
+	os.WriteFile(filepath.Join(tdir, versionFile(3)+".tmp"), []byte("{"), 0o644)
+	s2, _ := OpenStore(dir)
+	equal(t, "after a crash", scan(t, s2, "t1", 1), "1|a")
+	for _, f := range files(t, s2, "t1") {
+		if strings.Contains(f, "99") || strings.HasSuffix(f, ".tmp") {
+			t.Errorf("leftover %s kept", f)
+		}
+	}
+	if err := insert(t, s2, "t1", keyed, "2:b"); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "written after", scan(t, s2, "t1", 1), "1|a", "2|b")
+}
+
+// A table dropped while a scan has it pinned stays readable until released.
+func TestDropWhilePinned(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := OpenStore(dir)
+	s.Create("t1")
+	insert(t, s, "t1", keyed, "1:a")
+	p, _ := s.Pin("t1")
+	if err := s.Drop("t1"); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "pinned", scanURL(t, p.URL, 1), "1|a")
+	p.Release()
+	if _, err := os.Stat(filepath.Join(dir, "t1")); !os.IsNotExist(err) {
+		t.Errorf("dropped table's directory: %v", err)
+	}
+	s.Create("t2")
+	os.Mkdir(filepath.Join(dir, "gone"), 0o755)
+	if err := s.Keep(map[string]bool{"t2": true}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "t2" {
+		t.Errorf("after Keep: %v", ents)
+	}
+}
+
+func files(t *testing.T, s *Store, id string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(s.root, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
