@@ -14,6 +14,7 @@ import (
 	"github.com/hummer-db/hummer/connectors/kafka"
 	"github.com/hummer-db/hummer/connectors/memory"
 	"github.com/hummer-db/hummer/connectors/spec"
+	"github.com/hummer-db/hummer/connectors/table"
 	"github.com/hummer-db/hummer/exec"
 )
 
@@ -33,6 +34,7 @@ func all() []connector {
 		{spec: file.Spec(), validate: file.Validate, maxParallelism: file.MaxParallelism},
 		{spec: kafka.Spec(), validate: kafka.Validate},
 		{spec: memory.Spec(), validate: memory.Validate},
+		{spec: table.Spec(), validate: table.Validate},
 	}
 }
 
@@ -42,6 +44,7 @@ func all() []connector {
 func Register(r *exec.Registry) *memory.Store {
 	file.Register(r)
 	kafka.Register(r)
+	table.Register(r)
 	store := memory.NewStore()
 	memory.Register(r, store)
 	return store

@@ -179,7 +179,19 @@ func (s *Session) authorize(stmt sql.Statement) (*sql.User, error) {
 			err = reads(st.Query)
 		}
 	case *sql.CreateTable:
-		err = need(sql.PrivCreate, st.Table.Name)
+		if err = need(sql.PrivCreate, st.Table.Name); err == nil && st.Query != nil {
+			err = reads(st.Query)
+		}
+	case *sql.Update: // writing a table takes its INSERT privilege
+		if err = need(sql.PrivInsert, st.Table.Name); err == nil {
+			err = reads(st.Query)
+		}
+	case *sql.Delete:
+		if err = need(sql.PrivInsert, st.Table.Name); err == nil && st.Query != nil {
+			err = reads(st.Query)
+		}
+	case *sql.Truncate:
+		err = need(sql.PrivInsert, st.Table.Name)
 	case *sql.CreateView:
 		if err = need(sql.PrivCreate, st.View.Name); err == nil {
 			err = reads(st.Query)

@@ -211,6 +211,18 @@ func planExprs(stmt sql.Statement, fn func(**expr.Expr) error) error {
 		return walk(st.Plan)
 	case *sql.Explain:
 		return walk(st.Query.Plan)
+	case *sql.Insert:
+		return walk(st.Query.Plan)
+	case *sql.Update:
+		return walk(st.Query.Plan)
+	case *sql.Delete:
+		if st.Query != nil {
+			return walk(st.Query.Plan)
+		}
+	case *sql.CreateTable:
+		if st.Query != nil {
+			return walk(st.Query.Plan)
+		}
 	}
 	return nil
 }

@@ -5,19 +5,20 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"github.com/hummer-db/hummer/connectors/table"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/exec/network"
 	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/taskmanager"
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/planner"
 	"github.com/hummer-db/hummer/sql"
 )
 
@@ -71,9 +72,13 @@ type Config struct {
 type Engine struct {
 	cfg     Config
 	catalog *sql.Catalog
-	jm      *jobmanager.JobManager
-	data    []*network.Server
-	views   views
+	// tables keeps the rows of the tables Hummer stores; closeTables removes
+	// its directory when it is a temporary one.
+	tables      *table.Store
+	closeTables func()
+	jm          *jobmanager.JobManager
+	data        []*network.Server
+	views       views
 	// waiting are the recorded jobs whose resumption waits for slots, by id.
 	waitMu  sync.Mutex
 	waiting map[string]*waitingJob
@@ -99,11 +104,25 @@ func Open(cfg Config) (*Engine, error) {
 	if err := cat.EnsureSuperuser(Superuser, ""); err != nil { // auth.go
 		return nil, err
 	}
-	if est := cfg.EstimateRows; est != nil {
-		cat.SetRowEstimator(func(t *sql.Table) (float64, bool) {
-			return est(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns})
-		})
+	tables, closeTables, err := openTables(cfg.DataDir, cat) // tables.go
+	if err != nil {
+		return nil, err
 	}
+	est := cfg.EstimateRows
+	cat.SetRowEstimator(func(t *sql.Table) (float64, bool) {
+		if t.IsStored() {
+			id, err := tableID(t)
+			if err != nil {
+				return 0, false
+			}
+			n, err := tables.Rows(id)
+			return float64(n), err == nil
+		}
+		if est == nil {
+			return 0, false
+		}
+		return est(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns})
+	})
 	if cfg.Upsert == nil {
 		cfg.Upsert = func(string) bool { return false }
 	}
@@ -118,11 +137,11 @@ func Open(cfg Config) (*Engine, error) {
 		cfg.CheckpointInterval = time.Second
 	}
 	if cfg.JobManager != nil {
-		e := &Engine{cfg: cfg, catalog: cat, jm: cfg.JobManager, closing: make(chan struct{})}
+		e := &Engine{cfg: cfg, catalog: cat, tables: tables, closeTables: closeTables, jm: cfg.JobManager, closing: make(chan struct{})}
 		e.resume()
 		return e, nil
 	}
-	e := &Engine{cfg: cfg, catalog: cat, jm: jobmanager.New(cfg.Log), closing: make(chan struct{})}
+	e := &Engine{cfg: cfg, catalog: cat, tables: tables, closeTables: closeTables, jm: jobmanager.New(cfg.Log), closing: make(chan struct{})}
 	if cfg.TaskManagers <= 1 {
 		e.jm.AddTaskManager(taskmanager.New(taskmanager.Config{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
@@ -156,6 +175,7 @@ func (e *Engine) Close() error {
 	if e.cfg.OnClose != nil {
 		e.cfg.OnClose()
 	}
+	e.closeTables()
 	return nil
 }
 
@@ -228,24 +248,13 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string) (*Result, error) {
 	switch st := stmt.(type) {
 	case *sql.CreateTable:
-		t := st.Table
-		t.Engine = strings.ToLower(t.Engine) // connector names are lower case
-		if err := s.e.cfg.Validate(sinkSpec(t)); err != nil {
-			return nil, err
-		}
-		if err := s.e.catalog.Create(t, st.IfNotExists); err != nil {
-			return nil, err
-		}
-		return &Result{Tag: "CREATE TABLE"}, nil
+		return s.createTable(ctx, st, text)
 	case *sql.CreateView:
 		return s.createView(st, text)
 	case *sql.DropView:
 		return s.dropViews(st)
 	case *sql.DropTable:
-		if err := s.e.catalog.DropTables(st.Names, st.IfExists); err != nil {
-			return nil, err
-		}
-		return &Result{Tag: "DROP TABLE"}, nil
+		return s.dropTables(st)
 	case *sql.ShowTables:
 		schema := showTablesSchema
 		var rows [][]types.Value
@@ -284,7 +293,19 @@ func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string
 	case *sql.Query:
 		return s.query(ctx, st, text)
 	case *sql.Insert:
+		if st.Table.IsStored() {
+			if planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded) {
+				return nil, sql.Errorf(sql.ErrUnsupported, 0, "a continuous INSERT into a table Hummer stores is not supported yet: write the stream to a connector's table, or keep its result in a view")
+			}
+			return s.insertStored(ctx, st, text)
+		}
 		return s.insert(ctx, st, text)
+	case *sql.Update:
+		return s.update(ctx, st, text)
+	case *sql.Delete:
+		return s.deleteRows(ctx, st.Table, st.Query, text, "DELETE")
+	case *sql.Truncate:
+		return s.deleteRows(ctx, st.Table, nil, text, "TRUNCATE TABLE")
 	case *sql.ShowJobs:
 		return s.showJobs()
 	case *sql.Kill:

@@ -24,13 +24,30 @@ var viewSink = &exec.ConnectorSpec{Connector: "view"}
 // connector (or, for viewSink, a view operator) instead of to the client.
 // Between its phases it checks ctx, so that a cancel or statement_timeout
 // stops a statement still planning (57014).
-func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, error) {
+//
+// The scans of stored tables read the versions current now, pinned until the
+// returned pins are released: the caller holds them until the job ends
+// (pins.holdUntil), or releases them if it runs none.
+func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, *pins, error) {
+	sg, jg, ps, err := s.planPinned(ctx, q, sink...)
+	if err != nil {
+		ps.release()
+		return nil, nil, nil, err
+	}
+	return sg, jg, ps, nil
+}
+
+func (s *Session) planPinned(ctx context.Context, q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, *pins, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p := sql.Optimize(q.Plan)
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	ps, err := s.e.pinScans(p)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	wait := s.vars["wait_for_views"].Str != "off"
 	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert,
@@ -50,32 +67,34 @@ func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.Connecto
 	}
 	sg, err := planner.Build(p, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, ps, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, ps, err
 	}
 	jg := planner.Fuse(sg)
 	jg.Network = s.vars["network"].Str
 	jg.NetworkTasks = s.vars["network_task"].Str
 	jg.MinParallelism = int(s.vars["min_parallelism"].Int)
 	jg.MaxParallelism = int(s.vars["max_parallelism"].Int)
-	return sg, jg, ctx.Err()
+	return sg, jg, ps, ctx.Err()
 }
 
 func (s *Session) query(ctx context.Context, q *sql.Query, text string) (*Result, error) {
 	if err := s.refuseUnbounded(q.Plan); err != nil {
 		return nil, err
 	}
-	_, jg, err := s.plan(ctx, q)
+	_, jg, pins, err := s.plan(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	rows := newJobRows(q.Plan.Schema())
 	job, err := s.e.jm.Submit(text, jg, rows)
 	if err != nil {
+		pins.release()
 		return nil, err
 	}
+	pins.holdUntil(job)
 	rows.start(s.e.jm, job)
 	return &Result{Tag: "SELECT", Rows: rows}, nil
 }
@@ -102,15 +121,17 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
 	if _, err := s.authorize(q); err != nil {
 		return nil, err
 	}
-	_, jg, err := s.plan(ctx, q)
+	_, jg, pins, err := s.plan(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	rows := newJobRows(q.Plan.Schema())
 	job, err := s.e.jm.Submit("COPY ("+stmts[0].Text()+") TO STDOUT", jg, rows)
 	if err != nil {
+		pins.release()
 		return nil, err
 	}
+	pins.holdUntil(job)
 	rows.start(s.e.jm, job)
 	return &Result{Tag: "COPY", Rows: rows}, nil
 }
@@ -146,7 +167,7 @@ func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
 func (s *Session) insert(ctx context.Context, st *sql.Insert, text string) (*Result, error) {
 	t := st.Table
 	sink := sinkSpec(t)
-	_, jg, err := s.plan(ctx, st.Query, &sink)
+	_, jg, pins, err := s.plan(ctx, st.Query, &sink)
 	if err != nil {
 		return nil, err
 	}
@@ -157,8 +178,10 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, text string) (*Res
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
+		pins.release()
 		return nil, err
 	}
+	pins.holdUntil(job)
 	if continuous {
 		s.e.keep(job, "")
 	}
@@ -173,10 +196,11 @@ func sinkSpec(t *sql.Table) exec.ConnectorSpec {
 }
 
 func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*Result, error) {
-	sg, jg, err := s.plan(ctx, st.Query)
+	sg, jg, pins, err := s.plan(ctx, st.Query)
 	if err != nil {
 		return nil, err
 	}
+	defer pins.release() // EXPLAIN ANALYZE reads the rows before it returns
 	var plan string
 	switch {
 	case st.Format == "dot":

@@ -42,7 +42,7 @@ func (s *Session) createView(st *sql.CreateView, text string) (*Result, error) {
 func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanager.Job, error) {
 	// Not under a statement's context: it also resumes views as the engine
 	// starts.
-	_, jg, err := s.plan(context.Background(), q, viewSink)
+	_, jg, pins, err := s.plan(context.Background(), q, viewSink)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +52,10 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanage
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
+		pins.release()
 		return nil, err
 	}
+	pins.holdUntil(job)
 	s.e.setView(t.Name, job)
 	if opts.CheckpointURL != "" {
 		s.e.keep(job, t.Name)

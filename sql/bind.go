@@ -63,6 +63,12 @@ func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 		return b.bindSet(s)
 	case *ast.InsertStmt:
 		return b.bindInsert(s)
+	case *ast.UpdateStmt:
+		return b.bindUpdate(s)
+	case *ast.DeleteStmt:
+		return b.bindDelete(s)
+	case *ast.TruncateTableStmt:
+		return b.bindTruncate(s)
 	case *ast.KillStmt:
 		return &Kill{JobID: strconv.FormatUint(s.ConnectionID, 10)}, nil
 	case *ast.SetOprStmt:

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -11,10 +12,12 @@ import (
 	"github.com/hummer-db/hummer/exec/types"
 )
 
-// bindCreateTable binds CREATE TABLE t (cols) ENGINE=connector CONNECTION='url'.
-// Column options NULL, NOT NULL and COMMENT are accepted and ignored (a
-// connector-backed table cannot enforce NOT NULL); PRIMARY KEY is recorded, not
-// enforced; every other constraint or option is refused. The connector's own
+// bindCreateTable binds CREATE TABLE t (cols) [ENGINE=connector CONNECTION='url']
+// and CREATE TABLE t AS SELECT .... Without ENGINE (or with ENGINE=hummer) the
+// table is stored by Hummer, which enforces its PRIMARY KEY and NOT NULL
+// columns and writes DEFAULT values; a connector-backed table records its
+// PRIMARY KEY (its sink upserts by it) and ignores NOT NULL. COMMENT is
+// accepted; every other constraint or option is refused. The connector's own
 // options are checked by the session, not here.
 func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 	switch {
@@ -22,8 +25,8 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 		return nil, b.errorf(ErrUnsupported, nil, "temporary tables are not supported")
 	case s.ReferTable != nil:
 		return nil, b.errorf(ErrUnsupported, nil, "CREATE TABLE ... LIKE is not supported")
-	case s.Select != nil:
-		return nil, b.errorf(ErrUnsupported, nil, "CREATE TABLE ... AS SELECT is not supported")
+	case s.Select != nil && len(s.Cols) > 0:
+		return nil, b.errorf(ErrUnsupported, nil, "CREATE TABLE ... AS SELECT takes its columns from the query: give them names with AS in the SELECT list")
 	case s.Partition != nil:
 		return nil, b.errorf(ErrUnsupported, nil, "partitioned tables are not supported")
 	}
@@ -49,9 +52,14 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 			}
 			return nil, err
 		}
+		var def ast.ExprNode
 		for _, o := range c.Options {
 			switch o.Tp {
-			case ast.ColumnOptionNull, ast.ColumnOptionNotNull, ast.ColumnOptionComment:
+			case ast.ColumnOptionNull, ast.ColumnOptionComment:
+			case ast.ColumnOptionNotNull:
+				t.NotNull = append(t.NotNull, cname)
+			case ast.ColumnOptionDefaultValue:
+				def = o.Expr
 			case ast.ColumnOptionPrimaryKey:
 				if len(t.PrimaryKey) > 0 {
 					return nil, b.errorf(ErrInvalidValue, nil, "multiple primary keys for table \"%s\" are not allowed", name)
@@ -62,6 +70,34 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 			}
 		}
 		t.Columns = append(t.Columns, types.Field{Name: cname, Type: typ})
+		if def != nil {
+			v, err := b.defaultValue(def, cname, typ)
+			if err != nil {
+				return nil, err
+			}
+			if t.Defaults == nil {
+				t.Defaults = map[string]types.Value{}
+			}
+			t.Defaults[cname] = v
+		}
+	}
+	var query *Query
+	if s.Select != nil {
+		p, err := b.bindResultSet(s.Select)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range p.Schema() {
+			if t.Columns.Index(f.Name) >= 0 {
+				return nil, b.errorf(ErrDuplicateColumn, nil, "column \"%s\" specified more than once", f.Name)
+			}
+			typ := f.Type
+			if typ.ID == types.Null {
+				typ = types.StringType // SELECT NULL AS x: text, as PostgreSQL's
+			}
+			t.Columns = append(t.Columns, types.Field{Name: f.Name, Type: typ})
+		}
+		query = &Query{Plan: castPlan(p, t.Columns)}
 	}
 	if len(t.Columns) == 0 {
 		return nil, b.errorf(ErrInvalidValue, nil, "a table needs at least one column")
@@ -96,9 +132,77 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 		}
 	}
 	if t.Engine == "" {
-		return nil, b.errorf(ErrInvalidValue, nil, "CREATE TABLE %s needs ENGINE=<connector> to say where its rows come from, for example ENGINE=file CONNECTION='file:///path/to/data.txt'", name)
+		t.Engine = StoredEngine
 	}
-	return &CreateTable{Table: t, IfNotExists: s.IfNotExists}, nil
+	if !t.IsStored() {
+		switch {
+		case query != nil:
+			return nil, b.errorf(ErrUnsupported, nil, "CREATE TABLE ... AS SELECT makes a table Hummer stores: leave out ENGINE (to fill a connector's table, CREATE it, then INSERT INTO it SELECT ...)")
+		case t.Defaults != nil:
+			return nil, b.errorf(ErrUnsupported, nil, "DEFAULT is for tables Hummer stores (without ENGINE): a connector's table is written only by INSERT ... SELECT of all its columns")
+		}
+		t.NotNull = nil // not enforced on what a connector reads
+	} else {
+		if t.Connection != "" {
+			return nil, b.errorf(ErrInvalidValue, nil, "a table Hummer stores takes no CONNECTION: its place in the data directory is its own")
+		}
+		for _, k := range t.PrimaryKey { // a key's columns are NOT NULL, as in PostgreSQL
+			if !slices.Contains(t.NotNull, k) {
+				t.NotNull = append(t.NotNull, k)
+			}
+		}
+	}
+	return &CreateTable{Table: t, IfNotExists: s.IfNotExists, Query: query}, nil
+}
+
+// defaultValue binds a column's DEFAULT: a constant of a type assignable to
+// the column's, cast to it.
+func (b *binder) defaultValue(n ast.ExprNode, column string, typ types.Type) (types.Value, error) {
+	e, err := b.bindExpr(&exprCtx{scope: &scope{}, clause: "DEFAULT"}, n)
+	if err != nil {
+		return types.Value{}, err
+	}
+	if !assignableExpr(e, typ) {
+		return types.Value{}, b.errorf(ErrType, n, "column \"%s\" is of type %s but default expression is of type %s", column, typ, e.Type)
+	}
+	e = foldExpr(expr.Cast(e, typ))
+	if !e.IsConstant() {
+		return types.Value{}, b.errorf(ErrUnsupported, n, "DEFAULT must be a constant")
+	}
+	v, err := expr.EvalConst(e)
+	if err != nil {
+		return types.Value{}, b.errorf(ErrInvalidValue, n, "DEFAULT of column \"%s\": %v", column, err)
+	}
+	v.Type = typ
+	return v, nil
+}
+
+// castPlan projects p's columns cast to the types of cols (same count), when
+// any differs.
+func castPlan(p Plan, cols types.Schema) Plan {
+	in := p.Schema()
+	exprs := make([]*expr.Expr, len(in))
+	cast := false
+	for i, f := range in {
+		exprs[i] = expr.Cast(expr.Column(i, f.Type, f.Name), cols[i].Type)
+		cast = cast || f.Type != cols[i].Type || f.Name != cols[i].Name
+	}
+	if !cast {
+		return p
+	}
+	return &Project{Input: p, Exprs: exprs, Out: cols}
+}
+
+// bindResultSet binds the query of INSERT ... SELECT or CREATE TABLE AS: a
+// SELECT or a set operation of them.
+func (b *binder) bindResultSet(n ast.ResultSetNode) (Plan, error) {
+	switch n := n.(type) {
+	case *ast.SelectStmt:
+		return b.bindQuery(n)
+	case *ast.SetOprStmt:
+		return b.bindSetOpr(n)
+	}
+	return nil, b.errorf(ErrUnsupported, nil, "this query form is not supported here")
 }
 
 func columnOptionName(o *ast.ColumnOption) string {

@@ -15,7 +15,31 @@ type Table struct {
 	Query string `json:"query,omitempty"`
 	// PrimaryKey names the PRIMARY KEY columns, if one was declared. A sink
 	// with a key upserts by it; the key is not enforced on what sources read.
+	// A stored table enforces it: no two rows with one key, no NULL in it.
 	PrimaryKey []string `json:"primary_key,omitempty"`
+	// NotNull names the columns declared NOT NULL; a stored table enforces it.
+	NotNull []string `json:"not_null,omitempty"`
+	// Defaults are the DEFAULT values of a stored table's columns, by column
+	// name, of the columns' types: what an INSERT that omits the column writes
+	// (NULL without one).
+	Defaults map[string]types.Value `json:"defaults,omitempty"`
+}
+
+// StoredEngine is the Engine of a table Hummer stores itself (connectors/table):
+// CREATE TABLE without ENGINE makes one.
+const StoredEngine = "hummer"
+
+// IsStored reports whether t is a table Hummer stores, which INSERT, UPDATE,
+// DELETE and TRUNCATE change in place.
+func (t *Table) IsStored() bool { return t.Engine == StoredEngine }
+
+// NotNullColumns returns the positions of the NOT NULL columns.
+func (t *Table) NotNullColumns() []int {
+	var cols []int
+	for _, name := range t.NotNull {
+		cols = append(cols, t.Columns.Index(name))
+	}
+	return cols
 }
 
 // ViewEngine is the Engine of a catalog entry that is a materialised view: a job
@@ -35,10 +59,13 @@ func (t *Table) KeyColumns() []int {
 	return key
 }
 
-// CreateTable is CREATE TABLE [IF NOT EXISTS] t (...) ENGINE=e CONNECTION='url'.
+// CreateTable is CREATE TABLE [IF NOT EXISTS] t (...) ENGINE=e CONNECTION='url',
+// or, for a stored table, CREATE TABLE t (...) and CREATE TABLE t AS SELECT ...
+// (Query set: its rows fill the new table, whose columns are the query's).
 type CreateTable struct {
 	Table       *Table
 	IfNotExists bool
+	Query       *Query
 }
 
 // DropTable is DROP TABLE [IF EXISTS] t, ...

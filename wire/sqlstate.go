@@ -154,16 +154,27 @@ func pgErrorFields(err error) (code, msg string, pos int, internal bool) {
 	return codeInternalError, internalErrorMessage, 0, true
 }
 
+// errorDetailer is implemented by errors with a DETAIL line for the client
+// (a constraint violation's key).
+type errorDetailer interface {
+	ErrorDetail() string
+}
+
 // errorResponse builds the ErrorResponse for a statement that failed with err.
 func errorResponse(err error) (resp *pgproto3.ErrorResponse, internal bool) {
 	code, msg, pos, internal := pgErrorFields(err)
-	return &pgproto3.ErrorResponse{
+	resp = &pgproto3.ErrorResponse{
 		Severity:            "ERROR",
 		SeverityUnlocalized: "ERROR",
 		Code:                code,
 		Message:             msg,
 		Position:            int32(pos),
-	}, internal
+	}
+	var d errorDetailer
+	if errors.As(err, &d) && !internal {
+		resp.Detail = d.ErrorDetail()
+	}
+	return resp, internal
 }
 
 // fatalResponse builds the FATAL ErrorResponse sent before the server closes a

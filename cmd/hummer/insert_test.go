@@ -90,9 +90,10 @@ func TestInsertJob(t *testing.T) {
 	}
 
 	for _, bad := range []struct{ sql, code string }{
-		{"INSERT INTO rich SELECT id FROM emp", "42804"},
+		{"INSERT INTO rich SELECT id, name, id FROM emp", "42601"},
 		{"INSERT INTO rich SELECT name, id FROM emp", "42804"},
-		{"INSERT INTO rich VALUES (1, 'x')", "0A000"},
+		{"UPDATE rich SET id = 1", "42809"},
+		{"INSERT INTO rich SELECT * FROM rich ON DUPLICATE KEY UPDATE id = 1", "0A000"},
 		{"KILL 999", "22023"},
 	} {
 		_, err := conn.Exec(ctx, bad.sql)

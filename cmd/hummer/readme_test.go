@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +75,33 @@ func TestReadmeKafkaExample(t *testing.T) {
 			t.Fatalf("%s: %d, %v; want 3", last, n, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// TestReadmeTablesExample runs the README's stored-table session through the
+// real psql and compares what psql prints with what the README shows (the
+// result is a hand count: pear's DEFAULT 1.00 doubled, plum deleted).
+func TestReadmeTablesExample(t *testing.T) {
+	block := readmeBlock(t, "CREATE TABLE fruit")
+	var script, want []string
+	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		if stmt, ok := strings.CutPrefix(line, "hummer=> "); ok {
+			script = append(script, stmt)
+		} else {
+			want = append(want, line)
+		}
+	}
+	addr := startTestServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-")
+	cmd.Stdin = strings.NewReader(strings.Join(script, "\n"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	got := string(out)
+	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	if len(lines) < len(want) || strings.Join(lines[len(lines)-len(want):], "\n") != strings.Join(want, "\n") {
+		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, strings.Join(want, "\n"))
 	}
 }

@@ -126,7 +126,7 @@ func TestInsertScanAndConstraints(t *testing.T) {
 	// whole statement with 23505; a NULL key with 23502.
 	var ce *ConstraintError
 	err = insert(t, s, "t1", keyed, "4:d", "2:x")
-	if !errors.As(err, &ce) || ce.Code != "23505" || !strings.Contains(err.Error(), "Key (id)=(2) already exists") {
+	if !errors.As(err, &ce) || ce.Code != "23505" || ce.Detail != "Key (id)=(2) already exists." {
 		t.Errorf("duplicate key: %v", err)
 	}
 	err = insert(t, s, "t1", keyed, "5:e", "5:f")

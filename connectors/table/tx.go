@@ -30,18 +30,17 @@ type Constraints struct {
 type ConstraintError struct {
 	Code   string
 	Msg    string
-	Detail string
+	Detail string // "" for none
 }
 
-func (e *ConstraintError) Error() string {
-	if e.Detail == "" {
-		return e.Msg
-	}
-	return e.Msg + ": " + e.Detail
-}
+func (e *ConstraintError) Error() string { return e.Msg }
 
 // SQLState returns e's code.
 func (e *ConstraintError) SQLState() string { return e.Code }
+
+// ErrorDetail returns the error's DETAIL line, as PostgreSQL's ("Key (id)=(1)
+// already exists.").
+func (e *ConstraintError) ErrorDetail() string { return e.Detail }
 
 // segmentBatches is the most record batches a segment written by a Tx holds,
 // so that a big INSERT writes several files rather than one of any size.

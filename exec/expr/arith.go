@@ -40,7 +40,7 @@ func evalArith(c *call) (arrow.Array, error) {
 	case types.Float64:
 		data, err = arithFloat(op, float64Arg(c.args[0]), float64Arg(c.args[1]), c.n, valid, c.mem)
 	case types.Decimal:
-		data, err = arithDecimal(op, decimalArg(c.args[0]), decimalArg(c.args[1]), c.n, t, c.e.Type, valid, c.mem)
+		data, err = arithDecimal(op, decimalArg(c.args[0]), decimalArg(c.args[1]), c.n, t, c.argType(1), c.e.Type, valid, c.mem)
 	default:
 		err = errArgKind(c)
 	}
@@ -189,16 +189,18 @@ func arithFloat(op string, xs, ys vals[float64], n int, valid *memory.Buffer, me
 	return buf, nil
 }
 
-// arithDecimal works on two decimals of type t (the binder casts both sides to
-// it) and produces type res, whose scale arithResult chose.
-func arithDecimal(op string, xs, ys vals[num], n int, t, res types.Type, valid *memory.Buffer, mem memory.Allocator) (*memory.Buffer, error) {
+// arithDecimal works on two decimals, of type t and (for "*", which keeps
+// each side's scale) u, of type t as well for the other operators (the binder
+// casts both sides to it), and produces type res, whose scale the resolver
+// chose.
+func arithDecimal(op string, xs, ys vals[num], n int, t, u, res types.Type, valid *memory.Buffer, mem memory.Allocator) (*memory.Buffer, error) {
 	buf, out := newValues[num](mem, n)
 	p, scale := int(res.Precision), int(res.Scale)
 	// The scale the operation yields before any rounding to res's scale.
 	natural := int(t.Scale)
 	switch op {
 	case "*":
-		natural = 2 * int(t.Scale)
+		natural = int(t.Scale) + int(u.Scale)
 	case "/":
 		natural = scale // the division rounds to it directly
 	}

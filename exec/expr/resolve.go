@@ -268,7 +268,8 @@ func numericCommon(args []types.Type) (types.Type, bool) {
 // their common type; the result is that type, except for decimals:
 //
 //   - -   decimal(p,s), decimal(p,s) -> decimal(p+1, s)
-//   - -> decimal(2p+1, 2s)
+//   - -> decimal(d1+d2+1, s1+s2) of each side's own decimal(d+s, s) (a bigint
+//     is decimal(19,0)), as PostgreSQL's numeric product has the sum of the scales
 //     /     -> scale max(16, s), integer digits p (a divisor below 1 enlarges the
 //     quotient) but at most 38 less the scale; rounded half away from zero at
 //     that scale. PostgreSQL picks the scale per value, for at least 16
@@ -289,6 +290,19 @@ func resolveArith(op string) resolver {
 		if !ok {
 			return Signature{}, false
 		}
+		if op == "*" && t.ID == types.Decimal {
+			// Each side keeps its own scale, and the product has their sum:
+			// PostgreSQL's numeric(10,2) * 10 is 15.00, not 15.0000.
+			a, b := asDecimal(args[0]), asDecimal(args[1])
+			if args[0].ID == types.Null {
+				a = t
+			}
+			if args[1].ID == types.Null {
+				b = t
+			}
+			res := capDecimal(int(a.Precision-a.Scale)+int(b.Precision-b.Scale)+1, int(a.Scale+b.Scale))
+			return Signature{Args: []types.Type{a, b}, Result: res}, true
+		}
 		return Signature{Args: []types.Type{t, t}, Result: arithResult(op, t)}, true
 	}
 }
@@ -301,8 +315,6 @@ func arithResult(op string, t types.Type) types.Type {
 	switch op {
 	case "+", "-":
 		return capDecimal(p-s+1, s)
-	case "*":
-		return capDecimal(2*(p-s)+1, 2*s)
 	case "/":
 		scale := max(16, s)
 		return types.DecimalType(min(p, maxDecimalDigits-scale)+scale, scale)
