@@ -237,6 +237,7 @@ func splice(stmt []token, i, j int, with ...token) []token {
 // and the wire server runs itself (streaming the query's changes), and
 // returns the inner query's text. Like the rewrites it reads tokens: a
 // parenthesis or keyword inside a string or comment of the query is text.
+// ParseCopyFrom (dialect_copy.go) reads the other direction, COPY t FROM STDIN.
 func CopyQuery(query string) (string, bool) {
 	toks := lex(query)
 	w := words(toks)

@@ -3,6 +3,7 @@ package sql
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -168,6 +169,53 @@ func TestCopyQuery(t *testing.T) {
 		inner, ok := CopyQuery(c.in)
 		if inner != c.inner || ok != c.ok {
 			t.Errorf("CopyQuery(%q) = %q, %v; want %q, %v", c.in, inner, ok, c.inner, c.ok)
+		}
+	}
+}
+
+func TestParseCopyFrom(t *testing.T) {
+	csv := CopyOptions{CSV: true, Delimiter: ',', Quote: '"', Escape: '"'}
+	text := CopyOptions{Delimiter: '\t', Null: `\N`}
+	withHeader := csv
+	withHeader.Header = true
+	semi := csv
+	semi.Delimiter, semi.Null = ';', "-"
+	tab := text
+	tab.Delimiter = '|'
+	for _, c := range []struct {
+		in      string
+		want    *CopyFrom
+		ok      bool
+		errText string
+	}{
+		{in: "COPY t FROM STDIN", want: &CopyFrom{Table: "t", Pos: 5, Options: text}, ok: true},
+		{in: `copy public."My T" (a, "B") from stdin;`, want: &CopyFrom{Table: "My T", Pos: 12, Columns: []string{"a", "B"}, Options: text}, ok: true},
+		{in: "COPY t FROM STDIN WITH (FORMAT csv, HEADER)", want: &CopyFrom{Table: "t", Pos: 5, Options: withHeader}, ok: true},
+		{in: "COPY t FROM STDIN (format 'csv', header true)", want: &CopyFrom{Table: "t", Pos: 5, Options: withHeader}, ok: true},
+		{in: "COPY t FROM STDIN WITH CSV HEADER", want: &CopyFrom{Table: "t", Pos: 5, Options: withHeader}, ok: true},
+		{in: "COPY t FROM STDIN WITH (FORMAT csv, DELIMITER ';', NULL '-')", want: &CopyFrom{Table: "t", Pos: 5, Options: semi}, ok: true},
+		{in: "COPY t FROM STDIN DELIMITER AS '|'", want: &CopyFrom{Table: "t", Pos: 5, Options: tab}, ok: true},
+		{in: "COPY t FROM STDIN WITH (FORMAT binary)", ok: true, errText: "FORMAT binary is not supported"},
+		{in: "COPY t FROM STDIN WITH (DELIMITER ';;')", ok: true, errText: "single one-byte character"},
+		{in: "COPY t FROM STDIN WITH (QUOTE '\"')", ok: true, errText: "available only in CSV mode"},
+		{in: "COPY t FROM STDIN WITH (COLOUR red)", ok: true, errText: `option "colour" not recognized`},
+		{in: "COPY t TO STDOUT"},
+		{in: "COPY (SELECT 1) TO STDOUT"},
+		{in: "COPY t FROM '/etc/passwd'"},
+		{in: "SELECT 'COPY t FROM STDIN'"},
+	} {
+		got, ok, err := ParseCopyFrom(c.in)
+		switch {
+		case ok != c.ok:
+			t.Errorf("ParseCopyFrom(%q): ok %v, want %v", c.in, ok, c.ok)
+		case c.errText != "":
+			if err == nil || !strings.Contains(err.Error(), c.errText) {
+				t.Errorf("ParseCopyFrom(%q): error %v, want %q", c.in, err, c.errText)
+			}
+		case err != nil:
+			t.Errorf("ParseCopyFrom(%q): %v", c.in, err)
+		case c.want != nil && !reflect.DeepEqual(got, c.want):
+			t.Errorf("ParseCopyFrom(%q) = %+v, want %+v", c.in, got, c.want)
 		}
 	}
 }

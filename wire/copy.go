@@ -3,7 +3,9 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -13,11 +15,86 @@ import (
 )
 
 // Copier is implemented by sessions that can stream a query's changes as COPY
-// output (COPY (<query>) TO STDOUT).
+// output (COPY (<query>) TO STDOUT) and take COPY t FROM STDIN.
 type Copier interface {
 	// CopyOut starts the query, which may read streams that never end; its rows
 	// arrive until the query ends or ctx is cancelled.
 	CopyOut(ctx context.Context, query string) (*session.Result, error)
+	// CopyIn starts COPY ... FROM STDIN; the server feeds it the client's data.
+	CopyIn(ctx context.Context, query string) (*session.CopyIn, error)
+}
+
+// isCopyFrom reports whether query is a COPY ... FROM STDIN.
+func isCopyFrom(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	if len(q) < 4 || !strings.EqualFold(q[:4], "copy") {
+		return false
+	}
+	_, ok, _ := sql.ParseCopyFrom(query)
+	return ok
+}
+
+// copyIn runs COPY ... FROM STDIN: CopyInResponse, then the client's CopyData
+// until CopyDone (the rows are committed: "COPY n") or CopyFail (none are).
+// A record that does not parse fails the COPY; the error is sent once the
+// client has ended its data, as the protocol has it, and nothing is kept.
+func (c *conn) copyIn(ctx context.Context, query string) {
+	copier, ok := c.sess.(Copier)
+	if !ok {
+		c.sendError(fmt.Errorf("%w: COPY is not available", sql.ErrUnsupported), query)
+		return
+	}
+	ci, err := copier.CopyIn(ctx, query)
+	if err != nil {
+		c.sendError(err, query)
+		return
+	}
+	defer ci.Abort() // after Done, a no-op
+	c.send(&pgproto3.CopyInResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, ci.Columns)})
+	if err := c.flush(); err != nil {
+		return
+	}
+	var failed error
+	for {
+		typ, body, err := c.frames.next()
+		if err != nil {
+			c.nc.Close() // the serve loop ends on its next read
+			return
+		}
+		switch typ {
+		case 'd':
+			if failed == nil {
+				failed = ci.Write(body)
+			}
+		case 'c':
+			if failed == nil {
+				var r *session.Result
+				if r, failed = ci.Done(); failed == nil {
+					c.send(&pgproto3.CommandComplete{CommandTag: []byte(r.Tag)})
+					return
+				}
+			}
+			c.sendError(failed, query)
+			return
+		case 'f':
+			msg, _, _ := decodeMessage(typ, body)
+			reason := ""
+			if f, ok := msg.(*pgproto3.CopyFail); ok {
+				reason = f.Message
+			}
+			c.send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: codeQueryCanceled,
+				Message: "COPY from stdin failed: " + reason})
+			return
+		case 'H', 'S': // ignored during COPY, as PostgreSQL does
+		case 'X':
+			c.nc.Close()
+			return
+		default:
+			c.send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: codeProtocolViolation,
+				Message: fmt.Sprintf("unexpected message type 0x%02X during COPY from stdin", typ)})
+			return
+		}
+	}
 }
 
 // copyQuery returns the inner query of a COPY (<query>) TO STDOUT, if query is

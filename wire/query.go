@@ -74,6 +74,10 @@ func (c *conn) simpleQuery(query string) {
 		c.copyOut(ctx, inner)
 		return
 	}
+	if isCopyFrom(query) {
+		c.copyIn(ctx, query)
+		return
+	}
 	results := 0
 	var emitErr error
 	err := c.sess.Exec(ctx, query, func(r *session.Result) error {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,5 +183,66 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 	}
 	if err := insert(conn, 1000); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// COPY FROM STDIN through the real psql (\copy, text and csv) and pgx's
+// pgconn.CopyFrom: the rows arrive as PostgreSQL reads the same data (the
+// expected rows are read off the data by hand), and a bad record fails the
+// COPY with its line number, keeping none of its rows.
+func TestCopyFromStdin(t *testing.T) {
+	addr := startTestServer(t)
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "f.csv")
+	txtPath := filepath.Join(dir, "f.txt")
+	badPath := filepath.Join(dir, "bad.csv")
+	os.WriteFile(csvPath, []byte("id,name,price\n1,apple,0.5\n2,\"pe\"\"ar\",\n3,\"multi\nline\",2\r\n"), 0o644)
+	os.WriteFile(txtPath, []byte("10\tx\t1.5\n11\t\\N\t\\N\n12\ta\\tb\t3\n"), 0o644)
+	os.WriteFile(badPath, []byte("30,ok,1\n31,ok,1\n32,bad,one\n"), 0o644)
+	out := psql(t, addr, fmt.Sprintf(`CREATE TABLE f (id BIGINT PRIMARY KEY, name TEXT, price DECIMAL(6,2) DEFAULT 7);
+\copy f from '%s' with (format csv, header)
+\copy f from '%s'
+\copy f (id) from stdin
+20
+\.
+\copy f from '%s' with csv
+SELECT id, coalesce(name, '<null>'), coalesce(price::text, '<null>') FROM f ORDER BY id;
+`, csvPath, txtPath, badPath))
+	want := []string{
+		"1|apple|0.50", "2|pe\"ar|<null>", "3|multi\nline|2.00",
+		"10|x|1.50", "11|<null>|<null>", "12|a\tb|3.00", "20|<null>|7.00",
+	}
+	if !strings.Contains(out, strings.Join(want, "\n")) {
+		t.Errorf("psql printed:\n%s\nwant the rows:\n%s", out, strings.Join(want, "\n"))
+	}
+	if !strings.Contains(out, "COPY f, line 3, column price") || !strings.Contains(out, "invalid decimal") {
+		t.Errorf("the bad file's error does not name its line and column:\n%s", out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, addr)
+	defer conn.Close(context.Background())
+	tag, err := conn.PgConn().CopyFrom(ctx, strings.NewReader("40;x\n41;y\n"), "COPY f (id, name) FROM STDIN WITH (FORMAT csv, DELIMITER ';')")
+	if err != nil || tag.RowsAffected() != 2 {
+		t.Fatalf("pgconn CopyFrom: %v %v", tag, err)
+	}
+	if _, err := conn.PgConn().CopyFrom(ctx, strings.NewReader("50;x\n40;dup\n"), "COPY f (id, name) FROM STDIN WITH (FORMAT csv, DELIMITER ';')"); err == nil || !strings.Contains(err.Error(), "23505") {
+		t.Errorf("a duplicate key in a COPY: %v", err)
+	}
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM f").Scan(&n); err != nil || n != 9 {
+		t.Errorf("count after the COPYs: %d %v, want 9", n, err)
+	}
+	for _, bad := range []struct{ sql, code string }{
+		{"COPY nope FROM STDIN", "42P01"},
+		{"COPY f (id, nope) FROM STDIN", "42703"},
+		{"COPY f FROM STDIN WITH (FORMAT binary)", "0A000"},
+		{"COPY f FROM STDIN WITH (COLOUR red)", "42601"},
+	} {
+		_, err := conn.PgConn().CopyFrom(ctx, strings.NewReader(""), bad.sql)
+		if err == nil || !strings.Contains(err.Error(), bad.code) {
+			t.Errorf("%s: %v, want %s", bad.sql, err, bad.code)
+		}
 	}
 }
