@@ -16,7 +16,7 @@ PG_ADDR ?= 127.0.0.1:4566
 # The sample table `make run` declares: the King James Bible, one row per line.
 SAMPLE  := CREATE TABLE IF NOT EXISTS docs (line TEXT) ENGINE=file CONNECTION='file://$(CURDIR)/data/kjv.txt'
 
-.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch clean
+.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch bench-tables clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/hummer
@@ -68,6 +68,14 @@ bench-checkpoint: build
 bench-tpch: build
 	@test -x /usr/lib/postgresql/15/bin/postgres || (apt-get update && apt-get install -y postgresql-15)
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites tpch $(TPCH_FLAGS)
+
+# Only the tables suite (about 4 minutes): psql's \copy of ten million rows and
+# pgbench's single-row INSERTs at 1 and 16 sessions into a table Hummer stores,
+# against PostgreSQL 15 with its durable defaults. TABLES_FLAGS: e.g. -tables-rows
+# 1000000 -tables-reps 1.
+bench-tables: build
+	@test -x /usr/lib/postgresql/15/bin/pgbench || (apt-get update && apt-get install -y postgresql-15)
+	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites tables $(TABLES_FLAGS)
 
 clean:
 	rm -rf bin hummer-data

@@ -2,12 +2,16 @@ package session
 
 import (
 	"context"
+
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/hummer-db/hummer/connectors/table"
 	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/sql"
 )
@@ -18,9 +22,20 @@ import (
 type CopyIn struct {
 	// Columns is the number of fields of each record.
 	Columns int
-	tx      *table.Tx
-	r       *table.CopyReader
+	// Binary says the data is PostgreSQL's binary tuples, which the wire
+	// server decodes (it knows the formats) and passes to WriteRow; Types
+	// are the fields' types. Otherwise it passes the data itself to Write.
+	Binary bool
+	Types  []types.Type
+	tx     *table.Tx
+	r      *table.CopyReader
+	fields []int
+	t      *sql.Table
+	rows   [][]types.Value // binary rows not yet appended
 }
+
+// copyChunk is how many binary rows CopyIn gathers into one batch.
+const copyChunk = 8192
 
 // CopyIn starts COPY t [(columns)] FROM STDIN [WITH (...)] into a table Hummer
 // stores. It holds the table's writer lock until Done or Abort.
@@ -69,8 +84,15 @@ func (s *Session) CopyIn(ctx context.Context, query string) (*CopyIn, error) {
 		return nil, err
 	}
 	o := c.Options
-	f := table.CopyFormat{CSV: o.CSV, Header: o.Header, Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote, Escape: o.Escape}
-	return &CopyIn{Columns: len(fields), tx: tx, r: table.NewCopyReader(tx, fields, defaults, f)}, nil
+	ci := &CopyIn{Columns: len(fields), Binary: o.Binary, tx: tx, fields: fields, t: t}
+	for _, i := range fields {
+		ci.Types = append(ci.Types, t.Columns[i].Type)
+	}
+	if !o.Binary {
+		f := table.CopyFormat{CSV: o.CSV, Header: o.Header, Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote, Escape: o.Escape}
+		ci.r = table.NewCopyReader(tx, fields, defaults, f)
+	}
+	return ci, nil
 }
 
 // copyText is v as COPY's text format writes it.
@@ -89,9 +111,74 @@ func copyText(v types.Value) string {
 // caller Aborts).
 func (c *CopyIn) Write(data []byte) error { return c.r.Write(data) }
 
+// WriteRow adds one binary row: a value per field, of the field's type or
+// text (numeric comes as its text), or NULL.
+func (c *CopyIn) WriteRow(vals []types.Value) error {
+	c.rows = append(c.rows, vals)
+	if len(c.rows) >= copyChunk {
+		return c.flushRows()
+	}
+	return nil
+}
+
+// flushRows appends the binary rows gathered, each value cast to its
+// column's type and the columns the COPY leaves out at their defaults.
+func (c *CopyIn) flushRows() error {
+	if len(c.rows) == 0 {
+		return nil
+	}
+	full := make([][]types.Value, len(c.rows))
+	for r, vals := range c.rows {
+		row := make([]types.Value, len(c.t.Columns))
+		for i := range row {
+			row[i] = c.t.Defaults[c.t.Columns[i].Name]
+			if row[i].Type.ID == types.Null {
+				row[i] = types.NullValue(c.t.Columns[i].Type)
+			}
+		}
+		for k, i := range c.fields {
+			v, err := castValue(vals[k], c.t.Columns[i].Type)
+			if err != nil {
+				return fmt.Errorf("COPY %s, row %d, column %s: %w", c.t.Name, c.tx.Rows()+int64(r)+1, c.t.Columns[i].Name, err)
+			}
+			row[i] = v
+		}
+		full[r] = row
+	}
+	c.rows = c.rows[:0]
+	rec, err := operators.ValuesRecord(memory.DefaultAllocator, c.t.Columns, full)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return c.tx.Append(rec)
+}
+
+// castValue casts v to t, as an assignment would.
+func castValue(v types.Value, t types.Type) (types.Value, error) {
+	if v.Null {
+		return types.NullValue(t), nil
+	}
+	if v.Type == t {
+		return v, nil
+	}
+	out, err := expr.EvalConst(expr.Cast(expr.Literal(v), t))
+	if err != nil {
+		return types.Value{}, err
+	}
+	out.Type = t
+	return out, nil
+}
+
 // Done commits the rows: the result is PostgreSQL's "COPY n".
 func (c *CopyIn) Done() (*Result, error) {
-	if err := c.r.Close(); err != nil {
+	var err error
+	if c.r != nil {
+		err = c.r.Close()
+	} else {
+		err = c.flushRows()
+	}
+	if err != nil {
 		c.tx.Rollback()
 		return nil, err
 	}
@@ -104,6 +191,8 @@ func (c *CopyIn) Done() (*Result, error) {
 
 // Abort drops the COPY's rows; safe to call after Done.
 func (c *CopyIn) Abort() {
-	c.r.Release()
+	if c.r != nil {
+		c.r.Release()
+	}
 	c.tx.Rollback()
 }

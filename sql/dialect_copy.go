@@ -17,7 +17,8 @@ type CopyFrom struct {
 
 // CopyOptions are COPY's data format, with PostgreSQL's defaults filled in.
 type CopyOptions struct {
-	CSV       bool   // FORMAT csv; else text
+	CSV       bool   // FORMAT csv; else text (or binary)
+	Binary    bool   // FORMAT binary: PostgreSQL's binary tuples
 	Header    bool   // the first line names the columns: skipped
 	Delimiter byte   // a tab in text, a comma in csv
 	Null      string // \N in text, the empty unquoted field in csv
@@ -28,9 +29,9 @@ type CopyOptions struct {
 // ParseCopyFrom recognises COPY ... FROM STDIN (ok false for any other
 // statement) and reads its options: FORMAT text|csv, HEADER [boolean],
 // DELIMITER, NULL, QUOTE and ESCAPE, in the parenthesised form and in the old
-// one (WITH CSV HEADER DELIMITER AS ','). Like the rewrites it reads tokens.
-// An option it does not know, FORMAT binary among them, is an error at the
-// option.
+// one (WITH CSV HEADER DELIMITER AS ','), and FORMAT binary (pgx's
+// CopyFrom sends "COPY t (a, b) FROM STDIN BINARY"). Like the rewrites it
+// reads tokens. An option it does not know is an error at the option.
 func ParseCopyFrom(query string) (*CopyFrom, bool, error) {
 	toks := lex(query)
 	w := words(toks)
@@ -123,7 +124,7 @@ func (o *CopyOptions) set(opts []copyOption) error {
 				o.CSV = true
 			case "text":
 			case "binary":
-				return Errorf(ErrUnsupported, op.pos, "COPY FORMAT binary is not supported: use FORMAT text or csv")
+				o.Binary = true
 			default:
 				return Errorf(ErrInvalidValue, op.pos, "COPY format \"%s\" not recognized", op.value)
 			}
@@ -172,6 +173,9 @@ func (o *CopyOptions) set(opts []copyOption) error {
 	}
 	if null != nil {
 		o.Null = null.value
+	}
+	if o.Binary && (delim != nil || null != nil || o.Header) {
+		return Errorf(ErrInvalidValue, opts[0].pos, "cannot specify DELIMITER, NULL or HEADER in BINARY mode")
 	}
 	if (quote != nil || escape != nil) && !o.CSV {
 		op := quote

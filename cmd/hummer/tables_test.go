@@ -234,10 +234,32 @@ SELECT id, coalesce(name, '<null>'), coalesce(price::text, '<null>') FROM f ORDE
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM f").Scan(&n); err != nil || n != 9 {
 		t.Errorf("count after the COPYs: %d %v, want 9", n, err)
 	}
+	// pgx's CopyFrom: binary COPY, every type of the table (the values, as
+	// pgx encodes them, read back as text).
+	if _, err := conn.Exec(ctx, "CREATE TABLE b (id BIGINT, name TEXT, price DECIMAL(8,3), day DATE, at TIMESTAMP, ok BOOLEAN, x DOUBLE PRECISION)"); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2024, 2, 29, 13, 14, 15, 123456000, time.UTC)
+	day := time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC)
+	src := [][]any{
+		{int64(1), "one", "12.345", day, at, true, 1.5},
+		{int64(2), nil, nil, nil, nil, nil, nil},
+		{int64(-3), "tab\there", "-0.001", day.AddDate(0, 0, 1), at.Add(-time.Hour * 24 * 365 * 40), false, -2.25},
+	}
+	copied, err := conn.CopyFrom(ctx, pgx.Identifier{"b"}, []string{"id", "name", "price", "day", "at", "ok", "x"}, pgx.CopyFromRows(src))
+	if err != nil || copied != 3 {
+		t.Fatalf("pgx CopyFrom: %d %v", copied, err)
+	}
+	got := psql(t, addr, "SELECT id, name, price, day, at, ok, x FROM b ORDER BY id")
+	wantBin := "-3|tab\there|-0.001|2000-01-01|1984-03-10 13:14:15.123456|f|-2.25\n1|one|12.345|1999-12-31|2024-02-29 13:14:15.123456|t|1.5\n2||||||"
+	if strings.TrimSpace(got) != wantBin {
+		t.Errorf("after pgx CopyFrom:\n%s\nwant\n%s", got, wantBin)
+	}
+
 	for _, bad := range []struct{ sql, code string }{
 		{"COPY nope FROM STDIN", "42P01"},
 		{"COPY f (id, nope) FROM STDIN", "42703"},
-		{"COPY f FROM STDIN WITH (FORMAT binary)", "0A000"},
+		{"COPY f FROM STDIN WITH (FORMAT binary, HEADER)", "22023"},
 		{"COPY f FROM STDIN WITH (COLOUR red)", "42601"},
 	} {
 		_, err := conn.PgConn().CopyFrom(ctx, strings.NewReader(""), bad.sql)

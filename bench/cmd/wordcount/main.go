@@ -36,12 +36,15 @@ func main() {
 	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
 	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
 	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
-	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+"), "+suiteTPCH+" (TPC-H's 22 queries, Hummer against DuckDB and PostgreSQL; results in "+tpchFile+"; not run by default, make bench-tpch runs it)")
+	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+"), "+suiteTPCH+" (TPC-H's 22 queries, Hummer against DuckDB and PostgreSQL; results in "+tpchFile+"; not run by default, make bench-tpch runs it), "+suiteTables+" (\\copy and INSERT into Hummer's own tables against PostgreSQL; results in "+tablesFile+"; make bench-tables runs it)")
 	flag.IntVar(&cfg.groupByKeys, "groupby-keys", 10_000_000, "distinct keys of the groupby suite's input")
 	flag.IntVar(&cfg.groupByReps, "groupby-reps", 3, "runs per contender of the groupby suite, after one warm-up")
 	flag.Float64Var(&cfg.tpchSF, "tpch-sf", 1, "TPC-H scale factor of the tpch suite")
 	flag.IntVar(&cfg.tpchReps, "tpch-reps", 3, "runs per contender and query of the tpch suite, after one warm-up")
 	flag.DurationVar(&cfg.tpchTimeout, "tpch-timeout", 5*time.Minute, "time allowed per query and contender in the tpch suite")
+	flag.IntVar(&cfg.tablesRows, "tables-rows", 10_000_000, "rows of the tables suite's \\copy")
+	flag.IntVar(&cfg.tablesReps, "tables-reps", 3, "\\copy runs per contender of the tables suite")
+	flag.DurationVar(&cfg.tablesInsert, "tables-insert", 10*time.Second, "how long pgbench inserts, per contender and session count, in the tables suite")
 	flag.StringVar(&cfg.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "where PostgreSQL's initdb and postgres are, for the tpch suite")
 	render := flag.String("render", "", "only redraw the plot and README from this results JSON")
 	flag.Parse()
@@ -60,7 +63,7 @@ func main() {
 		cfg.suites = map[string]bool{}
 		for f := range strings.SplitSeq(*suites, ",") {
 			f = strings.TrimSpace(f)
-			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy && f != suiteTPCH {
+			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy && f != suiteTPCH && f != suiteTables {
 				fmt.Fprintf(os.Stderr, "wordcount: -suites: unknown suite %q\n", f)
 				os.Exit(2)
 			}
@@ -83,6 +86,8 @@ type config struct {
 	tpchSF                              float64
 	tpchReps                            int
 	tpchTimeout                         time.Duration
+	tablesRows, tablesReps              int
+	tablesInsert                        time.Duration
 	pgBin                               string
 }
 
@@ -92,6 +97,7 @@ const (
 	suiteDistributed = "distributed" // issue 4: three TaskManagers over loopback against local mode
 	suiteGroupBy     = "groupby"     // issue 20: a GROUP BY larger than memory, spilling
 	suiteTPCH        = "tpch"        // issue 21: TPC-H's 22 queries against DuckDB and PostgreSQL
+	// suiteTables is in tables.go: issue 22, \copy and INSERT into Hummer's own tables against PostgreSQL.
 )
 
 func run(ctx context.Context, cfg config) error {
@@ -189,6 +195,13 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cfg.suites[suiteTPCH] {
 		n, err := runTPCH(ctx, cfg, b, rep.Versions, repo, work)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
+	if cfg.suites[suiteTables] {
+		n, err := runTables(ctx, cfg, b, rep.Versions, work)
 		if err != nil {
 			return err
 		}

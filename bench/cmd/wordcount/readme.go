@@ -149,6 +149,16 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	case tp != nil:
 		tp.readme(resultsDir, p)
 	}
+	// The tables suite's, likewise.
+	switch tb, err := readTables(path.Join(resultsDir, tablesFile)); {
+	case err != nil:
+		p("## Tables Hummer stores (issue 22)")
+		p("")
+		p("%s could not be read: %v", path.Join(resultsDir, tablesFile), err)
+		p("")
+	case tb != nil:
+		tb.readme(resultsDir, p)
+	}
 	if lat != nil {
 		b.WriteString(lat.Readme(resultsDir))
 	}

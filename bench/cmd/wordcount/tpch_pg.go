@@ -20,10 +20,12 @@ import (
 
 // postgres is a PostgreSQL server the suite started, and a connection to it.
 type postgres struct {
-	proc    *proc
-	conn    *pgx.Conn
-	dataDir string
-	version string
+	proc      *proc
+	conn      *pgx.Conn
+	dataDir   string
+	socketDir string // its Unix socket's directory; the port is port
+	port      int
+	version   string
 }
 
 func (p *postgres) close() {
@@ -48,59 +50,15 @@ var tpchKeys = map[string]string{
 	"part": "p_partkey", "partsupp": "ps_partkey, ps_suppkey", "orders": "o_orderkey", "lineitem": "l_orderkey, l_linenumber",
 }
 
-// startPostgres runs initdb and postgres from bin (as the user postgres when
-// this runs as root, since PostgreSQL refuses root) on a Unix socket in a
-// fresh directory, loads the tables through COPY FROM STDIN, adds their
-// primary keys and analyses them.
+// startPostgres starts a server (newPostgres) for the tpch suite, without
+// durability (fsync off: the suite times queries, not commits), loads the
+// tables through COPY FROM STDIN, adds their primary keys and analyses them.
 func startPostgres(ctx context.Context, bin, work string, tables []tpchTable, rep *tpchReport) (*postgres, error) {
-	initdb, err := pgBinary(bin, "initdb")
+	pg, err := newPostgres(ctx, bin, work, 5479, "shared_buffers=2GB", "work_mem=256MB", "maintenance_work_mem=1GB", "fsync=off",
+		"synchronous_commit=off", "full_page_writes=off", "max_wal_size=8GB")
 	if err != nil {
 		return nil, err
 	}
-	server, err := pgBinary(bin, "postgres")
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "hummer-bench-pg-")
-	if err != nil {
-		return nil, err
-	}
-	pg := &postgres{dataDir: dir}
-	as := func(prog string, args ...string) (string, []string) { return prog, args }
-	if os.Geteuid() == 0 {
-		if err := exec.Command("chown", "postgres:postgres", dir).Run(); err != nil {
-			pg.close()
-			return nil, fmt.Errorf("chown postgres %s: %w (PostgreSQL runs as the user postgres when the benchmark runs as root)", dir, err)
-		}
-		as = func(prog string, args ...string) (string, []string) {
-			return "runuser", append([]string{"-u", "postgres", "--", prog}, args...)
-		}
-	}
-	data := filepath.Join(dir, "data")
-	prog, args := as(initdb, "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C")
-	if out, err := exec.Command(prog, args...).CombinedOutput(); err != nil {
-		pg.close()
-		return nil, fmt.Errorf("initdb: %w: %s", err, out)
-	}
-	const port = 5479
-	prog, args = as(server, "-D", data, "-k", dir, "-p", strconv.Itoa(port), "-c", "listen_addresses=",
-		"-c", "shared_buffers=2GB", "-c", "work_mem=256MB", "-c", "maintenance_work_mem=1GB", "-c", "fsync=off",
-		"-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_wal_size=8GB")
-	p, _, err := startProc(prog, filepath.Join(work, "postgres.log"), []*regexp.Regexp{pgReady}, args...)
-	if err != nil {
-		pg.close()
-		return nil, err
-	}
-	pg.proc = p
-	if pg.conn, err = pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres default_query_exec_mode=simple_protocol", dir, port)); err != nil {
-		pg.close()
-		return nil, err
-	}
-	if err := pg.conn.QueryRow(ctx, "SELECT version()").Scan(&pg.version); err != nil {
-		pg.close()
-		return nil, err
-	}
-	pg.version, _, _ = strings.Cut(pg.version, " on ")
 	t0 := time.Now()
 	for _, t := range tables {
 		progress("tpch: loading %s into PostgreSQL", t.name)
@@ -129,6 +87,64 @@ func startPostgres(ctx context.Context, bin, work string, tables []tpchTable, re
 		return nil, err
 	}
 	rep.LoadS[nameTPCHPostgres] = round(time.Since(t0).Seconds(), 1)
+	return pg, nil
+}
+
+// newPostgres runs initdb and postgres from bin (as the user postgres when
+// this runs as root, since PostgreSQL refuses root) on a Unix socket in a
+// fresh directory, listening on port, with the settings given (name=value),
+// and connects.
+func newPostgres(ctx context.Context, bin, work string, port int, settings ...string) (*postgres, error) {
+	initdb, err := pgBinary(bin, "initdb")
+	if err != nil {
+		return nil, err
+	}
+	server, err := pgBinary(bin, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "hummer-bench-pg-")
+	if err != nil {
+		return nil, err
+	}
+	pg := &postgres{dataDir: dir, socketDir: dir}
+	as := func(prog string, args ...string) (string, []string) { return prog, args }
+	if os.Geteuid() == 0 {
+		if err := exec.Command("chown", "postgres:postgres", dir).Run(); err != nil {
+			pg.close()
+			return nil, fmt.Errorf("chown postgres %s: %w (PostgreSQL runs as the user postgres when the benchmark runs as root)", dir, err)
+		}
+		as = func(prog string, args ...string) (string, []string) {
+			return "runuser", append([]string{"-u", "postgres", "--", prog}, args...)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	prog, args := as(initdb, "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C")
+	if out, err := exec.Command(prog, args...).CombinedOutput(); err != nil {
+		pg.close()
+		return nil, fmt.Errorf("initdb: %w: %s", err, out)
+	}
+	pg.port = port
+	serverArgs := []string{"-D", data, "-k", dir, "-p", strconv.Itoa(port), "-c", "listen_addresses="}
+	for _, kv := range settings {
+		serverArgs = append(serverArgs, "-c", kv)
+	}
+	prog, args = as(server, serverArgs...)
+	p, _, err := startProc(prog, filepath.Join(work, "postgres.log"), []*regexp.Regexp{pgReady}, args...)
+	if err != nil {
+		pg.close()
+		return nil, err
+	}
+	pg.proc = p
+	if pg.conn, err = pgx.Connect(ctx, fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres default_query_exec_mode=simple_protocol", dir, port)); err != nil {
+		pg.close()
+		return nil, err
+	}
+	if err := pg.conn.QueryRow(ctx, "SELECT version()").Scan(&pg.version); err != nil {
+		pg.close()
+		return nil, err
+	}
+	pg.version, _, _ = strings.Cut(pg.version, " on ")
 	return pg, nil
 }
 
