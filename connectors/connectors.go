@@ -78,6 +78,16 @@ func EstimateRows(c exec.ConnectorSpec) (float64, bool) {
 	return 0, false
 }
 
+// EstimateDistinct estimates the distinct values of a table's column, for the
+// planner's join order: a file's from its first lines (file.EstimateDistinct);
+// other connectors' are not known.
+func EstimateDistinct(c exec.ConnectorSpec, col int) (float64, bool) {
+	if c.Connector == file.Name {
+		return file.EstimateDistinct(c, col)
+	}
+	return 0, false
+}
+
 // Unbounded reports whether the connector's source never ends by itself.
 func Unbounded(connector string) bool {
 	for _, k := range all() {

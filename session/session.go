@@ -36,6 +36,9 @@ type Config struct {
 	// EstimateRows estimates a table's rows from its connector, for the join
 	// order (sql.RowEstimator); nil or false: unknown.
 	EstimateRows func(exec.ConnectorSpec) (float64, bool)
+	// EstimateDistinct estimates the distinct values of a table's column
+	// (sql.DistinctEstimator); nil or false: unknown.
+	EstimateDistinct func(c exec.ConnectorSpec, col int) (float64, bool)
 	// Upsert reports whether a connector's sink upserts by a table's PRIMARY
 	// KEY, so that a query producing updates may write to it, and its source
 	// reads such a table back as upserts and deletes (planner.Options.Changelog).
@@ -122,6 +125,19 @@ func Open(cfg Config) (*Engine, error) {
 			return 0, false
 		}
 		return est(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns})
+	})
+	cat.SetDistinctEstimator(func(t *sql.Table, col int) (float64, bool) {
+		if t.IsStored() {
+			id, err := tableID(t)
+			if err != nil {
+				return 0, false
+			}
+			return tables.Distinct(id, col)
+		}
+		if cfg.EstimateDistinct == nil {
+			return 0, false
+		}
+		return cfg.EstimateDistinct(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns}, col)
 	})
 	if cfg.Upsert == nil {
 		cfg.Upsert = func(string) bool { return false }

@@ -19,10 +19,17 @@ import (
 // infinity), the order starts with the table of most rows after its own WHERE
 // conditions (each keeps a guessed fraction: a tenth for an equality with a
 // constant, a third for another condition) and then takes, each time, the
-// connected table of fewest: the biggest table (a stream, which must not be
-// built) probes, the small ones are built. Without estimates the tables are
-// taken greedily in FROM order, each time the first connected one. Either way,
-// with no connected table left, the next is crossed.
+// connected table that makes the smallest join, the one of fewer rows on a
+// tie: the biggest table (a stream, which must not be built) probes, the
+// others are built. A join's size is the product of its inputs' rows and of
+// 1/max(d(a), d(b)) for each equality a = b between them, where d is a
+// column's distinct values (the catalog's estimate, else its table's rows),
+// each capped by the other side's rows (its values are taken to be among the
+// other side's, as a foreign key's are among its key's). So a join on a
+// column of few values (lineitem to customer on a nation key) waits until a
+// key (the order's customer) has narrowed it. Without estimates the tables
+// are taken greedily in FROM order, each time the first connected one. Either
+// way, with no connected table left, the next is crossed.
 
 // innerLeaves returns the tables of node if it joins them by inner joins only,
 // and the conditions of its joins.
@@ -47,13 +54,22 @@ func innerLeaves(node *fromNode) (leaves []*fromNode, conds []*expr.Expr, ok boo
 
 // joinOrder returns the order in which to join leaves under conds, and
 // whether it differs from theirs; est, if not nil, is each leaf's estimated
-// rows after its own conditions.
-func joinOrder(leaves []*fromNode, conds []*expr.Expr, est []float64) ([]int, bool) {
+// rows after its own conditions, and ndv the distinct values of a FROM
+// position (nil, or 0 for a position: unknown).
+func joinOrder(leaves []*fromNode, conds []*expr.Expr, est []float64, ndv func(pos int) float64) ([]int, bool) {
 	owner := leafOwners(leaves)
-	// edges[i][j]: an equality joins leaves i and j.
-	edges := make([]map[int]bool, len(leaves))
+	// edges[i][j]: the equalities between leaves i and j, as FROM positions
+	// (0 for a side that is not a plain column).
+	type eq struct{ a, b int }
+	edges := make([]map[int][]eq, len(leaves))
 	for i := range edges {
-		edges[i] = map[int]bool{}
+		edges[i] = map[int][]eq{}
+	}
+	pos := func(e *expr.Expr) int {
+		if e.Kind == expr.KindColumn {
+			return e.Col
+		}
+		return -1
 	}
 	for _, c := range conds {
 		if c.Kind != expr.KindCall || c.Func != "=" || len(c.Args) != 2 {
@@ -62,12 +78,22 @@ func joinOrder(leaves []*fromNode, conds []*expr.Expr, est []float64) ([]int, bo
 		a, oka := onlyLeaf(c.Args[0], owner)
 		b, okb := onlyLeaf(c.Args[1], owner)
 		if oka && okb && a != b {
-			edges[a][b], edges[b][a] = true, true
+			pa, pb := pos(c.Args[0]), pos(c.Args[1])
+			edges[a][b] = append(edges[a][b], eq{pa, pb})
+			edges[b][a] = append(edges[b][a], eq{pb, pa})
 		}
 	}
-	// better says whether leaf i goes before leaf j among the candidates:
-	// fewer estimated rows, else FROM order.
-	better := func(i, j int) bool { return est != nil && est[i] < est[j] }
+	// distinct is the distinct values of position p of leaf i: the estimate,
+	// at most the leaf's rows; its rows without one.
+	distinct := func(p, i int) float64 {
+		d := est[i]
+		if ndv != nil && p >= 0 {
+			if n := ndv(p); n > 0 {
+				d = min(d, n)
+			}
+		}
+		return max(d, 1)
+	}
 	first := 0
 	for i := range leaves {
 		if est != nil && est[i] > est[first] {
@@ -77,23 +103,40 @@ func joinOrder(leaves []*fromNode, conds []*expr.Expr, est []float64) ([]int, bo
 	used := make([]bool, len(leaves))
 	order := []int{first}
 	used[first] = true
+	size := 0.0 // the estimated rows of the leaves joined so far
+	if est != nil {
+		size = est[first]
+	}
 	for len(order) < len(leaves) {
-		next, connected := -1, false
+		next, connected, nextSize := -1, false, 0.0
 		for i := range leaves {
 			if used[i] {
 				continue
 			}
 			linked := false
-			for _, j := range order {
-				linked = linked || edges[i][j]
+			joined := size
+			if est != nil {
+				joined *= est[i]
 			}
+			for _, j := range order {
+				for _, e := range edges[i][j] {
+					linked = true
+					if est != nil {
+						// e.a is i's side, e.b the joined leaf j's.
+						di, dj := min(distinct(e.a, i), est[j]), min(distinct(e.b, j), est[i])
+						joined /= max(di, dj, 1)
+					}
+				}
+			}
+			better := est != nil && next >= 0 && (joined < nextSize || joined == nextSize && est[i] < est[next])
 			switch {
-			case next < 0, linked && !connected, linked == connected && better(i, next):
-				next, connected = i, linked
+			case next < 0, linked && !connected, linked == connected && better:
+				next, connected, nextSize = i, linked, joined
 			}
 		}
 		used[next] = true
 		order = append(order, next)
+		size = max(nextSize, 1)
 	}
 	changed := false
 	for k, i := range order {
@@ -135,6 +178,38 @@ func (b *binder) leafEstimates(leaves []*fromNode, conds []*expr.Expr) []float64
 		}
 	}
 	return est
+}
+
+// positionDistinct returns the estimated distinct values of a FROM position
+// (0: unknown), for the positions of leaves that scan a table; nil when the
+// catalog estimates none.
+func (b *binder) positionDistinct(leaves []*fromNode) func(int) float64 {
+	de, ok := b.cat.(DistinctEstimator)
+	if !ok {
+		return nil
+	}
+	cache := map[int]float64{}
+	return func(p int) float64 {
+		if d, ok := cache[p]; ok {
+			return d
+		}
+		d := 0.0
+		for _, l := range leaves {
+			scan, ok := l.plan.(*Scan)
+			if !ok || p < l.off || p >= l.off+l.n {
+				continue
+			}
+			col := p - l.off
+			if scan.Columns != nil {
+				col = scan.Columns[col]
+			}
+			if n, ok := de.EstimateDistinct(scan.Table, col); ok {
+				d = n
+			}
+		}
+		cache[p] = d
+		return d
+	}
 }
 
 // selectivity is the fraction of rows a condition is guessed to keep.
@@ -232,7 +307,7 @@ func (b *binder) buildReordered(root *fromNode, where *[]*expr.Expr) (Plan, erro
 			rest = append(rest, w)
 		}
 	}
-	order, changed := joinOrder(leaves, conds, b.leafEstimates(leaves, conds))
+	order, changed := joinOrder(leaves, conds, b.leafEstimates(leaves, conds), b.positionDistinct(leaves))
 	if !changed {
 		return nil, nil
 	}

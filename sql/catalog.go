@@ -38,6 +38,7 @@ type Catalog struct {
 	restartsUnsaved bool
 	// estimate, when set, estimates a table's rows from its connector.
 	estimate func(*Table) (float64, bool)
+	distinct func(t *Table, col int) (float64, bool)
 }
 
 // RowEstimator is a CatalogReader that can estimate how many rows a table
@@ -49,6 +50,23 @@ type RowEstimator interface {
 // SetRowEstimator has the catalog estimate tables' rows with f (the
 // connectors', which the sql package does not know).
 func (c *Catalog) SetRowEstimator(f func(*Table) (float64, bool)) { c.estimate = f }
+
+// DistinctEstimator is a RowEstimator that can also estimate how many
+// distinct values a table's column holds, for the size of a join on it.
+type DistinctEstimator interface {
+	EstimateDistinct(t *Table, col int) (float64, bool)
+}
+
+// SetDistinctEstimator has the catalog estimate columns' distinct values with f.
+func (c *Catalog) SetDistinctEstimator(f func(t *Table, col int) (float64, bool)) { c.distinct = f }
+
+// EstimateDistinct estimates the distinct values of column col of t.
+func (c *Catalog) EstimateDistinct(t *Table, col int) (float64, bool) {
+	if c.distinct == nil {
+		return 0, false
+	}
+	return c.distinct(t, col)
+}
 
 // EstimateRows estimates t's rows, if the catalog has an estimator and it
 // knows t's connector.

@@ -72,7 +72,8 @@ func execDDL(cat *Catalog, query string) error {
 //	exec      run the input's CREATE/DROP TABLE statements against the catalog
 //	tables    list the catalog
 //	estimate  have the catalog estimate tables' rows: lines "table rows"
-//	          ("inf" for a stream), for the join order; the rest unknown
+//	          ("inf" for a stream), and columns' distinct values: lines
+//	          "table.column values", for the join order; the rest unknown
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		cat := newTestCatalog(t)
@@ -87,7 +88,7 @@ func TestDataDriven(t *testing.T) {
 				}
 				return "ok\n"
 			case "estimate":
-				rows := map[string]float64{}
+				rows := map[string]float64{} // "table", or "table.column" for distinct values
 				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 					var name string
 					var n float64
@@ -98,6 +99,10 @@ func TestDataDriven(t *testing.T) {
 				}
 				cat.SetRowEstimator(func(tb *Table) (float64, bool) {
 					n, ok := rows[tb.Name]
+					return n, ok
+				})
+				cat.SetDistinctEstimator(func(tb *Table, col int) (float64, bool) {
+					n, ok := rows[tb.Name+"."+tb.Columns[col].Name]
 					return n, ok
 				})
 				return "ok\n"

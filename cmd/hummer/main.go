@@ -136,7 +136,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		Registry:     reg,
 		Validate:     connectors.Validate,
 		Unbounded:    connectors.Unbounded,
-		EstimateRows: connectors.EstimateRows,
+		EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert:       connectors.Upsert,
 		Slots:        slots,
 		TaskManagers: tms,
@@ -163,7 +163,7 @@ func serve(args []string) error {
 	}
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
-		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows,
+		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
 	})
@@ -264,7 +264,7 @@ func jobManager(args []string) error {
 
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close,
+		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
 	if err != nil {
 		return err

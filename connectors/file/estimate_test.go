@@ -1,6 +1,7 @@
 package file
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,5 +28,27 @@ func TestEstimateRows(t *testing.T) {
 	spec.URL = "file://" + filepath.Join(dir, "missing.csv") + "?format=csv"
 	if _, ok := EstimateRows(spec); ok {
 		t.Error("a missing file was estimated")
+	}
+}
+
+// Distinct values from a file's first lines: all of a column of few values,
+// a key's scaled to the file's rows.
+func TestEstimateDistinct(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("id,nation,name\n")
+	for i := 0; i < 100000; i++ {
+		fmt.Fprintf(&sb, "%d,%d,name%d\n", i, i%25, i)
+	}
+	path := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := exec.ConnectorSpec{Connector: Name, URL: "file://" + path + "?format=csv&header=true",
+		Schema: types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "nation", Type: types.Int64Type}, {Name: "name", Type: types.StringType}}}
+	if d, ok := EstimateDistinct(spec, 1); !ok || d != 25 {
+		t.Errorf("nation: %v %v, want 25", d, ok)
+	}
+	if d, ok := EstimateDistinct(spec, 0); !ok || d < 80000 || d > 120000 {
+		t.Errorf("id: %v %v, want about 100000", d, ok)
 	}
 }

@@ -27,10 +27,7 @@
 package file
 
 import (
-	"bytes"
-	"io"
 	"net/url"
-	"os"
 	"path"
 
 	"github.com/hummer-db/hummer/connectors/internal/records"
@@ -172,31 +169,4 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 		return config{}, err
 	}
 	return cfg, nil
-}
-
-// EstimateRows estimates the rows of a file table, for the planner's join
-// order: the file's size over the mean length of its first lines (up to
-// 64 KiB of them). A file that cannot be read is not estimated.
-func EstimateRows(c exec.ConnectorSpec) (float64, bool) {
-	cfg, err := parseConfig(c)
-	if err != nil {
-		return 0, false
-	}
-	f, err := os.Open(cfg.path)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, false
-	}
-	buf := make([]byte, 64<<10)
-	n, _ := io.ReadFull(f, buf)
-	n = bytes.LastIndexByte(buf[:n], '\n') + 1 // whole lines only
-	if n == 0 {
-		return 1, true
-	}
-	lines := bytes.Count(buf[:n], []byte{'\n'})
-	return float64(st.Size()) * float64(lines) / float64(n), true
 }

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // BatchRows is the most rows a record batch of a segment holds; a statement's
@@ -45,6 +48,9 @@ type tableState struct {
 	// keyCols; nil until a keyed Tx first needs them.
 	keys    map[string]struct{}
 	keyCols []int
+	// ndv are the distinct-value estimates of version ndvVersion, by column.
+	ndv        map[int]float64
+	ndvVersion int64
 }
 
 // version is one committed state of a table: the segments that hold its rows.
@@ -375,4 +381,55 @@ func syncDir(dir string) error {
 		return fmt.Errorf("table store: %w", err)
 	}
 	return nil
+}
+
+// Distinct estimates the distinct values of column col of table id, for the
+// planner's join order, from the rows of its first record batch (at most
+// BatchRows): d distinct among n is d when d is at most n/2, else d/n of the
+// table's rows, as the file connector estimates. Estimates are kept until the
+// table's next version.
+func (s *Store) Distinct(id string, col int) (float64, bool) {
+	t, err := s.table(id)
+	if err != nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	v := t.current
+	if t.ndvVersion == v.Version {
+		d, ok := t.ndv[col]
+		t.mu.Unlock()
+		if ok {
+			return d, d > 0
+		}
+	} else {
+		t.ndv, t.ndvVersion = map[int]float64{}, v.Version
+		t.mu.Unlock()
+	}
+	d := 0.0
+	if len(v.Segments) > 0 {
+		errFirst := errors.New("first batch read")
+		readSegment(filepath.Join(t.dir, v.Segments[0].File), memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
+			if col >= int(rec.NumCols()) {
+				return errFirst
+			}
+			seen := map[string]struct{}{}
+			var buf []byte
+			n := int(rec.NumRows())
+			for row := 0; row < n; row++ {
+				buf = appendKey(buf[:0], rec, []int{col}, row)
+				seen[string(buf)] = struct{}{}
+			}
+			d = float64(len(seen))
+			if d > float64(n)/2 {
+				d = max(d, float64(v.rows())*d/float64(n))
+			}
+			return errFirst
+		})
+	}
+	t.mu.Lock()
+	if t.ndvVersion == v.Version {
+		t.ndv[col] = d
+	}
+	t.mu.Unlock()
+	return d, d > 0
 }
