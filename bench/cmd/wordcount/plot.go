@@ -13,11 +13,15 @@ import (
 // plotFile is the plot's name in the results directory.
 const plotFile = "wordcount.png"
 
-// palette colours the input sizes: blue, orange, then grey for any further ones.
+// palette colours the input sizes and the TPC-H contenders: blue, orange,
+// grey, green, red, purple.
 var palette = []color.Color{
 	color.RGBA{0x1f, 0x77, 0xb4, 0xff},
 	color.RGBA{0xff, 0x7f, 0x0e, 0xff},
 	color.RGBA{0x7f, 0x7f, 0x7f, 0xff},
+	color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+	color.RGBA{0xd6, 0x27, 0x28, 0xff},
+	color.RGBA{0x94, 0x67, 0xbd, 0xff},
 }
 
 // plotThroughput draws grouped bars: MB/s per contender, one bar per input size,
