@@ -35,7 +35,14 @@ func all() []connector {
 		{spec: kafka.Spec(), validate: kafka.Validate},
 		{spec: memory.Spec(), validate: memory.Validate},
 		{spec: table.Spec(), validate: table.Validate},
+		{spec: table.ChangesSpec(), validate: refuseChanges},
 	}
+}
+
+// refuseChanges refuses CREATE TABLE ... ENGINE=hummer_changes: the engine
+// uses that connector itself, for views over the tables it stores.
+func refuseChanges(exec.ConnectorSpec) error {
+	return fmt.Errorf("%w: ENGINE=%s is how a view reads a stored table's changes, not a table's engine (leave ENGINE out to make a table Hummer stores)", spec.ErrBadOption, table.ChangesName)
 }
 
 // Register adds every connector's source and sink to r. It returns the store the
@@ -97,6 +104,11 @@ func Unbounded(connector string) bool {
 	}
 	return false
 }
+
+// Retracts reports whether the connector's source emits deletes of rows it
+// emitted before (the changes of a stored table), which the planner must
+// treat as updates.
+func Retracts(connector string) bool { return connector == table.ChangesName }
 
 // Upsert reports whether the connector's sink upserts by a table's PRIMARY KEY.
 func Upsert(connector string) bool {

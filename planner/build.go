@@ -37,6 +37,10 @@ type Options struct {
 	// and deletes by its key (an upsert Kafka topic), to be read through an
 	// upsert operator; nil for none.
 	Changelog func(connector string) bool
+	// Retracts reports whether a connector's source itself emits deletes
+	// of rows it emitted before (a stored table's changes, which a view
+	// follows): what reads it must take retractions.
+	Retracts func(connector string) bool
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -161,7 +165,9 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			Schema: p.Table.Columns, Columns: p.Columns, Key: key}
 		label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
 		op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: p.Schema()}
-		return b.add(op, b.opts.Parallelism, 0), nil
+		node := b.add(op, b.opts.Parallelism, 0)
+		b.updates[node] = b.opts.Retracts != nil && b.opts.Retracts(p.Table.Engine)
+		return node, nil
 
 	case *sql.Values:
 		rows := make([][]types.Value, len(p.Rows))

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -39,6 +40,10 @@ type Config struct {
 	// EstimateDistinct estimates the distinct values of a table's column
 	// (sql.DistinctEstimator); nil or false: unknown.
 	EstimateDistinct func(c exec.ConnectorSpec, col int) (float64, bool)
+	// Retracts reports whether a connector's source emits deletes of its own
+	// rows (planner.Options.Retracts): the changes a view over a stored table
+	// follows.
+	Retracts func(connector string) bool
 	// Upsert reports whether a connector's sink upserts by a table's PRIMARY
 	// KEY, so that a query producing updates may write to it, and its source
 	// reads such a table back as upserts and deletes (planner.Options.Changelog).
@@ -79,9 +84,12 @@ type Engine struct {
 	// its directory when it is a temporary one.
 	tables      *table.Store
 	closeTables func()
-	jm          *jobmanager.JobManager
-	data        []*network.Server
-	views       views
+	// scratchCheckpoints is where the jobs of views over stored tables keep
+	// their checkpoints without a CheckpointURL (a temporary directory).
+	scratchCheckpoints string
+	jm                 *jobmanager.JobManager
+	data               []*network.Server
+	views              views
 	// waiting are the recorded jobs whose resumption waits for slots, by id.
 	waitMu  sync.Mutex
 	waiting map[string]*waitingJob
@@ -152,12 +160,23 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = time.Second
 	}
+	scratch := cfg.CheckpointURL
+	if scratch == "" {
+		dir, err := os.MkdirTemp("", "hummer-view-checkpoints-")
+		if err != nil {
+			closeTables()
+			return nil, err
+		}
+		scratch = "file://" + dir
+		inner := closeTables
+		closeTables = func() { inner(); os.RemoveAll(dir) }
+	}
 	if cfg.JobManager != nil {
-		e := &Engine{cfg: cfg, catalog: cat, tables: tables, closeTables: closeTables, jm: cfg.JobManager, closing: make(chan struct{})}
+		e := &Engine{cfg: cfg, catalog: cat, tables: tables, closeTables: closeTables, scratchCheckpoints: scratch, jm: cfg.JobManager, closing: make(chan struct{})}
 		e.resume()
 		return e, nil
 	}
-	e := &Engine{cfg: cfg, catalog: cat, tables: tables, closeTables: closeTables, jm: jobmanager.New(cfg.Log), closing: make(chan struct{})}
+	e := &Engine{cfg: cfg, catalog: cat, tables: tables, closeTables: closeTables, scratchCheckpoints: scratch, jm: jobmanager.New(cfg.Log), closing: make(chan struct{})}
 	if cfg.TaskManagers <= 1 {
 		e.jm.AddTaskManager(taskmanager.New(taskmanager.Config{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,

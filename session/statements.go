@@ -29,7 +29,13 @@ var viewSink = &exec.ConnectorSpec{Connector: "view"}
 // returned pins are released: the caller holds them until the job ends
 // (pins.holdUntil), or releases them if it runs none.
 func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, *pins, error) {
-	sg, jg, ps, err := s.planPinned(ctx, q, sink...)
+	return s.planWith(ctx, q, false, sink...)
+}
+
+// planWith is plan; with follow, the scans of stored tables follow their
+// changes after their snapshot (a view over them).
+func (s *Session) planWith(ctx context.Context, q *sql.Query, follow bool, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, *pins, error) {
+	sg, jg, ps, err := s.planPinned(ctx, q, follow, sink...)
 	if err != nil {
 		ps.release()
 		return nil, nil, nil, err
@@ -37,7 +43,7 @@ func (s *Session) plan(ctx context.Context, q *sql.Query, sink ...*exec.Connecto
 	return sg, jg, ps, nil
 }
 
-func (s *Session) planPinned(ctx context.Context, q *sql.Query, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, *pins, error) {
+func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sink ...*exec.ConnectorSpec) (*planner.StreamGraph, *exec.JobGraph, *pins, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -45,12 +51,12 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, sink ...*exec.Co
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	ps, err := s.e.pinScans(p)
+	ps, err := s.e.pinScans(p, follow)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	wait := s.vars["wait_for_views"].Str != "off"
-	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert,
+	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Retracts: s.e.cfg.Retracts,
 		Snapshot: func(view string) ([]byte, error) { return s.e.snapshot(ctx, view, wait) }}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)

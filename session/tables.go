@@ -329,10 +329,12 @@ func (s *Session) alloc() memory.Allocator {
 	return memory.DefaultAllocator
 }
 
-// pins are the table versions a planned query reads, held until its job ends.
+// pins are the table versions a planned query reads, and the tables whose
+// changes it follows, held until its job ends.
 type pins struct {
-	once sync.Once
-	ps   []*table.Pinned
+	once    sync.Once
+	ps      []*table.Pinned
+	follows []func()
 }
 
 func (p *pins) release() {
@@ -343,7 +345,23 @@ func (p *pins) release() {
 		for _, x := range p.ps {
 			x.Release()
 		}
+		for _, f := range p.follows {
+			f()
+		}
 	})
+}
+
+// readsStored reports whether p scans a table Hummer stores.
+func readsStored(p sql.Plan) bool {
+	if scan, ok := p.(*sql.Scan); ok && scan.Table.IsStored() {
+		return true
+	}
+	for _, in := range p.Inputs() {
+		if readsStored(in) {
+			return true
+		}
+	}
+	return false
 }
 
 // holdUntil releases the pins when job ends.
@@ -358,8 +376,10 @@ func (p *pins) holdUntil(job *jobmanager.Job) {
 }
 
 // pinScans points every scan of a stored table in plan at the table's
-// current version, pinned until the returned pins are released.
-func (e *Engine) pinScans(plan sql.Plan) (*pins, error) {
+// current version, pinned until the returned pins are released; with
+// follow, the scans go on with the table's changes (table.ChangesName), which
+// the table records from before the version is pinned.
+func (e *Engine) pinScans(plan sql.Plan, follow bool) (*pins, error) {
 	ps := &pins{}
 	var walk func(p sql.Plan) error
 	walk = func(p sql.Plan) error {
@@ -368,6 +388,13 @@ func (e *Engine) pinScans(plan sql.Plan) (*pins, error) {
 			if err != nil {
 				return err
 			}
+			if follow {
+				stop, err := e.tables.Follow(id)
+				if err != nil {
+					return err
+				}
+				ps.follows = append(ps.follows, stop)
+			}
 			pin, err := e.tables.Pin(id)
 			if err != nil {
 				return err
@@ -375,6 +402,9 @@ func (e *Engine) pinScans(plan sql.Plan) (*pins, error) {
 			ps.ps = append(ps.ps, pin)
 			t := *scan.Table
 			t.Connection = pin.URL
+			if follow {
+				t.Engine, t.Connection = table.ChangesName, pin.URL+"&follow=1"
+			}
 			scan.Table = &t
 		}
 		for _, in := range p.Inputs() {

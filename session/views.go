@@ -42,13 +42,28 @@ func (s *Session) createView(st *sql.CreateView, text string) (*Result, error) {
 func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanager.Job, error) {
 	// Not under a statement's context: it also resumes views as the engine
 	// starts.
-	_, jg, pins, err := s.plan(context.Background(), q, viewSink)
+	//
+	// Over tables Hummer stores and no stream, the view follows the tables'
+	// changes (their scans read a snapshot, then every later commit): its
+	// job runs until the view is dropped, taking checkpoints (the first says
+	// it has caught up), but is not recorded: after a restart it starts
+	// again from a snapshot.
+	stream := planner.Continuous(q.Plan, s.e.cfg.Unbounded)
+	follow := !stream && readsStored(q.Plan)
+	_, jg, pins, err := s.planWith(context.Background(), q, follow, viewSink)
 	if err != nil {
 		return nil, err
 	}
 	var opts jobmanager.JobOptions
-	if planner.Continuous(q.Plan, s.e.cfg.Unbounded) {
+	switch {
+	case stream:
 		opts = s.continuousOptions()
+	case follow:
+		opts = s.continuousOptions()
+		if opts.CheckpointURL == "" {
+			opts.CheckpointURL = s.e.scratchCheckpoints
+			opts.CheckpointInterval = max(s.checkpointInterval(), 100*time.Millisecond)
+		}
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
@@ -57,7 +72,7 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanage
 	}
 	pins.holdUntil(job)
 	s.e.setView(t.Name, job)
-	if opts.CheckpointURL != "" {
+	if stream && opts.CheckpointURL != "" {
 		s.e.keep(job, t.Name)
 	}
 	return job, nil

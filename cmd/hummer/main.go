@@ -138,6 +138,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		Unbounded:    connectors.Unbounded,
 		EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert:       connectors.Upsert,
+		Retracts:     connectors.Retracts,
 		Slots:        slots,
 		TaskManagers: tms,
 		Log:          log,
@@ -164,7 +165,7 @@ func serve(args []string) error {
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
-		Upsert: connectors.Upsert, Slots: *slots, Log: log, OnClose: tables.Close,
+		Upsert: connectors.Upsert, Retracts: connectors.Retracts, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
 	})
 	if err != nil {
@@ -264,7 +265,7 @@ func jobManager(args []string) error {
 
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, JobManager: jm, Log: log, OnClose: tables.Close,
+		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, Retracts: connectors.Retracts, JobManager: jm, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
 	if err != nil {
 		return err

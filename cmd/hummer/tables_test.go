@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -266,5 +267,113 @@ SELECT id, coalesce(name, '<null>'), coalesce(price::text, '<null>') FROM f ORDE
 		if err == nil || !strings.Contains(err.Error(), bad.code) {
 			t.Errorf("%s: %v, want %s", bad.sql, err, bad.code)
 		}
+	}
+}
+
+// A view over a stored table follows its INSERTs, UPDATEs and DELETEs: after
+// each of a random sequence of statements from several sessions, the view
+// comes to equal the same query run in batch (the reference: the batch
+// query's own answer over the same table).
+func TestViewFollowsTable(t *testing.T) {
+	addr := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, addr)
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		"CREATE TABLE f (k BIGINT PRIMARY KEY, g BIGINT, v BIGINT)",
+		"INSERT INTO f VALUES (1, 1, 10), (2, 2, 20), (3, 1, 30)",
+		"CREATE VIEW fv AS SELECT g, count(*) AS n, sum(v) AS s FROM f GROUP BY g",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rowsOf := func(q string) string {
+		t.Helper()
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out []string
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(vals...))
+		}
+		if rows.Err() != nil {
+			t.Fatalf("%s: %v", q, rows.Err())
+		}
+		return strings.Join(out, "; ")
+	}
+	converge := func(after string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			want := rowsOf("SELECT g, count(*), sum(v) FROM f GROUP BY g ORDER BY g")
+			got := rowsOf("SELECT g, n, s FROM fv ORDER BY g")
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %s: the view has %q, the query over the table %q", after, got, want)
+			}
+			time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
+	converge("CREATE VIEW")
+	const sessions, statements = 4, 15
+	cfg := pgxConfig(t, addr)
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for w := 0; w < sessions; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := pgx.ConnectConfig(ctx, cfg.Copy())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close(context.Background())
+			rnd := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := 0; i < statements; i++ {
+				var q string
+				switch rnd.IntN(4) {
+				case 0, 1:
+					k := 100 + w*1000 + i
+					q = fmt.Sprintf("INSERT INTO f VALUES (%d, %d, %d), (%d, %d, %d)", k, rnd.IntN(5), rnd.IntN(100), k+500, rnd.IntN(5), rnd.IntN(100))
+				case 2:
+					q = fmt.Sprintf("UPDATE f SET v = v + %d, g = (g + 1) %% 5 WHERE k %% 7 = %d", rnd.IntN(10), rnd.IntN(7))
+				default:
+					q = fmt.Sprintf("DELETE FROM f WHERE k %% 11 = %d", rnd.IntN(11))
+				}
+				if _, err := c.Exec(ctx, q); err != nil {
+					errs <- fmt.Errorf("%s: %w", q, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	converge("the concurrent statements")
+	// Statement by statement, from one session.
+	for _, q := range []string{
+		"INSERT INTO f VALUES (9001, 3, 1)",
+		"UPDATE f SET g = 4 WHERE g = 3",
+		"DELETE FROM f WHERE g = 4",
+		"TRUNCATE f",
+		"INSERT INTO f VALUES (1, 1, 1)",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		converge(q)
 	}
 }

@@ -51,6 +51,10 @@ type tableState struct {
 	// ndv are the distinct-value estimates of version ndvVersion, by column.
 	ndv        map[int]float64
 	ndvVersion int64
+	// followers counts the scans that follow the table's changes (Follow):
+	// while there are any, each commit records its changes (changes.go).
+	followers int
+	changes   []changeFile // recorded, oldest first, for pruning
 }
 
 // version is one committed state of a table: the segments that hold its rows.

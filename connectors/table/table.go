@@ -37,18 +37,10 @@
 package table
 
 import (
-	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
@@ -80,9 +72,26 @@ func Validate(c exec.ConnectorSpec) error {
 	return nil
 }
 
-// Register adds the table source to r.
+// ChangesName is the ENGINE under which a scan follows a table's changes (a
+// view over the table): an unbounded source of the table's rows, then of the
+// inserts and deletes of every later commit.
+const ChangesName = "hummer_changes"
+
+// ChangesSpec describes the changes connector, which the engine uses for views
+// over stored tables; no table is created with it.
+func ChangesSpec() *spec.Connector {
+	return &spec.Connector{
+		Name:        ChangesName,
+		URL:         "hummer://<table id>?follow=1 (set by the engine for a view over a table it stores)",
+		Description: "A stored table's rows, then the inserts and deletes of every later statement: what a view over the table reads.",
+		Source:      true,
+		Unbounded:   true,
+	}
+}
+
+// Register adds the table source to r, under both names.
 func Register(r *exec.Registry) {
-	r.RegisterSource(Name, func(c exec.ConnectorSpec) (exec.Source, error) {
+	factory := func(c exec.ConnectorSpec) (exec.Source, error) {
 		loc, err := parseURL(c.URL)
 		if err != nil {
 			return nil, err
@@ -91,15 +100,18 @@ func Register(r *exec.Registry) {
 			return nil, fmt.Errorf("%w: table URL %q has no pinned version (the planner pins one)", spec.ErrBadOption, c.URL)
 		}
 		return &source{loc: loc, spec: c}, nil
-	})
+	}
+	r.RegisterSource(Name, factory)
+	r.RegisterSource(ChangesName, factory)
 }
 
 // location is a parsed table URL: hummer://<id>, or, as the planner rewrites
-// it for a scan, hummer://<id>?dir=<table directory>&version=<n>.
+// it for a scan, hummer://<id>?dir=<table directory>&version=<n>[&follow=1].
 type location struct {
 	id      string
 	dir     string
 	version int64
+	follow  bool // after the version's rows, its changes (changes.go)
 }
 
 func parseURL(u string) (location, error) {
@@ -115,7 +127,7 @@ func parseURL(u string) (location, error) {
 	if err != nil {
 		return location{}, fmt.Errorf("%w: table URL %q: %v", spec.ErrBadOption, u, err)
 	}
-	loc := location{id: id, dir: q.Get("dir")}
+	loc := location{id: id, dir: q.Get("dir"), follow: q.Get("follow") == "1"}
 	if v := q.Get("version"); v != "" {
 		if loc.version, err = strconv.ParseInt(v, 10, 64); err != nil || loc.version <= 0 {
 			return location{}, fmt.Errorf("%w: table URL %q: bad version", spec.ErrBadOption, u)
@@ -145,109 +157,3 @@ func validID(id string) bool {
 	}
 	return true
 }
-
-// source scans one pinned version of a table: subtask i of n reads record
-// batches i, i+n, i+2n, ... of the version's segments in order, projected.
-type source struct {
-	loc  location
-	spec exec.ConnectorSpec
-	// segments are the version's files; share the global batch indexes this
-	// subtask reads.
-	segments []string
-	subtask  int
-	n        int
-	out      *arrow.Schema
-	cols     []int
-	alloc    memory.Allocator
-}
-
-var _ exec.Source = (*source)(nil)
-
-func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
-	v, err := readVersion(s.loc.dir, s.loc.version)
-	if err != nil {
-		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
-	}
-	for _, seg := range v.Segments {
-		s.segments = append(s.segments, filepath.Join(s.loc.dir, seg.File))
-	}
-	s.subtask, s.n = tc.Subtask, max(tc.Parallelism, 1)
-	s.alloc = tc.Alloc
-	if s.alloc == nil {
-		s.alloc = memory.DefaultAllocator
-	}
-	s.cols = s.spec.Columns
-	if s.cols == nil {
-		s.cols = make([]int, len(s.spec.Schema))
-		for i := range s.cols {
-			s.cols[i] = i
-		}
-	}
-	full := s.spec.Schema.Arrow()
-	fields := make([]arrow.Field, len(s.cols))
-	for i, c := range s.cols {
-		if c < 0 || c >= len(s.spec.Schema) {
-			return fmt.Errorf("table: projected column %d out of range for %d columns", c, len(s.spec.Schema))
-		}
-		fields[i] = full.Field(c)
-	}
-	s.out = arrow.NewSchema(fields, nil)
-	return nil
-}
-
-// Run emits this subtask's batches, each read from its segment file into
-// memory of the task's allocator (the page cache makes that a copy; the
-// batches a subtask skips are not read at all).
-func (s *source) Run(ctx context.Context, out exec.Collector) error {
-	next := 0 // the global index of the first batch of the current segment
-	for _, path := range s.segments {
-		n, err := s.segment(ctx, path, next, out)
-		if err != nil {
-			return err
-		}
-		next += n
-	}
-	return nil
-}
-
-// segment emits this subtask's batches of one segment, whose first batch has
-// global index first; it returns the segment's number of batches.
-func (s *source) segment(ctx context.Context, path string, first int, out exec.Collector) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	bad := func(err error) error {
-		return fmt.Errorf("%w: table %s: segment %s: %w", exec.ErrBadInput, s.loc.id, filepath.Base(path), err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, bad(err)
-	}
-	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(s.alloc))
-	if err != nil {
-		return 0, bad(err)
-	}
-	defer r.Close()
-	n := r.NumRecords()
-	for i := (s.subtask - first%s.n + s.n) % s.n; i < n; i += s.n {
-		rec, err := r.RecordBatchAt(i)
-		if err != nil {
-			return 0, bad(err)
-		}
-		cols := make([]arrow.Array, len(s.cols))
-		for j, c := range s.cols {
-			cols[j] = rec.Column(c)
-		}
-		proj := array.NewRecordBatch(s.out, cols, rec.NumRows())
-		rec.Release()
-		err = out.Collect(ctx, exec.Batch{Rec: proj})
-		proj.Release()
-		if err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
-}
-
-func (s *source) Close() error { return nil }

@@ -270,6 +270,7 @@ func (tx *Tx) commit() error {
 	cur := t.current
 	t.mu.Unlock()
 	next := &version{Version: cur.Version + 1, Segments: tx.written}
+	own := append([]segment(nil), tx.written...) // this Tx's rows, before any merge
 	if !tx.replace {
 		next.Segments = append(append([]segment{}, cur.Segments...), tx.written...)
 		merged, err := tx.mergeSmall(next.Segments)
@@ -306,7 +307,17 @@ func (tx *Tx) commit() error {
 			}
 		}
 	}
+	followed := t.followers > 0
 	t.mu.Unlock()
+	if followed {
+		var deleted []segment
+		if tx.replace {
+			deleted = cur.Segments
+		}
+		// The rows are committed whether or not their changes can be
+		// recorded; a follower that misses them fails on the gap.
+		t.recordChanges(next.Version, deleted, own)
+	}
 	removeFiles(t.dir, dead)
 	tx.written = nil
 	return nil

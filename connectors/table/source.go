@@ -1,0 +1,277 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+)
+
+// followPoll is how often a following scan looks for the next commit's
+// changes.
+const followPoll = 20 * time.Millisecond
+
+// source scans one pinned version of a table: subtask i of n reads record
+// batches i, i+n, i+2n, ... of the version's segments in order, projected.
+// Following (loc.follow, one subtask), it goes on with the changes of every
+// later commit, deletes as Delete rows, until cancelled.
+//
+// Its checkpointed position is the number of batches it has emitted: the
+// batches it emits are the same sequence on every run (a pinned version,
+// then numbered change sets), so a restored scan skips that many.
+type source struct {
+	loc  location
+	spec exec.ConnectorSpec
+	// segments are the version's files.
+	segments []string
+	subtask  int
+	n        int
+	out      *arrow.Schema
+	cols     []int
+	alloc    memory.Allocator
+	lock     *sync.Mutex // the task's checkpoint lock, if it takes checkpoints
+
+	emitted int64 // batches emitted (under lock)
+	skip    int64 // batches to skip before emitting, after a restore
+	deletes []exec.ChangeKind
+}
+
+var (
+	_ exec.Source       = (*source)(nil)
+	_ exec.Checkpointed = (*source)(nil)
+)
+
+func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
+	v, err := readVersion(s.loc.dir, s.loc.version)
+	if err != nil {
+		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+	}
+	for _, seg := range v.Segments {
+		s.segments = append(s.segments, filepath.Join(s.loc.dir, seg.File))
+	}
+	s.subtask, s.n = tc.Subtask, max(tc.Parallelism, 1)
+	s.alloc, s.lock = tc.Alloc, tc.CheckpointLock
+	if s.alloc == nil {
+		s.alloc = memory.DefaultAllocator
+	}
+	s.cols = s.spec.Columns
+	if s.cols == nil {
+		s.cols = make([]int, len(s.spec.Schema))
+		for i := range s.cols {
+			s.cols[i] = i
+		}
+	}
+	full := s.spec.Schema.Arrow()
+	fields := make([]arrow.Field, len(s.cols))
+	for i, c := range s.cols {
+		if c < 0 || c >= len(s.spec.Schema) {
+			return fmt.Errorf("table: projected column %d out of range for %d columns", c, len(s.spec.Schema))
+		}
+		fields[i] = full.Field(c)
+	}
+	s.out = arrow.NewSchema(fields, nil)
+	return nil
+}
+
+// Run emits this subtask's batches, each read from its segment file into
+// memory of the task's allocator (the page cache makes that a copy; the
+// batches a subtask skips are not read at all). A following scan emits the
+// version's rows and the changes committed by then before a checkpoint's
+// barrier can pass (it holds the checkpoint lock meanwhile), so a view over
+// the table is caught up by its first checkpoint.
+func (s *source) Run(ctx context.Context, out exec.Collector) error {
+	if s.loc.follow && s.subtask > 0 {
+		// One subtask follows, so that a row's delete comes after its
+		// insert; the others have nothing to read.
+		return nil
+	}
+	if s.loc.follow {
+		s.n = 1
+	}
+	if s.loc.follow && s.lock != nil {
+		s.lock.Lock()
+		defer func() {
+			if s.lock != nil {
+				s.lock.Unlock()
+			}
+		}()
+	}
+	next := 0 // the global index of the first batch of the current segment
+	for _, path := range s.segments {
+		n, err := s.emitFile(ctx, path, next, false, out)
+		if err != nil {
+			return err
+		}
+		next += n
+	}
+	if !s.loc.follow {
+		return nil
+	}
+	caughtUp := false
+	for v := s.loc.version + 1; ; {
+		cs, ok, err := readChanges(s.loc.dir, v)
+		if err != nil {
+			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+		}
+		if !ok {
+			if !caughtUp && s.lock != nil {
+				s.lock.Unlock() // from here on each change set goes out under the lock alone
+				caughtUp = true
+			}
+			if err := s.checkGap(v); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				if !caughtUp {
+					return ctx.Err()
+				}
+				s.lock = nil // not held
+				return ctx.Err()
+			case <-time.After(followPoll):
+			}
+			continue
+		}
+		if caughtUp && s.lock != nil {
+			s.lock.Lock()
+		}
+		err = s.emitChanges(ctx, cs, out)
+		if caughtUp && s.lock != nil {
+			s.lock.Unlock()
+		}
+		if err != nil {
+			if caughtUp {
+				s.lock = nil
+			}
+			return err
+		}
+		v++
+	}
+}
+
+// checkGap fails when version v committed without its changes recorded: a
+// later version exists (commits are serialised, and each records its
+// changes before the next begins), or they were pruned.
+func (s *source) checkGap(v int64) error {
+	last, err := latestVersion(s.loc.dir)
+	if err != nil {
+		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+	}
+	if last > v {
+		return fmt.Errorf("%w: table %s: the changes of its version %d are gone (kept %v); create the view again", exec.ErrBadInput, s.loc.id, v, changeRetention)
+	}
+	return nil
+}
+
+func (s *source) emitChanges(ctx context.Context, cs changeSet, out exec.Collector) error {
+	for _, f := range cs.Deleted {
+		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, true, out); err != nil {
+			return err
+		}
+	}
+	for _, f := range cs.Added {
+		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, false, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitFile emits this subtask's batches of one segment file, whose first
+// batch has global index first, as deletes with del; it returns the file's
+// number of batches. Batches a restore skips are counted, not emitted.
+func (s *source) emitFile(ctx context.Context, path string, first int, del bool, out exec.Collector) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	bad := func(err error) error {
+		return fmt.Errorf("%w: table %s: segment %s: %w", exec.ErrBadInput, s.loc.id, filepath.Base(path), err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, bad(err)
+	}
+	defer f.Close()
+	r, err := ipc.NewFileReader(f, ipc.WithAllocator(s.alloc))
+	if err != nil {
+		return 0, bad(err)
+	}
+	defer r.Close()
+	n := r.NumRecords()
+	for i := (s.subtask - first%s.n + s.n) % s.n; i < n; i += s.n {
+		if s.skip > 0 {
+			s.skip--
+			s.emitted++
+			continue
+		}
+		rec, err := r.RecordBatchAt(i)
+		if err != nil {
+			return 0, bad(err)
+		}
+		cols := make([]arrow.Array, len(s.cols))
+		for j, c := range s.cols {
+			cols[j] = rec.Column(c)
+		}
+		b := exec.Batch{Rec: array.NewRecordBatch(s.out, cols, rec.NumRows())}
+		rec.Release()
+		if del {
+			for len(s.deletes) < int(b.Rec.NumRows()) {
+				s.deletes = append(s.deletes, exec.Delete)
+			}
+			b.Ops = s.deletes[:b.Rec.NumRows()]
+		}
+		if err := s.collect(ctx, b, out); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// collect emits b and counts it; a bounded scan takes the checkpoint lock
+// around each batch (a following one holds it around whole change sets).
+func (s *source) collect(ctx context.Context, b exec.Batch, out exec.Collector) error {
+	if !s.loc.follow && s.lock != nil {
+		s.lock.Lock()
+		defer s.lock.Unlock()
+	}
+	err := out.Collect(ctx, b)
+	b.Rec.Release()
+	s.emitted++
+	return err
+}
+
+func (s *source) Close() error { return nil }
+
+// sourceState is the checkpointed position.
+type sourceState struct {
+	Version int64 `json:"version"` // the version scanned, to check a restore against
+	Emitted int64 `json:"emitted"`
+}
+
+// SnapshotState returns the position; the checkpoint lock is held.
+func (s *source) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	return json.Marshal(sourceState{Version: s.loc.version, Emitted: s.emitted})
+}
+
+// RestoreState makes Run skip the batches emitted before the checkpoint.
+func (s *source) RestoreState(ctx context.Context, data []byte) error {
+	var st sourceState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("table %s: restoring a scan: %w", s.loc.id, err)
+	}
+	if st.Version != s.loc.version {
+		return fmt.Errorf("table %s: the checkpoint is of a scan of version %d, this one reads version %d", s.loc.id, st.Version, s.loc.version)
+	}
+	s.skip, s.emitted = st.Emitted, 0
+	return nil
+}
