@@ -128,7 +128,7 @@ func runTables(ctx context.Context, cfg config, b bins, vers versions, work stri
 		{nameTabPostgres, pg.socketDir, strconv.Itoa(pg.port), "postgres", "postgres"},
 	}
 	rep.Contenders = []contenderReport{
-		{Name: nameTabHummer, Notes: "`hummer serve` (a table it stores: each statement fsyncs its segment file and the version that names it before it returns)"},
+		{Name: nameTabHummer, Notes: "`hummer serve` over TCP on loopback (it has no Unix socket), a table it stores: each statement fsyncs its segment file and the version that names it before it returns"},
 		{Name: nameTabPostgres, Notes: "PostgreSQL 15 (Debian's), a server of its own with its durable defaults (`fsync` and `synchronous_commit` on), `shared_buffers = 1GB`, `max_wal_size = 4GB`, over its Unix socket"},
 	}
 
@@ -138,15 +138,15 @@ func runTables(ctx context.Context, cfg config, b bins, vers versions, work stri
 		for _, i := range runOrder(len(targets), r) {
 			t := targets[i]
 			run := tablesCopyRun{Contender: t.name, Rep: r}
-			if _, err := t.psql(ctx, "DROP TABLE IF EXISTS load; CREATE TABLE load (id BIGINT, name TEXT, amount DECIMAL(12,2), day DATE)"); err != nil {
+			if _, err := t.psql(ctx, "DROP TABLE IF EXISTS copied; CREATE TABLE copied (id BIGINT, name TEXT, amount DECIMAL(12,2), day DATE)"); err != nil {
 				return 0, err
 			}
 			t0 := time.Now()
-			_, err := t.psql(ctx, fmt.Sprintf(`\copy load FROM '%s' WITH (FORMAT csv)`, data))
+			_, err := t.psql(ctx, fmt.Sprintf(`\copy copied FROM '%s' WITH (FORMAT csv)`, data))
 			run.WallS = round(time.Since(t0).Seconds(), 3)
 			if err == nil {
 				var got string
-				if got, err = t.psql(ctx, "SELECT count(*) || ' ' || sum(id) FROM load"); err == nil && got != fmt.Sprintf("%d %d", cfg.tablesRows, sumID) {
+				if got, err = t.psql(ctx, "SELECT count(*) || ' ' || sum(id) FROM copied"); err == nil && got != fmt.Sprintf("%d %d", cfg.tablesRows, sumID) {
 					err = fmt.Errorf("after the copy: count and sum of ids %q, want %d %d", got, cfg.tablesRows, sumID)
 				}
 			}
@@ -159,7 +159,7 @@ func runTables(ctx context.Context, cfg config, b bins, vers versions, work stri
 		}
 	}
 	for _, t := range targets {
-		t.psql(ctx, "DROP TABLE IF EXISTS load")
+		t.psql(ctx, "DROP TABLE IF EXISTS copied")
 	}
 
 	// Single-row INSERTs from pgbench, each table counted afterwards.
@@ -296,7 +296,7 @@ func (r *tablesReport) writeTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "contender\t\\copy s\tM rows/s\tINSERT tps (1)\tms (1)\tINSERT tps (16)\tms (16)\t")
 	for _, c := range r.Contenders {
-		fmt.Fprintf(tw, "%s\t%s\n", c.Name, r.cells(c.Name, "\t"))
+		fmt.Fprintf(tw, "%s\t%s\t\n", c.Name, r.cells(c.Name, "\t"))
 	}
 	tw.Flush()
 	for _, g := range r.Goals {
