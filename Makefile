@@ -30,7 +30,7 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/
+	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/ ./connectors/table/
 	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./wire/
 
 # WordCount against DuckDB, mawk and a hand-written Go counter, then 3 TaskManagers on

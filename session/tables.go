@@ -213,12 +213,12 @@ func (s *Session) deleteRows(ctx context.Context, t *sql.Table, q *sql.Query, te
 		return nil, err
 	}
 	defer tx.Rollback()
+	tx.Replace() // first: it waits for INSERTs committing in a group
 	id, _ := tableID(t)
 	before, err := s.e.tables.Rows(id)
 	if err != nil {
 		return nil, err
 	}
-	tx.Replace()
 	if q != nil {
 		if _, err := s.runInto(ctx, tx, q, text, false); err != nil {
 			return nil, err

@@ -35,8 +35,11 @@ type Store struct {
 // tableState is what the store knows of one table.
 type tableState struct {
 	id, dir string
-	// writer is held by the table's open Tx, if any.
-	writer sync.Mutex
+	// writer is held by the table's open Tx, if any; commitMu while a
+	// version is written and installed (a Tx's, or a group's: group.go).
+	writer   sync.Mutex
+	commitMu sync.Mutex
+	groups   groups
 
 	mu       sync.Mutex // guards what follows
 	current  *version

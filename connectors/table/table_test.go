@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -291,4 +294,142 @@ func files(t *testing.T, s *Store, id string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// Concurrent single-row INSERTs commit in groups: every acknowledged row is
+// there once, a key inserted by several writers is there once (the others
+// get 23505), and a writer that replaces the table meanwhile (rewriting it
+// as it is, as an UPDATE that changes nothing) loses none of them.
+func TestGroupCommit(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Create("t1")
+	const writers, each = 16, 30
+	var wg sync.WaitGroup
+	var dupOK, dupRefused atomic.Int64
+	errs := make(chan error, writers+1)
+	stop := make(chan struct{})
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if err := insertRows(s, fmt.Sprintf("%d:w%d", 1+w*1000+i, w)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			var ce *ConstraintError
+			switch err := insertRows(s, "0:dup"); {
+			case err == nil:
+				dupOK.Add(1)
+			case errors.As(err, &ce) && ce.Code == "23505":
+				dupRefused.Add(1)
+			default:
+				errs <- err
+			}
+		}()
+	}
+	var rewrites atomic.Int64
+	wg.Add(1)
+	go func() { // replaces the table by its own rows, over and over
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tx, err := s.Begin("t1", keyed)
+			if err != nil {
+				errs <- err
+				return
+			}
+			tx.Replace()
+			p, _ := s.Pin("t1")
+			rows := scanURL(t, p.URL, 1)
+			p.Release()
+			if len(rows) > 0 {
+				items := make([]string, len(rows))
+				for i, r := range rows {
+					items[i] = strings.Replace(r, "|", ":", 1)
+				}
+				rec := rows2(items...)
+				err = tx.Append(rec)
+				rec.Release()
+			}
+			if err == nil {
+				err = tx.Commit()
+			} else {
+				tx.Rollback()
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			rewrites.Add(1)
+		}
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for dupOK.Load()+dupRefused.Load() < writers && len(errs) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if dupOK.Load() != 1 || dupRefused.Load() != writers-1 {
+		t.Errorf("key 0: %d inserts succeeded and %d were refused, want 1 and %d", dupOK.Load(), dupRefused.Load(), writers-1)
+	}
+	got := scan(t, s, "t1", 2)
+	if len(got) != writers*each+1 {
+		t.Errorf("%d rows after %d inserts and a duplicate (%d rewrites meanwhile)", len(got), writers*each, rewrites.Load())
+	}
+	seen := map[string]bool{}
+	for _, r := range got {
+		id, _, _ := strings.Cut(r, "|")
+		if seen[id] {
+			t.Errorf("key %s twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+// insertRows inserts "id:name" rows in one Tx, without testing.T (for
+// goroutines).
+func insertRows(s *Store, items ...string) error {
+	tx, err := s.Begin("t1", keyed)
+	if err != nil {
+		return err
+	}
+	rec := rows2(items...)
+	defer rec.Release()
+	if err := tx.Append(rec); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// rows2 is rows without testing.T.
+func rows2(items ...string) arrow.RecordBatch {
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i, it := range items {
+		id, name, _ := strings.Cut(it, ":")
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		fmt.Fprintf(&sb, `{"id": %s, "name": %q}`, id, name)
+	}
+	sb.WriteString("]")
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema.Arrow(), strings.NewReader(sb.String()))
+	if err != nil {
+		panic(err)
+	}
+	return rec
 }

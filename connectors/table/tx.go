@@ -84,8 +84,13 @@ func (s *Store) Begin(id string, c Constraints) (*Tx, error) {
 }
 
 // Replace makes the Tx's rows replace the table's instead of adding to them
-// (UPDATE, DELETE, TRUNCATE). It must come before the first Append.
-func (tx *Tx) Replace() { tx.replace = true }
+// (UPDATE, DELETE, TRUNCATE). It must come before the first Append, and
+// before the caller reads the table: it waits until the rows of INSERTs
+// still committing in a group are in the table (group.go).
+func (tx *Tx) Replace() {
+	tx.replace = true
+	tx.t.waitGroups()
+}
 
 // Rows returns the number of rows appended so far.
 func (tx *Tx) Rows() int64 { return tx.rows }
@@ -244,7 +249,13 @@ func (tx *Tx) Commit() error {
 	if tx.done {
 		return fmt.Errorf("table %s: transaction already ended", tx.c.Table)
 	}
-	if err := tx.commit(); err != nil {
+	if tx.groupable() {
+		return tx.commitGrouped() // group.go
+	}
+	tx.t.commitMu.Lock()
+	err := tx.commit()
+	tx.t.commitMu.Unlock()
+	if err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -330,6 +341,12 @@ func (tx *Tx) Rollback() {
 		return
 	}
 	tx.done = true
+	tx.discard()
+	tx.t.writer.Unlock()
+}
+
+// discard drops the rows not committed and the files written for them.
+func (tx *Tx) discard() {
 	for _, r := range tx.pending {
 		r.Release()
 	}
@@ -342,7 +359,6 @@ func (tx *Tx) Rollback() {
 		os.Remove(filepath.Join(tx.t.dir, seg.File))
 	}
 	tx.written = nil
-	tx.t.writer.Unlock()
 }
 
 // mergeSmall rewrites the segments of fewer than BatchRows rows into full
