@@ -58,6 +58,43 @@ type tableState struct {
 	// while there are any, each commit records its changes (changes.go).
 	followers int
 	changes   []changeFile // recorded, oldest first, for pruning
+	// dirFile is the table's directory, open for its fsyncs (commitMu).
+	dirFile *os.File
+}
+
+// syncDir fsyncs the table's directory, kept open between commits. The
+// caller holds commitMu.
+func (t *tableState) syncDir() error {
+	if t.dirFile == nil {
+		d, err := os.Open(t.dir)
+		if err != nil {
+			return fmt.Errorf("table store: %w", err)
+		}
+		t.dirFile = d
+	}
+	if err := t.dirFile.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		t.dirFile.Close()
+		t.dirFile = nil
+		return fmt.Errorf("table store: %w", err)
+	}
+	return nil
+}
+
+// writeVersion commits v as the package's writeVersion does, its directory
+// synced through dirFile. The caller holds commitMu.
+func (t *tableState) writeVersion(v *version) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(t.dir, versionFile(v.Version)+".tmp")
+	if err := writeSynced(tmp, data); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(t.dir, versionFile(v.Version))); err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	return t.syncDir()
 }
 
 // version is one committed state of a table: the segments that hold its rows.
@@ -121,6 +158,12 @@ func (s *Store) Drop(id string) error {
 	delete(s.tables, id)
 	s.mu.Unlock()
 	if ok {
+		t.commitMu.Lock()
+		if t.dirFile != nil {
+			t.dirFile.Close()
+			t.dirFile = nil
+		}
+		t.commitMu.Unlock()
 		t.mu.Lock()
 		t.dropped = true
 		busy := len(t.pins) > 0

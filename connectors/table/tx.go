@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -292,10 +293,10 @@ func (tx *Tx) commit() error {
 	}
 	// The segments' directory entries are durable before the version that
 	// names them is.
-	if err := syncDir(t.dir); err != nil {
+	if err := t.syncDir(); err != nil {
 		return err
 	}
-	if err := writeVersion(t.dir, next); err != nil {
+	if err := t.writeVersion(next); err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -467,9 +468,11 @@ func concat(schema *arrow.Schema, recs []arrow.RecordBatch, alloc memory.Allocat
 	return rec, nil
 }
 
-// segmentWriter writes one new segment file.
+// segmentWriter writes one new segment file, through a buffer: the IPC
+// writer writes many small pieces.
 type segmentWriter struct {
 	f       *os.File
+	buf     *bufio.Writer
 	w       *ipc.FileWriter
 	name    string
 	rows    int64
@@ -486,13 +489,14 @@ func (t *tableState) newSegment(schema *arrow.Schema) (*segmentWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table store: %w", err)
 	}
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema))
+	buf := bufio.NewWriterSize(f, 32<<10)
+	w, err := ipc.NewFileWriter(buf, ipc.WithSchema(schema))
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("table store: %w", err)
 	}
-	return &segmentWriter{f: f, w: w, name: name}, nil
+	return &segmentWriter{f: f, buf: buf, w: w, name: name}, nil
 }
 
 func (w *segmentWriter) write(rec arrow.RecordBatch) error {
@@ -507,6 +511,9 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 // finish closes the file after fsyncing it.
 func (w *segmentWriter) finish() (segment, error) {
 	err := w.w.Close()
+	if err == nil {
+		err = w.buf.Flush()
+	}
 	if err == nil {
 		err = w.f.Sync()
 	}
