@@ -119,6 +119,11 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Registry != nil {
+		// The sink of continuous INSERTs into stored tables writes through
+		// this engine's store: it runs in the engine's own TaskManagers.
+		table.RegisterSink(cfg.Registry, tables)
+	}
 	est := cfg.EstimateRows
 	cat.SetRowEstimator(func(t *sql.Table) (float64, bool) {
 		if t.IsStored() {
@@ -328,13 +333,10 @@ func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string
 	case *sql.Query:
 		return s.query(ctx, st, text)
 	case *sql.Insert:
-		if st.Table.IsStored() {
-			if planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded) {
-				return nil, sql.Errorf(sql.ErrUnsupported, 0, "a continuous INSERT into a table Hummer stores is not supported yet: write the stream to a connector's table, or keep its result in a view")
-			}
+		if st.Table.IsStored() && !planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded) {
 			return s.insertStored(ctx, st, text)
 		}
-		return s.insert(ctx, st, text)
+		return s.insert(ctx, st, text) // a continuous job: into a stored table, its sink (connectors/table/sink.go)
 	case *sql.Update:
 		return s.update(ctx, st, text)
 	case *sql.Delete:

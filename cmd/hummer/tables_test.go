@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // Many sessions write one stored table at once, with single-row INSERTs
@@ -375,5 +377,122 @@ func TestViewFollowsTable(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 		converge(q)
+	}
+}
+
+// Continuous jobs from Kafka into stored tables, one with a PRIMARY KEY (word
+// counts, upserted by word) and one without (every line appended), with
+// `hummer serve` killed with -9 while lines arrive: after the restart the
+// tables hold each word's count (a hand count of the lines produced) and
+// every line exactly once, as batch queries over them read them.
+func TestKafkaIntoStoredTable(t *testing.T) {
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "words"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	kaddr := broker.ListenAddrs()[0]
+	bin := buildHummer(t)
+	addr := freeAddr(t)
+	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", filepath.Join(t.TempDir(), "data"), "--checkpoint-interval", "200ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	connect := func() *pgx.Conn {
+		t.Helper()
+		waitUntil(t, "PostgreSQL port", srv.exited, func() bool {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+		return connectPgx(t, ctx, addr)
+	}
+	conn := connect()
+	for _, q := range []string{
+		fmt.Sprintf("CREATE TABLE feed (line TEXT) ENGINE=kafka CONNECTION='kafka://%s/words?group=counter'", kaddr),
+		"CREATE TABLE counts (word TEXT, n BIGINT, PRIMARY KEY (word))",
+		"INSERT INTO counts SELECT word, count(*) FROM (SELECT unnest(string_split(line, ' ')) AS word FROM feed) AS t GROUP BY word",
+		// The same lines, appended to a table without a key: a line
+		// committed twice, or lost, changes its count.
+		fmt.Sprintf("CREATE TABLE feed2 (line TEXT) ENGINE=kafka CONNECTION='kafka://%s/words?group=copier'", kaddr),
+		"CREATE TABLE seen (line TEXT)",
+		"INSERT INTO seen SELECT line FROM feed2",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	want := map[string]int64{}
+	produced := 0
+	produce := func(from, to int) {
+		t.Helper()
+		w := &kafka.Writer{Addr: kafka.TCP(kaddr), Topic: "words", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond}
+		defer w.Close()
+		var msgs []kafka.Message
+		for i := from; i < to; i++ {
+			line := fmt.Sprintf("w%d w%d common", i%7, i%3)
+			for _, word := range strings.Fields(line) {
+				want[word]++
+			}
+			produced++
+			msgs = append(msgs, kafka.Message{Value: []byte(line)})
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	matches := func(c *pgx.Conn) bool {
+		var lines int64
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM seen").Scan(&lines); err != nil || lines != int64(produced) {
+			return false
+		}
+		rows, err := c.Query(ctx, "SELECT word, n FROM counts")
+		if err != nil {
+			return false
+		}
+		got := map[string]int64{}
+		for rows.Next() {
+			var w string
+			var n int64
+			if rows.Scan(&w, &n) == nil {
+				got[w] = n
+			}
+		}
+		if rows.Err() != nil || len(got) != len(want) {
+			return false
+		}
+		for w, n := range want {
+			if got[w] != n {
+				return false
+			}
+		}
+		return true
+	}
+	produce(0, 300)
+	waitUntil(t, "the first lines' counts in the table", srv.exited, func() bool { return matches(conn) })
+	produce(300, 2000)
+	srv.kill(t)
+	conn.Close(context.Background())
+	produce(2000, 2500)
+	srv.start(t)
+	conn = connect()
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(60 * time.Second)
+	for !matches(conn) {
+		if time.Now().After(deadline) {
+			rows, _ := conn.Query(ctx, "SELECT word, n FROM counts ORDER BY word")
+			var got []string
+			for rows.Next() {
+				var w string
+				var n int64
+				rows.Scan(&w, &n)
+				got = append(got, fmt.Sprintf("%s=%d", w, n))
+			}
+			var lines int64
+			conn.QueryRow(ctx, "SELECT count(*) FROM seen").Scan(&lines)
+			t.Fatalf("after the kill: counts has %v, want %v; seen has %d lines, want %d", got, want, lines, produced)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
 	}
 }

@@ -101,6 +101,9 @@ func (t *tableState) writeVersion(v *version) error {
 type version struct {
 	Version  int64     `json:"version"`
 	Segments []segment `json:"segments"`
+	// Sinks are, by sink (a continuous job's subtask), the last checkpoint
+	// whose changes a version committed (sink.go).
+	Sinks map[string]int64 `json:"sinks,omitempty"`
 }
 
 type segment struct {

@@ -55,8 +55,10 @@ func Spec() *spec.Connector {
 	return &spec.Connector{
 		Name:        Name,
 		URL:         "hummer://<table id> (assigned by CREATE TABLE)",
-		Description: "A table Hummer stores in its data directory: written by INSERT, UPDATE, DELETE and COPY, read as a bounded source of its rows.",
+		Description: "A table Hummer stores in its data directory: written by INSERT, UPDATE, DELETE and COPY, read as a bounded source of its rows; a continuous job's sink, upserting by its PRIMARY KEY.",
 		Source:      true,
+		Sink:        true,
+		Upsert:      true,
 	}
 }
 

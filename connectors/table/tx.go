@@ -67,6 +67,10 @@ type Tx struct {
 	keys        map[string]struct{} // the keys of this Tx's rows
 	keyBuf      []byte
 	done        bool
+	// sinkName, if set, is the sink whose checkpoint sinkCheckpoint the Tx
+	// commits (version.Sinks).
+	sinkName       string
+	sinkCheckpoint int64
 }
 
 // Begin starts a write to table id, waiting for the table's previous writer
@@ -282,6 +286,15 @@ func (tx *Tx) commit() error {
 	cur := t.current
 	t.mu.Unlock()
 	next := &version{Version: cur.Version + 1, Segments: tx.written}
+	if len(cur.Sinks) > 0 || tx.sinkName != "" {
+		next.Sinks = map[string]int64{}
+		for k, v := range cur.Sinks {
+			next.Sinks[k] = v
+		}
+		if tx.sinkName != "" {
+			next.Sinks[tx.sinkName] = tx.sinkCheckpoint
+		}
+	}
 	own := append([]segment(nil), tx.written...) // this Tx's rows, before any merge
 	if !tx.replace {
 		next.Segments = append(append([]segment{}, cur.Segments...), tx.written...)
