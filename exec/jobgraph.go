@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -31,6 +32,11 @@ type ConnectorSpec struct {
 	// Columns, when not nil, are the positions in Schema the query reads
 	// (projection push-down); the source emits only these, in this order.
 	Columns []int `json:"columns,omitempty"`
+	// Filter, when set, is a condition over Schema's positions that every row
+	// the query keeps satisfies: a source may skip input it knows fails it
+	// (a stored table's segments whose value ranges cannot match), but need
+	// not; the query filters its rows either way.
+	Filter *expr.Expr `json:"filter,omitempty"`
 	// Key are the positions in Schema of the table's PRIMARY KEY: a sink
 	// upserts rows by that key (a Delete removes the key) instead of appending
 	// them, and a source reads its input as keyed (a Kafka tombstone is a key's

@@ -145,6 +145,36 @@ func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
 	return n.ID
 }
 
+// scan builds the source of a table; filter, if set, is the condition of the
+// Filter right above it, passed to a stored table's source as a hint
+// (exec.ConnectorSpec.Filter) over the table's own positions.
+func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
+	if p.Table.IsView() {
+		return b.view(p)
+	}
+	key := p.Table.KeyColumns()
+	if len(key) > 0 && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {
+		return b.changelog(p, key), nil
+	}
+	spec := exec.ConnectorSpec{Connector: p.Table.Engine, URL: p.Table.Connection,
+		Schema: p.Table.Columns, Columns: p.Columns, Key: key}
+	if filter != nil && p.Table.IsStored() {
+		m := map[int]int{}
+		for _, c := range filter.Columns(nil) {
+			m[c] = c
+			if p.Columns != nil {
+				m[c] = p.Columns[c]
+			}
+		}
+		spec.Filter = filter.Remap(m)
+	}
+	label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
+	op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: p.Schema()}
+	node := b.add(op, b.opts.Parallelism, 0)
+	b.updates[node] = b.opts.Retracts != nil && b.opts.Retracts(p.Table.Engine)
+	return node, nil
+}
+
 // forward adds a one-input operator running beside its input.
 func (b *builder) forward(from int, kind, label string, cfg any, out types.Schema) int {
 	op := exec.OperatorSpec{Kind: kind, Label: label, Config: exec.MustConfig(cfg), Out: out}
@@ -154,20 +184,7 @@ func (b *builder) forward(from int, kind, label string, cfg any, out types.Schem
 func (b *builder) build(p sql.Plan) (int, error) {
 	switch p := p.(type) {
 	case *sql.Scan:
-		if p.Table.IsView() {
-			return b.view(p)
-		}
-		key := p.Table.KeyColumns()
-		if len(key) > 0 && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {
-			return b.changelog(p, key), nil
-		}
-		spec := exec.ConnectorSpec{Connector: p.Table.Engine, URL: p.Table.Connection,
-			Schema: p.Table.Columns, Columns: p.Columns, Key: key}
-		label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
-		op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: p.Schema()}
-		node := b.add(op, b.opts.Parallelism, 0)
-		b.updates[node] = b.opts.Retracts != nil && b.opts.Retracts(p.Table.Engine)
-		return node, nil
+		return b.scan(p, nil)
 
 	case *sql.Values:
 		rows := make([][]types.Value, len(p.Rows))
@@ -197,7 +214,13 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			}
 			return b.pass(from, b.forward(from, "filter", "filter "+rest.String(), operators.FilterConfig{Cond: rest}, p.Schema())), nil
 		}
-		from, err := b.build(p.Input)
+		var from int
+		var err error
+		if scan, ok := p.Input.(*sql.Scan); ok {
+			from, err = b.scan(scan, cond)
+		} else {
+			from, err = b.build(p.Input)
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/sql"
@@ -88,4 +90,36 @@ func TestPlanner(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// A filter right over a scan of a stored table goes to its source as a hint,
+// over the table's own column positions (the scan reads only some).
+func TestStoredScanFilterHint(t *testing.T) {
+	tbl := &sql.Table{Name: "r", Engine: sql.StoredEngine, Connection: "hummer://r-1",
+		Columns: types.Schema{{Name: "note", Type: types.StringType}, {Name: "id", Type: types.Int64Type}}}
+	scan := &sql.Scan{Table: tbl, Columns: []int{1}}
+	cond := expr.Call("=", types.BoolType, expr.Column(0, types.Int64Type, "id"), expr.Literal(types.IntValue(5)))
+	sg, err := Build(&sql.Filter{Input: scan, Cond: cond}, Options{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec exec.ConnectorSpec
+	if err := json.Unmarshal(sg.Nodes[0].Op.Config, &spec); err != nil {
+		t.Fatal(err)
+	}
+	if f := spec.Filter; f == nil || f.Func != "=" || f.Args[0].Kind != expr.KindColumn || f.Args[0].Col != 1 {
+		t.Errorf("the source's filter hint is %+v, want id (table column 1) = 5", spec.Filter)
+	}
+	// Not for a connector's table.
+	file := *tbl
+	file.Engine, file.Connection = "file", "file:///x.csv?format=csv"
+	sg, err = Build(&sql.Filter{Input: &sql.Scan{Table: &file, Columns: []int{1}}, Cond: cond}, Options{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec = exec.ConnectorSpec{}
+	json.Unmarshal(sg.Nodes[0].Op.Config, &spec)
+	if spec.Filter != nil {
+		t.Errorf("a file table's source got a filter hint: %v", spec.Filter)
+	}
 }

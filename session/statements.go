@@ -172,6 +172,12 @@ func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
 // resumed from them when the engine restarts.
 func (s *Session) insert(ctx context.Context, st *sql.Insert, text string) (*Result, error) {
 	t := st.Table
+	if t.IsStored() && s.e.cfg.JobManager != nil {
+		// The table sink writes through this process's store
+		// (connectors/table/sink.go), which TaskManagers of other
+		// processes do not have.
+		return nil, sql.Errorf(sql.ErrUnsupported, 0, "a continuous INSERT into a table Hummer stores runs on hummer serve, not on a cluster of TaskManager processes: write the stream to a connector's table (Kafka, say)")
+	}
 	sink := sinkSpec(t)
 	_, jg, pins, err := s.plan(ctx, st.Query, &sink)
 	if err != nil {

@@ -57,6 +57,9 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
 	}
 	for _, seg := range v.Segments {
+		if !mayMatch(s.spec.Filter, seg.Ranges) { // prune.go
+			continue
+		}
 		s.segments = append(s.segments, filepath.Join(s.loc.dir, seg.File))
 	}
 	s.subtask, s.n = tc.Subtask, max(tc.Parallelism, 1)

@@ -109,6 +109,11 @@ type version struct {
 type segment struct {
 	File string `json:"file"`
 	Rows int64  `json:"rows"`
+	// Ranges are, per column (nil for one without), the least and greatest
+	// of its non-NULL values, for bigint, timestamp and date columns: a scan
+	// whose filter no value in range can satisfy skips the segment
+	// (prune.go).
+	Ranges []*valueRange `json:"ranges,omitempty"`
 }
 
 func (v *version) rows() int64 {

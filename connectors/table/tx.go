@@ -490,6 +490,7 @@ type segmentWriter struct {
 	name    string
 	rows    int64
 	batches int
+	ranges  []*valueRange // per column, as segment.Ranges
 }
 
 // newSegment starts the table's next segment file.
@@ -518,6 +519,7 @@ func (w *segmentWriter) write(rec arrow.RecordBatch) error {
 	}
 	w.rows += rec.NumRows()
 	w.batches++
+	w.ranges = widenRanges(w.ranges, rec)
 	return nil
 }
 
@@ -537,7 +539,7 @@ func (w *segmentWriter) finish() (segment, error) {
 		os.Remove(w.f.Name())
 		return segment{}, fmt.Errorf("table store: %s: %w", w.name, err)
 	}
-	return segment{File: w.name, Rows: w.rows}, nil
+	return segment{File: w.name, Rows: w.rows, Ranges: w.ranges}, nil
 }
 
 func (w *segmentWriter) abort() {
