@@ -172,6 +172,18 @@ func (s *Session) authorize(stmt sql.Statement) (*sql.User, error) {
 	switch st := stmt.(type) {
 	case *sql.Query:
 		err = reads(st)
+	case *sql.RecursiveQuery:
+		for _, r := range st.Recursions {
+			if err = reads(&sql.Query{Plan: r.Base}); err == nil {
+				err = reads(&sql.Query{Plan: r.Step})
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = reads(st.Main)
+		}
 	case *sql.Explain:
 		err = reads(st.Query)
 	case *sql.Insert:

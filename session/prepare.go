@@ -209,6 +209,16 @@ func planExprs(stmt sql.Statement, fn func(**expr.Expr) error) error {
 	switch st := stmt.(type) {
 	case *sql.Query:
 		return walk(st.Plan)
+	case *sql.RecursiveQuery:
+		for _, r := range st.Recursions {
+			if err := walk(r.Base); err != nil {
+				return err
+			}
+			if err := walk(r.Step); err != nil {
+				return err
+			}
+		}
+		return walk(st.Main.Plan)
 	case *sql.Explain:
 		return walk(st.Query.Plan)
 	case *sql.Insert:
@@ -241,6 +251,8 @@ func resultSchema(stmt sql.Statement) types.Schema {
 	switch st := stmt.(type) {
 	case *sql.Query:
 		return st.Plan.Schema()
+	case *sql.RecursiveQuery:
+		return st.Main.Plan.Schema()
 	case *sql.Explain:
 		return explainSchema
 	case *sql.ShowTables:

@@ -332,6 +332,8 @@ func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string
 		return s.explain(ctx, st, text)
 	case *sql.Query:
 		return s.query(ctx, st, text)
+	case *sql.RecursiveQuery:
+		return s.recursive(ctx, st, text)
 	case *sql.Insert:
 		if st.Table.IsStored() && !planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded) {
 			return s.insertStored(ctx, st, text)

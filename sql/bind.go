@@ -44,6 +44,9 @@ func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 	}
 	switch s := stmt.(type) {
 	case *ast.SelectStmt:
+		if s.With != nil && s.With.IsRecursive {
+			return b.bindRecursive(s)
+		}
 		p, err := b.bindQuery(s)
 		if err != nil {
 			return nil, err

@@ -17,6 +17,9 @@ type cte struct {
 	query   ast.ResultSetNode // *ast.SelectStmt or *ast.SetOprStmt
 	cols    []string          // its column list, if written
 	visible int               // how many of the binder's ctes it sees
+	// work, for a recursive WITH query, is the rows a reference reads
+	// (bind_recursive.go), instead of binding query.
+	work *WorkTable
 }
 
 // pushWith makes w's queries visible and returns the function that hides
@@ -63,6 +66,9 @@ func (b *binder) lookupCTE(name string) (*cte, bool) {
 
 // bindCTE binds a reference to a WITH query.
 func (b *binder) bindCTE(c *cte) (Plan, error) {
+	if c.work != nil {
+		return workRef(c.work), nil
+	}
 	saved := b.ctes
 	b.ctes = append([]*cte(nil), b.ctes[:c.visible]...)
 	defer func() { b.ctes = saved }()

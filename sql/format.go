@@ -41,6 +41,8 @@ func describeNode(p Plan) string {
 			cols = "[" + strings.Join(names, ", ") + "]"
 		}
 		return fmt.Sprintf("Scan %s engine=%s columns=%s -> %s", p.Table.Name, p.Table.Engine, cols, schemaText(p.Schema()))
+	case *WorkTable:
+		return fmt.Sprintf("WorkTable %s -> %s", p.Name, schemaText(p.Out))
 	case *Values:
 		rows := make([]string, len(p.Rows))
 		for i, r := range p.Rows {

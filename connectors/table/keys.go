@@ -6,6 +6,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // appendKey appends to buf the encoding of row's values in cols: equal keys
@@ -48,4 +51,46 @@ func appendKey(buf []byte, rec arrow.RecordBatch, cols []int, row int) []byte {
 		}
 	}
 	return buf
+}
+
+// NewRows returns the rows of rec whose values (all columns, NULLs equal to
+// each other, as a set operation takes them) seen lacks, adding them: nil
+// when every row is new.
+func NewRows(rec arrow.RecordBatch, seen map[string]bool) []int32 {
+	cols := make([]int, rec.NumCols())
+	for i := range cols {
+		cols[i] = i
+	}
+	var keep []int32
+	all := true
+	var buf []byte
+	for row := 0; row < int(rec.NumRows()); row++ {
+		buf = buf[:0]
+		for _, c := range cols {
+			if rec.Column(c).IsNull(row) {
+				buf = append(buf, 0)
+				continue
+			}
+			buf = append(buf, 1)
+			buf = appendKey(buf, rec, []int{c}, row)
+		}
+		if seen[string(buf)] {
+			all = false
+			continue
+		}
+		seen[string(buf)] = true
+		keep = append(keep, int32(row))
+	}
+	if all {
+		return nil
+	}
+	if keep == nil {
+		keep = []int32{}
+	}
+	return keep
+}
+
+// Gather returns the rows idx of rec.
+func Gather(rec arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
+	return vector.GatherRecord(memory.DefaultAllocator, rec, idx)
 }
