@@ -548,7 +548,11 @@ func rewriteFullJoin(stmt []token, f *dialectFacts) []token {
 			}
 		}
 		if on < 0 {
-			continue // USING or NATURAL: the parser reports FULL
+			// USING or NATURAL, which the parser would read with FULL as
+			// the left table's alias: a fact no ON condition claims, so
+			// the binder refuses the statement rather than inner-join.
+			f.fullJoin[stmt[i].pos] = true
+			continue
 		}
 		cond := on + 1
 		for cond < len(stmt) && stmt[cond].kind == tokSpace {
