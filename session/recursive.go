@@ -7,8 +7,10 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/connectors/table"
+	"github.com/hummer-db/hummer/exec/vector"
 	"github.com/hummer-db/hummer/sql"
 )
 
@@ -130,7 +132,7 @@ func distinctNew(batches []arrow.RecordBatch, seen map[string]bool) []arrow.Reco
 		case len(keep) == 0:
 			rec.Release()
 		default:
-			g, err := table.Gather(rec, keep)
+			g, err := vector.GatherRecord(memory.DefaultAllocator, rec, keep)
 			rec.Release()
 			if err == nil {
 				out = append(out, g)

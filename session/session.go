@@ -355,11 +355,7 @@ func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string
 
 // valuesResult answers with rows computed here rather than by a job.
 func (s *Session) valuesResult(tag string, schema types.Schema, rows [][]types.Value) (*Result, error) {
-	alloc := s.e.cfg.Alloc
-	if alloc == nil {
-		alloc = memory.DefaultAllocator
-	}
-	rec, err := operators.ValuesRecord(alloc, schema, rows)
+	rec, err := operators.ValuesRecord(s.alloc(), schema, rows)
 	if err != nil {
 		return nil, err
 	}

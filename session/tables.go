@@ -322,6 +322,7 @@ func constantRows(p sql.Plan, alloc memory.Allocator) (arrow.RecordBatch, bool, 
 	return rec, true, err
 }
 
+// alloc is the allocator of the rows the session makes itself.
 func (s *Session) alloc() memory.Allocator {
 	if s.e.cfg.Alloc != nil {
 		return s.e.cfg.Alloc

@@ -90,17 +90,7 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", data)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	connect := func() *pgx.Conn {
-		t.Helper()
-		waitUntil(t, "PostgreSQL port", srv.exited, func() bool {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		})
-		return connectPgx(t, ctx, addr)
-	}
+	connect := func() *pgx.Conn { return connectWhenUp(t, ctx, srv, addr) }
 	conn := connect()
 	if _, err := conn.Exec(ctx, "CREATE TABLE k (b BIGINT, i BIGINT, PRIMARY KEY (b, i))"); err != nil {
 		t.Fatal(err)
@@ -397,17 +387,7 @@ func TestKafkaIntoStoredTable(t *testing.T) {
 	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", filepath.Join(t.TempDir(), "data"), "--checkpoint-interval", "200ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	connect := func() *pgx.Conn {
-		t.Helper()
-		waitUntil(t, "PostgreSQL port", srv.exited, func() bool {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		})
-		return connectPgx(t, ctx, addr)
-	}
+	connect := func() *pgx.Conn { return connectWhenUp(t, ctx, srv, addr) }
 	conn := connect()
 	for _, q := range []string{
 		fmt.Sprintf("CREATE TABLE feed (line TEXT) ENGINE=kafka CONNECTION='kafka://%s/words?group=counter'", kaddr),
@@ -495,4 +475,18 @@ func TestKafkaIntoStoredTable(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
 	}
+}
+
+// connectWhenUp connects to srv's PostgreSQL port at addr once it accepts
+// connections (after a start or a restart).
+func connectWhenUp(t *testing.T, ctx context.Context, srv *killable, addr string) *pgx.Conn {
+	t.Helper()
+	waitUntil(t, "PostgreSQL port", srv.exited, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return connectPgx(t, ctx, addr)
 }

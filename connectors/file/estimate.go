@@ -25,11 +25,16 @@ func EstimateRows(c exec.ConnectorSpec) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
+	return rowsOf(sample, size), true
+}
+
+// rowsOf estimates a file's rows from its size and the lines of its sample.
+func rowsOf(sample []byte, size int64) float64 {
 	if len(sample) == 0 {
-		return 1, true
+		return 1
 	}
 	lines := bytes.Count(sample, []byte{'\n'})
-	return float64(size) * float64(lines) / float64(len(sample)), true
+	return float64(size) * float64(lines) / float64(len(sample))
 }
 
 // EstimateDistinct estimates the distinct values of column col of a file
@@ -43,14 +48,11 @@ func EstimateDistinct(c exec.ConnectorSpec, col int) (float64, bool) {
 	if err != nil || col < 0 || col >= len(cfg.schema) {
 		return 0, false
 	}
-	rows, ok := EstimateRows(c)
+	sample, size, ok := readSample(cfg.path)
 	if !ok {
 		return 0, false
 	}
-	sample, _, ok := readSample(cfg.path)
-	if !ok {
-		return 0, false
-	}
+	rows := rowsOf(sample, size)
 	seen := map[string]bool{}
 	n := 0
 	switch cfg.format {

@@ -6,9 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // appendKey appends to buf the encoding of row's values in cols: equal keys
@@ -88,9 +85,4 @@ func NewRows(rec arrow.RecordBatch, seen map[string]bool) []int32 {
 		keep = []int32{}
 	}
 	return keep
-}
-
-// Gather returns the rows idx of rec.
-func Gather(rec arrow.RecordBatch, idx []int32) (arrow.RecordBatch, error) {
-	return vector.GatherRecord(memory.DefaultAllocator, rec, idx)
 }

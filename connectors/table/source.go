@@ -101,13 +101,24 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	if s.loc.follow {
 		s.n = 1
 	}
-	if s.loc.follow && s.lock != nil {
-		s.lock.Lock()
-		defer func() {
-			if s.lock != nil {
-				s.lock.Unlock()
-			}
-		}()
+	// A following scan holds the checkpoint lock from its snapshot through
+	// the changes there are by then; then around each change set alone.
+	held := false
+	lock := func() {
+		if s.lock != nil && !held {
+			s.lock.Lock()
+			held = true
+		}
+	}
+	unlock := func() {
+		if held {
+			s.lock.Unlock()
+			held = false
+		}
+	}
+	defer unlock()
+	if s.loc.follow {
+		lock()
 	}
 	next := 0 // the global index of the first batch of the current segment
 	for _, path := range s.segments {
@@ -127,36 +138,24 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
 		}
 		if !ok {
-			if !caughtUp && s.lock != nil {
-				s.lock.Unlock() // from here on each change set goes out under the lock alone
-				caughtUp = true
-			}
+			caughtUp = true
+			unlock()
 			if err := s.checkGap(v); err != nil {
 				return err
 			}
 			select {
 			case <-ctx.Done():
-				if !caughtUp {
-					return ctx.Err()
-				}
-				s.lock = nil // not held
 				return ctx.Err()
 			case <-time.After(followPoll):
 			}
 			continue
 		}
-		if caughtUp && s.lock != nil {
-			s.lock.Lock()
-		}
-		err = s.emitChanges(ctx, cs, out)
-		if caughtUp && s.lock != nil {
-			s.lock.Unlock()
-		}
-		if err != nil {
-			if caughtUp {
-				s.lock = nil
-			}
+		lock()
+		if err := s.emitChanges(ctx, cs, out); err != nil {
 			return err
+		}
+		if caughtUp {
+			unlock()
 		}
 		v++
 	}

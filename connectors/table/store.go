@@ -80,22 +80,9 @@ func (t *tableState) syncDir() error {
 	return nil
 }
 
-// writeVersion commits v as the package's writeVersion does, its directory
-// synced through dirFile. The caller holds commitMu.
-func (t *tableState) writeVersion(v *version) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(t.dir, versionFile(v.Version)+".tmp")
-	if err := writeSynced(tmp, data); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(t.dir, versionFile(v.Version))); err != nil {
-		return fmt.Errorf("table store: %w", err)
-	}
-	return t.syncDir()
-}
+// writeVersion commits v through the table's open directory (writeVersion).
+// The caller holds commitMu.
+func (t *tableState) writeVersion(v *version) error { return writeVersion(t.dir, v, t.syncDir) }
 
 // version is one committed state of a table: the segments that hold its rows.
 type version struct {
@@ -149,7 +136,7 @@ func (s *Store) Create(id string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
-	if err := writeVersion(dir, &version{Version: 1}); err != nil {
+	if err := writeVersion(dir, &version{Version: 1}, func() error { return syncDir(dir) }); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -390,9 +377,9 @@ func readVersion(dir string, n int64) (*version, error) {
 }
 
 // writeVersion commits v: its file is written under a temporary name,
-// fsynced, renamed into place and the directory fsynced, so that the version
-// exists whole or not at all.
-func writeVersion(dir string, v *version) error {
+// fsynced, renamed into place and the directory fsynced (by syncDir), so
+// that the version exists whole or not at all.
+func writeVersion(dir string, v *version, syncDir func() error) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -404,7 +391,7 @@ func writeVersion(dir string, v *version) error {
 	if err := os.Rename(tmp, filepath.Join(dir, versionFile(v.Version))); err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
-	return syncDir(dir)
+	return syncDir()
 }
 
 func writeSynced(path string, data []byte) error {

@@ -30,25 +30,7 @@ var keyed = Constraints{Table: "t", Schema: schema, Key: []int{0}}
 // rows builds a batch of (id, name) rows from "1:a" items; "2:" is a NULL name.
 func rows(t *testing.T, items ...string) arrow.RecordBatch {
 	t.Helper()
-	var sb strings.Builder
-	sb.WriteString("[")
-	for i, it := range items {
-		id, name, _ := strings.Cut(it, ":")
-		if i > 0 {
-			sb.WriteString(",")
-		}
-		n := "null"
-		if name != "" {
-			n = fmt.Sprintf("%q", name)
-		}
-		fmt.Fprintf(&sb, `{"id": %s, "name": %s}`, id, n)
-	}
-	sb.WriteString("]")
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema.Arrow(), strings.NewReader(sb.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return rows2(items...)
 }
 
 // scan reads table id as parallelism subtasks would, through the registered
@@ -416,7 +398,7 @@ func insertRows(s *Store, items ...string) error {
 	return tx.Commit()
 }
 
-// rows2 is rows without testing.T.
+// rows2 is rows without testing.T (for goroutines); it panics on a bad item.
 func rows2(items ...string) arrow.RecordBatch {
 	var sb strings.Builder
 	sb.WriteString("[")
@@ -425,7 +407,11 @@ func rows2(items ...string) arrow.RecordBatch {
 		if i > 0 {
 			sb.WriteString(",")
 		}
-		fmt.Fprintf(&sb, `{"id": %s, "name": %q}`, id, name)
+		n := "null"
+		if name != "" {
+			n = fmt.Sprintf("%q", name)
+		}
+		fmt.Fprintf(&sb, `{"id": %s, "name": %s}`, id, n)
 	}
 	sb.WriteString("]")
 	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema.Arrow(), strings.NewReader(sb.String()))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -416,7 +417,7 @@ func (tx *Tx) mergeSmall(segs []segment) ([]segment, error) {
 func (s *Store) keysOf(t *tableState, c Constraints) (map[string]struct{}, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.keys != nil && slicesEqual(t.keyCols, c.Key) {
+	if t.keys != nil && slices.Equal(t.keyCols, c.Key) {
 		return t.keys, nil
 	}
 	keys := map[string]struct{}{}
@@ -435,18 +436,6 @@ func (s *Store) keysOf(t *tableState, c Constraints) (map[string]struct{}, error
 	}
 	t.keys, t.keyCols = keys, append([]int(nil), c.Key...)
 	return keys, nil
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // concat joins records of one schema into one.

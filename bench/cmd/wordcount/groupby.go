@@ -276,21 +276,7 @@ func (r *groupByReport) writeTable(w io.Writer) {
 }
 
 // readGroupBy reads groupby.json; a missing file is a nil report.
-func readGroupBy(path string) (*groupByReport, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var r groupByReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	r.summarise()
-	return &r, nil
-}
+func readGroupBy(path string) (*groupByReport, error) { return readSummarised[groupByReport](path) }
 
 // readme is the README's section on the suite.
 func (r *groupByReport) readme(resultsDir string, p func(string, ...any)) {

@@ -226,3 +226,27 @@ func passMark(ok bool) string {
 	}
 	return "FAIL"
 }
+
+// summarised is a suite's results file, whose derived fields summarise fills.
+type summarised[T any] interface {
+	*T
+	summarise()
+}
+
+// readSummarised reads a suite's results file and summarises it; a missing
+// file is a nil report.
+func readSummarised[T any, P summarised[T]](path string) (*T, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r T
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	P(&r).summarise()
+	return &r, nil
+}

@@ -331,21 +331,7 @@ func (r *tablesReport) cells(name, sep string) string {
 	return strings.Join(cs, sep)
 }
 
-func readTables(path string) (*tablesReport, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var r tablesReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	r.summarise()
-	return &r, nil
-}
+func readTables(path string) (*tablesReport, error) { return readSummarised[tablesReport](path) }
 
 // readme is the README's section on the suite.
 func (r *tablesReport) readme(resultsDir string, p func(string, ...any)) {

@@ -576,21 +576,7 @@ func geoCell(v float64) string {
 }
 
 // readTPCH reads tpch.json; a missing file is a nil report.
-func readTPCH(path string) (*tpchReport, error) {
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var r tpchReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	r.summarise()
-	return &r, nil
-}
+func readTPCH(path string) (*tpchReport, error) { return readSummarised[tpchReport](path) }
 
 // readme is the README's section on the suite.
 func (r *tpchReport) readme(resultsDir string, p func(string, ...any)) {
