@@ -30,8 +30,9 @@ type Options struct {
 	// Unbounded reports whether a connector's source never ends. A query
 	// reading one is continuous: its aggregations emit updates as they go.
 	Unbounded func(connector string) bool
-	// Snapshot returns the current rows of a materialised view as an Arrow IPC
-	// stream (operators.ViewState.Snapshot); a query over a view reads them.
+	// Snapshot returns the current rows of a materialised view, or of a
+	// system table (sql.SystemTable), as an Arrow IPC stream
+	// (operators.ViewState.Snapshot); a query over one reads them.
 	Snapshot func(view string) ([]byte, error)
 	// Changelog reports whether a keyed table of a connector holds upserts
 	// and deletes by its key (an upsert Kafka topic), to be read through an
@@ -149,7 +150,7 @@ func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
 // Filter right above it, passed to a stored table's source as a hint
 // (exec.ConnectorSpec.Filter) over the table's own positions.
 func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
-	if p.Table.IsView() {
+	if p.Table.IsView() || p.Table.IsSystem() {
 		return b.view(p)
 	}
 	key := p.Table.KeyColumns()
@@ -439,16 +440,21 @@ func (b *builder) pass(from, node int) int {
 	return node
 }
 
-// view reads a materialised view's rows as they are now.
+// view reads a materialised view's rows, or a system table's, as they are
+// now.
 func (b *builder) view(p *sql.Scan) (int, error) {
+	what := "view"
+	if p.Table.IsSystem() {
+		what = "system table"
+	}
 	if b.opts.Snapshot == nil {
-		return 0, fmt.Errorf("%w: views cannot be read here", sql.ErrUnsupported)
+		return 0, fmt.Errorf("%w: %ss cannot be read here", sql.ErrUnsupported, what)
 	}
 	data, err := b.opts.Snapshot(p.Table.Name)
 	if err != nil {
 		return 0, err
 	}
-	label := fmt.Sprintf("snapshot of view %s %s", p.Table.Name, names(p.Schema()))
+	label := fmt.Sprintf("snapshot of %s %s %s", what, p.Table.Name, names(p.Schema()))
 	op := exec.OperatorSpec{Kind: "snapshot", Label: label,
 		Config: exec.MustConfig(operators.SnapshotConfig{Data: data, Columns: p.Columns}), Out: p.Schema()}
 	return b.add(op, 1, 1), nil

@@ -57,7 +57,12 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	}
 	wait := s.vars["wait_for_views"].Str != "off"
 	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Retracts: s.e.cfg.Retracts,
-		Snapshot: func(view string) ([]byte, error) { return s.e.snapshot(ctx, view, wait) }}
+		Snapshot: func(name string) ([]byte, error) {
+			if sql.IsSystemTableName(name) {
+				return s.systemSnapshot(name)
+			}
+			return s.e.snapshot(ctx, name, wait)
+		}}
 	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
 		opts.Parallelism = int(v.Int)
 	}

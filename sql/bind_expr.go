@@ -131,7 +131,7 @@ func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
 	case *ast.DefaultExpr:
 		return nil, b.errorf(ErrUnsupported, n, "DEFAULT is not supported here")
 	case *ast.PatternRegexpExpr:
-		return nil, b.errorf(ErrUnsupported, n, "REGEXP is not supported")
+		return b.bindRegexp(ctx, n)
 	}
 	return nil, b.errorf(ErrUnsupported, n, "expression %s is not supported", exprText(n))
 }

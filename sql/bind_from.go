@@ -131,6 +131,9 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 			p = &Scan{Table: t}
 			if alias == "" {
 				alias = t.Name
+				if t.IsSystem() {
+					alias = src.Name.L // pg_class, not pg_catalog.pg_class
+				}
 			}
 		case *ast.SelectStmt:
 			q, err := b.bindQuery(src)
@@ -158,6 +161,12 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 // lookupTable finds a table of the catalog.
 func (b *binder) lookupTable(tn *ast.TableName) (*Table, error) {
 	name := tn.Name.L
+	// pg_catalog comes first on every search path, as in PostgreSQL.
+	if s := tn.Schema.L; s == "" || s == PgCatalog || s == InformationSchema {
+		if t, ok := SystemTable(s, name); ok {
+			return t, nil
+		}
+	}
 	if s := tn.Schema.L; s != "" && s != "public" {
 		return nil, Errorf(ErrUnknownTable, b.identPos(tn.Schema.O, tableAfter...), "relation \"%s.%s\" does not exist", s, name)
 	}

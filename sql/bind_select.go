@@ -255,7 +255,7 @@ func (b *binder) bindSelectList(ctx *exprCtx, fields []*ast.SelectField) ([]sele
 		if err != nil {
 			return nil, err
 		}
-		name := f.AsName.L
+		name := b.aliasName(f.AsName.O)
 		if srf != nil {
 			if nsrf++; nsrf > 1 {
 				return nil, b.errorf(ErrUnsupported, f.Expr, "only one set-returning function per select list is supported")

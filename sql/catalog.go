@@ -34,6 +34,8 @@ type Catalog struct {
 	tables map[string]*Table // by lower-case name
 	jobs   map[string]*JobRecord
 	users  map[string]*User // by lower-case name (catalog_users.go)
+	// lastOID is the highest object id given (giveOIDLocked).
+	lastOID int64
 	// restartsUnsaved says a job's count of restarts failed to save.
 	restartsUnsaved bool
 	// estimate, when set, estimates a table's rows from its connector.
@@ -134,6 +136,19 @@ func OpenCatalog(dir string) (*Catalog, error) {
 	for _, u := range f.Users {
 		c.users[strings.ToLower(u.Name)] = u
 	}
+	for _, t := range c.tables {
+		c.lastOID = max(c.lastOID, t.OID)
+	}
+	for _, u := range c.users {
+		c.lastOID = max(c.lastOID, u.OID)
+	}
+	// Entries saved before OIDs existed get theirs now, in name order.
+	for _, t := range c.sortedLocked() {
+		c.giveOIDLocked(&t.OID, "")
+	}
+	for _, n := range slices.Sorted(maps.Keys(c.users)) {
+		c.giveOIDLocked(&c.users[n].OID, n)
+	}
 	return c, nil
 }
 
@@ -175,12 +190,39 @@ func (c *Catalog) Create(t *Table, ifNotExists bool) error {
 		}
 		return Errorf(ErrDuplicateTable, 0, "relation \"%s\" already exists", t.Name)
 	}
+	c.giveOIDLocked(&t.OID, "")
 	c.tables[t.Name] = t
 	if err := c.saveLocked(); err != nil {
 		delete(c.tables, t.Name)
 		return err
 	}
 	return nil
+}
+
+// FirstOID is the first object id the catalog gives, PostgreSQL's
+// FirstNormalObjectId: those below are the system catalog's own.
+const FirstOID = 16384
+
+// SuperuserName is the superuser every engine has, owner of every table.
+const SuperuserName = "hummer"
+
+// SuperuserOID is the object id of the superuser hummer (PostgreSQL's
+// BOOTSTRAP_SUPERUSERID).
+const SuperuserOID = 10
+
+// giveOIDLocked gives *oid, if unset, the next object id: one above every id
+// the catalog gave (user is the user's name, for the superuser's fixed id).
+// Lock should be held.
+func (c *Catalog) giveOIDLocked(oid *int64, user string) {
+	if *oid != 0 {
+		return
+	}
+	if user == SuperuserName {
+		*oid = SuperuserOID
+		return
+	}
+	c.lastOID = max(c.lastOID+1, FirstOID)
+	*oid = c.lastOID
 }
 
 // Drop removes the table called name and persists the catalog. A missing table is

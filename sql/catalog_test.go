@@ -49,6 +49,10 @@ func TestCatalogPersists(t *testing.T) {
 		t.Fatal("table lost on reopen")
 	}
 	want := testTable("docs")
+	want.OID = FirstOID // the first table created; b has the next
+	if b, _ := again.Table("b"); b.OID != FirstOID+1 {
+		t.Errorf("b's OID: got %d, want %d", b.OID, FirstOID+1)
+	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("reopened: got %+v, want %+v", got, want)
 	}

@@ -84,6 +84,10 @@ type User struct {
 	Superuser bool   `json:"superuser,omitempty"`
 	// Grants maps a table name, or AllTables, to the privileges granted on it.
 	Grants map[string]Privileges `json:"grants,omitempty"`
+	// OID is the user's object id (pg_roles.oid): 10 for the superuser
+	// hummer, as PostgreSQL's bootstrap superuser has; others get one from
+	// the catalog when created.
+	OID int64 `json:"oid,omitempty"`
 }
 
 // Can reports whether u may exercise p on table: a superuser may do anything,
@@ -138,6 +142,9 @@ func (c *Catalog) updateUsersLocked(change func(users map[string]*User) error) e
 	}
 	if err := change(next); err != nil {
 		return err
+	}
+	for _, u := range next {
+		c.giveOIDLocked(&u.OID, u.Name)
 	}
 	old := c.users
 	c.users = next

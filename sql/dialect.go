@@ -32,6 +32,48 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteShowName,
 	},
 	{
+		name:  "E'...' strings",
+		users: "E'a\\nb', E'it\\'s'",
+		reads: "'a<newline>b', 'it''s' (the parser reads strings without backslash escapes, as PostgreSQL's standard strings)",
+		apply: rewriteEscapeStrings,
+	},
+	{
+		name:  "OPERATOR(schema.op)",
+		users: "c.relname OPERATOR(pg_catalog.~) '^(docs)$'",
+		reads: "c.relname ~ '^(docs)$'",
+		apply: rewriteOperatorSyntax,
+	},
+	{
+		name:  "~, !~, ~*, !~*",
+		users: "name ~ '^pg_', name !~ '^pg_', name ~* 'DOC'",
+		reads: "name REGEXP '^pg_', name NOT REGEXP '^pg_', name REGEXP CONCAT('(?i)', 'DOC') (REGEXP bound as PostgreSQL's ~)",
+		apply: rewriteRegexMatch,
+	},
+	{
+		name:  "COLLATE PostgreSQL collations",
+		users: "relname COLLATE pg_catalog.default, name COLLATE \"C\"",
+		reads: "relname, name (text compares by bytes)",
+		apply: rewriteCollate,
+	},
+	{
+		name:  "qualified and array type names",
+		users: "x::pg_catalog.text, CAST(x AS pg_catalog.int4), x::int2[], x::\"char\"",
+		reads: "x::text, CAST(x AS int4), x::text, x::text (arrays are held as their text form)",
+		apply: rewriteQualifiedTypes,
+	},
+	{
+		name:  "ARRAY(subquery)",
+		users: "ARRAY(SELECT rolname FROM pg_roles WHERE ... ORDER BY 1)",
+		reads: "COALESCE((SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE ...), '{}')",
+		apply: rewriteArraySubquery,
+	},
+	{
+		name:  "= ANY (ARRAY[...])",
+		users: "relkind = ANY (ARRAY['r', 'p']), x <> ALL (ARRAY[1, 2])",
+		reads: "relkind IN ('r', 'p'), x NOT IN (1, 2)",
+		apply: rewriteAnyArray,
+	},
+	{
 		name:  "x::type",
 		users: "price::numeric(10,2), '2024-01-02'::date, (a + b)::text",
 		reads: "CAST(price AS numeric(10,2)), CAST('2024-01-02' AS date), CAST((a + b) AS text)",
@@ -40,7 +82,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "CAST AS SQL type names",
 		users: "CAST(x AS TEXT), CAST(x AS VARCHAR(20)), CAST(x AS INTEGER), CAST(x AS DOUBLE PRECISION)",
-		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE)",
+		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), PostgreSQL's function-style cast",
 		apply: rewriteCastTypes,
 	},
 	{
@@ -98,6 +140,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteStringAgg,
 	},
 	{
+		name:  "array_agg",
+		users: "array_agg(name ORDER BY name)",
+		reads: "('{' || GROUP_CONCAT(array_element(name) ORDER BY name SEPARATOR ',') || '}') (arrays are held as their text form)",
+		apply: rewriteArrayAgg,
+	},
+	{
 		name:  "IS [NOT] DISTINCT FROM",
 		users: "a IS DISTINCT FROM b; a IS NOT DISTINCT FROM b",
 		reads: "a <=> b IS FALSE; a <=> b (<=> is MySQL's NULL-safe equality)",
@@ -123,10 +171,14 @@ type dialectFacts struct {
 	// fullJoin: a FULL JOIN, written as LEFT JOIN for the parser, by the
 	// offset of its ON condition.
 	fullJoin map[int]bool
+	// quoted: the names written as quoted identifiers ("Schema"), which keep
+	// their case as an output column's name; the parser does not tell a
+	// quoted identifier from an unquoted one.
+	quoted map[string]bool
 }
 
 func (f *dialectFacts) empty() bool {
-	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0
+	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.quoted) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -141,7 +193,12 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{}}
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{}, quoted: map[string]bool{}}
+	for _, t := range toks {
+		if t.kind == tokIdent && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 {
+			facts.quoted[strings.ReplaceAll(t.text[1:len(t.text)-1], `""`, `"`)] = true
+		}
+	}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]
@@ -292,6 +349,15 @@ func (b *binder) nullsOrder(e ast.ExprNode) (first, ok bool) {
 		b.used[off] = true
 	}
 	return first, ok
+}
+
+// aliasName is the name of an output column given as alias: lower-cased,
+// as PostgreSQL folds an unquoted identifier, unless it was written quoted.
+func (b *binder) aliasName(alias string) string {
+	if !b.facts.empty() && b.facts.quoted[alias] {
+		return alias
+	}
+	return strings.ToLower(alias)
 }
 
 // fullJoin reports whether the join whose ON condition is on was written

@@ -68,7 +68,9 @@ func lex(sql string) []token {
 			kind, i = tokString, endQuoted(sql, i, '\'')
 		case c == '"' || c == '`':
 			kind, i = tokIdent, endQuoted(sql, i, c)
-		case (c == 'e' || c == 'E' || c == 'x' || c == 'X' || c == 'n' || c == 'N' || c == 'b' || c == 'B') &&
+		case (c == 'e' || c == 'E') && i+1 < len(sql) && sql[i+1] == '\'':
+			kind, i = tokString, endEscaped(sql, i+1)
+		case (c == 'x' || c == 'X' || c == 'n' || c == 'N' || c == 'b' || c == 'B') &&
 			i+1 < len(sql) && sql[i+1] == '\'':
 			kind, i = tokString, endQuoted(sql, i+1, '\'')
 		case c >= '0' && c <= '9', c == '.' && i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9':
@@ -106,6 +108,22 @@ func endQuoted(sql string, i int, q byte) int {
 				j++
 				continue
 			}
+			return j + 1
+		}
+	}
+	return len(sql)
+}
+
+// endEscaped is endQuoted for an E” string, where a backslash escapes the
+// character after it, a quote included.
+func endEscaped(sql string, i int) int {
+	for j := i + 1; j < len(sql); j++ {
+		switch {
+		case sql[j] == '\\':
+			j++
+		case sql[j] == '\'' && j+1 < len(sql) && sql[j+1] == '\'':
+			j++
+		case sql[j] == '\'':
 			return j + 1
 		}
 	}

@@ -250,6 +250,7 @@ var castTypes = map[string]string{
 	"smallint": "SIGNED", "bigint": "SIGNED", "numeric": "DECIMAL",
 	"timestamp": "DATETIME", "timestamp without time zone": "DATETIME",
 	"double precision": "DOUBLE", "float8": "DOUBLE", "float4": "FLOAT", "real": "FLOAT",
+	"name": "CHAR", "oid": "SIGNED",
 }
 
 // rewriteCastTypes renames the type of each CAST(x AS type) the parser cannot
@@ -268,20 +269,27 @@ func rewriteCastTypes(stmt []token, _ *dialectFacts) []token {
 			continue
 		}
 		// The AS at depth 1 of this CAST's parentheses.
-		depth, as := 0, -1
-		for k := open; k < len(stmt); k++ {
+		depth, as, closing := 0, -1, -1
+		for k := open; k < len(stmt) && closing < 0; k++ {
 			t := stmt[k]
 			if t.kind == tokPunct && t.text == "(" {
 				depth++
 			} else if t.kind == tokPunct && t.text == ")" {
 				if depth--; depth == 0 {
-					break
+					closing = k
 				}
 			} else if depth == 1 && t.is("AS") {
 				as = k
 			}
 		}
 		if as < 0 {
+			continue
+		}
+		if ty := words(stmt[as+1 : max(closing, as+1)]); closing > 0 && len(ty) == 1 && regTypes[strings.ToLower(stmt[as+1+ty[0]].text)] {
+			reg := stmt[as+1+ty[0]]
+			with := append(made(stmt[i].pos, strings.ToLower(reg.text)+"("), stmt[open+1:as]...)
+			with = append(with, made(reg.pos, ")")...)
+			stmt = splice(stmt, i, closing+1, with...)
 			continue
 		}
 		first := as + 1

@@ -23,6 +23,13 @@ type Table struct {
 	// name, of the columns' types: what an INSERT that omits the column writes
 	// (NULL without one).
 	Defaults map[string]types.Value `json:"defaults,omitempty"`
+	// OID is the table's object id in the system catalog (pg_class.oid),
+	// given by the catalog when the table is created and kept for its life,
+	// as clients look a table up by name and then by oid.
+	OID int64 `json:"oid,omitempty"`
+
+	// pgTypes, for a system table, are its columns' PostgreSQL types.
+	pgTypes []string
 }
 
 // StoredEngine is the Engine of a table Hummer stores itself (connectors/table):

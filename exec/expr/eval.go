@@ -97,6 +97,18 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalSplitPart, literalArgs
 	case "regexp_replace":
 		return evalRegexpReplace, literalArgs
+	case "regexp_like":
+		return evalRegexpLike, rowsArgs
+	case "array_element":
+		return evalArrayElement, rowsArgs
+	case "array_to_string":
+		return evalArrayToString, rowsArgs
+	case "array_upper", "array_length":
+		return evalArrayUpper, rowsArgs
+	case "format_type":
+		return evalFormatType, rowsArgs
+	case "$quote_ident":
+		return evalQuoteIdent, rowsArgs
 	case "to_char", "date_format":
 		return evalToChar, literalArgs
 	case "date_trunc":

@@ -46,6 +46,13 @@ var catalog = map[string]resolver{
 	"reverse":            fixed(types.StringType, types.StringType),
 	"split_part":         fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
 	"regexp_replace":     resolveRegexpReplace,
+	"regexp_like":        resolveRegexpLike,
+	"array_element":      resolveAnyToText,
+	"array_to_string":    resolveArrayToString,
+	"array_upper":        fixed(types.Int64Type, types.StringType, types.Int64Type),
+	"array_length":       fixed(types.Int64Type, types.StringType, types.Int64Type),
+	"format_type":        fixed(types.StringType, types.Int64Type, types.Int64Type),
+	"$quote_ident":       fixed(types.StringType, types.StringType),
 	"to_char":            fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_format":        fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_trunc":         fixed(types.TimestampType, types.StringType, types.TimestampType),
@@ -483,6 +490,42 @@ func resolveCoalesce(args []types.Type) (Signature, bool) {
 // resolveRegexpReplace types regexp_replace(s, pattern, replacement[, flags]).
 func resolveRegexpReplace(args []types.Type) (Signature, bool) {
 	if len(args) != 3 && len(args) != 4 {
+		return Signature{}, false
+	}
+	for _, a := range args {
+		if !accepts(types.StringType, a) {
+			return Signature{}, false
+		}
+	}
+	return Signature{Args: repeat(types.StringType, len(args)), Result: types.StringType}, true
+}
+
+// resolveRegexpLike types regexp_like(s, pattern[, flags]).
+func resolveRegexpLike(args []types.Type) (Signature, bool) {
+	if len(args) != 2 && len(args) != 3 {
+		return Signature{}, false
+	}
+	for _, a := range args {
+		if !accepts(types.StringType, a) {
+			return Signature{}, false
+		}
+	}
+	return Signature{Args: repeat(types.StringType, len(args)), Result: types.BoolType}, true
+}
+
+// resolveAnyToText types a function of one argument of any type, read as
+// its text.
+func resolveAnyToText(args []types.Type) (Signature, bool) {
+	if len(args) != 1 {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{types.StringType}, Result: types.StringType}, true
+}
+
+// resolveArrayToString types array_to_string(array, sep[, null]), the array
+// in its text form.
+func resolveArrayToString(args []types.Type) (Signature, bool) {
+	if len(args) != 2 && len(args) != 3 {
 		return Signature{}, false
 	}
 	for _, a := range args {

@@ -1,0 +1,395 @@
+package sql
+
+// The dialect layer's rewrites of the PostgreSQL forms clients send about the
+// system catalog (systables.go): escape strings, regular-expression
+// operators, OPERATOR(schema.op), COLLATE, qualified and array type names,
+// ARRAY(subquery) and = ANY (ARRAY[...]). dialect.go lists them in order.
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// rewriteEscapeStrings turns E'...' into a plain string literal holding the
+// characters its backslash escapes stand for (the parser reads strings with
+// NO_BACKSLASH_ESCAPES, as PostgreSQL's standard_conforming_strings).
+func rewriteEscapeStrings(stmt []token, _ *dialectFacts) []token {
+	for i, t := range stmt {
+		if t.kind != tokString || len(t.text) < 3 || (t.text[0] != 'e' && t.text[0] != 'E') {
+			continue
+		}
+		body := t.text[2:]
+		body = strings.TrimSuffix(body, "'")
+		s := unescapeE(body)
+		stmt = splice(stmt, i, i+1, made(t.pos, "'"+strings.ReplaceAll(s, "'", "''")+"'")...)
+	}
+	return stmt
+}
+
+// unescapeE decodes the body of an E” string: \b \f \n \r \t, \ooo octal,
+// \xhh hex, \uXXXX and \UXXXXXXXX, a doubled quote, and any other character
+// after a backslash standing for itself.
+func unescapeE(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\'' && i+1 < len(s) && s[i+1] == '\'' {
+			b.WriteByte('\'')
+			i++
+			continue
+		}
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch d := s[i]; d {
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'x', 'u', 'U':
+			width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[d]
+			j := i + 1
+			for j < len(s) && j < i+1+width && isHex(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte(d)
+				continue
+			}
+			v, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+			if d == 'x' {
+				b.WriteByte(byte(v))
+			} else {
+				b.WriteRune(rune(v))
+			}
+			i = j - 1
+		default:
+			if d >= '0' && d <= '7' {
+				j := i
+				for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7' {
+					j++
+				}
+				v, _ := strconv.ParseUint(s[i:j], 8, 16)
+				b.WriteByte(byte(v))
+				i = j - 1
+				continue
+			}
+			b.WriteByte(d)
+		}
+	}
+	out := b.String()
+	if !utf8.ValidString(out) {
+		return strings.ToValidUTF8(out, "\uFFFD")
+	}
+	return out
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// rewriteOperatorSyntax turns OPERATOR(schema.op) into op.
+func rewriteOperatorSyntax(stmt []token, _ *dialectFacts) []token {
+	for {
+		w := words(stmt)
+		at := -1
+		for k := 0; k+5 < len(w); k++ {
+			if stmt[w[k]].is("OPERATOR") && stmt[w[k+1]].text == "(" && stmt[w[k+2]].kind == tokWord &&
+				stmt[w[k+3]].text == "." && stmt[w[k+4]].kind == tokPunct && stmt[w[k+5]].text == ")" {
+				at = k
+				break
+			}
+		}
+		if at < 0 {
+			return stmt
+		}
+		// The operator may be cut into several punctuation tokens (!~*).
+		end := at + 4
+		for end < len(w) && stmt[w[end]].kind == tokPunct && stmt[w[end]].text != ")" {
+			end++
+		}
+		if end >= len(w) || stmt[w[end]].text != ")" {
+			return stmt
+		}
+		var op strings.Builder
+		for k := at + 4; k < end; k++ {
+			op.WriteString(stmt[w[k]].text)
+		}
+		stmt = splice(stmt, w[at], w[end]+1, made(stmt[w[at]].pos, " "+op.String()+" ")...)
+	}
+}
+
+// rewriteRegexMatch turns PostgreSQL's regular-expression match operators
+// into MySQL's REGEXP, which the binder gives PostgreSQL's meaning
+// (case-sensitive, Go's RE2 syntax for what the two share): a ~ b is
+// a REGEXP b, a !~ b is a NOT REGEXP b, and the case-insensitive ~* and !~*
+// put RE2's (?i) flag before the pattern.
+func rewriteRegexMatch(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		t := stmt[i]
+		if t.kind != tokPunct || (t.text != "~" && t.text != "!") {
+			continue
+		}
+		j, not := i, false
+		if t.text == "!" {
+			if j+1 >= len(stmt) || stmt[j+1].text != "~" {
+				continue
+			}
+			j, not = j+1, true
+		}
+		insensitive := j+1 < len(stmt) && stmt[j+1].text == "*"
+		if insensitive {
+			j++
+		}
+		op := " REGEXP "
+		if not {
+			op = " NOT REGEXP "
+		}
+		if insensitive {
+			end := operandEnd(stmt, j+1)
+			with := made(t.pos, op+"CONCAT('(?i)', ")
+			with = append(with, stmt[j+1:end]...)
+			with = append(with, made(t.pos, ")")...)
+			stmt = splice(stmt, i, end, with...)
+		} else {
+			stmt = splice(stmt, i, j+1, made(t.pos, op)...)
+		}
+	}
+	return stmt
+}
+
+// rewriteCollate drops COLLATE with PostgreSQL's collation names
+// (pg_catalog.default, "C", "POSIX", "default"): Hummer compares text
+// by bytes, which is what they ask for or near enough to it.
+func rewriteCollate(stmt []token, _ *dialectFacts) []token {
+	for {
+		w := words(stmt)
+		at, end := -1, -1
+		for k := 0; k+1 < len(w); k++ {
+			if !stmt[w[k]].is("COLLATE") {
+				continue
+			}
+			n := stmt[w[k+1]]
+			switch {
+			case k+3 < len(w) && n.is(PgCatalog) && stmt[w[k+2]].text == ".":
+				at, end = k, k+3
+			case n.kind == tokIdent && pgCollations[strings.ToLower(strings.Trim(n.text, "\""))]:
+				at, end = k, k+1
+			}
+			if at >= 0 {
+				break
+			}
+		}
+		if at < 0 {
+			return stmt
+		}
+		stmt = splice(stmt, w[at], w[end]+1, made(stmt[w[at]].pos, " ")...)
+	}
+}
+
+var pgCollations = map[string]bool{"c": true, "posix": true, "default": true, "ucs_basic": true}
+
+// rewriteQualifiedTypes drops pg_catalog. before a type name after :: or a
+// CAST's AS (pg_catalog.text is text), and turns a cast to an array type
+// (int2[], text[]) into one to text: Hummer holds arrays as their text form.
+func rewriteQualifiedTypes(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		t := stmt[i]
+		if !(t.kind == tokPunct && t.text == "::") && !t.is("AS") {
+			continue
+		}
+		j := i + 1
+		for j < len(stmt) && stmt[j].kind == tokSpace {
+			j++
+		}
+		if j+2 < len(stmt) && stmt[j].is(PgCatalog) && stmt[j+1].text == "." && stmt[j+2].kind != tokSpace {
+			stmt = splice(stmt, j, j+2)
+		}
+		if j < len(stmt) && stmt[j].kind == tokIdent && strings.EqualFold(stmt[j].text, `"char"`) {
+			stmt = splice(stmt, j, j+1, made(stmt[j].pos, "text")...)
+		}
+		// An array type: the name and [].
+		if j < len(stmt) && stmt[j].kind == tokWord {
+			k := j + 1
+			if k+1 < len(stmt) && stmt[k].text == "[" && stmt[k+1].text == "]" {
+				stmt = splice(stmt, j, k+2, made(stmt[j].pos, "text")...)
+			}
+		}
+	}
+	return stmt
+}
+
+// regTypes are PostgreSQL's object-identifier types a value is cast to, to
+// read an object's name from its oid or the other way round; the binder
+// knows each as a function (bind_pgfunc.go), which PostgreSQL's
+// function-style cast regclass(x) also is.
+var regTypes = map[string]bool{"regclass": true, "regtype": true, "regnamespace": true, "regrole": true,
+	"regproc": true, "regprocedure": true}
+
+// rewriteArraySubquery turns ARRAY(SELECT x FROM ...) into
+// COALESCE((SELECT array_agg(x) FROM ...), '{}'): an array of the rows of a
+// one-column subquery, empty when it has none (array_agg's is NULL). An
+// ORDER BY at the subquery's top level moves into array_agg, a position
+// (ORDER BY 1) standing for x.
+func rewriteArraySubquery(stmt []token, _ *dialectFacts) []token {
+	for {
+		w := words(stmt)
+		at := -1
+		for k := 0; k+2 < len(w); k++ {
+			if stmt[w[k]].is("ARRAY") && stmt[w[k+1]].text == "(" && stmt[w[k+2]].is("SELECT") {
+				at = k
+				break
+			}
+		}
+		if at < 0 {
+			return stmt
+		}
+		open := w[at+1]
+		closing, from, order := -1, -1, -1
+		depth := 0
+		for i := open; i < len(stmt) && closing < 0; i++ {
+			t := stmt[i]
+			switch {
+			case t.text == "(" && t.kind == tokPunct:
+				depth++
+			case t.text == ")" && t.kind == tokPunct:
+				if depth--; depth == 0 {
+					closing = i
+				}
+			case depth == 1 && t.is("FROM") && from < 0:
+				from = i
+			case depth == 1 && t.is("ORDER") && order < 0:
+				order = i
+			case depth == 1 && t.kind == tokPunct && t.text == "," && from < 0:
+				return stmt // several columns: not an array this layer knows
+			}
+		}
+		if closing < 0 || from < 0 {
+			return stmt
+		}
+		sel := w[at+2]
+		item := stmt[sel+1 : from]
+		pos := stmt[w[at]].pos
+		with := made(pos, "COALESCE((SELECT array_agg(")
+		with = append(with, item...)
+		bodyEnd := closing
+		if order > 0 {
+			bodyEnd = order
+			by := stmt[order:closing]
+			// ORDER BY 1: the item itself.
+			if bw := words(by); len(bw) == 3 && by[bw[2]].text == "1" {
+				by = append(append(append([]token{}, by[:bw[2]]...), item...), by[bw[2]+1:]...)
+			}
+			with = append(with, made(pos, " ")...)
+			with = append(with, by...)
+		}
+		with = append(with, made(pos, ") ")...)
+		with = append(with, stmt[from:bodyEnd]...)
+		with = append(with, made(pos, "), '{}')")...)
+		stmt = splice(stmt, w[at], closing+1, with...)
+	}
+}
+
+// rewriteAnyArray turns x = ANY (ARRAY[a, b]) into x IN (a, b) and
+// x <> ALL (ARRAY[a, b]) into x NOT IN (a, b).
+func rewriteAnyArray(stmt []token, _ *dialectFacts) []token {
+	for {
+		w := words(stmt)
+		at, not := -1, false
+		for k := 0; k+3 < len(w); k++ {
+			op := stmt[w[k]].text
+			if stmt[w[k+2]].text != "(" || !stmt[w[k+3]].is("ARRAY") || k+4 >= len(w) || stmt[w[k+4]].text != "[" {
+				continue
+			}
+			if op == "=" && stmt[w[k+1]].is("ANY") || op == "=" && stmt[w[k+1]].is("SOME") {
+				at = k
+				break
+			}
+			if (op == "<>" || op == "!=") && stmt[w[k+1]].is("ALL") {
+				at, not = k, true
+				break
+			}
+		}
+		if at < 0 {
+			return stmt
+		}
+		// The ] that closes ARRAY[ and the ) after it.
+		depth, closeBr := 0, -1
+		for k := at + 4; k < len(w); k++ {
+			switch stmt[w[k]].text {
+			case "[", "(":
+				depth++
+			case "]", ")":
+				depth--
+			}
+			if depth == 0 {
+				closeBr = k
+				break
+			}
+		}
+		if closeBr < 0 || closeBr+1 >= len(w) || stmt[w[closeBr+1]].text != ")" {
+			return stmt
+		}
+		pos := stmt[w[at]].pos
+		in := " IN ("
+		if not {
+			in = " NOT IN ("
+		}
+		with := made(pos, in)
+		with = append(with, stmt[w[at+4]+1:w[closeBr]]...)
+		with = append(with, made(pos, ")")...)
+		stmt = splice(stmt, w[at], w[closeBr+1]+1, with...)
+	}
+}
+
+// rewriteArrayAgg turns array_agg(x [ORDER BY ...]) into
+// ('{' || GROUP_CONCAT(array_element(x) [ORDER BY ...] SEPARATOR ',') || '}'):
+// the text form of the array of the group's values, NULL for no rows, as
+// array_agg's (array_element quotes a value as an array's text form does,
+// and leaves NULLs out: see it in exec/expr).
+func rewriteArrayAgg(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("ARRAY_AGG") {
+			continue
+		}
+		open := i + 1
+		for open < len(stmt) && stmt[open].kind == tokSpace {
+			open++
+		}
+		if open >= len(stmt) || stmt[open].text != "(" {
+			continue
+		}
+		closing := matchingParen(stmt, open)
+		if closing < 0 {
+			return stmt
+		}
+		order, depth := closing, 0
+		for k := open + 1; k < closing; k++ {
+			switch t := stmt[k]; {
+			case t.kind == tokPunct && t.text == "(":
+				depth++
+			case t.kind == tokPunct && t.text == ")":
+				depth--
+			case depth == 0 && t.is("ORDER") && order == closing:
+				order = k
+			}
+		}
+		at := stmt[i].pos
+		with := made(at, "('{' || GROUP_CONCAT(array_element(")
+		with = append(with, trimBlanks(stmt[open+1:order])...)
+		with = append(with, made(at, ")")...)
+		if order < closing {
+			with = append(append(with, made(at, " ")...), trimBlanks(stmt[order:closing])...)
+		}
+		with = append(with, made(stmt[closing].pos, " SEPARATOR ',') || '}')")...)
+		stmt = splice(stmt, i, closing+1, with...)
+	}
+	return stmt
+}

@@ -1,0 +1,34 @@
+package sql
+
+import "testing"
+
+// The system-catalog rewrites' cases (dialect_pg.go), in TestDialectRewrites.
+func init() {
+	dialectCases = append(dialectCases, []struct{ rewrite, in, out string }{
+		{"E'...' strings", `SELECT E'a\nb', E'it\'s', e'\\x', E'\x41\101'`, "SELECT 'a\nb', 'it''s', '\\x', 'AA'"},
+		{"E'...' strings", `SELECT 'a\n' FROM e`, `SELECT 'a\n' FROM e`},
+		{"OPERATOR(schema.op)", "WHERE c.relname OPERATOR(pg_catalog.~) '^(docs)$'", "WHERE c.relname   REGEXP   '^(docs)$'"},
+		{"OPERATOR(schema.op)", "WHERE a OPERATOR(pg_catalog.=) b", "WHERE a  =  b"},
+		{"~, !~, ~*, !~*", "WHERE n !~ '^pg_' AND n ~ 'x'", "WHERE n  NOT REGEXP  '^pg_' AND n  REGEXP  'x'"},
+		{"~, !~, ~*, !~*", "WHERE n ~* 'DOC' AND m !~* f(x)", "WHERE n  REGEXP CONCAT('(?i)',  'DOC') AND m  NOT REGEXP CONCAT('(?i)',  f(x))"},
+		{"~, !~, ~*, !~*", "SELECT '~' FROM t", "SELECT '~' FROM t"},
+		{"COLLATE PostgreSQL collations", `WHERE a = 'x' COLLATE pg_catalog.default AND b COLLATE "C" < 'y'`, "WHERE a = 'x'   AND b   < 'y'"},
+		{"COLLATE PostgreSQL collations", "WHERE a = b COLLATE utf8mb4_bin", "WHERE a = b COLLATE utf8mb4_bin"},
+		{"qualified and array type names", `SELECT c.oid::pg_catalog.regclass::pg_catalog.text, x::int2[], CAST(y AS pg_catalog.int4), z::"char"`,
+			"SELECT CAST(regclass(c.oid ) AS CHAR), CAST(x AS CHAR), CAST(y AS SIGNED), CAST(z AS CHAR)"},
+		{"ARRAY(subquery)", "SELECT ARRAY(SELECT b.rolname FROM m JOIN r b ON m.id = b.oid WHERE m.member = r.oid) AS memberof FROM r",
+			"SELECT COALESCE((SELECT ('{' || GROUP_CONCAT(array_element(b.rolname) SEPARATOR ',') || '}') FROM m JOIN r b ON m.id = b.oid WHERE m.member = r.oid), '{}') AS memberof FROM r"},
+		{"ARRAY(subquery)", "SELECT array(select rolname from pg_roles where oid > 1 order by 1)",
+			"SELECT COALESCE((SELECT ('{' || GROUP_CONCAT(array_element(rolname) order by  rolname SEPARATOR ',') || '}') from pg_roles where oid > 1 ), '{}')"},
+		{"= ANY (ARRAY[...])", "WHERE relkind = ANY (ARRAY['r', 'p']) AND k <> ALL (ARRAY[1, f(2)])", "WHERE relkind  IN ('r', 'p') AND k  NOT IN (1, f(2))"},
+		{"= ANY (ARRAY[...])", "WHERE k = ANY (SELECT 1)", "WHERE k = ANY (SELECT 1)"},
+		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(array_element(x) ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
+	}...)
+}
+
+func TestEscapeStringLexing(t *testing.T) {
+	toks := lex(`E'a\'b' x`)
+	if toks[0].kind != tokString || toks[0].text != `E'a\'b'` {
+		t.Errorf("E string lexed as %q", toks[0].text)
+	}
+}
