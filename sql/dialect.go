@@ -69,8 +69,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "= ANY (ARRAY[...])",
-		users: "relkind = ANY (ARRAY['r', 'p']), x <> ALL (ARRAY[1, 2])",
-		reads: "relkind IN ('r', 'p'), x NOT IN (1, 2)",
+		users: "relkind = ANY (ARRAY['r', 'p']), x <> ALL (ARRAY[1, 2]); oid = ANY (pol.polroles)",
+		reads: "relkind IN ('r', 'p'), x NOT IN (1, 2); (array_position(pol.polroles, oid) IS NOT NULL)",
 		apply: rewriteAnyArray,
 	},
 	{

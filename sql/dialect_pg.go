@@ -298,8 +298,11 @@ func rewriteArraySubquery(stmt []token, _ *dialectFacts) []token {
 }
 
 // rewriteAnyArray turns x = ANY (ARRAY[a, b]) into x IN (a, b) and
-// x <> ALL (ARRAY[a, b]) into x NOT IN (a, b).
+// x <> ALL (ARRAY[a, b]) into x NOT IN (a, b); x = ANY (array), an array
+// value (a column of the catalog), into (array_position(array, x) IS NOT
+// NULL), the elements compared as text.
 func rewriteAnyArray(stmt []token, _ *dialectFacts) []token {
+	stmt = rewriteAnyArrayValue(stmt)
 	for {
 		w := words(stmt)
 		at, not := -1, false
@@ -392,4 +395,35 @@ func rewriteArrayAgg(stmt []token, _ *dialectFacts) []token {
 		stmt = splice(stmt, i, closing+1, with...)
 	}
 	return stmt
+}
+
+// rewriteAnyArrayValue rewrites x = ANY (array) where array is no list and
+// no subquery.
+func rewriteAnyArrayValue(stmt []token) []token {
+	for {
+		w := words(stmt)
+		at := -1
+		for k := 0; k+3 < len(w); k++ {
+			if stmt[w[k]].text == "=" && (stmt[w[k+1]].is("ANY") || stmt[w[k+1]].is("SOME")) && stmt[w[k+2]].text == "(" &&
+				!stmt[w[k+3]].is("SELECT") && !stmt[w[k+3]].is("ARRAY") && !stmt[w[k+3]].is("VALUES") && stmt[w[k+3]].text != "(" {
+				at = k
+				break
+			}
+		}
+		if at < 0 {
+			return stmt
+		}
+		start := operandStart(stmt, w[at])
+		closing := matchingParen(stmt, w[at+2])
+		if start < 0 || closing < 0 {
+			return stmt
+		}
+		pos := stmt[w[at]].pos
+		with := made(pos, "(array_position(")
+		with = append(with, trimBlanks(stmt[w[at+2]+1:closing])...)
+		with = append(with, made(pos, ", ")...)
+		with = append(with, trimBlanks(stmt[start:w[at]])...)
+		with = append(with, made(pos, ") IS NOT NULL)")...)
+		stmt = splice(stmt, start, closing+1, with...)
+	}
 }

@@ -22,6 +22,7 @@ func init() {
 			"SELECT COALESCE((SELECT ('{' || GROUP_CONCAT(array_element(rolname) order by  rolname SEPARATOR ',') || '}') from pg_roles where oid > 1 ), '{}')"},
 		{"= ANY (ARRAY[...])", "WHERE relkind = ANY (ARRAY['r', 'p']) AND k <> ALL (ARRAY[1, f(2)])", "WHERE relkind  IN ('r', 'p') AND k  NOT IN (1, f(2))"},
 		{"= ANY (ARRAY[...])", "WHERE k = ANY (SELECT 1)", "WHERE k = ANY (SELECT 1)"},
+		{"= ANY (ARRAY[...])", "SELECT 'd' = any(stxkind), oid = any (pol.polroles) FROM t", "SELECT (array_position(stxkind, 'd') IS NOT NULL), (array_position(pol.polroles, oid) IS NOT NULL) FROM t"},
 		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(array_element(x) ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
 	}...)
 }

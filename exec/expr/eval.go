@@ -109,6 +109,10 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalFormatType, rowsArgs
 	case "$quote_ident":
 		return evalQuoteIdent, rowsArgs
+	case "pg_size_pretty":
+		return evalPgSizePretty, rowsArgs
+	case "array_position":
+		return evalArrayPosition, rowsArgs
 	case "to_char", "date_format":
 		return evalToChar, literalArgs
 	case "date_trunc":

@@ -295,3 +295,77 @@ var reservedWords = func() map[string]bool {
 	}
 	return m
 }()
+
+// PgSizePretty is PostgreSQL's pg_size_pretty(bigint): bytes below 10 kB,
+// then kB, MB, GB, TB and PB, each rounded half away from zero.
+func PgSizePretty(size int64) string {
+	const limit = 10 * 1024
+	const limit2 = limit*2 - 1
+	abs := func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	}
+	if abs(size) < limit {
+		return strconv.FormatInt(size, 10) + " bytes"
+	}
+	halfRounded := func(x int64) int64 {
+		if x < 0 {
+			return (x - 1) / 2
+		}
+		return (x + 1) / 2
+	}
+	size >>= 9 // one bit more than kB, for the rounding
+	for _, unit := range []string{"kB", "MB", "GB", "TB"} {
+		if abs(size) < limit2 {
+			return strconv.FormatInt(halfRounded(size), 10) + " " + unit
+		}
+		size >>= 10
+	}
+	return strconv.FormatInt(halfRounded(size), 10) + " PB"
+}
+
+func evalPgSizePretty(c *call) (arrow.Array, error) {
+	in := int64Arg(c.args[0])
+	valid, nulls := validity(c.mem, c.n, c.args[0])
+	sb := newStringBuilder(c.mem, c.n, 10*c.n)
+	for i := range c.n {
+		if validAt(valid, i) {
+			sb.write([]byte(PgSizePretty(in.at(i))))
+		}
+		sb.end()
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array(), nil
+}
+
+// evalArrayPosition is array_position(array, x): the position (from 1) of
+// the first element equal to x, compared as text, or NULL.
+func evalArrayPosition(c *call) (arrow.Array, error) {
+	arr, x := textOf(c.args[0]), textOf(c.args[1])
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	data, out := newValues[int64](c.mem, c.n)
+	for i := range c.n {
+		if !validAt(valid, i) {
+			continue
+		}
+		want := string(x.row(i))
+		found := false
+		for k, e := range parseArray(string(arr.row(i))) {
+			if e != nil && *e == want {
+				out[i], found = int64(k+1), true
+				break
+			}
+		}
+		if !found {
+			if valid == nil {
+				valid = newBitmap(c.mem, c.n)
+				bitutil.SetBitsTo(valid.Bytes(), 0, int64(c.n), true)
+			}
+			bitutil.ClearBit(valid.Bytes(), i)
+			nulls++
+		}
+	}
+	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
+}

@@ -53,6 +53,8 @@ var catalog = map[string]resolver{
 	"array_length":       fixed(types.Int64Type, types.StringType, types.Int64Type),
 	"format_type":        fixed(types.StringType, types.Int64Type, types.Int64Type),
 	"$quote_ident":       fixed(types.StringType, types.StringType),
+	"pg_size_pretty":     fixed(types.StringType, types.Int64Type),
+	"array_position":     resolveArrayPosition,
 	"to_char":            fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_format":        fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_trunc":         fixed(types.TimestampType, types.StringType, types.TimestampType),
@@ -520,6 +522,15 @@ func resolveAnyToText(args []types.Type) (Signature, bool) {
 		return Signature{}, false
 	}
 	return Signature{Args: []types.Type{types.StringType}, Result: types.StringType}, true
+}
+
+// resolveArrayPosition types array_position(array, x): x compares as text
+// with the elements of the array's text form.
+func resolveArrayPosition(args []types.Type) (Signature, bool) {
+	if len(args) != 2 || !accepts(types.StringType, args[0]) {
+		return Signature{}, false
+	}
+	return Signature{Args: []types.Type{types.StringType, types.StringType}, Result: types.Int64Type}, true
 }
 
 // resolveArrayToString types array_to_string(array, sep[, null]), the array
