@@ -143,6 +143,7 @@ func ParseCopy(query string) (*Copy, bool, error) {
 	}
 	return c, true, nil
 }
+
 // identText is the name a word or quoted identifier token stands for: a word
 // in lower case, a quoted name as written.
 func identText(t token) string {
@@ -154,7 +155,7 @@ func identText(t token) string {
 }
 
 // literalText is the value of a string literal token ('x', E'\t'), or a word's
-// text. An E'' string's escapes are PostgreSQL's: \b \f \n \r \t, \xHH,
+// text. An E” string's escapes are PostgreSQL's: \b \f \n \r \t, \xHH,
 // octal \ooo, \uXXXX and \UXXXXXXXX; any other character after a backslash
 // stands for itself.
 func literalText(t token) string {
