@@ -105,7 +105,7 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*CopyOut, error) {
 func (s *Session) copyTableQuery(c *sql.Copy, query string) (string, error) {
 	t, ok := s.e.catalog.Table(c.Table)
 	if !ok {
-		return "", sql.Errorf(sql.ErrUnknownTable, utf8.RuneCountInString(query[:c.Pos])+1, "relation \"%s\" does not exist", c.Table)
+		return "", sql.Errorf(sql.ErrUnknownTable, 0, "relation \"%s\" does not exist", c.Table)
 	}
 	names := c.Columns
 	if names == nil {
