@@ -169,6 +169,8 @@ func TestParseCopyTo(t *testing.T) {
 	pipe.Delimiter, pipe.Null = '|', "NUL"
 	bin := text
 	bin.Binary = true
+	ctl := text
+	ctl.Delimiter, ctl.Null = 0x01, "\\N\té\x07\x08"
 	for _, c := range []struct {
 		in   string
 		want *Copy
@@ -191,6 +193,8 @@ func TestParseCopyTo(t *testing.T) {
 		{in: "COPY t TO STDOUT DELIMITER AS '|' NULL AS 'NUL'", want: &Copy{Table: "t", Pos: 5, To: true, Options: pipe}, ok: true},
 		{in: "COPY t TO STDOUT BINARY", want: &Copy{Table: "t", Pos: 5, To: true, Options: bin}, ok: true},
 		{in: "COPY t TO STDOUT (FORMAT binary, FREEZE, ENCODING 'UTF8')", want: &Copy{Table: "t", Pos: 5, To: true, Options: bin}, ok: true},
+
+		{in: `COPY t TO STDOUT (DELIMITER E'\x01', NULL E'\\N\t\u00e9\7\b')`, want: &Copy{Table: "t", Pos: 5, To: true, Options: ctl}, ok: true},
 
 		{in: "COPY t TO STDOUT WITH (FORMAT xml)", ok: true, err: `COPY format "xml" not recognized`, code: ErrInvalidValue, pos: 24},
 		{in: "COPY t TO STDOUT WITH (HEADER match)", ok: true, err: `cannot use "match" with HEADER in COPY TO`, code: ErrUnsupported},
