@@ -56,18 +56,19 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*CopyOut, error) {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	text, shift := c.Query, utf8.RuneCountInString(query[:c.QueryPos])
+	text := c.Query
 	if c.Query == "" {
-		if text, err = s.copyTableQuery(c, query); err != nil {
+		if text, err = s.copyTableQuery(c); err != nil {
 			return nil, err
 		}
-		shift = 0
 	}
 	q, err := s.bindCopyQuery(text)
 	if err != nil {
+		// A position in the query is one in the COPY statement; the
+		// SELECT of a table's COPY is not the user's text.
 		var se *sql.Error
 		if errors.As(err, &se) && se.Pos > 0 {
-			se.Pos += shift
+			se.Pos += utf8.RuneCountInString(query[:c.QueryPos])
 			if c.Query == "" {
 				se.Pos = 0
 			}
@@ -102,7 +103,7 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*CopyOut, error) {
 
 // copyTableQuery is the SELECT of COPY t [(columns)] TO STDOUT, its columns
 // checked as PostgreSQL does.
-func (s *Session) copyTableQuery(c *sql.Copy, query string) (string, error) {
+func (s *Session) copyTableQuery(c *sql.Copy) (string, error) {
 	t, ok := s.e.catalog.Table(c.Table)
 	if !ok {
 		return "", sql.Errorf(sql.ErrUnknownTable, 0, "relation \"%s\" does not exist", c.Table)
