@@ -123,8 +123,10 @@ func TestPrivileges(t *testing.T) {
 	}
 	wantDenied(t, ann, "SELECT t.a FROM t JOIN secret s ON t.a = s.a")
 	wantDenied(t, ann, "EXPLAIN SELECT a FROM secret")
-	if _, err := ann.CopyOut(context.Background(), "SELECT a FROM secret"); !errors.Is(err, sql.ErrInsufficientPrivilege) {
-		t.Errorf("COPY of secret: %v", err)
+	for _, stmt := range []string{"COPY (SELECT a FROM secret) TO STDOUT", "COPY secret TO STDOUT", "COPY secret (a) TO STDOUT WITH (FORMAT csv)"} {
+		if _, err := ann.CopyOut(context.Background(), stmt); !errors.Is(err, sql.ErrInsufficientPrivilege) {
+			t.Errorf("%s: %v", stmt, err)
+		}
 	}
 	// Prepared statements are checked when they run.
 	p, err := ann.Prepare(context.Background(), "SELECT a FROM secret")

@@ -40,11 +40,11 @@ const copyChunk = 8192
 // CopyIn starts COPY t [(columns)] FROM STDIN [WITH (...)] into a table Hummer
 // stores. It holds the table's writer lock until Done or Abort.
 func (s *Session) CopyIn(ctx context.Context, query string) (*CopyIn, error) {
-	c, ok, err := sql.ParseCopyFrom(query)
+	c, ok, err := sql.ParseCopy(query)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	if !ok || c.To {
 		return nil, sql.Errorf(sql.ErrSyntax, 0, "not a COPY ... FROM STDIN")
 	}
 	t, ok := s.e.catalog.Table(c.Table)

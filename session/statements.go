@@ -110,43 +110,6 @@ func (s *Session) query(ctx context.Context, q *sql.Query, text string) (*Result
 	return &Result{Tag: "SELECT", Rows: rows}, nil
 }
 
-// CopyOut runs query, one SELECT, for COPY (<query>) TO STDOUT: unlike a plain
-// SELECT it may read streams that never end, its rows arriving as they are
-// produced until the client cancels.
-func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
-	stmts, err := sql.Parse(query)
-	if err != nil {
-		return nil, err
-	}
-	if len(stmts) != 1 {
-		return nil, sql.Errorf(sql.ErrUnsupported, 0, "COPY takes one query")
-	}
-	st, err := sql.Bind(stmts[0], s.e.catalog, query)
-	if err != nil {
-		return nil, err
-	}
-	q, ok := st.(*sql.Query)
-	if !ok {
-		return nil, sql.Errorf(sql.ErrUnsupported, 0, "COPY (...) TO STDOUT takes a SELECT")
-	}
-	if _, err := s.authorize(q); err != nil {
-		return nil, err
-	}
-	_, jg, pins, err := s.plan(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	rows := newJobRows(q.Plan.Schema())
-	job, err := s.e.jm.Submit("COPY ("+stmts[0].Text()+") TO STDOUT", jg, rows)
-	if err != nil {
-		pins.release()
-		return nil, err
-	}
-	pins.holdUntil(job)
-	rows.start(s.e.jm, job)
-	return &Result{Tag: "COPY", Rows: rows}, nil
-}
-
 // refuseUnbounded refuses a query that would wait for the end of a stream.
 func (s *Session) refuseUnbounded(p sql.Plan) error {
 	if t := s.unboundedTable(p); t != nil {

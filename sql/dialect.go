@@ -290,42 +290,15 @@ func splice(stmt []token, i, j int, with ...token) []token {
 	return append(out, stmt[j:]...)
 }
 
-// CopyQuery recognises COPY (query) TO STDOUT, which the parser cannot read
-// and the wire server runs itself (streaming the query's changes), and
-// returns the inner query's text. Like the rewrites it reads tokens: a
-// parenthesis or keyword inside a string or comment of the query is text.
-// ParseCopyFrom (dialect_copy.go) reads the other direction, COPY t FROM STDIN.
-func CopyQuery(query string) (string, bool) {
-	toks := lex(query)
-	w := words(toks)
-	if len(w) < 5 || !toks[w[0]].is("COPY") || toks[w[1]].text != "(" {
-		return "", false
-	}
-	closing, depth := -1, 0
-	for k := 1; k < len(w) && closing < 0; k++ {
-		if t := toks[w[k]]; t.kind == tokPunct {
-			switch t.text {
-			case "(":
-				depth++
-			case ")":
-				if depth--; depth == 0 {
-					closing = k
-				}
-			}
-		}
-	}
-	if closing < 0 {
-		return "", false
-	}
-	rest := w[closing+1:]
-	if n := len(rest); n > 0 && toks[rest[n-1]].text == ";" {
-		rest = rest[:n-1]
-	}
-	if len(rest) != 2 || !toks[rest[0]].is("TO") || !toks[rest[1]].is("STDOUT") {
-		return "", false
-	}
-	return query[toks[w[1]].pos+1 : toks[w[closing]].pos], true
-}
+// COPY statements are not rewritten: the parser cannot read them, and the
+// wire server runs them itself. ParseCopy (dialect_copy.go) is the dialect
+// layer's pre-pass for them, reading tokens as the rewrites do:
+//
+//	COPY t [(a, b)] FROM STDIN [[WITH] (FORMAT csv, HEADER, ...) | CSV HEADER ...]
+//	COPY t [(a, b)] TO STDOUT [options]
+//	COPY (SELECT ...) TO STDOUT [options]
+//
+// with PostgreSQL's options in both its syntaxes (dialect_copy_options.go).
 
 // dialectStmt is a parsed statement with the facts the dialect layer took out
 // of the query's text, for Bind.

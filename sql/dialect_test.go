@@ -154,21 +154,97 @@ func TestDialectPositions(t *testing.T) {
 	}
 }
 
-func TestCopyQuery(t *testing.T) {
+func TestParseCopyTo(t *testing.T) {
+	text := CopyOptions{Delimiter: '\t', Null: `\N`}
+	csv := CopyOptions{CSV: true, Delimiter: ',', Quote: '"', Escape: '"'}
+	csvHeader := csv
+	csvHeader.Header = true
+	forced := csvHeader
+	forced.ForceQuote = []string{"a", "B"}
+	all := csv
+	all.ForceQuoteAll, all.Header = true, true
+	legacy := csvHeader
+	legacy.Delimiter, legacy.Null, legacy.ForceQuoteAll = ';', "-", true
+	pipe := text
+	pipe.Delimiter, pipe.Null = '|', "NUL"
+	bin := text
+	bin.Binary = true
+	ctl := text
+	ctl.Delimiter, ctl.Null = 0x01, "\\N\té\x07\x08"
 	for _, c := range []struct {
-		in, inner string
-		ok        bool
+		in   string
+		want *Copy
+		ok   bool
+		// err is a part of the error's text, code its kind and pos its
+		// position (0: none), as PostgreSQL 15 reports them.
+		err  string
+		code error
+		pos  int
 	}{
-		{"COPY (SELECT 1) TO STDOUT", "SELECT 1", true},
-		{" copy (SELECT f(a), ')' FROM t) to stdout ;", "SELECT f(a), ')' FROM t", true},
-		{"COPY (SELECT 1) TO STDOUT; SELECT 2", "", false},
-		{"COPY t TO STDOUT", "", false},
-		{"COPY (SELECT 1 TO STDOUT", "", false},
-		{"SELECT 'COPY (x) TO STDOUT'", "", false},
+		{in: "COPY (SELECT 1) TO STDOUT", want: &Copy{Query: "SELECT 1", QueryPos: 6, Pos: 5, To: true, Options: text}, ok: true},
+		{in: " copy (SELECT f(a), ')' FROM t) to stdout ;", want: &Copy{Query: "SELECT f(a), ')' FROM t", QueryPos: 7, Pos: 6, To: true, Options: text}, ok: true},
+		{in: "COPY t TO STDOUT", want: &Copy{Table: "t", Pos: 5, To: true, Options: text}, ok: true},
+		{in: "COPY t TO STDIN", want: &Copy{Table: "t", Pos: 5, To: true, Options: text}, ok: true},
+		{in: `copy public."My T" (a, "B") to stdout with (format csv, header true, force_quote (a, "B"))`,
+			want: &Copy{Table: "My T", Pos: 12, Columns: []string{"a", "B"}, To: true, Options: forced}, ok: true},
+		{in: "COPY (SELECT 1 AS a) TO STDOUT (FORCE_QUOTE *, FORMAT 'csv', HEADER on)", want: &Copy{Query: "SELECT 1 AS a", QueryPos: 6, Pos: 5, To: true, Options: all}, ok: true},
+		{in: "COPY t TO STDOUT WITH CSV HEADER DELIMITER AS ';' NULL '-' FORCE QUOTE *", want: &Copy{Table: "t", Pos: 5, To: true, Options: legacy}, ok: true},
+		{in: `COPY t TO STDOUT CSV FORCE QUOTE a, "B" HEADER`, want: &Copy{Table: "t", Pos: 5, To: true, Options: forced}, ok: true},
+		{in: "COPY t TO STDOUT DELIMITER AS '|' NULL AS 'NUL'", want: &Copy{Table: "t", Pos: 5, To: true, Options: pipe}, ok: true},
+		{in: "COPY t TO STDOUT BINARY", want: &Copy{Table: "t", Pos: 5, To: true, Options: bin}, ok: true},
+		{in: "COPY t TO STDOUT (FORMAT binary, FREEZE, ENCODING 'UTF8')", want: &Copy{Table: "t", Pos: 5, To: true, Options: bin}, ok: true},
+
+		{in: `COPY t TO STDOUT (DELIMITER E'\x01', NULL E'\\N\t\u00e9\7\b')`, want: &Copy{Table: "t", Pos: 5, To: true, Options: ctl}, ok: true},
+
+		{in: "COPY t TO STDOUT WITH (FORMAT xml)", ok: true, err: `COPY format "xml" not recognized`, code: ErrInvalidValue, pos: 24},
+		{in: "COPY t TO STDOUT WITH (HEADER match)", ok: true, err: `cannot use "match" with HEADER in COPY TO`, code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (HEADER maybe)", ok: true, err: `header requires a Boolean value or "match"`, code: ErrSyntax},
+		{in: "COPY t TO STDOUT WITH (bogus)", ok: true, err: `option "bogus" not recognized`, code: ErrSyntax, pos: 24},
+		{in: "COPY t TO STDOUT WITH (format csv, format csv)", ok: true, err: "conflicting or redundant options", code: ErrSyntax, pos: 36},
+		{in: "COPY t TO STDOUT csv csv", ok: true, err: "conflicting or redundant options", code: ErrSyntax, pos: 22},
+		{in: "COPY t TO STDOUT WITH (delimiter 'ab')", ok: true, err: "COPY delimiter must be a single one-byte character", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (delimiter)", ok: true, err: "delimiter requires a parameter", code: ErrSyntax},
+		{in: `COPY t TO STDOUT WITH (delimiter E'\n')`, ok: true, err: "COPY delimiter cannot be newline or carriage return", code: ErrInvalidValue},
+		{in: "COPY t TO STDOUT WITH (delimiter 'a')", ok: true, err: `COPY delimiter cannot be "a"`, code: ErrInvalidValue},
+		{in: `COPY t TO STDOUT WITH (null E'\n')`, ok: true, err: "COPY null representation cannot use newline or carriage return", code: ErrInvalidValue},
+		{in: "COPY t TO STDOUT WITH (quote '''')", ok: true, err: "COPY quote available only in CSV mode", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (escape 'a')", ok: true, err: "COPY escape available only in CSV mode", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (format csv, quote 'ab')", ok: true, err: "COPY quote must be a single one-byte character", code: ErrUnsupported},
+		{in: `COPY t TO STDOUT WITH (format csv, delimiter '"')`, ok: true, err: "COPY delimiter and quote must be different", code: ErrInvalidValue},
+		{in: "COPY t TO STDOUT WITH (force_quote (a))", ok: true, err: "COPY force quote available only in CSV mode", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (format csv, force_quote a)", ok: true, err: `argument to option "force_quote" must be a list of column names`, code: ErrInvalidValue, pos: 36},
+		{in: "COPY t TO STDOUT WITH (format csv, force_not_null (a))", ok: true, err: "COPY force not null only available using COPY FROM", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (format csv, force_null (a))", ok: true, err: "COPY force null only available using COPY FROM", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (format binary, delimiter ',')", ok: true, err: "cannot specify DELIMITER in BINARY mode", code: ErrSyntax},
+		{in: "COPY t TO STDOUT BINARY NULL 'x'", ok: true, err: "cannot specify NULL in BINARY mode", code: ErrSyntax},
+		{in: "COPY t TO STDOUT WITH (format binary, header)", ok: true, err: "cannot specify HEADER in BINARY mode", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (format csv, null ',')", ok: true, err: "COPY delimiter must not appear in the NULL specification", code: ErrUnsupported},
+		{in: `COPY t TO STDOUT WITH (format csv, null 'x"')`, ok: true, err: "CSV quote character must not appear in the NULL specification", code: ErrUnsupported},
+		{in: "COPY t TO STDOUT WITH (encoding 'bogus')", ok: true, err: `argument to option "encoding" must be a valid encoding name`, code: ErrInvalidValue, pos: 24},
+		{in: "COPY t (a) TO STDOUT WHERE a > 1", ok: true, err: "WHERE clause not allowed with COPY TO", code: ErrSyntax, pos: 22},
+		{in: "COPY (SELECT 1) FROM STDIN", ok: true, err: `syntax error at or near "FROM"`, code: ErrSyntax, pos: 17},
+		{in: "COPY t TO '/tmp/x'", ok: true, err: "COPY to a file is not supported", code: ErrUnsupported, pos: 11},
+		{in: "COPY t TO PROGRAM 'cat'", ok: true, err: "COPY to or from a program is not supported", code: ErrUnsupported, pos: 11},
+		{in: "COPY (SELECT 1) TO '/tmp/x' (FORMAT csv)", ok: true, err: "COPY to a file is not supported", code: ErrUnsupported, pos: 20},
+
+		{in: "COPY (SELECT 1) TO STDOUT; SELECT 2"},
+		{in: "COPY (SELECT 1 TO STDOUT"},
+		{in: "COPY () TO STDOUT"},
+		{in: "SELECT 'COPY (x) TO STDOUT'"},
 	} {
-		inner, ok := CopyQuery(c.in)
-		if inner != c.inner || ok != c.ok {
-			t.Errorf("CopyQuery(%q) = %q, %v; want %q, %v", c.in, inner, ok, c.inner, c.ok)
+		got, ok, err := ParseCopy(c.in)
+		var se *Error
+		switch {
+		case ok != c.ok:
+			t.Errorf("ParseCopy(%q): ok %v, want %v", c.in, ok, c.ok)
+		case c.err != "":
+			if !errors.As(err, &se) || !strings.Contains(se.Msg, c.err) || !errors.Is(err, c.code) || se.Pos != c.pos {
+				t.Errorf("ParseCopy(%q): error %#v, want %q (%v) at %d", c.in, err, c.err, c.code, c.pos)
+			}
+		case err != nil:
+			t.Errorf("ParseCopy(%q): %v", c.in, err)
+		case c.want != nil && !reflect.DeepEqual(got, c.want):
+			t.Errorf("ParseCopy(%q) = %+v, want %+v", c.in, got, c.want)
 		}
 	}
 }
@@ -184,39 +260,39 @@ func TestParseCopyFrom(t *testing.T) {
 	tab.Delimiter = '|'
 	for _, c := range []struct {
 		in      string
-		want    *CopyFrom
+		want    *Copy
 		ok      bool
 		errText string
 	}{
-		{in: "COPY t FROM STDIN", want: &CopyFrom{Table: "t", Pos: 5, Options: text}, ok: true},
-		{in: `copy public."My T" (a, "B") from stdin;`, want: &CopyFrom{Table: "My T", Pos: 12, Columns: []string{"a", "B"}, Options: text}, ok: true},
-		{in: "COPY t FROM STDIN WITH (FORMAT csv, HEADER)", want: &CopyFrom{Table: "t", Pos: 5, Options: withHeader}, ok: true},
-		{in: "COPY t FROM STDIN (format 'csv', header true)", want: &CopyFrom{Table: "t", Pos: 5, Options: withHeader}, ok: true},
-		{in: "COPY t FROM STDIN WITH CSV HEADER", want: &CopyFrom{Table: "t", Pos: 5, Options: withHeader}, ok: true},
-		{in: "COPY t FROM STDIN WITH (FORMAT csv, DELIMITER ';', NULL '-')", want: &CopyFrom{Table: "t", Pos: 5, Options: semi}, ok: true},
-		{in: "COPY t FROM STDIN DELIMITER AS '|'", want: &CopyFrom{Table: "t", Pos: 5, Options: tab}, ok: true},
-		{in: `copy "t" ( "a", "b" ) from stdin binary;`, want: &CopyFrom{Table: "t", Pos: 5, Columns: []string{"a", "b"}, Options: CopyOptions{Binary: true, Delimiter: '\t', Null: `\N`}}, ok: true},
+		{in: "COPY t FROM STDIN", want: &Copy{Table: "t", Pos: 5, Options: text}, ok: true},
+		{in: `copy public."My T" (a, "B") from stdin;`, want: &Copy{Table: "My T", Pos: 12, Columns: []string{"a", "B"}, Options: text}, ok: true},
+		{in: "COPY t FROM STDIN WITH (FORMAT csv, HEADER)", want: &Copy{Table: "t", Pos: 5, Options: withHeader}, ok: true},
+		{in: "COPY t FROM STDIN (format 'csv', header true)", want: &Copy{Table: "t", Pos: 5, Options: withHeader}, ok: true},
+		{in: "COPY t FROM STDIN WITH (format csv, header match)", want: &Copy{Table: "t", Pos: 5, Options: withHeader}, ok: true},
+		{in: "COPY t FROM STDIN WITH CSV HEADER", want: &Copy{Table: "t", Pos: 5, Options: withHeader}, ok: true},
+		{in: "COPY t FROM STDIN WITH (FORMAT csv, DELIMITER ';', NULL '-')", want: &Copy{Table: "t", Pos: 5, Options: semi}, ok: true},
+		{in: "COPY t FROM STDIN DELIMITER AS '|'", want: &Copy{Table: "t", Pos: 5, Options: tab}, ok: true},
+		{in: `copy "t" ( "a", "b" ) from stdin binary;`, want: &Copy{Table: "t", Pos: 5, Columns: []string{"a", "b"}, Options: CopyOptions{Binary: true, Delimiter: '\t', Null: `\N`}}, ok: true},
 		{in: "COPY t FROM STDIN WITH (FORMAT binary, HEADER)", ok: true, errText: "in BINARY mode"},
 		{in: "COPY t FROM STDIN WITH (DELIMITER ';;')", ok: true, errText: "single one-byte character"},
-		{in: "COPY t FROM STDIN WITH (QUOTE '\"')", ok: true, errText: "available only in CSV mode"},
+		{in: `COPY t FROM STDIN WITH (QUOTE '"')`, ok: true, errText: "available only in CSV mode"},
 		{in: "COPY t FROM STDIN WITH (COLOUR red)", ok: true, errText: `option "colour" not recognized`},
-		{in: "COPY t TO STDOUT"},
-		{in: "COPY (SELECT 1) TO STDOUT"},
-		{in: "COPY t FROM '/etc/passwd'"},
+		{in: "COPY t FROM STDIN WITH (FORMAT csv, FORCE_QUOTE (a))", ok: true, errText: "COPY force quote only available using COPY TO"},
+		{in: "COPY t FROM '/etc/passwd'", ok: true, errText: "COPY from a file is not supported"},
 		{in: "SELECT 'COPY t FROM STDIN'"},
 	} {
-		got, ok, err := ParseCopyFrom(c.in)
+		got, ok, err := ParseCopy(c.in)
 		switch {
 		case ok != c.ok:
-			t.Errorf("ParseCopyFrom(%q): ok %v, want %v", c.in, ok, c.ok)
+			t.Errorf("ParseCopy(%q): ok %v, want %v", c.in, ok, c.ok)
 		case c.errText != "":
 			if err == nil || !strings.Contains(err.Error(), c.errText) {
-				t.Errorf("ParseCopyFrom(%q): error %v, want %q", c.in, err, c.errText)
+				t.Errorf("ParseCopy(%q): error %v, want %q", c.in, err, c.errText)
 			}
 		case err != nil:
-			t.Errorf("ParseCopyFrom(%q): %v", c.in, err)
+			t.Errorf("ParseCopy(%q): %v", c.in, err)
 		case c.want != nil && !reflect.DeepEqual(got, c.want):
-			t.Errorf("ParseCopyFrom(%q) = %+v, want %+v", c.in, got, c.want)
+			t.Errorf("ParseCopy(%q) = %+v, want %+v", c.in, got, c.want)
 		}
 	}
 }

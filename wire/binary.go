@@ -34,6 +34,9 @@ const (
 // microseconds.
 const pgEpochMicros = 946684800 * 1_000_000
 
+// pgNaNBits is the float8 NaN PostgreSQL sends.
+const pgNaNBits = 0x7ff8000000000000
+
 // binarySupported reports whether a column of type t can be sent in binary.
 func binarySupported(t types.Type) bool {
 	switch t.ID {
@@ -67,7 +70,14 @@ func binaryAppenderFor(arr arrow.Array, f arrow.Field) textAppender {
 		return func(dst []byte, i int) []byte { return binary.BigEndian.AppendUint64(dst, uint64(vs[i])) }
 	case *array.Float64:
 		vs := a.Float64Values()
-		return func(dst []byte, i int) []byte { return binary.BigEndian.AppendUint64(dst, math.Float64bits(vs[i])) }
+		return func(dst []byte, i int) []byte {
+			if vs[i] != vs[i] {
+				// PostgreSQL's one NaN (get_float8_nan); Go's math.NaN() has
+				// other bits.
+				return binary.BigEndian.AppendUint64(dst, pgNaNBits)
+			}
+			return binary.BigEndian.AppendUint64(dst, math.Float64bits(vs[i]))
+		}
 	case *array.Timestamp:
 		vs := a.Values()
 		return func(dst []byte, i int) []byte {

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
-	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/session"
 	"github.com/hummer-db/hummer/sql"
@@ -20,21 +17,22 @@ import (
 // Copier is implemented by sessions that can stream a query's changes as COPY
 // output (COPY (<query>) TO STDOUT) and take COPY t FROM STDIN.
 type Copier interface {
-	// CopyOut starts the query, which may read streams that never end; its rows
-	// arrive until the query ends or ctx is cancelled.
-	CopyOut(ctx context.Context, query string) (*session.Result, error)
+	// CopyOut starts COPY ... TO STDOUT, whose query may read streams that
+	// never end; its rows arrive until the query ends or ctx is cancelled.
+	CopyOut(ctx context.Context, query string) (*session.CopyOut, error)
 	// CopyIn starts COPY ... FROM STDIN; the server feeds it the client's data.
 	CopyIn(ctx context.Context, query string) (*session.CopyIn, error)
 }
 
-// isCopyFrom reports whether query is a COPY ... FROM STDIN.
-func isCopyFrom(query string) bool {
+// parseCopy returns query's COPY statement if it is one (sql.ParseCopy: the
+// parser cannot read COPY, so the wire server runs it), and the error in its
+// options.
+func parseCopy(query string) (*sql.Copy, bool, error) {
 	q := strings.TrimLeft(query, " \t\r\n")
 	if len(q) < 4 || !strings.EqualFold(q[:4], "copy") {
-		return false
+		return nil, false, nil
 	}
-	_, ok, _ := sql.ParseCopyFrom(query)
-	return ok
+	return sql.ParseCopy(query)
 }
 
 // copyIn runs COPY ... FROM STDIN: CopyInResponse, then the client's CopyData
@@ -116,91 +114,6 @@ func (c *conn) copyIn(ctx context.Context, query string) {
 			return
 		}
 	}
-}
-
-// copyQuery returns the inner query of a COPY (<query>) TO STDOUT, if query is
-// one (sql.CopyQuery: the parser cannot read it, so the wire server runs it).
-func copyQuery(query string) (string, bool) { return sql.CopyQuery(query) }
-
-// sendCopy streams a result as COPY text: one line per row, the change kind
-// first (insert, delete, update_before, update_after: a continuous query's
-// updates come as an update_before of the old row then an update_after of the
-// new), then the columns, tab-separated, NULL as \N. It ends with
-// CopyDone and "COPY n" when the query ends; a continuous query streams until
-// the client cancels it.
-func (c *conn) sendCopy(ctx context.Context, r *session.Result) error {
-	defer r.Rows.Close()
-	schema := r.Rows.Schema()
-	c.send(&pgproto3.CopyOutResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, len(schema)+1)})
-	if err := c.flush(); err != nil {
-		return err
-	}
-	var (
-		rows int64
-		line []byte
-		cell []byte
-	)
-	next := func(ctx context.Context) (exec.Batch, error) {
-		rec, err := r.Rows.Next(ctx)
-		return exec.Batch{Rec: rec}, err
-	}
-	if cr, ok := r.Rows.(session.ChangeRows); ok {
-		next = cr.NextChanges
-	}
-	for {
-		chg, err := next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		b := chg.Rec
-		cols := b.Columns()
-		for i := 0; i < int(b.NumRows()); i++ {
-			line = append(line[:0], chg.Op(i).String()...)
-			for j, col := range cols {
-				line = append(line, '\t')
-				if IsNull(col, i) {
-					line = append(line, '\\', 'N')
-					continue
-				}
-				cell = AppendText(cell[:0], col, b.Schema().Field(j), i)
-				line = appendCopyEscaped(line, cell)
-			}
-			line = append(line, '\n')
-			c.send(&pgproto3.CopyData{Data: line})
-		}
-		rows += b.NumRows()
-		b.Release()
-		// Changes reach the client as they happen.
-		if err := c.flush(); err != nil {
-			return err
-		}
-	}
-	c.send(&pgproto3.CopyDone{})
-	c.send(&pgproto3.CommandComplete{CommandTag: commandTag("COPY", rows)})
-	return nil
-}
-
-// appendCopyEscaped appends a value in COPY's text format: backslash, tab,
-// newline and carriage return escaped.
-func appendCopyEscaped(dst, v []byte) []byte {
-	for _, ch := range v {
-		switch ch {
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, ch)
-		}
-	}
-	return dst
 }
 
 // copySignature starts PostgreSQL's binary COPY data.

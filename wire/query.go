@@ -70,12 +70,15 @@ func (c *conn) simpleQuery(query string) {
 		stop()
 	}()
 
-	if inner, ok := copyQuery(query); ok {
-		c.copyOut(ctx, inner)
-		return
-	}
-	if isCopyFrom(query) {
-		c.copyIn(ctx, query)
+	if cp, ok, err := parseCopy(query); ok {
+		switch {
+		case err != nil:
+			c.sendError(err, query)
+		case cp.To:
+			c.copyOut(ctx, query)
+		default:
+			c.copyIn(ctx, query)
+		}
 		return
 	}
 	results := 0
@@ -113,7 +116,7 @@ func (c *conn) sendError(err error, query string) {
 	c.send(resp)
 }
 
-// copyOut runs COPY (<query>) TO STDOUT.
+// copyOut runs COPY ... TO STDOUT.
 func (c *conn) copyOut(ctx context.Context, query string) {
 	copier, ok := c.sess.(Copier)
 	if !ok {
