@@ -98,6 +98,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteStringAgg,
 	},
 	{
+		name:  "LIMIT, OFFSET, FETCH FIRST",
+		users: "LIMIT $1 OFFSET $2; OFFSET 5; LIMIT ALL OFFSET 5; OFFSET 5 LIMIT 10; OFFSET 5 ROWS FETCH NEXT $1 ROWS ONLY",
+		reads: "LIMIT ? OFFSET ? (the binder is told: ? is $1, $2); LIMIT 18446744073709551615 OFFSET 5 (no limit); ...; LIMIT 10 OFFSET 5; LIMIT ? OFFSET 5",
+		apply: rewriteLimit,
+	},
+	{
 		name:  "IS [NOT] DISTINCT FROM",
 		users: "a IS DISTINCT FROM b; a IS NOT DISTINCT FROM b",
 		reads: "a <=> b IS FALSE; a <=> b (<=> is MySQL's NULL-safe equality)",
@@ -123,10 +129,13 @@ type dialectFacts struct {
 	// fullJoin: a FULL JOIN, written as LEFT JOIN for the parser, by the
 	// offset of its ON condition.
 	fullJoin map[int]bool
+	// params: the $n a ? marker stands for, by the offset of the $n
+	// (dialect_limit.go).
+	params map[int]int
 }
 
 func (f *dialectFacts) empty() bool {
-	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0
+	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.params) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -141,7 +150,8 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{}}
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{},
+		params: map[int]int{}}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]

@@ -28,6 +28,14 @@ const (
 	oidName        = 19
 	oidUnknown     = 705
 	oidTimestamptz = 1184
+	oidOID         = 26
+	oidChar        = 18
+	oidJSON        = 114
+	oidJSONB       = 3802
+	oidUUID        = 2950
+	oidXML         = 142
+	oidBytea       = 17
+	oidInterval    = 1186
 )
 
 // pgEpochMicros is 2000-01-01 00:00:00 UTC, PostgreSQL's timestamp epoch, in Unix
