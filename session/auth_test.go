@@ -129,7 +129,7 @@ func TestPrivileges(t *testing.T) {
 		}
 	}
 	// Prepared statements are checked when they run.
-	p, err := ann.Prepare(context.Background(), "SELECT a FROM secret")
+	p, err := ann.Prepare(context.Background(), "SELECT a FROM secret", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

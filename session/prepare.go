@@ -18,9 +18,13 @@ type Prepared struct {
 	s     *Session
 	query string
 	node  ast.StmtNode // nil for an empty query
+	// declared are the parameter types the client declared (Prepare).
+	declared []types.Type
 
-	// Params are the types of $1..$n: the type the binder cast the parameter to
-	// where it used one, else text (as PostgreSQL infers "unknown" as text).
+	// Params are the types of $1..$n, as PostgreSQL infers them: the type the
+	// client declared; else the type the binder cast the parameter to where it
+	// used one (the column's type in d = $1 or INSERT ... VALUES ($1)); bigint
+	// for a LIMIT or OFFSET; else text (PostgreSQL resolves "unknown" as text).
 	Params []types.Type
 	// Schema is the columns the statement returns, nil for a statement without
 	// rows.
@@ -28,15 +32,17 @@ type Prepared struct {
 }
 
 // Prepare parses query, which must hold at most one statement, and binds it to
-// learn its parameter types and result columns. Binding happens again at each Run,
-// so that a Prepared follows catalog changes; a result schema that changed is an
-// error there, as in PostgreSQL.
-func (s *Session) Prepare(_ context.Context, query string) (*Prepared, error) {
+// learn its parameter types and result columns. declared are the types the
+// client gave the parameters (the null type, or none past its end, where it
+// gave none); a parameter of a declared type binds as a value of that type.
+// Binding happens again at each Run, so that a Prepared follows catalog
+// changes; a result schema that changed is an error there, as in PostgreSQL.
+func (s *Session) Prepare(_ context.Context, query string, declared []types.Type) (*Prepared, error) {
 	stmts, err := sql.Parse(query)
 	if err != nil {
 		return nil, err
 	}
-	p := &Prepared{s: s, query: query}
+	p := &Prepared{s: s, query: query, declared: declared}
 	switch len(stmts) {
 	case 0:
 		return p, nil
@@ -45,19 +51,28 @@ func (s *Session) Prepare(_ context.Context, query string) (*Prepared, error) {
 		return nil, sql.Errorf(sql.ErrSyntax, 0, "cannot insert multiple commands into a prepared statement")
 	}
 	p.node = stmts[0]
-	stmt, err := sql.Bind(p.node, s.e.catalog, query)
+	stmt, err := sql.BindParams(p.node, s.e.catalog, query, declared)
 	if err != nil {
 		return nil, err
 	}
-	var params []*types.Type // nil entry: not seen yet
+	params := make([]*types.Type, len(declared)) // nil entry: no type seen yet
+	see := func(n int, t types.Type) {
+		for len(params) < n {
+			params = append(params, nil)
+		}
+		if params[n-1] == nil && t.ID != types.Null {
+			params[n-1] = &t
+		}
+	}
+	for i, t := range declared {
+		see(i+1, t)
+	}
 	err = planExprs(stmt, func(slot **expr.Expr) error {
 		walkParams(*slot, nil, func(n int, cast *expr.Expr) {
-			for len(params) < n {
-				params = append(params, nil)
-			}
-			if params[n-1] == nil && cast != nil {
-				t := cast.Type
-				params[n-1] = &t
+			if cast != nil {
+				see(n, cast.Type)
+			} else {
+				see(n, types.NullType)
 			}
 		})
 		return nil
@@ -65,6 +80,13 @@ func (s *Session) Prepare(_ context.Context, query string) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	eachLimit(stmt, func(l *sql.Limit) {
+		for _, n := range []int{l.CountParam, l.OffsetParam} {
+			if n > 0 {
+				see(n, types.Int64Type)
+			}
+		}
+	})
 	p.Params = make([]types.Type, len(params))
 	for i, t := range params {
 		p.Params[i] = types.StringType
@@ -91,7 +113,7 @@ func (p *Prepared) Run(ctx context.Context, params []types.Value) (*Result, erro
 		return nil, sql.Errorf(sql.ErrInvalidValue, 0, "bind message supplies %d parameters, but prepared statement requires %d",
 			len(params), len(p.Params))
 	}
-	stmt, err := sql.Bind(p.node, p.s.e.catalog, p.query)
+	stmt, err := sql.BindParams(p.node, p.s.e.catalog, p.query, p.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +122,9 @@ func (p *Prepared) Run(ctx context.Context, params []types.Value) (*Result, erro
 		*slot = e
 		return err
 	})
+	if err == nil {
+		err = bindLimits(stmt, params)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +145,36 @@ func (e *ParamTypeError) Error() string {
 // SQLState returns indeterminate_datatype.
 func (e *ParamTypeError) SQLState() string { return "42P18" }
 
+// paramError is an error with its SQLSTATE about a statement's parameters.
+type paramError struct{ code, msg string }
+
+func (e *paramError) Error() string    { return e.msg }
+func (e *paramError) SQLState() string { return e.code }
+
+// noParams refuses a statement run without parameters (the simple query
+// protocol) that refers to one, as PostgreSQL does, rather than run it with
+// the parameter unbound.
+func noParams(stmt sql.Statement) error {
+	n := 0
+	_ = planExprs(stmt, func(slot **expr.Expr) error {
+		walkParams(*slot, nil, func(k int, _ *expr.Expr) {
+			if n == 0 {
+				n = k
+			}
+		})
+		return nil
+	})
+	eachLimit(stmt, func(l *sql.Limit) {
+		if n == 0 {
+			n = max(l.CountParam, l.OffsetParam)
+		}
+	})
+	if n > 0 {
+		return &paramError{code: "42P02", msg: fmt.Sprintf("there is no parameter $%d", n)}
+	}
+	return nil
+}
+
 // walkParams calls fn for every parameter in e, with the cast around it, if any.
 func walkParams(e, parent *expr.Expr, fn func(n int, cast *expr.Expr)) {
 	if e.Kind == expr.KindParam {
@@ -136,21 +191,16 @@ func walkParams(e, parent *expr.Expr, fn func(n int, cast *expr.Expr)) {
 }
 
 // bindParams replaces the parameters in e, a freshly bound tree it may change in
-// place, by literals. A cast of a parameter becomes the literal of the cast's
-// value, so a text parameter is parsed by the cast's input rules; a bare parameter
+// place, by literals. A parameter of a declared type becomes its value cast to
+// that type. A cast of a parameter of no type becomes the literal of the cast's
+// value, so a text parameter is parsed by the cast's input rules; a bare one
 // (of the null type) can only be NULL.
 func bindParams(e *expr.Expr, params []types.Value) (*expr.Expr, error) {
 	switch {
-	case e.Kind == expr.KindCast && e.Args[0].Kind == expr.KindParam:
-		v := params[e.Args[0].Param-1]
-		if v.Null || v.Type.ID == types.Null {
-			return expr.Literal(types.NullValue(e.Type)), nil
-		}
-		val, err := expr.EvalConst(expr.Cast(expr.Literal(v), e.Type))
-		if err != nil {
-			return nil, err
-		}
-		return expr.Literal(val), nil
+	case e.Kind == expr.KindCast && e.Args[0].Kind == expr.KindParam && e.Args[0].Type.ID == types.Null:
+		return castParam(params[e.Args[0].Param-1], e.Type)
+	case e.Kind == expr.KindParam && e.Type.ID != types.Null:
+		return castParam(params[e.Param-1], e.Type)
 	case e.Kind == expr.KindParam:
 		v := params[e.Param-1]
 		if !v.Null && v.Type.ID != types.Null {
@@ -168,11 +218,70 @@ func bindParams(e *expr.Expr, params []types.Value) (*expr.Expr, error) {
 	return e, nil
 }
 
+// castParam is the literal of parameter value v as a value of type t.
+func castParam(v types.Value, t types.Type) (*expr.Expr, error) {
+	if v.Null || v.Type.ID == types.Null {
+		return expr.Literal(types.NullValue(t)), nil
+	}
+	val, err := expr.EvalConst(expr.Cast(expr.Literal(v), t))
+	if err != nil {
+		return nil, err
+	}
+	return expr.Literal(val), nil
+}
+
+// bindLimits sets the counts and offsets of the statement's LIMITs that
+// parameters give. As in PostgreSQL, a NULL count is no limit and a NULL
+// offset none; a negative one is an error.
+func bindLimits(stmt sql.Statement, params []types.Value) error {
+	var err error
+	value := func(n int, what, code string) (int64, bool) {
+		lit, e := castParam(params[n-1], types.Int64Type)
+		if e != nil {
+			err = e
+			return 0, false
+		}
+		if lit.Value.Null {
+			return 0, false
+		}
+		if lit.Value.Int < 0 {
+			err = &paramError{code: code, msg: what + " must not be negative"}
+			return 0, false
+		}
+		return lit.Value.Int, true
+	}
+	eachLimit(stmt, func(l *sql.Limit) {
+		if l.CountParam > 0 && err == nil {
+			l.Count = -1
+			if v, ok := value(l.CountParam, "LIMIT", "2201W"); ok {
+				l.Count = v
+			}
+		}
+		if l.OffsetParam > 0 && err == nil {
+			l.Offset = 0
+			if v, ok := value(l.OffsetParam, "OFFSET", "2201X"); ok {
+				l.Offset = v
+			}
+		}
+		l.Clamp()
+	})
+	return err
+}
+
+// eachLimit calls fn with every Limit of a bound statement's plan.
+func eachLimit(stmt sql.Statement, fn func(*sql.Limit)) {
+	_ = eachPlan(stmt, func(p sql.Plan) error {
+		if l, ok := p.(*sql.Limit); ok {
+			fn(l)
+		}
+		return nil
+	})
+}
+
 // planExprs calls fn with the address of every expression of a bound statement's
 // plan, so that fn may replace it.
 func planExprs(stmt sql.Statement, fn func(**expr.Expr) error) error {
-	var walk func(p sql.Plan) error
-	walk = func(p sql.Plan) error {
+	return eachPlan(stmt, func(p sql.Plan) error {
 		switch n := p.(type) {
 		case *sql.Values:
 			for _, row := range n.Rows {
@@ -198,6 +307,17 @@ func planExprs(stmt sql.Statement, fn func(**expr.Expr) error) error {
 					return err
 				}
 			}
+		}
+		return nil
+	})
+}
+
+// eachPlan calls fn with every node of a bound statement's plan.
+func eachPlan(stmt sql.Statement, fn func(sql.Plan) error) error {
+	var walk func(p sql.Plan) error
+	walk = func(p sql.Plan) error {
+		if err := fn(p); err != nil {
+			return err
 		}
 		for _, in := range p.Inputs() {
 			if err := walk(in); err != nil {

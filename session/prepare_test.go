@@ -76,7 +76,7 @@ func TestPrepare(t *testing.T) {
 	if err := os.WriteFile(data, []byte("a,1\nb,2\nc,3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ddl, err := s.Prepare(ctx, "CREATE TABLE w (word TEXT, n BIGINT) ENGINE=file CONNECTION='file://"+data+"?format=csv'")
+	ddl, err := s.Prepare(ctx, "CREATE TABLE w (word TEXT, n BIGINT) ENGINE=file CONNECTION='file://"+data+"?format=csv'", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p, err := s.Prepare(ctx, "SELECT word, n FROM w WHERE n > $1 AND word <> $2 ORDER BY n")
+	p, err := s.Prepare(ctx, "SELECT word, n FROM w WHERE n > $1 AND word <> $2 ORDER BY n", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("NULL parameter: %v %v", rows, err)
 	}
 
-	bare, err := s.Prepare(ctx, "SELECT $1 IS NULL")
+	bare, err := s.Prepare(ctx, "SELECT $1 IS NULL", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +130,10 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("bare parameter: %v", err)
 	}
 
-	if _, err := s.Prepare(ctx, "SELECT 1; SELECT 2"); err == nil {
+	if _, err := s.Prepare(ctx, "SELECT 1; SELECT 2", nil); err == nil {
 		t.Fatal("two statements prepared")
 	}
-	if empty, err := s.Prepare(ctx, " "); err != nil || !empty.Empty() {
+	if empty, err := s.Prepare(ctx, " ", nil); err != nil || !empty.Empty() {
 		t.Fatalf("empty: %v", err)
 	}
 }

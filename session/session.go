@@ -274,6 +274,9 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 		defer cancel()
 	}
 	stmt, err := sql.Bind(node, s.e.catalog, query)
+	if err == nil {
+		err = noParams(stmt)
+	}
 	if err != nil {
 		return nil, err
 	}

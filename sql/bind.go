@@ -25,12 +25,21 @@ import (
 // Errors about the statement are *Error values. The plan is not optimised: run
 // Optimize on a Query's plan before planning it.
 func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error) {
+	return BindParams(stmt, cat, query, nil)
+}
+
+// BindParams is Bind for a statement whose parameters' types the client
+// declared (in a Parse message): paramTypes[n-1] is $n's, the null type or
+// none where it declared none (the type is then inferred from where the
+// parameter stands). A declared parameter binds as an expression of its type,
+// as a column would.
+func BindParams(stmt ast.StmtNode, cat CatalogReader, query string, paramTypes []types.Type) (Statement, error) {
 	var facts *dialectFacts
 	if d, ok := stmt.(*dialectStmt); ok {
 		stmt, facts = d.StmtNode, d.facts
 	}
-	b := newBinder(stmt, cat, query)
-	b.facts = facts
+	b := newBinder(stmt, cat, query, facts)
+	b.paramTypes = paramTypes
 	st, err := b.bind(stmt)
 	if err == nil {
 		err = b.unusedFacts()
@@ -122,6 +131,8 @@ type binder struct {
 	// binder (NULLS FIRST ...); used marks those it has applied.
 	facts *dialectFacts
 	used  map[int]bool
+	// paramTypes are the parameters' declared types (BindParams).
+	paramTypes []types.Type
 	// now is the statement's time, for NOW() (bind_datetime.go).
 	now time.Time
 }
@@ -131,26 +142,59 @@ type colRef struct {
 	name string
 }
 
-func newBinder(stmt ast.StmtNode, cat CatalogReader, query string) *binder {
-	b := &binder{cat: cat, query: query, refs: make(map[*expr.Expr]colRef)}
+func newBinder(stmt ast.StmtNode, cat CatalogReader, query string, facts *dialectFacts) *binder {
+	b := &binder{cat: cat, query: query, refs: make(map[*expr.Expr]colRef), facts: facts}
 	b.start = stmt.OriginTextPosition()
 	b.text = stmt.Text()
 	if b.start < 0 || b.start+len(b.text) > len(query) || query[b.start:b.start+len(b.text)] != b.text {
 		b.start = max(strings.Index(query, b.text), 0)
 	}
-	numberParams(stmt)
+	b.numberParams(stmt)
 	return b
 }
 
 // numberParams numbers the ? markers of a statement 0, 1, ... in text order (the
-// parser leaves them all at 0); a marker binds as parameter Order+1.
-func numberParams(stmt ast.StmtNode) {
+// parser leaves them all at 0); a marker binds as parameter Order+1. Markers
+// the dialect layer made for a $n are not counted: they bind as that $n
+// (markerParam).
+func (b *binder) numberParams(stmt ast.StmtNode) {
 	v := &paramCollector{}
 	stmt.Accept(v)
 	sort.Slice(v.params, func(i, j int) bool { return v.params[i].Offset < v.params[j].Offset })
-	for i, p := range v.params {
-		p.SetOrder(i)
+	i := 0
+	for _, p := range v.params {
+		if _, ok := b.dollarParam(p); !ok {
+			p.SetOrder(i)
+			i++
+		}
 	}
+}
+
+// param is the expression of parameter $n: of its declared type, else of the
+// null type, for the operator or cast around it to give it one.
+func (b *binder) param(n int) *expr.Expr {
+	t := types.NullType
+	if n <= len(b.paramTypes) {
+		t = b.paramTypes[n-1]
+	}
+	return &expr.Expr{Kind: expr.KindParam, Param: n, Type: t}
+}
+
+// markerParam is the number of the parameter a ? marker stands for.
+func (b *binder) markerParam(p *test_driver.ParamMarkerExpr) int {
+	if n, ok := b.dollarParam(p); ok {
+		return n
+	}
+	return p.Order + 1
+}
+
+// dollarParam is the $n a marker the dialect layer made stands for.
+func (b *binder) dollarParam(p *test_driver.ParamMarkerExpr) (int, bool) {
+	if b.facts.empty() {
+		return 0, false
+	}
+	n, ok := b.facts.params[p.Offset]
+	return n, ok
 }
 
 type paramCollector struct {

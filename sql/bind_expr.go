@@ -57,7 +57,7 @@ func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
 	case *ast.ColumnNameExpr:
 		return b.bindColumn(ctx, n)
 	case *test_driver.ParamMarkerExpr:
-		return &expr.Expr{Kind: expr.KindParam, Param: n.Order + 1, Type: types.NullType}, nil
+		return b.param(b.markerParam(n)), nil
 	case *test_driver.ValueExpr:
 		v, err := b.literal(n)
 		if err != nil {
@@ -150,7 +150,7 @@ func exprText(n ast.Node) string {
 func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, error) {
 	cn := n.Name
 	if k, ok := paramNumber(cn); ok {
-		return &expr.Expr{Kind: expr.KindParam, Param: k, Type: types.NullType}, nil
+		return b.param(k), nil
 	}
 	table, name := cn.Table.L, cn.Name.L
 	sc := ctx.scope

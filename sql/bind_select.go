@@ -566,16 +566,21 @@ func (b *binder) bindLimit(l *ast.Limit) (*Limit, error) {
 		return 0, b.errorf(ErrUnsupported, n, "%s must be an integer constant", what)
 	}
 	var err error
-	if l.Count != nil {
+	if p, ok := l.Count.(*test_driver.ParamMarkerExpr); ok {
+		lim.CountParam = b.markerParam(p)
+	} else if l.Count != nil {
 		if lim.Count, err = value(l.Count, "LIMIT"); err != nil {
 			return nil, err
 		}
 	}
-	if l.Offset != nil {
+	if p, ok := l.Offset.(*test_driver.ParamMarkerExpr); ok {
+		lim.OffsetParam = b.markerParam(p)
+	} else if l.Offset != nil {
 		if lim.Offset, err = value(l.Offset, "OFFSET"); err != nil {
 			return nil, err
 		}
 	}
+	lim.Clamp()
 	return lim, nil
 }
 

@@ -146,6 +146,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteArrayAgg,
 	},
 	{
+		name:  "LIMIT, OFFSET, FETCH FIRST",
+		users: "LIMIT $1 OFFSET $2; OFFSET 5; LIMIT ALL OFFSET 5; OFFSET 5 LIMIT 10; OFFSET 5 ROWS FETCH NEXT $1 ROWS ONLY",
+		reads: "LIMIT ? OFFSET ? (the binder is told: ? is $1, $2); LIMIT 18446744073709551615 OFFSET 5 (no limit); ...; LIMIT 10 OFFSET 5; LIMIT ? OFFSET 5",
+		apply: rewriteLimit,
+	},
+	{
 		name:  "IS [NOT] DISTINCT FROM",
 		users: "a IS DISTINCT FROM b; a IS NOT DISTINCT FROM b",
 		reads: "a <=> b IS FALSE; a <=> b (<=> is MySQL's NULL-safe equality)",
@@ -175,10 +181,14 @@ type dialectFacts struct {
 	// their case as an output column's name; the parser does not tell a
 	// quoted identifier from an unquoted one.
 	quoted map[string]bool
+	// params: the $n a ? marker stands for, by the offset of the $n
+	// (dialect_limit.go).
+	params map[int]int
 }
 
 func (f *dialectFacts) empty() bool {
-	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.quoted) == 0
+	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.params) == 0 &&
+		len(f.quoted) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -193,7 +203,8 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{}, quoted: map[string]bool{}}
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{},
+		params: map[int]int{}, quoted: map[string]bool{}}
 	for _, t := range toks {
 		if t.kind == tokIdent && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 {
 			facts.quoted[strings.ReplaceAll(t.text[1:len(t.text)-1], `""`, `"`)] = true

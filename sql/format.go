@@ -142,8 +142,13 @@ func describeNode(p Plan) string {
 		return "Sort " + strings.Join(keys, ", ")
 	case *Limit:
 		count := "ALL"
-		if p.Count >= 0 {
+		if p.CountParam > 0 {
+			count = fmt.Sprintf("$%d", p.CountParam)
+		} else if p.Count >= 0 {
 			count = fmt.Sprint(p.Count)
+		}
+		if p.OffsetParam > 0 {
+			return fmt.Sprintf("Limit %s OFFSET $%d", count, p.OffsetParam)
 		}
 		if p.Offset > 0 {
 			return fmt.Sprintf("Limit %s OFFSET %d", count, p.Offset)

@@ -187,8 +187,8 @@ func run(p Plan) ([]row, error) {
 		}
 		lo := min(int(n.Offset), len(in))
 		hi := len(in)
-		if n.Count >= 0 {
-			hi = min(lo+int(n.Count), hi)
+		if n.Count >= 0 && n.Count < int64(hi-lo) {
+			hi = lo + int(n.Count)
 		}
 		return in[lo:hi], nil
 	}

@@ -12,7 +12,7 @@ import (
 
 	// The parser needs a driver for literal values; the test driver is the small
 	// one, with no dependency on the rest of TiDB.
-	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
 
 // sqlMode makes the MySQL dialect read three things as PostgreSQL clients write
@@ -81,6 +81,9 @@ type originMapper struct{ d *dialected }
 func (m *originMapper) Enter(n ast.Node) (ast.Node, bool) {
 	if off := n.OriginTextPosition(); off > 0 {
 		n.SetOriginTextPosition(m.d.origin(off))
+	}
+	if p, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		p.Offset = m.d.origin(p.Offset) // its number may be a fact, by the user's offset
 	}
 	return n, false
 }

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"math"
+
 	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
 )
@@ -133,10 +135,23 @@ type Sort struct {
 }
 
 // Limit skips Offset rows and then passes at most Count rows (Count < 0: all).
+// CountParam and OffsetParam, when not 0, are the parameters ($n) that give
+// Count and Offset; whoever binds the parameters sets those from them.
 type Limit struct {
 	Input  Plan
 	Offset int64
 	Count  int64
+
+	CountParam, OffsetParam int
+}
+
+// Clamp makes a count that reaches past the last row int64 can number no
+// limit, so that Offset+Count never overflows (LIMIT ALL OFFSET n is read as
+// LIMIT 18446744073709551615 OFFSET n).
+func (p *Limit) Clamp() {
+	if p.Count > 0 && p.Offset > math.MaxInt64-p.Count {
+		p.Count = -1
+	}
 }
 
 func (p *Scan) Schema() types.Schema {

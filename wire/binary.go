@@ -2,9 +2,11 @@ package wire
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -28,6 +30,14 @@ const (
 	oidName        = 19
 	oidUnknown     = 705
 	oidTimestamptz = 1184
+	oidOID         = 26
+	oidChar        = 18
+	oidJSON        = 114
+	oidJSONB       = 3802
+	oidUUID        = 2950
+	oidXML         = 142
+	oidBytea       = 17
+	oidInterval    = 1186
 )
 
 // pgEpochMicros is 2000-01-01 00:00:00 UTC, PostgreSQL's timestamp epoch, in Unix
@@ -148,6 +158,11 @@ func decodeParam(data []byte, format int16, oid uint32) (types.Value, error) {
 		if !utf8.Valid(data) {
 			return types.Value{}, protoErrorf("22021", "invalid byte sequence for encoding \"UTF8\"")
 		}
+		if oid == oidTimestamptz {
+			if micros, ok := timestamptzText(string(data)); ok {
+				return types.TimestampValue(micros), nil
+			}
+		}
 		return types.StringValue(string(data)), nil
 	}
 	size := func(n int) error {
@@ -197,11 +212,32 @@ func decodeParam(data []byte, format int16, oid uint32) (types.Value, error) {
 			return types.Value{}, err
 		}
 		return types.DateValue(int64(int32(binary.BigEndian.Uint32(data)))*microsPerDay + pgEpochMicros), nil
-	case oidText, oidVarchar, oidBpchar, oidName, oidUnknown:
+	case oidText, oidVarchar, oidBpchar, oidName, oidUnknown, oidJSON, oidXML, oidChar:
 		if !utf8.Valid(data) {
 			return types.Value{}, protoErrorf("22021", "invalid byte sequence for encoding \"UTF8\"")
 		}
 		return types.StringValue(string(data)), nil
+	case oidJSONB:
+		// jsonb_send: a version byte, 1, then the text.
+		if len(data) == 0 || data[0] != 1 {
+			return types.Value{}, protoErrorf("22P03", "unsupported jsonb version number")
+		}
+		if !utf8.Valid(data[1:]) {
+			return types.Value{}, protoErrorf("22021", "invalid byte sequence for encoding \"UTF8\"")
+		}
+		return types.StringValue(string(data[1:])), nil
+	case oidUUID:
+		// uuid_send: the 16 bytes; the engine keeps a uuid as its text.
+		if err := size(16); err != nil {
+			return types.Value{}, err
+		}
+		h := hex.EncodeToString(data)
+		return types.StringValue(h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]), nil
+	case oidOID:
+		if err := size(4); err != nil {
+			return types.Value{}, err
+		}
+		return types.IntValue(int64(binary.BigEndian.Uint32(data))), nil
 	case oidNumeric:
 		s, err := numericText(data)
 		if err != nil {
@@ -210,6 +246,27 @@ func decodeParam(data []byte, format int16, oid uint32) (types.Value, error) {
 		return types.StringValue(s), nil
 	}
 	return types.Value{}, protoErrorf(codeFeatureNotSupported, "binary parameters of type OID %d are not supported", oid)
+}
+
+// timestampLayouts are the forms of timestamptz text with a zone that clients
+// send: PostgreSQL's output (+02, +05:30, +00:00:00), ISO 8601 (T, Z).
+var timestampLayouts = []string{
+	"2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07:00:00",
+	"2006-01-02T15:04:05.999999999Z07", "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999Z07:00:00",
+}
+
+// timestamptzText reads the text of a timestamptz parameter that carries a
+// zone as its instant, in microseconds since the Unix epoch (the engine's
+// timestamps are UTC, its TimeZone). Text without a zone is not read here:
+// the cast from text reads it, in UTC as PostgreSQL would with TimeZone UTC.
+func timestamptzText(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range timestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.Unix()*1_000_000 + int64(t.Nanosecond()+500)/1000, true
+		}
+	}
+	return 0, false
 }
 
 // numericText decodes numeric_send's format into numeric text, which the session

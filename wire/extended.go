@@ -24,7 +24,9 @@ import (
 type Preparer interface {
 	// Prepare parses and binds a query of at most one statement, reporting its
 	// parameter types and result columns.
-	Prepare(ctx context.Context, query string) (*session.Prepared, error)
+	// paramTypes are the types the client declared for the parameters (the
+	// null type where it declared none).
+	Prepare(ctx context.Context, query string, paramTypes []types.Type) (*session.Prepared, error)
 }
 
 // extStatement is a prepared statement.
@@ -119,18 +121,24 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	if m.Name != "" && c.stmts[m.Name] != nil {
 		return protoErrorf("42P05", "prepared statement %q already exists", m.Name)
 	}
-	prep, err := pr.Prepare(c.ctx, m.Query)
+	declared := make([]types.Type, len(m.ParameterOIDs))
+	for i, oid := range m.ParameterOIDs {
+		t, err := paramType(oid)
+		if err != nil {
+			return err
+		}
+		declared[i] = t
+	}
+	prep, err := pr.Prepare(c.ctx, m.Query, declared)
 	if err != nil {
 		return err
 	}
-	st := &extStatement{prep: prep, paramOIDs: make([]uint32, max(len(prep.Params), len(m.ParameterOIDs)))}
+	st := &extStatement{prep: prep, paramOIDs: make([]uint32, len(prep.Params))}
 	for i := range st.paramOIDs {
 		if i < len(m.ParameterOIDs) && m.ParameterOIDs[i] != 0 {
 			st.paramOIDs[i] = m.ParameterOIDs[i]
-		} else if i < len(prep.Params) {
-			st.paramOIDs[i], _, _ = pgType(prep.Params[i])
 		} else {
-			st.paramOIDs[i] = oidText
+			st.paramOIDs[i], _, _ = pgType(prep.Params[i])
 		}
 	}
 	if c.stmts == nil {

@@ -39,6 +39,37 @@ func pgType(t types.Type) (oid uint32, size int16, mod int32) {
 	return oidText, -1, -1
 }
 
+// paramType is the engine's type for a parameter the client declared of type
+// oid in Parse: PostgreSQL's types the engine has, by the engine's type that
+// holds them (int2 and int4 are bigint, timestamptz a timestamp in UTC, json
+// and uuid text); the null type where the parameter's type is to be inferred
+// (OID 0; unknown; numeric, since the engine has no numeric of unbounded
+// scale, so that the context gives the precision and scale; and types the
+// engine does not know, whose text the context's type parses, as before
+// clients declared types). Types whose values the engine could only
+// misread are refused.
+func paramType(oid uint32) (types.Type, error) {
+	switch oid {
+	case oidBool:
+		return types.BoolType, nil
+	case oidInt2, oidInt4, oidInt8, oidOID:
+		return types.Int64Type, nil
+	case oidFloat4, oidFloat8:
+		return types.Float64Type, nil
+	case oidText, oidVarchar, oidBpchar, oidName, oidChar, oidJSON, oidJSONB, oidUUID, oidXML:
+		return types.StringType, nil
+	case oidDate:
+		return types.DateType, nil
+	case oidTimestamp, oidTimestamptz:
+		return types.TimestampType, nil
+	case oidBytea:
+		return types.Type{}, protoErrorf(codeFeatureNotSupported, "parameters of type bytea are not supported: Hummer has no binary string type")
+	case oidInterval:
+		return types.Type{}, protoErrorf(codeFeatureNotSupported, "parameters of type interval are not supported: Hummer has no interval type")
+	}
+	return types.NullType, nil
+}
+
 // rightAligned reports whether psql right-aligns a column of type t in its aligned
 // output: it does for the number types.
 func rightAligned(t types.Type) bool {

@@ -400,7 +400,10 @@ func parseTimestamp(s []byte) (int64, error) {
 		return bad()
 	}
 	var h, mi, sec, micros int
-	if !p.done() {
+	if !p.done() && p.dateZone() {
+		// A date with a zone but no time ('2024-01-02 +00', as JDBC's setDate
+		// sends it): midnight, the zone ignored.
+	} else if !p.done() {
 		if !p.skip('T') && !p.skip('t') {
 			if !p.spaces() {
 				return bad()
@@ -501,6 +504,19 @@ func (p *tsParser) fraction() (int, bool) {
 }
 
 // zone skips a time zone suffix; it reports false on a malformed one.
+// dateZone reads the rest of the text as blanks and a zone with a sign
+// (+hh, -hh:mm, a minus after a blank only) and reports whether it is one; it reads nothing if not.
+func (p *tsParser) dateZone() bool {
+	start := p.i
+	blank := p.spaces()
+	// Right after the date a - would continue it: PostgreSQL refuses it.
+	if !p.done() && (p.s[p.i] == '+' || blank && p.s[p.i] == '-') && p.zone() && p.done() {
+		return true
+	}
+	p.i = start
+	return false
+}
+
 func (p *tsParser) zone() bool {
 	switch {
 	case p.done():
