@@ -30,8 +30,13 @@ const databaseName = "hummer"
 // databaseOID is its oid (PostgreSQL's postgres database has 5).
 const databaseOID = 5
 
+// databaseOwnerOID is the role pg_database_owner, PostgreSQL 15's owner of
+// the public schema: whoever owns the database.
+const databaseOwnerOID = 6171
+
 // row is one system table row: values by column name; a column left out
-// holds PostgreSQL's "none" for its type: 0, false or NULL (text).
+// holds PostgreSQL's "none" for its type: 0, false or NULL (text), or NULL
+// in information_schema.
 type row map[string]any
 
 // systemSnapshot returns the rows of system table name as an Arrow IPC
@@ -44,7 +49,7 @@ func (s *Session) systemSnapshot(name string) ([]byte, error) {
 	}
 	values := make([][]types.Value, 0)
 	for _, r := range s.systemRows(name) {
-		values = append(values, rowValues(t, r))
+		values = append(values, rowValues(t, r, schema == sql.InformationSchema))
 	}
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(t.Columns.Arrow()))
@@ -65,13 +70,14 @@ func (s *Session) systemSnapshot(name string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// rowValues orders r's values as t's columns.
-func rowValues(t *sql.Table, r row) []types.Value {
+// rowValues orders r's values as t's columns; with nulls, a column left out
+// is NULL whatever its type (information_schema's way).
+func rowValues(t *sql.Table, r row, nulls bool) []types.Value {
 	out := make([]types.Value, len(t.Columns))
 	for i, c := range t.Columns {
 		v, ok := r[c.Name]
 		switch {
-		case !ok && (c.Type.ID == types.Int64 || c.Type.ID == types.Float64 || c.Type.ID == types.Bool):
+		case !ok && !nulls && (c.Type.ID == types.Int64 || c.Type.ID == types.Float64 || c.Type.ID == types.Bool):
 			out[i] = types.Value{Type: c.Type} // 0 or false
 		case !ok || v == nil:
 			out[i] = types.NullValue(c.Type)
@@ -155,7 +161,7 @@ func (s *Session) systemRows(name string) []row {
 	case "pg_catalog.pg_namespace":
 		return []row{
 			{"oid": sql.PgCatalogOID, "nspname": sql.PgCatalog, "nspowner": sql.SuperuserOID},
-			{"oid": sql.PublicOID, "nspname": "public", "nspowner": sql.SuperuserOID},
+			{"oid": sql.PublicOID, "nspname": "public", "nspowner": databaseOwnerOID},
 			{"oid": sql.InformationSchemaOID, "nspname": sql.InformationSchema, "nspowner": sql.SuperuserOID},
 		}
 	case "pg_catalog.pg_class":
@@ -190,7 +196,8 @@ func (s *Session) systemRows(name string) []row {
 	case "pg_catalog.pg_tablespace":
 		return []row{{"oid": 1663, "spcname": "pg_default", "spcowner": sql.SuperuserOID}}
 	case "pg_catalog.pg_roles":
-		var rows []row
+		rows := []row{{"rolname": "pg_database_owner", "rolinherit": true, "rolconnlimit": -1,
+			"rolpassword": "********", "oid": databaseOwnerOID}}
 		for _, u := range s.e.catalog.Users() {
 			rows = append(rows, row{"rolname": u.Name, "rolsuper": u.Superuser, "rolinherit": true,
 				"rolcreaterole": u.Superuser, "rolcreatedb": u.Superuser, "rolcanlogin": true,

@@ -113,6 +113,7 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 	names := map[int64]string{}
 	switch name {
 	case "pg_get_userbyid", "regrole":
+		names[6171] = "pg_database_owner" // the owner of public (session/pgcatalog.go)
 		if cat != nil {
 			for _, u := range cat.Users() {
 				names[u.OID] = u.Name

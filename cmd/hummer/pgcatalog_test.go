@@ -1,0 +1,144 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// psqlDescribeSetup is the DDL both servers were given: Hummer here, and
+// PostgreSQL 15 (a database hummer owned by a superuser hummer), whose
+// psql output psqlDescribeWant holds.
+const psqlDescribeSetup = `CREATE TABLE t1 (a BIGINT PRIMARY KEY, b TEXT NOT NULL, c DECIMAL(10,2) DEFAULT 1.5);
+CREATE VIEW v1 AS SELECT a FROM t1;`
+
+// psqlDescribeWant is what psql 15 printed for each command against
+// PostgreSQL 15 holding docs (a table of one text column), t1 and v1. Where
+// Hummer must differ it is said: \du lists Hummer's one role, the engine's
+// bootstrap superuser, whose attributes PostgreSQL's bootstrap superuser
+// (postgres) has.
+var psqlDescribeWant = map[string]string{
+	`\d`: `       List of relations
+ Schema | Name | Type  | Owner  
+--------+------+-------+--------
+ public | docs | table | hummer
+ public | t1   | table | hummer
+ public | v1   | view  | hummer
+(3 rows)
+`,
+	`\dt`: `       List of relations
+ Schema | Name | Type  | Owner  
+--------+------+-------+--------
+ public | docs | table | hummer
+ public | t1   | table | hummer
+(2 rows)
+`,
+	`\dv`: `       List of relations
+ Schema | Name | Type | Owner  
+--------+------+------+--------
+ public | v1   | view | hummer
+(1 row)
+`,
+	`\dn`: `      List of schemas
+  Name  |       Owner       
+--------+-------------------
+ public | pg_database_owner
+(1 row)
+`,
+	`\df`: `                       List of functions
+ Schema | Name | Result data type | Argument data types | Type 
+--------+------+------------------+---------------------+------
+(0 rows)
+`,
+	`\dT`: `     List of data types
+ Schema | Name | Description 
+--------+------+-------------
+(0 rows)
+`,
+	`\du`: `                                   List of roles
+ Role name |                         Attributes                         | Member of 
+-----------+------------------------------------------------------------+-----------
+ hummer    | Superuser, Create role, Create DB, Replication, Bypass RLS | {}
+`,
+}
+
+// TestPsqlDescribe runs psql's describe commands, whose queries read
+// pg_catalog through the engine's query path, and compares what psql prints
+// with what it printed against PostgreSQL.
+func TestPsqlDescribe(t *testing.T) {
+	addr := startTestServer(t)
+	docs := filepath.Join(t.TempDir(), "docs.txt")
+	if err := os.WriteFile(docs, []byte("in the beginning\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	psql(t, addr, "CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file://"+docs+"';\n"+psqlDescribeSetup)
+	host, port, _ := net.SplitHostPort(addr)
+	for cmd, want := range psqlDescribeWant {
+		out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-c", cmd).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", cmd, err, out)
+			continue
+		}
+		if got := strings.TrimRight(string(out), "\n") + "\n"; got != want {
+			t.Errorf("%s printed:\n%s\nPostgreSQL's psql printed:\n%s", cmd, got, want)
+		}
+	}
+	// information_schema, as drivers and ORMs list tables and columns.
+	got := psql(t, addr, `SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1;
+SELECT column_name, data_type, is_nullable, column_default, numeric_precision, numeric_scale FROM information_schema.columns WHERE table_name = 't1' ORDER BY ordinal_position;`)
+	// PostgreSQL's answers for the same tables (information_schema's
+	// numeric_precision for bigint is 64, binary).
+	want := `docs|BASE TABLE
+t1|BASE TABLE
+v1|VIEW
+a|bigint|NO||64|0
+b|text|NO|||
+c|numeric|YES|1.50|10|2
+`
+	if got != want {
+		t.Errorf("information_schema:\n%s\nwant (PostgreSQL's, but for the default's text: 1.5 there):\n%s", got, want)
+	}
+}
+
+// TestPsqlTabCompletion types a table's first letters and a tab into a real
+// psql in a terminal (tmux) and waits for psql to complete the name, which
+// it looks up in pg_class.
+func TestPsqlTabCompletion(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	addr := startTestServer(t)
+	psql(t, addr, "CREATE TABLE fruit_prices (name TEXT, price BIGINT);")
+	host, port, _ := net.SplitHostPort(addr)
+	name := "hummer-tab-" + port
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "20",
+		"psql -X -h "+host+" -p "+port+" -U hummer -d hummer")
+	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", name).Run() })
+	waitFor := func(what string, ok func(screen string) bool) string {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			screen := tmux("capture-pane", "-t", name, "-p")
+			if ok(screen) {
+				return screen
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s; the terminal shows:\n%s", what, screen)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("psql's prompt", func(s string) bool { return strings.Contains(s, "hummer=#") })
+	tmux("send-keys", "-t", name, "SELECT * FROM fruit_p", "Tab")
+	waitFor("the completed name", func(s string) bool { return strings.Contains(s, "SELECT * FROM fruit_prices") })
+}
