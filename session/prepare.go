@@ -31,7 +31,19 @@ type Prepared struct {
 // learn its parameter types and result columns. Binding happens again at each Run,
 // so that a Prepared follows catalog changes; a result schema that changed is an
 // error there, as in PostgreSQL.
-func (s *Session) Prepare(_ context.Context, query string) (*Prepared, error) {
+//
+// A failure fails the session's transaction block (tx.go), as any failed
+// statement does; in a failed block only the statements that end it may be
+// prepared.
+func (s *Session) Prepare(ctx context.Context, query string) (*Prepared, error) {
+	p, err := s.prepare(ctx, query)
+	if err != nil {
+		s.FailTransaction()
+	}
+	return p, err
+}
+
+func (s *Session) prepare(_ context.Context, query string) (*Prepared, error) {
 	stmts, err := sql.Parse(query)
 	if err != nil {
 		return nil, err
@@ -43,6 +55,9 @@ func (s *Session) Prepare(_ context.Context, query string) (*Prepared, error) {
 	case 1:
 	default:
 		return nil, sql.Errorf(sql.ErrSyntax, 0, "cannot insert multiple commands into a prepared statement")
+	}
+	if err := s.checkAborted(stmts[0]); err != nil {
+		return nil, err
 	}
 	p.node = stmts[0]
 	stmt, err := sql.Bind(p.node, s.e.catalog, query)
@@ -72,7 +87,7 @@ func (s *Session) Prepare(_ context.Context, query string) (*Prepared, error) {
 			p.Params[i] = *t
 		}
 	}
-	p.Schema = resultSchema(stmt)
+	p.Schema = s.schemaOf(stmt)
 	return p, nil
 }
 
@@ -83,7 +98,21 @@ func (p *Prepared) Empty() bool { return p.node == nil }
 // Run executes the statement with params as $1..$n. A parameter is a value of its
 // type in Params, a text value to be parsed by PostgreSQL's input rules for that
 // type (a cast from text), or a NULL. The caller consumes or closes Result.Rows.
+//
+// Like Exec's statements, it runs in the session's transaction block, which
+// its failure fails.
 func (p *Prepared) Run(ctx context.Context, params []types.Value) (*Result, error) {
+	res, err := p.run(ctx, params)
+	if err != nil {
+		p.s.FailTransaction()
+	}
+	return res, err
+}
+
+func (p *Prepared) run(ctx context.Context, params []types.Value) (*Result, error) {
+	if err := p.s.checkAborted(p.node); err != nil {
+		return nil, err
+	}
 	if p.node == nil {
 		return nil, fmt.Errorf("session: running an empty prepared statement")
 	}
@@ -103,7 +132,7 @@ func (p *Prepared) Run(ctx context.Context, params []types.Value) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	if !sameSchema(resultSchema(stmt), p.Schema) {
+	if !sameSchema(p.s.schemaOf(stmt), p.Schema) {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "cached plan must not change result type")
 	}
 	return p.s.runBound(ctx, stmt, p.node.Text())

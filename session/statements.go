@@ -109,6 +109,9 @@ func (s *Session) query(ctx context.Context, q *sql.Query, text string) (*Result
 // SELECT it may read streams that never end, its rows arriving as they are
 // produced until the client cancels.
 func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
+	if s.tx.state == txFailed {
+		return nil, errAborted()
+	}
 	stmts, err := sql.Parse(query)
 	if err != nil {
 		return nil, err
