@@ -109,6 +109,11 @@ func (p *Prepared) Run(ctx context.Context, params []types.Value) (*Result, erro
 	return res, err
 }
 
+// Resumable reports whether a portal of p that ran before may go on
+// returning rows: not in a failed transaction block (25P02), as in
+// PostgreSQL.
+func (p *Prepared) Resumable() error { return p.s.checkAborted(p.node) }
+
 func (p *Prepared) run(ctx context.Context, params []types.Value) (*Result, error) {
 	if err := p.s.checkAborted(p.node); err != nil {
 		return nil, err
