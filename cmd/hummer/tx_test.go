@@ -224,6 +224,27 @@ func TestPgxTransactions(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM acct").Scan(&n); err != nil || n != 2 {
 		t.Errorf("rows: %d %v, want 2 (the rolled-back block's INSERT committed as it ran)", n, err)
 	}
+
+	// A cursor read with prepared FETCHes: their columns are the cursor's.
+	tx, err = conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "DECLARE c CURSOR FOR SELECT id, n FROM acct ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int64{1, 3} {
+		var id, n int64
+		if err := tx.QueryRow(ctx, "FETCH 1 FROM c").Scan(&id, &n); err != nil || id != want || n != 10*want {
+			t.Errorf("FETCH: %d %d %v, want %d %d", id, n, err, want, 10*want)
+		}
+	}
+	if tag, err := tx.Exec(ctx, "MOVE ALL IN c"); err != nil || tag.String() != "MOVE 0" {
+		t.Errorf("MOVE ALL at the end: %v %v, want MOVE 0", tag, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // txPsql runs the real psql with args in dir and returns its output (stdout
