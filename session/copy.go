@@ -28,6 +28,7 @@ type CopyIn struct {
 	Binary bool
 	Types  []types.Type
 	tx     *table.Tx
+	sess   *Session // whose transaction block counts the COPY as a write
 	r      *table.CopyReader
 	fields []int
 	t      *sql.Table
@@ -40,6 +41,12 @@ const copyChunk = 8192
 // CopyIn starts COPY t [(columns)] FROM STDIN [WITH (...)] into a table Hummer
 // stores. It holds the table's writer lock until Done or Abort.
 func (s *Session) CopyIn(ctx context.Context, query string) (*CopyIn, error) {
+	switch {
+	case s.tx.state == txFailed:
+		return nil, errAborted()
+	case s.tx.state == txBlock && s.tx.readOnly:
+		return nil, sql.Errorf(sql.ErrReadOnlyTransaction, 0, "cannot execute COPY FROM in a read-only transaction")
+	}
 	c, ok, err := sql.ParseCopy(query)
 	if err != nil {
 		return nil, err
@@ -84,7 +91,7 @@ func (s *Session) CopyIn(ctx context.Context, query string) (*CopyIn, error) {
 		return nil, err
 	}
 	o := c.Options
-	ci := &CopyIn{Columns: len(fields), Binary: o.Binary, tx: tx, fields: fields, t: t}
+	ci := &CopyIn{Columns: len(fields), Binary: o.Binary, tx: tx, sess: s, fields: fields, t: t}
 	for _, i := range fields {
 		ci.Types = append(ci.Types, t.Columns[i].Type)
 	}
@@ -185,6 +192,9 @@ func (c *CopyIn) Done() (*Result, error) {
 	n := c.tx.Rows()
 	if err := c.tx.Commit(); err != nil {
 		return nil, err
+	}
+	if c.sess != nil {
+		c.sess.wroteInBlock()
 	}
 	return &Result{Tag: fmt.Sprintf("COPY %d", n)}, nil
 }

@@ -42,6 +42,9 @@ type CopyOut struct {
 // end: its changes then arrive as they are produced. statement_timeout covers
 // the whole COPY: at the deadline Next fails with context.DeadlineExceeded.
 func (s *Session) CopyOut(ctx context.Context, query string) (*CopyOut, error) {
+	if s.tx.state == txFailed {
+		return nil, errAborted()
+	}
 	c, ok, err := sql.ParseCopy(query)
 	if err != nil {
 		return nil, err

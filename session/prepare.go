@@ -37,7 +37,19 @@ type Prepared struct {
 // gave none); a parameter of a declared type binds as a value of that type.
 // Binding happens again at each Run, so that a Prepared follows catalog
 // changes; a result schema that changed is an error there, as in PostgreSQL.
-func (s *Session) Prepare(_ context.Context, query string, declared []types.Type) (*Prepared, error) {
+//
+// A failure fails the session's transaction block (tx.go), as any failed
+// statement does; in a failed block only the statements that end it may be
+// prepared.
+func (s *Session) Prepare(ctx context.Context, query string, declared []types.Type) (*Prepared, error) {
+	p, err := s.prepare(ctx, query, declared)
+	if err != nil {
+		s.FailTransaction()
+	}
+	return p, err
+}
+
+func (s *Session) prepare(_ context.Context, query string, declared []types.Type) (*Prepared, error) {
 	stmts, err := sql.Parse(query)
 	if err != nil {
 		return nil, err
@@ -49,6 +61,9 @@ func (s *Session) Prepare(_ context.Context, query string, declared []types.Type
 	case 1:
 	default:
 		return nil, sql.Errorf(sql.ErrSyntax, 0, "cannot insert multiple commands into a prepared statement")
+	}
+	if err := s.checkAborted(stmts[0]); err != nil {
+		return nil, err
 	}
 	p.node = stmts[0]
 	stmt, err := sql.BindParams(p.node, s.e.catalog, query, declared)
@@ -94,7 +109,7 @@ func (s *Session) Prepare(_ context.Context, query string, declared []types.Type
 			p.Params[i] = *t
 		}
 	}
-	p.Schema = resultSchema(stmt)
+	p.Schema = s.schemaOf(stmt)
 	return p, nil
 }
 
@@ -105,7 +120,26 @@ func (p *Prepared) Empty() bool { return p.node == nil }
 // Run executes the statement with params as $1..$n. A parameter is a value of its
 // type in Params, a text value to be parsed by PostgreSQL's input rules for that
 // type (a cast from text), or a NULL. The caller consumes or closes Result.Rows.
+//
+// Like Exec's statements, it runs in the session's transaction block, which
+// its failure fails.
 func (p *Prepared) Run(ctx context.Context, params []types.Value) (*Result, error) {
+	res, err := p.run(ctx, params)
+	if err != nil {
+		p.s.FailTransaction()
+	}
+	return res, err
+}
+
+// Resumable reports whether a portal of p that ran before may go on
+// returning rows: not in a failed transaction block (25P02), as in
+// PostgreSQL.
+func (p *Prepared) Resumable() error { return p.s.checkAborted(p.node) }
+
+func (p *Prepared) run(ctx context.Context, params []types.Value) (*Result, error) {
+	if err := p.s.checkAborted(p.node); err != nil {
+		return nil, err
+	}
 	if p.node == nil {
 		return nil, fmt.Errorf("session: running an empty prepared statement")
 	}
@@ -128,7 +162,7 @@ func (p *Prepared) Run(ctx context.Context, params []types.Value) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	if !sameSchema(resultSchema(stmt), p.Schema) {
+	if !sameSchema(p.s.schemaOf(stmt), p.Schema) {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "cached plan must not change result type")
 	}
 	return p.s.runBound(ctx, stmt, p.node.Text())

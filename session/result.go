@@ -21,6 +21,18 @@ type Result struct {
 	Rows Rows
 	// Notices are messages for the client sent before the rows.
 	Notices []string
+	// Warnings are WARNINGs for the client sent before the rows (and before
+	// the Notices).
+	Warnings []Warning
+}
+
+// Warning is a WARNING for the client.
+type Warning struct {
+	// Kind is the sql package's sentinel that gives the warning's SQLSTATE
+	// (wire/sqlstate.go); nil is 01000, warning.
+	Kind    error
+	Message string
+	Detail  string // "" for none
 }
 
 // RowEncoder encodes a batch's rows for a client, appending them to dst. It is

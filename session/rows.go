@@ -270,24 +270,48 @@ func (r *jobRows) NextChanges(ctx context.Context) (exec.Batch, error) {
 	return it.b, nil
 }
 
+// pollChanges is NextChanges without waiting: errNotYet when no batch is
+// queued (a cursor over a stream, cursor.go).
+func (r *jobRows) pollChanges() (exec.Batch, error) {
+	select {
+	case it, ok := <-r.ch:
+		it, err := r.took(it, ok)
+		if err != nil {
+			return exec.Batch{}, err
+		}
+		if it.b.Rec == nil {
+			putEncoded(it.data)
+			return exec.Batch{}, fmt.Errorf("session: rows already encoded for the client")
+		}
+		return it.b, nil
+	default:
+		return exec.Batch{}, errNotYet
+	}
+}
+
 func (r *jobRows) next(ctx context.Context) (rowsItem, error) {
 	select {
 	case it, ok := <-r.ch:
-		if ok {
-			r.queued.Add(-it.size())
-			select {
-			case r.space <- struct{}{}:
-			default: // a wake-up is pending already
-			}
-			return it, nil
-		}
+		return r.took(it, ok)
+	case <-ctx.Done():
+		return rowsItem{}, context.Cause(ctx)
+	}
+}
+
+// took accounts for an item received from ch (ok false: ch is closed).
+func (r *jobRows) took(it rowsItem, ok bool) (rowsItem, error) {
+	if !ok {
 		if err := r.job.Err(); err != nil {
 			return rowsItem{}, err
 		}
 		return rowsItem{}, io.EOF
-	case <-ctx.Done():
-		return rowsItem{}, context.Cause(ctx)
 	}
+	r.queued.Add(-it.size())
+	select {
+	case r.space <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+	return it, nil
 }
 
 // EncodeWith implements EncodingRows.

@@ -232,6 +232,11 @@ type Session struct {
 	e    *Engine
 	vars map[string]types.Value
 	user string // the client's user, "" for the engine's own sessions (auth.go)
+	tx   txn    // the transaction block (tx.go)
+	// cursors are the open cursors by name (cursor.go); cursorCount numbers
+	// them as they are declared.
+	cursors     map[string]*cursor
+	cursorCount int
 }
 
 // NewSession starts a session with default variables.
@@ -250,6 +255,7 @@ func (s *Session) Exec(ctx context.Context, query string, emit func(*Result) err
 	for _, stmt := range stmts {
 		res, err := s.run(ctx, stmt, query)
 		if err != nil {
+			s.FailTransaction()
 			return err
 		}
 		err = emit(res)
@@ -257,17 +263,24 @@ func (s *Session) Exec(ctx context.Context, query string, emit func(*Result) err
 			res.Rows.Close()
 		}
 		if err != nil {
+			s.FailTransaction()
 			return err
 		}
 	}
 	return nil
 }
 
-// Close ends the session.
-func (s *Session) Close() {}
+// Close ends the session, closing its cursors.
+func (s *Session) Close() {
+	s.closeCursors(func(*cursor) bool { return true })
+}
 
 // run binds and runs one statement; statement_timeout covers the binding too.
+// In a failed transaction block only the statements that end it run.
 func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Result, error) {
+	if err := s.checkAborted(node); err != nil {
+		return nil, err
+	}
 	if timeout := s.statementTimeout(); timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -287,9 +300,30 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 }
 
 // execBound runs a bound statement whose text is text; runBound (auth.go)
-// checks privileges first.
+// checks privileges first. A statement that writes is refused in a READ ONLY
+// block and counted against the block (tx.go).
 func (s *Session) execBound(ctx context.Context, stmt sql.Statement, text string) (*Result, error) {
+	write, err := s.beforeWrite(stmt, text)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.execStatement(ctx, stmt, text)
+	if err == nil && write {
+		s.wroteInBlock()
+	}
+	return res, err
+}
+
+func (s *Session) execStatement(ctx context.Context, stmt sql.Statement, text string) (*Result, error) {
 	switch st := stmt.(type) {
+	case *sql.Begin, *sql.Commit, *sql.Rollback, *sql.Savepoint, *sql.Release, *sql.RollbackTo:
+		return s.transaction(st)
+	case *sql.DeclareCursor:
+		return s.declare(ctx, st, text)
+	case *sql.Fetch:
+		return s.fetch(ctx, st)
+	case *sql.CloseCursor:
+		return s.closeCursor(st)
 	case *sql.CreateTable:
 		return s.createTable(ctx, st, text)
 	case *sql.CreateView:

@@ -51,6 +51,12 @@ func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 	if st, ok, err := b.bindAuth(stmt); ok { // users and privileges: bind_auth.go
 		return st, err
 	}
+	if st, ok, err := b.bindDeclare(stmt); ok { // transactions and cursors: tx.go
+		return st, err
+	}
+	if st, ok, err := b.bindTransaction(stmt); ok {
+		return st, err
+	}
 	switch s := stmt.(type) {
 	case *ast.SelectStmt:
 		if s.With != nil && s.With.IsRecursive {

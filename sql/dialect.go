@@ -20,6 +20,18 @@ import (
 // through them, and a syntax error points at the user's own token.
 var dialectRewrites = []dialectRewrite{
 	{
+		name:  "DECLARE, FETCH, MOVE, CLOSE",
+		users: "DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT ...; FETCH FORWARD 2 FROM c; MOVE ALL IN c; CLOSE c",
+		reads: "SELECT ... (the binder is told: a cursor c's query); DO 0 (the binder is told the FETCH, MOVE or CLOSE)",
+		apply: rewriteCursor,
+	},
+	{
+		name:  "transaction statements",
+		users: "BEGIN WORK; BEGIN ISOLATION LEVEL SERIALIZABLE, READ ONLY; END; ABORT; RELEASE s; ROLLBACK TRANSACTION TO s; SAVEPOINT S",
+		reads: "START TRANSACTION; START TRANSACTION READ ONLY; COMMIT; ROLLBACK; RELEASE SAVEPOINT \"s\"; ROLLBACK TO \"s\"; SAVEPOINT \"s\" (names folded as PostgreSQL folds them)",
+		apply: rewriteTransaction,
+	},
+	{
 		name:  "MATERIALIZED VIEW",
 		users: "CREATE MATERIALIZED VIEW v AS ...; DROP MATERIALIZED VIEW v",
 		reads: "CREATE VIEW v AS ...; DROP VIEW v (every Hummer view is materialised)",
@@ -184,11 +196,16 @@ type dialectFacts struct {
 	// params: the $n a ? marker stands for, by the offset of the $n
 	// (dialect_limit.go).
 	params map[int]int
+	// declares: a DECLARE ... CURSOR FOR query, by the offset of its query,
+	// which is all the parser reads of it; cursors: a FETCH, MOVE or CLOSE,
+	// written as DO 0, by the offset of the statement (dialect_tx.go).
+	declares map[int]*DeclareCursor
+	cursors  map[int]cursorFact
 }
 
 func (f *dialectFacts) empty() bool {
 	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.params) == 0 &&
-		len(f.quoted) == 0
+		len(f.quoted) == 0 && len(f.declares) == 0 && len(f.cursors) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -204,7 +221,7 @@ func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
 	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{},
-		params: map[int]int{}, quoted: map[string]bool{}}
+		params: map[int]int{}, quoted: map[string]bool{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{}}
 	for _, t := range toks {
 		if t.kind == tokIdent && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 {
 			facts.quoted[strings.ReplaceAll(t.text[1:len(t.text)-1], `""`, `"`)] = true
@@ -269,6 +286,17 @@ func (d *dialected) origin(off int) int {
 	return t.pos + min(off-d.starts[i], len(t.text))
 }
 
+// originEnd maps the offset where a statement ends in the rewritten text to
+// the user's: past the end of a made token that knows the end of the text it
+// stands for, that end, else origin's.
+func (d *dialected) originEnd(off int) int {
+	i := sort.Search(len(d.starts), func(i int) bool { return d.starts[i] >= off }) - 1
+	if i >= 0 && d.toks[i].made && d.toks[i].end > 0 && off == d.starts[i]+len(d.toks[i].text) {
+		return d.toks[i].end
+	}
+	return d.origin(off)
+}
+
 // identity reports whether no rewrite changed anything.
 func (d *dialected) identity(sql string) bool { return d.text == sql }
 
@@ -290,6 +318,14 @@ func made(pos int, text string) []token {
 	for i := range toks {
 		toks[i].pos, toks[i].made = pos, true
 	}
+	return toks
+}
+
+// madeSpan is made for the user's text from pos to end: the statement's text
+// ends at end if these are its last tokens (dialected.originEnd).
+func madeSpan(pos, end int, text string) []token {
+	toks := made(pos, text)
+	toks[len(toks)-1].end = end
 	return toks
 }
 
@@ -376,6 +412,11 @@ func (b *binder) unusedFacts() error {
 	for off := range b.facts.groupingSets {
 		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
 			return Errorf(ErrUnsupported, charPos(b.query, off), "this form of grouping sets is not supported")
+		}
+	}
+	for off := range b.facts.declares {
+		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
+			return Errorf(ErrSyntax, charPos(b.query, off), "DECLARE CURSOR takes a SELECT")
 		}
 	}
 	for off := range b.facts.nullsFirst {

@@ -32,6 +32,10 @@ type token struct {
 	text string
 	pos  int
 	made bool // made by a rewrite rather than copied from the input
+	// end, for a made token that stands for user text to its end, is where
+	// that text ends (0: not known), so a statement made up wholly (END
+	// written as COMMIT) keeps the user's text.
+	end int
 }
 
 // is reports whether t is the word w, in any case.

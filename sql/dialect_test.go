@@ -60,6 +60,19 @@ func FuzzLex(f *testing.F) {
 // dialectCases are the rewrites' tests: what users write, what the parser
 // reads. Every rewrite has at least one (TestDialectRewrites checks).
 var dialectCases = []struct{ rewrite, in, out string }{
+	{"DECLARE, FETCH, MOVE, CLOSE", "DECLARE c NO SCROLL CURSOR WITH HOLD FOR SELECT a FROM t; FETCH FORWARD 2 FROM c",
+		" SELECT a FROM t; DO 0"},
+	{"DECLARE, FETCH, MOVE, CLOSE", `declare "c" binary cursor without hold for values (1); move all in "c"; close all;`,
+		" SELECT 1 AS column1; DO 0; DO 0;"},
+	{"DECLARE, FETCH, MOVE, CLOSE", "SELECT 'FETCH 1 FROM c' AS fetch; DECLARE x INT", "SELECT 'FETCH 1 FROM c' AS fetch; DECLARE x INT"},
+	{"transaction statements", "BEGIN; begin work; BEGIN TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ ONLY; START TRANSACTION READ WRITE",
+		"BEGIN; START TRANSACTION; START TRANSACTION READ ONLY; START TRANSACTION"},
+	{"transaction statements", "END; end transaction; COMMIT WORK AND CHAIN; ABORT; ROLLBACK; rollback work",
+		"COMMIT; COMMIT; COMMIT AND CHAIN; ROLLBACK; ROLLBACK; ROLLBACK"},
+	{"transaction statements", `SAVEPOINT S1; RELEASE s1; RELEASE SAVEPOINT "A""b"; ROLLBACK TO s1; ROLLBACK TRANSACTION TO SAVEPOINT S1`,
+		`SAVEPOINT "s1"; RELEASE SAVEPOINT "s1"; RELEASE SAVEPOINT "A""b"; ROLLBACK TO "s1"; ROLLBACK TO "s1"`},
+	{"transaction statements", "BEGIN ISOLATION LEVEL CHAOS; START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT 1 AS end",
+		"BEGIN ISOLATION LEVEL CHAOS; START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT 1 AS end"},
 	{"MATERIALIZED VIEW", "CREATE MATERIALIZED VIEW v AS SELECT 1", "CREATE VIEW v AS SELECT 1"},
 	{"MATERIALIZED VIEW", "drop materialized view v; SELECT 'materialized view'", "drop view v; SELECT 'materialized view'"},
 	{"MATERIALIZED VIEW", "CREATE VIEW materialized AS SELECT 1", "CREATE VIEW materialized AS SELECT 1"},

@@ -27,6 +27,17 @@ var (
 	ErrUnknownUser           = errors.New("unknown user")           // 42704
 	ErrDuplicateUser         = errors.New("user already exists")    // 42710
 	ErrInsufficientPrivilege = errors.New("insufficient privilege") // 42501
+
+	// Transaction blocks and cursors (tx.go, session/tx.go).
+	ErrNoTransaction       = errors.New("no transaction in progress")   // 25P01
+	ErrInTransaction       = errors.New("transaction in progress")      // 25001
+	ErrTransactionAborted  = errors.New("transaction aborted")          // 25P02
+	ErrReadOnlyTransaction = errors.New("read-only transaction")        // 25006
+	ErrUnknownSavepoint    = errors.New("unknown savepoint")            // 3B001
+	ErrUnknownCursor       = errors.New("unknown cursor")               // 34000
+	ErrDuplicateCursor     = errors.New("cursor already exists")        // 42P03
+	ErrCursorState         = errors.New("cursor in the wrong state")    // 55000
+	ErrWritesCommitted     = errors.New("writes committed as they ran") // 01000, a warning's
 )
 
 // Error is an error in a statement's text. Kind is one of the sentinels above;

@@ -58,7 +58,7 @@ func Parse(query string) (stmts []ast.StmtNode, err error) {
 		}
 		if rewritten {
 			s.Accept(&originMapper{d: d})
-			from, to := d.origin(start), d.origin(start+len(text))
+			from, to := d.origin(start), d.originEnd(start+len(text))
 			if from <= to && to <= len(query) {
 				s.SetText(nil, query[from:to])
 			}

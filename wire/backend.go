@@ -43,3 +43,15 @@ type Session interface {
 	// Close ends the session, stopping any job it still runs.
 	Close()
 }
+
+// Transactioner is implemented by sessions with transaction blocks
+// (BEGIN ... COMMIT). The server reports their status in ReadyForQuery and
+// keeps portals open across Sync while a block is open.
+type Transactioner interface {
+	// TxStatus is 'I' outside a block, 'T' in one, 'E' in one that failed.
+	TxStatus() byte
+	// FailTransaction fails the open block, if any: the server reported an
+	// error (in the extended protocol, an error before Sync fails the block
+	// as in PostgreSQL).
+	FailTransaction()
+}

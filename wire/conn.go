@@ -195,7 +195,7 @@ func (c *conn) receive(typ byte, body []byte) error {
 		c.readyForQuery()
 	case 'S':
 		c.ignoreTillSync = false
-		c.closePortals()
+		c.endOfTransaction()
 		c.readyForQuery()
 	default: // Parse, Bind, Describe, Execute, Close, Flush
 		c.ignoreTillSync = true
@@ -364,7 +364,7 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 		switch msg.(type) {
 		case *pgproto3.Sync:
 			c.ignoreTillSync = false
-			c.closePortals()
+			c.endOfTransaction()
 			c.readyForQuery()
 			return c.flush()
 		case *pgproto3.Terminate:
@@ -375,10 +375,12 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 	switch m := msg.(type) {
 	case *pgproto3.Query:
 		// As in PostgreSQL, a simple query ends the implicit transaction of the
-		// extended protocol and replaces the unnamed statement.
-		c.closePortals()
+		// extended protocol and replaces the unnamed statement; one that
+		// ends a block ends its portals.
+		c.endOfTransaction()
 		delete(c.stmts, "")
 		c.simpleQuery(m.String)
+		c.endOfTransaction()
 		c.readyForQuery()
 		err := c.flush()
 		c.smallOut()
@@ -393,7 +395,7 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 		}
 		return c.writeErr
 	case *pgproto3.Sync:
-		c.closePortals()
+		c.endOfTransaction()
 		c.readyForQuery()
 		err := c.flush()
 		c.smallOut()
@@ -416,10 +418,35 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 	return fmt.Errorf("unexpected message %T", msg)
 }
 
-// readyForQuery queues ReadyForQuery. The engine has no transactions, so the
-// connection is always idle between queries.
+// readyForQuery queues ReadyForQuery with the session's transaction status.
 func (c *conn) readyForQuery() {
-	c.send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus()})
+}
+
+// txStatus is the session's transaction status: 'I' idle, 'T' in a block,
+// 'E' in a failed block; 'I' for sessions without blocks.
+func (c *conn) txStatus() byte {
+	if t, ok := c.sess.(Transactioner); ok {
+		return t.TxStatus()
+	}
+	return 'I'
+}
+
+// failTransaction fails the session's block, if any: an error was reported.
+func (c *conn) failTransaction() {
+	if t, ok := c.sess.(Transactioner); ok {
+		t.FailTransaction()
+	}
+}
+
+// endOfTransaction closes the portals unless a transaction block is open:
+// PostgreSQL keeps portals until their transaction ends, which outside a
+// block is the next Sync (or simple Query). JDBC reads a result a fetch
+// size at a time from a portal it executes again after each Sync.
+func (c *conn) endOfTransaction() {
+	if c.txStatus() == 'I' {
+		c.closePortals()
+	}
 }
 
 // cancelStatement cancels the running statement, if any. It may be called from any

@@ -103,6 +103,7 @@ func (c *conn) copyIn(ctx context.Context, query string) {
 			}
 			c.send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: codeQueryCanceled,
 				Message: "COPY from stdin failed: " + reason})
+			c.failTransaction()
 			return
 		case 'H', 'S': // ignored during COPY, as PostgreSQL does
 		case 'X':
@@ -111,6 +112,7 @@ func (c *conn) copyIn(ctx context.Context, query string) {
 		default:
 			c.send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: codeProtocolViolation,
 				Message: fmt.Sprintf("unexpected message type 0x%02X during COPY from stdin", typ)})
+			c.failTransaction()
 			return
 		}
 	}

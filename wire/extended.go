@@ -14,10 +14,11 @@ import (
 )
 
 // This file is the extended query protocol: Parse, Bind, Describe, Execute, Close,
-// Sync and Flush, with named and unnamed statements and portals. The engine has no
-// transactions, so every Sync ends the implicit one: it closes all portals, as
-// PostgreSQL does at commit. A failed message makes the server skip the rest up to
-// Sync (conn.ignoreTillSync).
+// Sync and Flush, with named and unnamed statements and portals. Outside a
+// transaction block every Sync ends the implicit transaction: it closes all
+// portals, as PostgreSQL does at commit; in a block they stay open until it
+// ends. A failed message makes the server skip the rest up to Sync
+// (conn.ignoreTillSync), and fails the block.
 
 // Preparer is implemented by sessions that support the extended query protocol;
 // for other sessions its messages are refused with 0A000.
@@ -101,10 +102,12 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) {
 		}
 		c.send(resp)
 		c.ignoreTillSync = true
+		c.failTransaction()
 	}
 }
 
-// closePortals closes every portal: at Sync, at a simple Query and when the
+// closePortals closes every portal: at the end of a transaction (Sync or a
+// simple Query outside a block, conn.endOfTransaction) and when the
 // connection ends.
 func (c *conn) closePortals() {
 	for name, p := range c.portals {
@@ -254,13 +257,18 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 		c.setStatement(nil)
 		stop()
 	}()
-	if !p.started {
+	if p.started {
+		if err := p.stmt.prep.Resumable(); err != nil {
+			return err
+		}
+	} else {
 		p.started = true
 		res, err := p.stmt.prep.Run(ctx, p.params)
 		if err != nil {
 			p.done = true
 			return err
 		}
+		c.sendWarnings(res.Warnings)
 		c.sendNotices(res.Notices)
 		if res.Rows == nil {
 			p.done = true

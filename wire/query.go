@@ -106,7 +106,10 @@ func (c *conn) simpleQuery(query string) {
 }
 
 // sendError answers a failed statement; internal errors are logged in full.
+//
+// The error fails the session's transaction block, if one is open.
 func (c *conn) sendError(err error, query string) {
+	c.failTransaction()
 	resp, internal := errorResponse(err)
 	if internal {
 		c.logInternal("statement failed with an internal error", err, "query", redact(query))
@@ -135,6 +138,7 @@ func (c *conn) copyOut(ctx context.Context, query string) {
 // sendResult sends one statement's result: its notices, then either its rows
 // (RowDescription, DataRows, CommandComplete) or just its CommandComplete.
 func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
+	c.sendWarnings(r.Warnings)
 	c.sendNotices(r.Notices)
 	if r.Rows == nil {
 		c.send(&pgproto3.CommandComplete{CommandTag: []byte(r.Tag)})
@@ -181,6 +185,20 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 	c.sendNotices(session.LateNotices(r.Rows))
 	c.send(&pgproto3.CommandComplete{CommandTag: commandTag(r.Tag, rows)})
 	return nil
+}
+
+// sendWarnings sends each warning as a WARNING.
+func (c *conn) sendWarnings(warnings []session.Warning) {
+	for _, w := range warnings {
+		code := codeOf(w.Kind)
+		if code == "" {
+			code = "01000" // warning
+		}
+		c.send(&pgproto3.NoticeResponse{
+			Severity: "WARNING", SeverityUnlocalized: "WARNING",
+			Code: code, Message: w.Message, Detail: w.Detail,
+		})
+	}
 }
 
 // sendNotices sends each notice as a NOTICE.

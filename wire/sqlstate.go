@@ -87,6 +87,16 @@ var sentinelCodes = []struct {
 	{sql.ErrUnknownUser, "42704"},           // undefined_object
 	{sql.ErrDuplicateUser, "42710"},         // duplicate_object
 	{sql.ErrInsufficientPrivilege, "42501"}, // insufficient_privilege
+
+	{sql.ErrNoTransaction, "25P01"},       // no_active_sql_transaction
+	{sql.ErrInTransaction, "25001"},       // active_sql_transaction
+	{sql.ErrTransactionAborted, "25P02"},  // in_failed_sql_transaction
+	{sql.ErrReadOnlyTransaction, "25006"}, // read_only_sql_transaction
+	{sql.ErrUnknownSavepoint, "3B001"},    // invalid_savepoint_specification
+	{sql.ErrUnknownCursor, "34000"},       // invalid_cursor_name
+	{sql.ErrDuplicateCursor, "42P03"},     // duplicate_cursor
+	{sql.ErrCursorState, "55000"},         // object_not_in_prerequisite_state
+	{sql.ErrWritesCommitted, "01000"},     // warning
 	// exec.ErrUnknownOperator means the planner and the registry disagree: an
 	// internal error, left to the default.
 }
