@@ -19,6 +19,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("filter", newFilterOp)
 	r.RegisterOperator("project", newProjectOp)
 	r.RegisterOperator("unnest", newUnnestOp)
+	r.RegisterOperator("series", newSeriesOp)
 	r.RegisterOperator("hash_agg", newHashAggOp)
 	r.RegisterOperator("hash_join", newHashJoinOp)
 	r.RegisterOperator("upsert", newUpsertOp)
