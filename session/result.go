@@ -21,6 +21,13 @@ type Result struct {
 	Rows Rows
 	// Notices are messages for the client sent before the rows.
 	Notices []string
+	// Warnings are sent as WARNINGs, with their SQLSTATEs, before the rows.
+	Warnings []error
+	// DropPrepared (DEALLOCATE name) names a prepared statement of the
+	// extended protocol to drop; the statement fails (26000) if there is
+	// none. DropAllPrepared (DEALLOCATE ALL, DISCARD ALL) drops them all.
+	DropPrepared    string
+	DropAllPrepared bool
 }
 
 // RowEncoder encodes a batch's rows for a client, appending them to dst. It is

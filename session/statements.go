@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/jobmanager"
@@ -55,13 +56,13 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	wait := s.vars["wait_for_views"].Str != "off"
+	wait := s.vars["wait_for_views"] != "off"
 	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Retracts: s.e.cfg.Retracts,
 		Snapshot: func(view string) ([]byte, error) { return s.e.snapshot(ctx, view, wait) }}
-	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
-		opts.Parallelism = int(v.Int)
+	if v := s.vars["parallelism"]; v != "auto" {
+		opts.Parallelism = s.intVar("parallelism")
 	}
-	if v := s.vars["work_mem"].Str; v != "" {
+	if v := s.vars["work_mem"]; v != "" {
 		opts.WorkMem, _ = ParseSize(v, 1<<10) // checked by SET
 	}
 	switch {
@@ -79,10 +80,10 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 		return nil, nil, ps, err
 	}
 	jg := planner.Fuse(sg)
-	jg.Network = s.vars["network"].Str
-	jg.NetworkTasks = s.vars["network_task"].Str
-	jg.MinParallelism = int(s.vars["min_parallelism"].Int)
-	jg.MaxParallelism = int(s.vars["max_parallelism"].Int)
+	jg.Network = s.vars["network"]
+	jg.NetworkTasks = s.vars["network_task"]
+	jg.MinParallelism = s.intVar("min_parallelism")
+	jg.MaxParallelism = s.intVar("max_parallelism")
 	return sg, jg, ps, ctx.Err()
 }
 
@@ -116,7 +117,8 @@ func (s *Session) CopyOut(ctx context.Context, query string) (*Result, error) {
 	if len(stmts) != 1 {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "COPY takes one query")
 	}
-	st, err := sql.Bind(stmts[0], s.e.catalog, query)
+	s.txStart = time.Now()
+	st, err := sql.BindSession(stmts[0], s.e.catalog, query, s.info())
 	if err != nil {
 		return nil, err
 	}

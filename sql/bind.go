@@ -24,16 +24,34 @@ import (
 //
 // Errors about the statement are *Error values. The plan is not optimised: run
 // Optimize on a Query's plan before planning it.
+//
+// Bind binds outside any client's session (the engine's own statements,
+// views): the session functions are refused; BindSession gives them one.
 func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error) {
+	return bindWith(stmt, cat, query, nil)
+}
+
+func bindWith(stmt ast.StmtNode, cat CatalogReader, query string, sess *SessionInfo) (Statement, error) {
 	var facts *dialectFacts
 	if d, ok := stmt.(*dialectStmt); ok {
 		stmt, facts = d.StmtNode, d.facts
 	}
 	b := newBinder(stmt, cat, query)
 	b.facts = facts
+	b.session = sess
+	if sess != nil {
+		b.now = sess.Now
+	}
 	st, err := b.bind(stmt)
 	if err == nil {
 		err = b.unusedFacts()
+	}
+	if err == nil && len(b.setConfigs) > 0 {
+		q, ok := st.(*Query)
+		if !ok {
+			return nil, Errorf(ErrUnsupported, 0, "set_config() is supported in a SELECT only")
+		}
+		q.SetConfigs = b.setConfigs
 	}
 	return st, err
 }
@@ -72,6 +90,10 @@ func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 		return b.bindDelete(s)
 	case *ast.TruncateTableStmt:
 		return b.bindTruncate(s)
+	case *ast.DoStmt:
+		return b.bindSessionCommand(s) // or MySQL's DO, refused
+	case *ast.DeallocateStmt:
+		return &Deallocate{Name: strings.ToLower(s.Name)}, nil
 	case *ast.KillStmt:
 		return &Kill{JobID: strconv.FormatUint(s.ConnectionID, 10)}, nil
 	case *ast.SetOprStmt:
@@ -124,6 +146,10 @@ type binder struct {
 	used  map[int]bool
 	// now is the statement's time, for NOW() (bind_datetime.go).
 	now time.Time
+	// session is the client's session the statement runs in, nil for none
+	// (bind_session.go); setConfigs are the set_config calls bound.
+	session    *SessionInfo
+	setConfigs []SetConfig
 }
 
 type colRef struct {

@@ -35,6 +35,9 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		}
 		return nil, b.errorf(ErrUnsupported, n, "set-returning functions are not allowed in %s", ctx.where())
 	}
+	if e, ok, err := b.bindSessionFunc(ctx, n, name, n.Args); ok { // bind_session.go
+		return e, err
+	}
 	args := make([]*expr.Expr, 0, len(n.Args))
 	bindArgs := func(nodes []ast.ExprNode) error {
 		for _, a := range nodes {

@@ -20,6 +20,12 @@ import (
 // through them, and a syntax error points at the user's own token.
 var dialectRewrites = []dialectRewrite{
 	{
+		name:  "session commands",
+		users: "SET search_path TO a, b; SET TIME ZONE 'Europe/Paris'; SET LOCAL x = 1; RESET x; RESET ALL; DISCARD ALL; DEALLOCATE [PREPARE] name | ALL",
+		reads: "DO 0 (the binder is told the command: dialect_session.go)",
+		apply: rewriteSessionCommand,
+	},
+	{
 		name:  "MATERIALIZED VIEW",
 		users: "CREATE MATERIALIZED VIEW v AS ...; DROP MATERIALIZED VIEW v",
 		reads: "CREATE VIEW v AS ...; DROP VIEW v (every Hummer view is materialised)",
@@ -27,8 +33,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "SHOW name",
-		users: "SHOW work_mem",
-		reads: "SHOW VARIABLES LIKE 'work_mem'",
+		users: "SHOW work_mem; SHOW TIME ZONE; SHOW TRANSACTION ISOLATION LEVEL; SHOW myapp.tenant; SHOW ALL",
+		reads: "SHOW VARIABLES LIKE 'work_mem'; ... LIKE 'timezone'; ... LIKE 'transaction_isolation'; ... LIKE 'myapp.tenant'; SHOW VARIABLES",
 		apply: rewriteShowName,
 	},
 	{
@@ -123,10 +129,13 @@ type dialectFacts struct {
 	// fullJoin: a FULL JOIN, written as LEFT JOIN for the parser, by the
 	// offset of its ON condition.
 	fullJoin map[int]bool
+	// session: a session command the dialect layer read itself, by the
+	// offset of the statement's first word (dialect_session.go).
+	session map[int]*sessionCommand
 }
 
 func (f *dialectFacts) empty() bool {
-	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0
+	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.session) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -141,7 +150,7 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{}}
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{}, session: map[int]*sessionCommand{}}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]
@@ -196,6 +205,9 @@ func (d *dialected) origin(off int) int {
 	}
 	t := d.toks[i]
 	if t.made {
+		if t.end > t.pos && off-d.starts[i] >= len(t.text) {
+			return t.end // the end of a statement a rewrite replaced whole
+		}
 		return t.pos
 	}
 	return t.pos + min(off-d.starts[i], len(t.text))
@@ -221,6 +233,16 @@ func made(pos int, text string) []token {
 	toks := lex(text)
 	for i := range toks {
 		toks[i].pos, toks[i].made = pos, true
+	}
+	return toks
+}
+
+// madeFor is made, for the user's text from pos to end that the tokens
+// replace.
+func madeFor(pos, end int, text string) []token {
+	toks := made(pos, text)
+	for i := range toks {
+		toks[i].end = end
 	}
 	return toks
 }

@@ -32,6 +32,9 @@ type token struct {
 	text string
 	pos  int
 	made bool // made by a rewrite rather than copied from the input
+	// end, for a token a rewrite made in place of a stretch of the user's
+	// text, is where that stretch ends (0: unknown).
+	end int
 }
 
 // is reports whether t is the word w, in any case.

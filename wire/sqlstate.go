@@ -69,6 +69,8 @@ var sentinelCodes = []struct {
 	{sql.ErrInvalidValue, "22023"},           // invalid_parameter_value
 	{sql.ErrUnknownVariable, "42704"},        // undefined_object
 	{sql.ErrTooDeep, "54001"},                // statement_too_complex
+	{sql.ErrCantChange, "55P02"},             // cant_change_runtime_param
+	{sql.ErrNoTransaction, "25P01"},          // no_active_sql_transaction
 	{sql.ErrDuplicateColumn, "42701"},        // duplicate_column
 	{sql.ErrInvalidColumnReference, "42P10"}, // invalid_column_reference
 	{sql.ErrWrongObjectType, "42809"},        // wrong_object_type
