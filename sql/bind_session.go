@@ -153,11 +153,7 @@ func (b *binder) bindSessionFunc(ctx *exprCtx, n ast.ExprNode, name string, argN
 	}
 	v, err := b.sessionValue(name, args)
 	if err != nil {
-		var se *Error
-		if errors.As(err, &se) && se.Pos == 0 {
-			se.Pos = b.pos(n)
-		}
-		return nil, true, err
+		return nil, true, err // unpositioned, as PostgreSQL's, found at run time
 	}
 	return expr.Literal(v), true, nil
 }
@@ -231,6 +227,14 @@ func (b *binder) sessionValue(name string, args []types.Value) (types.Value, err
 		missingOK := false
 		if len(args) == 2 {
 			missingOK, _ = boolArg(args[1])
+		}
+		// A set_config earlier in the statement has set it by now.
+		for i := len(b.setConfigs) - 1; i >= 0; i-- {
+			if sc := b.setConfigs[i]; strings.EqualFold(sc.Name, formatSetting(args[0])) && sc.Value != nil {
+				if v, err := s.Settings.CheckSetting(sc.Name, *sc.Value); err == nil {
+					return text(v), nil
+				}
+			}
 		}
 		v, err := s.Settings.Setting(formatSetting(args[0]))
 		if err != nil {

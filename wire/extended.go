@@ -253,7 +253,12 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 			p.done = true
 			return err
 		}
+		if err := c.dropPrepared(res); err != nil {
+			p.done = true
+			return err
+		}
 		c.sendNotices(res.Notices)
+		c.sendWarnings(res.Warnings)
 		if res.Rows == nil {
 			p.done = true
 			c.send(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag)})

@@ -132,7 +132,11 @@ func (c *conn) copyOut(ctx context.Context, query string) {
 // sendResult sends one statement's result: its notices, then either its rows
 // (RowDescription, DataRows, CommandComplete) or just its CommandComplete.
 func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
+	if err := c.dropPrepared(r); err != nil {
+		return err
+	}
 	c.sendNotices(r.Notices)
+	c.sendWarnings(r.Warnings)
 	if r.Rows == nil {
 		c.send(&pgproto3.CommandComplete{CommandTag: []byte(r.Tag)})
 		return nil
@@ -177,6 +181,35 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 	}
 	c.sendNotices(session.LateNotices(r.Rows))
 	c.send(&pgproto3.CommandComplete{CommandTag: commandTag(r.Tag, rows)})
+	return nil
+}
+
+// sendWarnings sends each warning as a WARNING with its SQLSTATE.
+func (c *conn) sendWarnings(warnings []error) {
+	for _, w := range warnings {
+		code, msg, _, _ := pgErrorFields(w)
+		c.send(&pgproto3.NoticeResponse{Severity: "WARNING", SeverityUnlocalized: "WARNING", Code: code, Message: msg})
+	}
+}
+
+// dropPrepared drops the prepared statements a DEALLOCATE or DISCARD ALL
+// names, as PostgreSQL's, whose SQL-level and protocol-level prepared
+// statements are one namespace: a named one that does not exist fails the
+// statement (26000). The unnamed statement is not dropped.
+func (c *conn) dropPrepared(r *session.Result) error {
+	switch {
+	case r.DropAllPrepared:
+		for name := range c.stmts {
+			if name != "" {
+				delete(c.stmts, name)
+			}
+		}
+	case r.DropPrepared != "":
+		if c.stmts[r.DropPrepared] == nil {
+			return protoErrorf("26000", "prepared statement \"%s\" does not exist", r.DropPrepared)
+		}
+		delete(c.stmts, r.DropPrepared)
+	}
 	return nil
 }
 

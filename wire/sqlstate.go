@@ -38,6 +38,7 @@ const (
 	codeInvalidAuthorization = "28000"
 	codeTooManyConnections   = "53300"
 	codeSyntaxErrorOrAccess  = "42000"
+	codeSyntaxError          = "42601"
 	codeQueryCanceled        = "57014"
 	codeInternalError        = "XX000"
 )
