@@ -258,7 +258,8 @@ func (e *Engine) newSession(st Startup) *Session {
 		st.ServerVersion = DefaultServerVersion
 	}
 	return &Session{e: e, start: st, vars: defaultVars(st.User, st.Superuser, st.ServerVersion),
-		resets: map[string]string{}, reported: map[string]string{}, local: map[string]string{}}
+		resets:   map[string]string{"session_authorization": st.User},
+		reported: map[string]string{}, local: map[string]string{}}
 }
 
 // Exec runs every statement of query in order, calling emit with each result; it
