@@ -27,8 +27,11 @@ const Superuser = "hummer"
 // NewUserSession starts the session of a client logged in as user: its
 // statements are checked against the privileges the catalog gives user.
 func (e *Engine) NewUserSession(user string) *Session {
-	s := e.NewSession()
-	s.user = strings.ToLower(user)
+	su := false
+	if u, ok := e.catalog.User(user); ok {
+		su = u.Superuser
+	}
+	s, _ := e.StartSession(Startup{User: user, Superuser: su}) // no settings: cannot fail
 	return s
 }
 
@@ -82,12 +85,6 @@ func (s *Session) runBound(ctx context.Context, stmt sql.Statement, text string)
 	switch st := stmt.(type) {
 	case *sql.CreateUser, *sql.AlterUser, *sql.DropUser, *sql.Grant, *sql.Revoke, *sql.ShowGrants:
 		return s.runAuth(st)
-	case *sql.Set:
-		if st.Name == "statement_timeout" && !st.Value.Null && st.Value.Type.ID != types.Null {
-			if _, err := parseTimeout(formatVar(st.Value)); err != nil {
-				return nil, sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"statement_timeout\": %q: %v", formatVar(st.Value), err)
-			}
-		}
 	}
 	created := s.createdName(stmt)
 

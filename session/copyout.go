@@ -134,15 +134,15 @@ func (s *Session) copyTableQuery(c *sql.Copy) (string, error) {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		sb.WriteString(quoteIdent(name))
+		sb.WriteString(quotedIdent(name))
 	}
 	sb.WriteString(" FROM ")
-	sb.WriteString(quoteIdent(t.Name))
+	sb.WriteString(quotedIdent(t.Name))
 	return sb.String(), nil
 }
 
-// quoteIdent is name as a quoted identifier.
-func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+// quotedIdent is name as a quoted identifier.
+func quotedIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // bindCopyQuery binds COPY's query, which must be one SELECT.
 func (s *Session) bindCopyQuery(text string) (*sql.Query, error) {
@@ -153,7 +153,8 @@ func (s *Session) bindCopyQuery(text string) (*sql.Query, error) {
 	if len(stmts) != 1 {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "COPY takes one query")
 	}
-	st, err := sql.Bind(stmts[0], s.e.catalog, text)
+	s.txStart = time.Now()
+	st, err := sql.BindSession(stmts[0], s.e.catalog, text, s.info(), nil)
 	if err != nil {
 		return nil, err
 	}

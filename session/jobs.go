@@ -21,10 +21,10 @@ import (
 // checkpointInterval returns the session's checkpoint_interval (0: none).
 func (s *Session) checkpointInterval() time.Duration {
 	v := s.vars["checkpoint_interval"]
-	if v.Str == "" {
+	if v == "" {
 		return s.e.cfg.CheckpointInterval
 	}
-	d, _ := parseInterval(v.Str) // checked by SET
+	d, _ := parseInterval(v) // checked by SET
 	return d
 }
 
@@ -36,7 +36,7 @@ func (s *Session) continuousOptions() jobmanager.JobOptions {
 	opts := jobmanager.JobOptions{OnRestart: s.e.recordRestart}
 	if iv := s.checkpointInterval(); iv > 0 && s.e.cfg.CheckpointURL != "" {
 		opts.CheckpointURL, opts.CheckpointInterval = s.e.cfg.CheckpointURL, iv
-		opts.FailoverAfter = int(s.vars["tolerable_failed_checkpoints"].Int) + 1
+		opts.FailoverAfter = s.intVar("tolerable_failed_checkpoints") + 1
 	}
 	return opts
 }

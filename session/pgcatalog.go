@@ -260,7 +260,7 @@ func (s *Session) systemRows(name string) []row {
 		return rows
 	case "pg_catalog.pg_stat_activity":
 		return []row{{"datid": databaseOID, "datname": databaseName, "usename": s.user,
-			"application_name": s.vars["application_name"].Str, "state": "active", "backend_type": "client backend"}}
+			"application_name": s.vars["application_name"], "state": "active", "backend_type": "client backend"}}
 	case "information_schema.schemata":
 		var rows []row
 		for _, n := range []string{sql.InformationSchema, sql.PgCatalog, "public"} {
@@ -507,27 +507,33 @@ func infoDataType(oid, typmod int64) string {
 	return name
 }
 
+// pgSettings lists the parameters as SHOW ALL does, with pg_settings'
+// columns.
 func (s *Session) pgSettings() []row {
-	names := make([]string, 0, len(s.vars))
-	for n := range s.vars {
-		names = append(names, n)
+	keys := make([]string, 0, len(s.vars)+2)
+	for k := range s.vars {
+		keys = append(keys, k)
 	}
-	sort.Strings(names)
-	defaults := defaultVars()
+	keys = append(keys, "transaction_isolation", "transaction_read_only")
+	sort.Strings(keys)
 	var rows []row
-	for _, n := range names {
-		v := s.vars[n]
-		vartype := "string"
-		if v.Type.ID == types.Int64 {
-			vartype = "integer"
+	for i, k := range keys {
+		if i > 0 && keys[i-1] == k {
+			continue
 		}
-		source := "default"
-		if formatVar(v) != formatVar(defaults[n]) {
-			source = "session"
+		v, _ := s.Setting(k)
+		r := row{"name": paramName(k), "setting": v, "category": "Hummer", "context": "user",
+			"vartype": "string", "source": "session", "pending_restart": false}
+		if p, ok := params[k]; ok {
+			r["short_desc"], r["boot_val"], r["reset_val"] = p.desc, p.def, p.def
+			if v == p.def {
+				r["source"] = "default"
+			}
+			if p.fixed {
+				r["context"] = "internal"
+			}
 		}
-		rows = append(rows, row{"name": n, "setting": formatVar(v), "category": "Hummer", "short_desc": "",
-			"context": "user", "vartype": vartype, "source": source, "boot_val": formatVar(defaults[n]),
-			"reset_val": formatVar(defaults[n]), "pending_restart": false})
+		rows = append(rows, r)
 	}
 	return rows
 }

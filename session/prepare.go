@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -66,7 +67,7 @@ func (s *Session) prepare(_ context.Context, query string, declared []types.Type
 		return nil, err
 	}
 	p.node = stmts[0]
-	stmt, err := sql.BindParams(p.node, s.e.catalog, query, declared)
+	stmt, err := sql.BindSession(p.node, s.e.catalog, query, s.info(), declared)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +148,8 @@ func (p *Prepared) run(ctx context.Context, params []types.Value) (*Result, erro
 		return nil, sql.Errorf(sql.ErrInvalidValue, 0, "bind message supplies %d parameters, but prepared statement requires %d",
 			len(params), len(p.Params))
 	}
-	stmt, err := sql.BindParams(p.node, p.s.e.catalog, p.query, p.declared)
+	p.s.txStart = time.Now()
+	stmt, err := sql.BindSession(p.node, p.s.e.catalog, p.query, p.s.info(), p.declared)
 	if err != nil {
 		return nil, err
 	}
@@ -396,8 +398,9 @@ var (
 	showTablesSchema = types.Schema{{Name: "name", Type: types.StringType}, {Name: "engine", Type: types.StringType},
 		{Name: "connection", Type: types.StringType}}
 	describeSchema = types.Schema{{Name: "column", Type: types.StringType}, {Name: "type", Type: types.StringType}}
-	showAllSchema  = types.Schema{{Name: "name", Type: types.StringType}, {Name: "setting", Type: types.StringType}}
-	explainSchema  = types.Schema{{Name: "QUERY PLAN", Type: types.StringType}}
+	showAllSchema  = types.Schema{{Name: "name", Type: types.StringType}, {Name: "setting", Type: types.StringType},
+		{Name: "description", Type: types.StringType}}
+	explainSchema = types.Schema{{Name: "QUERY PLAN", Type: types.StringType}}
 )
 
 // resultSchema is the columns stmt returns when run, nil if it returns none.
@@ -419,7 +422,7 @@ func resultSchema(stmt sql.Statement) types.Schema {
 		if st.Name == "" {
 			return showAllSchema
 		}
-		return types.Schema{{Name: st.Name, Type: types.StringType}}
+		return types.Schema{{Name: paramName(st.Name), Type: types.StringType}}
 	}
 	return nil
 }

@@ -24,6 +24,11 @@ type Result struct {
 	// Warnings are WARNINGs for the client sent before the rows (and before
 	// the Notices).
 	Warnings []Warning
+	// DropPrepared (DEALLOCATE name) names a prepared statement of the
+	// extended protocol to drop; the statement fails (26000) if there is
+	// none. DropAllPrepared (DEALLOCATE ALL, DISCARD ALL) drops them all.
+	DropPrepared    string
+	DropAllPrepared bool
 }
 
 // Warning is a WARNING for the client.

@@ -230,18 +230,41 @@ func (e *Engine) JobManager() *jobmanager.JobManager { return e.jm }
 // A Session is used by one goroutine at a time.
 type Session struct {
 	e    *Engine
-	vars map[string]types.Value
 	user string // the client's user, "" for the engine's own sessions (auth.go)
 	tx   txn    // the transaction block (tx.go)
 	// cursors are the open cursors by name (cursor.go); cursorCount numbers
 	// them as they are declared.
 	cursors     map[string]*cursor
 	cursorCount int
+	// start is what the client's startup packet said (startup.go).
+	start Startup
+	// vars are the parameters' values by lower-case name (settings.go);
+	// resets their values after RESET where the startup packet set them;
+	// reported the values the client was last told (ParameterStatus).
+	vars, resets, reported map[string]string
+	// inBlock: a transaction block is open, which SET LOCAL lasts to the end
+	// of; local holds the values it replaced. The engine has no BEGIN: a
+	// block is a simple query of several statements, which PostgreSQL runs
+	// as one implicit transaction.
+	inBlock bool
+	local   map[string]string
+	// txStart is when the current transaction (statement, or query of
+	// several) started: now() and current_timestamp.
+	txStart time.Time
 }
 
-// NewSession starts a session with default variables.
+// NewSession starts a session of the engine's own, with default variables.
 func (e *Engine) NewSession() *Session {
-	return &Session{e: e, vars: defaultVars()}
+	return e.newSession(Startup{Superuser: true})
+}
+
+func (e *Engine) newSession(st Startup) *Session {
+	if st.ServerVersion == "" {
+		st.ServerVersion = DefaultServerVersion
+	}
+	return &Session{e: e, start: st, vars: defaultVars(st.User, st.Superuser, st.ServerVersion),
+		resets:   map[string]string{"session_authorization": st.User},
+		reported: map[string]string{}, local: map[string]string{}}
 }
 
 // Exec runs every statement of query in order, calling emit with each result; it
@@ -251,6 +274,11 @@ func (s *Session) Exec(ctx context.Context, query string, emit func(*Result) err
 	stmts, err := sql.Parse(query)
 	if err != nil {
 		return err
+	}
+	s.txStart = time.Now()
+	if len(stmts) > 1 {
+		s.inBlock = true
+		defer s.endBlock()
 	}
 	for _, stmt := range stmts {
 		res, err := s.run(ctx, stmt, query)
@@ -286,7 +314,7 @@ func (s *Session) run(ctx context.Context, node ast.StmtNode, query string) (*Re
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	stmt, err := sql.Bind(node, s.e.catalog, query)
+	stmt, err := sql.BindSession(node, s.e.catalog, query, s.info(), nil)
 	if err == nil {
 		err = noParams(stmt)
 	}
@@ -351,23 +379,27 @@ func (s *Session) execStatement(ctx context.Context, stmt sql.Statement, text st
 		}
 		return s.valuesResult("DESCRIBE", schema, rows)
 	case *sql.Set:
-		if err := s.set(st.Name, st.Value); err != nil {
-			return nil, err
+		return s.set(st)
+	case *sql.Reset:
+		return s.reset(st.Name)
+	case *sql.Discard:
+		return s.discard(st.What), nil
+	case *sql.Deallocate:
+		if st.Name == "" {
+			return &Result{Tag: "DEALLOCATE ALL", DropAllPrepared: true}, nil
 		}
-		return &Result{Tag: "SET"}, nil
+		return &Result{Tag: "DEALLOCATE", DropPrepared: st.Name}, nil
 	case *sql.Show:
 		if st.Name == "" {
 			return s.showAll()
 		}
-		v, ok := s.vars[st.Name]
-		if !ok {
-			return nil, sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter %q", st.Name)
-		}
-		return s.valuesResult("SHOW", types.Schema{{Name: st.Name, Type: types.StringType}},
-			[][]types.Value{{types.StringValue(formatVar(v))}})
+		return s.show(st.Name)
 	case *sql.Explain:
 		return s.explain(ctx, st, text)
 	case *sql.Query:
+		if err := s.setConfigs(st.SetConfigs); err != nil {
+			return nil, err
+		}
 		return s.query(ctx, st, text)
 	case *sql.RecursiveQuery:
 		return s.recursive(ctx, st, text)

@@ -55,7 +55,7 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	wait := s.vars["wait_for_views"].Str != "off"
+	wait := s.vars["wait_for_views"] != "off"
 	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Retracts: s.e.cfg.Retracts,
 		Snapshot: func(name string) ([]byte, error) {
 			if sql.IsSystemTableName(name) {
@@ -63,10 +63,10 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 			}
 			return s.e.snapshot(ctx, name, wait)
 		}}
-	if v := s.vars["parallelism"]; v.Type.ID == types.Int64 {
-		opts.Parallelism = int(v.Int)
+	if v := s.vars["parallelism"]; v != "auto" {
+		opts.Parallelism = s.intVar("parallelism")
 	}
-	if v := s.vars["work_mem"].Str; v != "" {
+	if v := s.vars["work_mem"]; v != "" {
 		opts.WorkMem, _ = ParseSize(v, 1<<10) // checked by SET
 	}
 	switch {
@@ -84,10 +84,10 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 		return nil, nil, ps, err
 	}
 	jg := planner.Fuse(sg)
-	jg.Network = s.vars["network"].Str
-	jg.NetworkTasks = s.vars["network_task"].Str
-	jg.MinParallelism = int(s.vars["min_parallelism"].Int)
-	jg.MaxParallelism = int(s.vars["max_parallelism"].Int)
+	jg.Network = s.vars["network"]
+	jg.NetworkTasks = s.vars["network_task"]
+	jg.MinParallelism = s.intVar("min_parallelism")
+	jg.MaxParallelism = s.intVar("max_parallelism")
 	return sg, jg, ps, ctx.Err()
 }
 

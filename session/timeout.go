@@ -14,7 +14,7 @@ import (
 
 // statementTimeout returns the session's statement_timeout (0: none).
 func (s *Session) statementTimeout() time.Duration {
-	d, _ := parseTimeout(formatVar(s.vars["statement_timeout"])) // checked by SET
+	d, _ := parseTimeout(s.vars["statement_timeout"]) // checked by SET
 	return d
 }
 

@@ -36,7 +36,6 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
-	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/sql"
 )
 
@@ -57,7 +56,7 @@ type txn struct {
 	wrote int
 	// vars are the session's variables when the block began, which ROLLBACK
 	// restores.
-	vars map[string]types.Value
+	vars map[string]string
 	// cursors is the session's cursor count when the block began: cursors
 	// numbered from it on were declared in the block.
 	cursors    int
@@ -68,7 +67,7 @@ type txn struct {
 type savepoint struct {
 	name    string
 	wrote   int
-	vars    map[string]types.Value
+	vars    map[string]string
 	cursors int
 }
 
@@ -129,6 +128,7 @@ func (s *Session) transaction(stmt sql.Statement) (*Result, error) {
 		readOnly := tx.readOnly
 		s.closeCursors(func(c *cursor) bool { return !c.hold })
 		s.tx = txn{}
+		s.endLocal()
 		if st.Chain {
 			s.beginBlock(readOnly)
 		}
@@ -186,6 +186,7 @@ func (s *Session) beginBlock(readOnly bool) {
 func (s *Session) rollback(chain bool) *Result {
 	tx := s.tx
 	s.vars = tx.vars
+	s.endLocal() // their values before the block, which tx.vars holds too
 	s.closeCursors(func(c *cursor) bool { return !c.hold || c.seq >= tx.cursors })
 	s.tx = txn{}
 	if chain {

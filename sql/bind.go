@@ -24,8 +24,11 @@ import (
 //
 // Errors about the statement are *Error values. The plan is not optimised: run
 // Optimize on a Query's plan before planning it.
+//
+// Bind binds outside any client's session (the engine's own statements,
+// views): the session functions are refused; BindSession gives them one.
 func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error) {
-	return BindParams(stmt, cat, query, nil)
+	return bindWith(stmt, cat, query, nil, nil)
 }
 
 // BindParams is Bind for a statement whose parameters' types the client
@@ -34,15 +37,30 @@ func Bind(stmt ast.StmtNode, cat CatalogReader, query string) (Statement, error)
 // parameter stands). A declared parameter binds as an expression of its type,
 // as a column would.
 func BindParams(stmt ast.StmtNode, cat CatalogReader, query string, paramTypes []types.Type) (Statement, error) {
+	return bindWith(stmt, cat, query, nil, paramTypes)
+}
+
+func bindWith(stmt ast.StmtNode, cat CatalogReader, query string, sess *SessionInfo, paramTypes []types.Type) (Statement, error) {
 	var facts *dialectFacts
 	if d, ok := stmt.(*dialectStmt); ok {
 		stmt, facts = d.StmtNode, d.facts
 	}
 	b := newBinder(stmt, cat, query, facts)
 	b.paramTypes = paramTypes
+	b.session = sess
+	if sess != nil {
+		b.now = sess.Now
+	}
 	st, err := b.bind(stmt)
 	if err == nil {
 		err = b.unusedFacts()
+	}
+	if err == nil && len(b.setConfigs) > 0 {
+		q, ok := st.(*Query)
+		if !ok {
+			return nil, Errorf(ErrUnsupported, 0, "set_config() is supported in a SELECT only")
+		}
+		q.SetConfigs = b.setConfigs
 	}
 	return st, err
 }
@@ -87,6 +105,10 @@ func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 		return b.bindDelete(s)
 	case *ast.TruncateTableStmt:
 		return b.bindTruncate(s)
+	case *ast.DoStmt:
+		return b.bindSessionCommand(s) // or MySQL's DO, refused
+	case *ast.DeallocateStmt:
+		return &Deallocate{Name: strings.ToLower(s.Name)}, nil
 	case *ast.KillStmt:
 		return &Kill{JobID: strconv.FormatUint(s.ConnectionID, 10)}, nil
 	case *ast.SetOprStmt:
@@ -141,6 +163,10 @@ type binder struct {
 	paramTypes []types.Type
 	// now is the statement's time, for NOW() (bind_datetime.go).
 	now time.Time
+	// session is the client's session the statement runs in, nil for none
+	// (bind_session.go); setConfigs are the set_config calls bound.
+	session    *SessionInfo
+	setConfigs []SetConfig
 }
 
 type colRef struct {

@@ -305,6 +305,9 @@ func (b *binder) bindCreateView(s *ast.CreateViewStmt) (Statement, error) {
 	if s.OrReplace {
 		return nil, b.errorf(ErrUnsupported, nil, "CREATE OR REPLACE VIEW is not supported: DROP VIEW, then CREATE VIEW")
 	}
+	// A view's query is bound again, without a session, when the engine
+	// restarts: it may not use what only a session knows (current_user).
+	b.session = nil
 	name := s.ViewName.Name.L
 	if sc := s.ViewName.Schema.L; sc != "" && sc != "public" {
 		return nil, Errorf(ErrUnsupported, b.identPos(s.ViewName.Schema.O), "schemas are not supported")
@@ -382,10 +385,11 @@ func (b *binder) bindShow(s *ast.ShowStmt) (Statement, error) {
 	return nil, b.errorf(ErrUnsupported, nil, "%s is not supported", statementName(s))
 }
 
-// bindSet binds SET [SESSION] name = value. The value is a constant: a literal, a
-// constant expression, or a bare word (SET mode = fast) taken as text. DEFAULT
-// gives the NULL of the null type, meaning "reset". Names are lower-cased and not
-// checked here: the session knows its variables.
+// bindSet binds the SETs the dialect layer leaves to the parser
+// (PostgreSQL's own forms are session commands: dialect_session.go): SET
+// [SESSION] name = <constant expression>, whose value is the expression's,
+// as text. Names are lower-cased and not checked here: the session knows its
+// variables.
 func (b *binder) bindSet(s *ast.SetStmt) (Statement, error) {
 	if len(s.Variables) != 1 {
 		return nil, b.errorf(ErrUnsupported, nil, "SET takes one variable at a time")
@@ -400,15 +404,8 @@ func (b *binder) bindSet(s *ast.SetStmt) (Statement, error) {
 		return nil, b.errorf(ErrUnsupported, nil, "SET GLOBAL is not supported; variables are per session")
 	}
 	set := &Set{Name: strings.ToLower(v.Name)}
-	switch n := v.Value.(type) {
-	case *ast.DefaultExpr:
-		set.Value = types.NullValue(types.NullType)
+	if _, ok := v.Value.(*ast.DefaultExpr); ok {
 		return set, nil
-	case *ast.ColumnNameExpr:
-		if n.Name.Table.O == "" {
-			set.Value = types.StringValue(n.Name.Name.O)
-			return set, nil
-		}
 	}
 	e, err := b.bindExpr(&exprCtx{scope: &scope{}, clause: "SET"}, v.Value)
 	if err != nil {
@@ -421,7 +418,10 @@ func (b *binder) bindSet(s *ast.SetStmt) (Statement, error) {
 	if err != nil {
 		return nil, b.errorf(ErrInvalidValue, v.Value, "%s", err.Error())
 	}
-	set.Value = val
+	if val.Null {
+		return nil, b.errorf(ErrInvalidValue, v.Value, "SET %s takes a value, not NULL", set.Name)
+	}
+	set.Values = []string{formatSetting(val)}
 	return set, nil
 }
 

@@ -169,6 +169,10 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 			}
 		}
 	}
+	if fn, ok := sessionWords[name]; ok && len(found) == 0 && table == "" && !b.quoted(n) {
+		e, _, err := b.bindSessionFunc(ctx, n, fn, nil) // user, current_schema, ...: bind_session.go
+		return e, err
+	}
 	switch {
 	case len(found) == 0 && table != "" && !sc.hasTable(table):
 		return nil, b.errorf(ErrUnknownTable, n, "missing FROM-clause entry for table \"%s\"", table)

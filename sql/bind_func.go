@@ -38,6 +38,9 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 	if e, ok, err := b.bindPgFunc(ctx, n); ok {
 		return e, err
 	}
+	if e, ok, err := b.bindSessionFunc(ctx, n, name, n.Args); ok { // bind_session.go
+		return e, err
+	}
 	args := make([]*expr.Expr, 0, len(n.Args))
 	bindArgs := func(nodes []ast.ExprNode) error {
 		for _, a := range nodes {

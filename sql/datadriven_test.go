@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-
-	"github.com/hummer-db/hummer/exec/expr"
 )
 
 // testTables is the catalog every data-driven file starts with.
@@ -226,7 +224,16 @@ func formatStatement(st Statement, optimize bool) string {
 	case *Describe:
 		return fmt.Sprintf("Describe %s %s\n", st.Table.Name, schemaText(st.Table.Columns))
 	case *Set:
-		return fmt.Sprintf("Set %s = %s (%s)\n", st.Name, expr.FormatValue(st.Value), st.Value.Type)
+		if st.Values == nil {
+			return fmt.Sprintf("Set %s = DEFAULT local=%v\n", st.Name, st.Local)
+		}
+		return fmt.Sprintf("Set %s = %q local=%v\n", st.Name, st.Values, st.Local)
+	case *Reset:
+		return fmt.Sprintf("Reset %q\n", st.Name)
+	case *Discard:
+		return fmt.Sprintf("Discard %s\n", st.What)
+	case *Deallocate:
+		return fmt.Sprintf("Deallocate %q\n", st.Name)
 	case *Show:
 		return fmt.Sprintf("Show %q\n", st.Name)
 	}

@@ -32,6 +32,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteTransaction,
 	},
 	{
+		name:  "session commands",
+		users: "SET search_path TO a, b; SET TIME ZONE 'Europe/Paris'; SET LOCAL x = 1; RESET x; RESET ALL; DISCARD ALL; DEALLOCATE [PREPARE] name | ALL",
+		reads: "DO 0 (the binder is told the command: dialect_session.go)",
+		apply: rewriteSessionCommand,
+	},
+	{
 		name:  "MATERIALIZED VIEW",
 		users: "CREATE MATERIALIZED VIEW v AS ...; DROP MATERIALIZED VIEW v",
 		reads: "CREATE VIEW v AS ...; DROP VIEW v (every Hummer view is materialised)",
@@ -39,8 +45,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "SHOW name",
-		users: "SHOW work_mem",
-		reads: "SHOW VARIABLES LIKE 'work_mem'",
+		users: "SHOW work_mem; SHOW TIME ZONE; SHOW TRANSACTION ISOLATION LEVEL; SHOW myapp.tenant; SHOW ALL",
+		reads: "SHOW VARIABLES LIKE 'work_mem'; ... LIKE 'timezone'; ... LIKE 'transaction_isolation'; ... LIKE 'myapp.tenant'; SHOW VARIABLES",
 		apply: rewriteShowName,
 	},
 	{
@@ -201,11 +207,14 @@ type dialectFacts struct {
 	// written as DO 0, by the offset of the statement (dialect_tx.go).
 	declares map[int]*DeclareCursor
 	cursors  map[int]cursorFact
+	// session: a session command the dialect layer read itself, by the
+	// offset of the statement's first word (dialect_session.go).
+	session map[int]*sessionCommand
 }
 
 func (f *dialectFacts) empty() bool {
 	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.params) == 0 &&
-		len(f.quoted) == 0 && len(f.declares) == 0 && len(f.cursors) == 0
+		len(f.quoted) == 0 && len(f.declares) == 0 && len(f.cursors) == 0 && len(f.session) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -221,7 +230,8 @@ func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
 	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{},
-		params: map[int]int{}, quoted: map[string]bool{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{}}
+		params: map[int]int{}, quoted: map[string]bool{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{},
+		session: map[int]*sessionCommand{}}
 	for _, t := range toks {
 		if t.kind == tokIdent && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 {
 			facts.quoted[strings.ReplaceAll(t.text[1:len(t.text)-1], `""`, `"`)] = true
@@ -281,6 +291,9 @@ func (d *dialected) origin(off int) int {
 	}
 	t := d.toks[i]
 	if t.made {
+		if t.end > t.pos && off-d.starts[i] >= len(t.text) {
+			return t.end // the end of a statement a rewrite replaced whole
+		}
 		return t.pos
 	}
 	return t.pos + min(off-d.starts[i], len(t.text))
@@ -321,11 +334,13 @@ func made(pos int, text string) []token {
 	return toks
 }
 
-// madeSpan is made for the user's text from pos to end: the statement's text
-// ends at end if these are its last tokens (dialected.originEnd).
-func madeSpan(pos, end int, text string) []token {
+// madeFor is made, for the user's text from pos to end that the tokens
+// replace.
+func madeFor(pos, end int, text string) []token {
 	toks := made(pos, text)
-	toks[len(toks)-1].end = end
+	for i := range toks {
+		toks[i].end = end
+	}
 	return toks
 }
 

@@ -25,17 +25,37 @@ var mysqlShow = map[string]bool{"tables": true, "databases": true, "variables": 
 	"plugins": true, "privileges": true, "profiles": true, "events": true}
 
 // rewriteShowName turns PostgreSQL's SHOW name, a whole statement, into
-// MySQL's SHOW VARIABLES LIKE 'name'.
+// MySQL's SHOW VARIABLES LIKE 'name': also the multi-word names (SHOW TIME
+// ZONE, SHOW TRANSACTION ISOLATION LEVEL, SHOW SESSION AUTHORIZATION), a
+// custom parameter of two parts (SHOW myapp.tenant), and SHOW ALL, which
+// becomes SHOW VARIABLES.
 func rewriteShowName(stmt []token, _ *dialectFacts) []token {
 	w := words(stmt)
 	if n := len(w); n > 0 && stmt[w[n-1]].text == ";" {
 		w = w[:n-1]
 	}
-	if len(w) != 2 || !stmt[w[0]].is("SHOW") || stmt[w[1]].kind != tokWord || mysqlShow[strings.ToLower(stmt[w[1]].text)] {
+	if len(w) < 2 || !stmt[w[0]].is("SHOW") {
 		return stmt
 	}
-	name := stmt[w[1]]
-	return splice(stmt, w[1], w[1]+1, made(name.pos, "VARIABLES LIKE '"+strings.ToLower(name.text)+"'")...)
+	rest := make([]token, 0, len(w)-1)
+	for _, k := range w[1:] {
+		rest = append(rest, stmt[k])
+	}
+	at := rest[0].pos
+	if len(rest) == 1 && rest[0].is("ALL") {
+		return splice(stmt, w[1], w[len(w)-1]+1, made(at, "VARIABLES")...)
+	}
+	if len(rest) == 1 && mysqlShow[strings.ToLower(rest[0].text)] {
+		return stmt
+	}
+	if len(rest) == 2 && rest[0].is("SESSION") && !rest[1].is("AUTHORIZATION") {
+		return stmt // MySQL's SHOW SESSION VARIABLES, STATUS
+	}
+	name, ok := readParamName(rest)
+	if !ok || (len(rest) == 1 && rest[0].kind != tokWord) {
+		return stmt
+	}
+	return splice(stmt, w[1], w[len(w)-1]+1, made(at, "VARIABLES LIKE '"+strings.ReplaceAll(name, "'", "''")+"'")...)
 }
 
 // rewriteDistinctFrom turns a IS NOT DISTINCT FROM b into a <=> b and

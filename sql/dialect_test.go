@@ -76,8 +76,16 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"MATERIALIZED VIEW", "CREATE MATERIALIZED VIEW v AS SELECT 1", "CREATE VIEW v AS SELECT 1"},
 	{"MATERIALIZED VIEW", "drop materialized view v; SELECT 'materialized view'", "drop view v; SELECT 'materialized view'"},
 	{"MATERIALIZED VIEW", "CREATE VIEW materialized AS SELECT 1", "CREATE VIEW materialized AS SELECT 1"},
+	{"session commands", "SET search_path TO \"My Schema\", public", "DO 0"},
+	{"session commands", "set local TimeZone = 'Europe/Paris'; SELECT 1", "DO 0; SELECT 1"},
+	{"session commands", "SET TIME ZONE LOCAL;", "DO 0;"},
+	{"session commands", "RESET ALL; discard all; DEALLOCATE PREPARE s1; deallocate all", "DO 0; DO 0; DO 0; DO 0"},
+	{"session commands", "SET x = 1 + 1; SET @u = 1; SET GLOBAL x = 1; UPDATE t SET a = 1", "SET x = 1 + 1; SET @u = 1; SET GLOBAL x = 1; UPDATE t SET a = 1"},
+	{"session commands", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; DISCARD nope", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; DISCARD nope"},
 	{"SHOW name", "SHOW work_mem", "SHOW VARIABLES LIKE 'work_mem'"},
-	{"SHOW name", "SET x = 1; show Statement_Timeout ;", "SET x = 1; show VARIABLES LIKE 'statement_timeout' ;"},
+	{"SHOW name", "SHOW TIME ZONE; show transaction isolation level; SHOW myapp.Tenant; SHOW ALL", "SHOW VARIABLES LIKE 'timezone'; show VARIABLES LIKE 'transaction_isolation'; SHOW VARIABLES LIKE 'myapp.tenant'; SHOW VARIABLES"},
+	{"SHOW name", "SHOW SESSION VARIABLES; SHOW CREATE TABLE t; SHOW session authorization", "SHOW SESSION VARIABLES; SHOW CREATE TABLE t; SHOW VARIABLES LIKE 'session_authorization'"},
+	{"SHOW name", "SET x = 1; show Statement_Timeout ;", "DO 0; show VARIABLES LIKE 'statement_timeout' ;"},
 	{"SHOW name", "SHOW TABLES", "SHOW TABLES"},
 	{"SHOW name", "SHOW processlist", "SHOW processlist"},
 	{"x::type", "SELECT a::text, 'x'::varchar(3) FROM t", "SELECT CAST(a AS CHAR), CAST('x' AS CHAR(3)) FROM t"},
@@ -320,6 +328,41 @@ func TestParseCopyFrom(t *testing.T) {
 			t.Errorf("ParseCopy(%q): %v", c.in, err)
 		case c.want != nil && !reflect.DeepEqual(got, c.want):
 			t.Errorf("ParseCopy(%q) = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+// TestSessionCommandFacts: what the binder is told of each session command,
+// PostgreSQL's flattening of SET's values included (PostgreSQL 15 shows
+// search_path '"My Schema", public' after the first, application_name
+// 'myapp' after SET application_name = MyApp).
+func TestSessionCommandFacts(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want sessionCommand
+	}{
+		{`SET search_path TO "My Schema", public`, sessionCommand{verb: "SET", name: "search_path", values: []string{"My Schema", "public"}}},
+		{"SET application_name = MyApp", sessionCommand{verb: "SET", name: "application_name", values: []string{"myapp"}}},
+		{"SET LOCAL extra_float_digits = -3", sessionCommand{verb: "SET", name: "extra_float_digits", local: true, values: []string{"-3"}}},
+		{"SET SESSION statement_timeout TO '5s'", sessionCommand{verb: "SET", name: "statement_timeout", values: []string{"5s"}}},
+		{"SET DateStyle = ISO, DMY", sessionCommand{verb: "SET", name: "datestyle", values: []string{"iso", "dmy"}}},
+		{"SET myapp.tenant = 'it''s'", sessionCommand{verb: "SET", name: "myapp.tenant", values: []string{"it's"}}},
+		{"SET TIME ZONE 'Europe/Paris'", sessionCommand{verb: "SET", name: "timezone", values: []string{"Europe/Paris"}}},
+		{"SET TIME ZONE -3.5", sessionCommand{verb: "SET", name: "timezone", values: []string{"-3.5"}}},
+		{"SET TIME ZONE DEFAULT", sessionCommand{verb: "SET", name: "timezone"}},
+		{"SET work_mem TO DEFAULT", sessionCommand{verb: "SET", name: "work_mem"}},
+		{"SET NAMES 'UTF8'", sessionCommand{verb: "SET", name: "client_encoding", values: []string{"UTF8"}}},
+		{"RESET TimeZone", sessionCommand{verb: "RESET", name: "timezone"}},
+		{"RESET TIME ZONE", sessionCommand{verb: "RESET", name: "timezone"}},
+		{"RESET ALL", sessionCommand{verb: "RESET", all: true}},
+		{"DISCARD TEMPORARY", sessionCommand{verb: "DISCARD", name: "TEMP"}},
+		{"DEALLOCATE \"S1\"", sessionCommand{verb: "DEALLOCATE", name: "S1"}},
+		{"DEALLOCATE PREPARE ALL", sessionCommand{verb: "DEALLOCATE", all: true}},
+	} {
+		d := rewriteDialect(c.in)
+		got := d.facts.session[0]
+		if got == nil || !reflect.DeepEqual(*got, c.want) {
+			t.Errorf("%q: fact %+v, want %+v", c.in, got, c.want)
 		}
 	}
 }

@@ -52,7 +52,7 @@ func rewriteTransaction(stmt []token, _ *dialectFacts) []token {
 	}
 	last := stmt[w[len(w)-1]]
 	replace := func(text string) []token {
-		return splice(stmt, w[0], w[len(w)-1]+1, madeSpan(first.pos, last.pos+len(last.text), text)...)
+		return splice(stmt, w[0], w[len(w)-1]+1, madeFor(first.pos, last.pos+len(last.text), text)...)
 	}
 	switch {
 	case first.is("BEGIN") || first.is("START") && word(1).is("TRANSACTION"):
@@ -184,7 +184,7 @@ func rewriteCursor(stmt []token, f *dialectFacts) []token {
 		return stmt
 	}
 	last := stmt[w[len(w)-1]]
-	return splice(stmt, w[0], w[len(w)-1]+1, madeSpan(first.pos, last.pos+len(last.text), "DO 0")...)
+	return splice(stmt, w[0], w[len(w)-1]+1, madeFor(first.pos, last.pos+len(last.text), "DO 0")...)
 }
 
 func rewriteDeclare(stmt []token, w []int, f *dialectFacts) []token {

@@ -7,18 +7,19 @@ import (
 
 // Sentinel errors of the SQL layer. wire/ maps each to a SQLSTATE in one place.
 var (
-	ErrSyntax          = errors.New("syntax error")            // 42601
-	ErrUnknownTable    = errors.New("unknown table")           // 42P01
-	ErrDuplicateTable  = errors.New("table already exists")    // 42P07
-	ErrUnknownColumn   = errors.New("unknown column")          // 42703
-	ErrAmbiguousColumn = errors.New("ambiguous column")        // 42702
-	ErrUnknownFunction = errors.New("unknown function")        // 42883
-	ErrType            = errors.New("type mismatch")           // 42804
-	ErrGrouping        = errors.New("grouping error")          // 42803
-	ErrUnsupported     = errors.New("unsupported")             // 0A000
-	ErrInvalidValue    = errors.New("invalid parameter value") // 22023
-	ErrUnknownVariable = errors.New("unknown variable")        // 42704
-	ErrTooDeep         = errors.New("stack depth limit")       // 54001
+	ErrSyntax          = errors.New("syntax error")                // 42601
+	ErrUnknownTable    = errors.New("unknown table")               // 42P01
+	ErrDuplicateTable  = errors.New("table already exists")        // 42P07
+	ErrUnknownColumn   = errors.New("unknown column")              // 42703
+	ErrAmbiguousColumn = errors.New("ambiguous column")            // 42702
+	ErrUnknownFunction = errors.New("unknown function")            // 42883
+	ErrType            = errors.New("type mismatch")               // 42804
+	ErrGrouping        = errors.New("grouping error")              // 42803
+	ErrUnsupported     = errors.New("unsupported")                 // 0A000
+	ErrInvalidValue    = errors.New("invalid parameter value")     // 22023
+	ErrUnknownVariable = errors.New("unknown variable")            // 42704
+	ErrTooDeep         = errors.New("stack depth limit")           // 54001
+	ErrCantChange      = errors.New("parameter cannot be changed") // 55P02
 
 	ErrDuplicateColumn        = errors.New("duplicate column")         // 42701
 	ErrInvalidColumnReference = errors.New("invalid column reference") // 42P10
@@ -47,9 +48,14 @@ type Error struct {
 	Kind error
 	Msg  string
 	Pos  int
+	// Detail is the client's DETAIL line, "" for none.
+	Detail string
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// ErrorDetail returns the DETAIL line.
+func (e *Error) ErrorDetail() string { return e.Detail }
 
 // Unwrap lets errors.Is see the Kind.
 func (e *Error) Unwrap() error { return e.Kind }

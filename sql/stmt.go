@@ -101,18 +101,40 @@ type ShowTables struct{}
 // Describe is DESCRIBE t (also DESC t, SHOW COLUMNS FROM t).
 type Describe struct{ Table *Table }
 
-// Set is SET name = value (also SET SESSION name = value). Names are lower case.
+// Set is SET [SESSION | LOCAL] name {TO | =} value [, ...] (also SET TIME
+// ZONE, SET NAMES). Names are lower case; the session checks them and their
+// values.
 type Set struct {
-	Name  string
-	Value types.Value
+	Name string
+	// Values are the values as PostgreSQL flattens them (a string literal's
+	// text, a bare word lower-cased, a number as written); nil for DEFAULT,
+	// which resets the parameter.
+	Values []string
+	// Local: SET LOCAL, for the current transaction only.
+	Local bool
 }
+
+// Reset is RESET name, or RESET ALL (Name "").
+type Reset struct{ Name string }
+
+// Discard is DISCARD ALL, PLANS, SEQUENCES or TEMP (What).
+type Discard struct{ What string }
+
+// Deallocate is DEALLOCATE [PREPARE] name, or DEALLOCATE ALL (Name ""): it
+// drops prepared statements, those of the extended protocol included.
+type Deallocate struct{ Name string }
 
 // Show is SHOW name for a session variable (SHOW parallelism).
 type Show struct{ Name string }
 
 // Query is a bound SELECT. Bind leaves the plan as bound; the caller runs
 // Optimize on it before planning.
-type Query struct{ Plan Plan }
+type Query struct {
+	Plan Plan
+	// SetConfigs are the query's set_config calls, which the session applies
+	// when it runs the query, in order.
+	SetConfigs []SetConfig
+}
 
 // Explain is EXPLAIN [ANALYZE] [FORMAT='text'|'dot'] <query>. With Analyze the
 // query runs and the plan shows what each task did.

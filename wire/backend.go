@@ -25,10 +25,12 @@ import (
 // Backend opens sessions, one per client connection. *session.Engine satisfies it
 // through a small adapter in cmd/hummer.
 type Backend interface {
-	// NewSession starts the session of a client that logged in as user to database,
-	// having proved who it is as Options.Auth requires (under AuthTrust without a
-	// Users directory, both are simply what the client sent).
-	NewSession(user, database string) Session
+	// NewSession starts the session of a client that logged in as st.User to
+	// st.Database, having proved who it is as Options.Auth requires (under
+	// AuthTrust without a Users directory, both are simply what the client
+	// sent), with the startup packet's settings. An error (an unknown
+	// parameter, a bad value) fails the connection, its SQLSTATE in a FATAL.
+	NewSession(st session.Startup) (Session, error)
 }
 
 // Session is one client's connection state. The server calls it from one goroutine
@@ -40,6 +42,11 @@ type Session interface {
 	// returns it. Exec must return promptly once ctx is cancelled: that is how a
 	// CancelRequest, a client that went away and Server.Close stop a statement.
 	Exec(ctx context.Context, query string, emit func(*session.Result) error) error
+	// ParameterStatus returns the reported parameters (server_version,
+	// TimeZone, ...) whose values the client has not been told: all of them
+	// at the first call, after the startup packet's settings; later, those
+	// that statements changed. The server sends them before ReadyForQuery.
+	ParameterStatus() []session.Param
 	// Close ends the session, stopping any job it still runs.
 	Close()
 }

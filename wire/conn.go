@@ -124,8 +124,7 @@ func (c *conn) serve() {
 
 	c.log = c.log.With("pid", c.pid, "user", user, "database", database)
 	c.log.Debug("connection ready")
-	c.sess = c.srv.backend.NewSession(user, database)
-	defer c.sess.Close()
+	defer c.sess.Close()   // started by handleStartup
 	defer c.closePortals() // before the session closes
 	c.readyForQuery()
 	if c.flush() != nil {
@@ -331,29 +330,14 @@ func (c *conn) handleStartup(m *pgproto3.StartupMessage) (user, database string,
 	}
 
 	c.send(&pgproto3.AuthenticationOk{})
-	isSuperuser := "off"
-	if superuser {
-		isSuperuser = "on"
-	}
-	for _, p := range [...][2]string{
-		{"application_name", m.Parameters["application_name"]},
-		// Only UTF8 is spoken, whatever the client asked for.
-		{"client_encoding", "UTF8"},
-		{"DateStyle", "ISO, MDY"},
-		{"default_transaction_read_only", "off"},
-		{"in_hot_standby", "off"},
-		{"integer_datetimes", "on"},
-		{"IntervalStyle", "postgres"},
-		{"is_superuser", isSuperuser},
-		{"server_encoding", "UTF8"},
-		{"server_version", c.srv.opts.ServerVersion},
-		{"session_authorization", user},
-		{"standard_conforming_strings", "on"},
-		{"TimeZone", "UTC"},
-	} {
-		c.send(&pgproto3.ParameterStatus{Name: p[0], Value: p[1]})
-	}
+	// The key first: the session's pg_backend_pid() is its process ID. The
+	// session applies the packet's settings (startup.go), and the client is
+	// told the reported parameters' values, the settings' included.
 	c.srv.newBackendKey(c)
+	if err := c.startSession(m, user, database, superuser); err != nil {
+		return "", "", err
+	}
+	c.reportParameters()
 	c.send(&pgproto3.BackendKeyData{ProcessID: c.pid, SecretKey: c.secret[:]})
 	return user, database, nil
 }
@@ -418,8 +402,10 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 	return fmt.Errorf("unexpected message %T", msg)
 }
 
-// readyForQuery queues ReadyForQuery with the session's transaction status.
+// readyForQuery queues ReadyForQuery with the session's transaction status,
+// after the ParameterStatus of any reported parameter that changed.
 func (c *conn) readyForQuery() {
+	c.reportParameters()
 	c.send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus()})
 }
 

@@ -268,6 +268,10 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 			p.done = true
 			return err
 		}
+		if err := c.dropPrepared(res); err != nil {
+			p.done = true
+			return err
+		}
 		c.sendWarnings(res.Warnings)
 		c.sendNotices(res.Notices)
 		if res.Rows == nil {

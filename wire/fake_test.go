@@ -53,17 +53,40 @@ func newFakeBackend() *fakeBackend {
 	}
 }
 
-func (b *fakeBackend) NewSession(user, database string) Session {
+func (b *fakeBackend) NewSession(st session.Startup) (Session, error) {
 	b.opened.Add(1)
 	b.mu.Lock()
-	b.users = append(b.users, user+"/"+database)
+	b.users = append(b.users, st.User+"/"+st.Database)
 	b.mu.Unlock()
-	return &fakeSession{b: b}
+	return &fakeSession{b: b, start: st}, nil
 }
 
 type fakeSession struct {
 	b      *fakeBackend
 	closed bool
+	start  session.Startup
+	told   bool // ParameterStatus was called
+}
+
+// ParameterStatus tells the client, once, what a session of the engine
+// would at startup.
+func (s *fakeSession) ParameterStatus() []session.Param {
+	if s.told {
+		return nil
+	}
+	s.told = true
+	app := ""
+	for _, p := range s.start.Settings {
+		if p.Name == "application_name" {
+			app = p.Value
+		}
+	}
+	su := map[bool]string{true: "on", false: "off"}[s.start.Superuser]
+	return []session.Param{{Name: "application_name", Value: app}, {Name: "client_encoding", Value: "UTF8"},
+		{Name: "DateStyle", Value: "ISO, MDY"}, {Name: "integer_datetimes", Value: "on"}, {Name: "is_superuser", Value: su},
+		{Name: "server_encoding", Value: "UTF8"}, {Name: "server_version", Value: s.start.ServerVersion},
+		{Name: "session_authorization", Value: s.start.User}, {Name: "standard_conforming_strings", Value: "on"},
+		{Name: "TimeZone", Value: "UTC"}}
 }
 
 func (s *fakeSession) Close() {

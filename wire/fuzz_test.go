@@ -252,7 +252,7 @@ func newEngineBackend(t testing.TB, password string) engineBackend {
 	return engineBackend{e}
 }
 
-func (b engineBackend) NewSession(user, database string) Session { return b.e.NewUserSession(user) }
+func (b engineBackend) NewSession(st session.Startup) (Session, error) { return b.e.StartSession(st) }
 
 func (b engineBackend) LookupUser(name string) (User, bool) {
 	u, ok := b.e.User(name)

@@ -138,6 +138,9 @@ func (c *conn) copyOut(ctx context.Context, query string) {
 // sendResult sends one statement's result: its notices, then either its rows
 // (RowDescription, DataRows, CommandComplete) or just its CommandComplete.
 func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
+	if err := c.dropPrepared(r); err != nil {
+		return err
+	}
 	c.sendWarnings(r.Warnings)
 	c.sendNotices(r.Notices)
 	if r.Rows == nil {
@@ -199,6 +202,27 @@ func (c *conn) sendWarnings(warnings []session.Warning) {
 			Code: code, Message: w.Message, Detail: w.Detail,
 		})
 	}
+}
+
+// dropPrepared drops the prepared statements a DEALLOCATE or DISCARD ALL
+// names, as PostgreSQL's, whose SQL-level and protocol-level prepared
+// statements are one namespace: a named one that does not exist fails the
+// statement (26000). The unnamed statement is not dropped.
+func (c *conn) dropPrepared(r *session.Result) error {
+	switch {
+	case r.DropAllPrepared:
+		for name := range c.stmts {
+			if name != "" {
+				delete(c.stmts, name)
+			}
+		}
+	case r.DropPrepared != "":
+		if c.stmts[r.DropPrepared] == nil {
+			return protoErrorf("26000", "prepared statement \"%s\" does not exist", r.DropPrepared)
+		}
+		delete(c.stmts, r.DropPrepared)
+	}
+	return nil
 }
 
 // sendNotices sends each notice as a NOTICE.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hummer-db/hummer/session"
 )
 
 // ErrServerClosed is returned by Serve after Close. It wraps net.ErrClosed, so
@@ -65,7 +67,7 @@ type Options struct {
 }
 
 // DefaultServerVersion is the server_version reported when Options leave it empty.
-const DefaultServerVersion = "15.0 (Hummer)"
+const DefaultServerVersion = session.DefaultServerVersion
 
 // Server accepts PostgreSQL client connections and runs their queries in sessions
 // opened by a Backend. Its methods are safe for concurrent use.

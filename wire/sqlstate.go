@@ -38,6 +38,7 @@ const (
 	codeInvalidAuthorization = "28000"
 	codeTooManyConnections   = "53300"
 	codeSyntaxErrorOrAccess  = "42000"
+	codeSyntaxError          = "42601"
 	codeQueryCanceled        = "57014"
 	codeInternalError        = "XX000"
 )
@@ -69,6 +70,7 @@ var sentinelCodes = []struct {
 	{sql.ErrInvalidValue, "22023"},           // invalid_parameter_value
 	{sql.ErrUnknownVariable, "42704"},        // undefined_object
 	{sql.ErrTooDeep, "54001"},                // statement_too_complex
+	{sql.ErrCantChange, "55P02"},             // cant_change_runtime_param
 	{sql.ErrDuplicateColumn, "42701"},        // duplicate_column
 	{sql.ErrInvalidColumnReference, "42P10"}, // invalid_column_reference
 	{sql.ErrWrongObjectType, "42809"},        // wrong_object_type

@@ -390,7 +390,7 @@ func runSQL(args []string, stdout io.Writer) error {
 // backend adapts the engine to the wire server.
 type backend struct{ e *session.Engine }
 
-func (b backend) NewSession(user, database string) wire.Session { return b.e.NewUserSession(user) }
+func (b backend) NewSession(st session.Startup) (wire.Session, error) { return b.e.StartSession(st) }
 
 func host(a net.Addr) string {
 	h, _, _ := net.SplitHostPort(a.String())
