@@ -205,7 +205,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 
 	case *sql.Filter:
 		cond := p.Cond
-		if u, ok := p.Input.(*sql.Unnest); ok {
+		if u, ok := p.Input.(*sql.Unnest); ok && u.Func != "generate_series" {
 			// Length conditions on the pieces move into the split
 			// (unnest_filter.go).
 			minBytes, minChars, rest := unnestLengthBounds(cond, u.Col)
@@ -609,6 +609,12 @@ func (b *builder) unnest(p *sql.Unnest, minBytes, minChars int) (int, error) {
 	from, err := b.build(p.Input)
 	if err != nil {
 		return 0, err
+	}
+	if p.Func == "generate_series" {
+		in := p.Input.Schema()
+		label := fmt.Sprintf("generate_series(%s, %s, %s)", in[p.Col].Name, in[p.Hi].Name, in[p.Step].Name)
+		cfg := operators.SeriesConfig{Col: p.Col, Hi: p.Hi, Step: p.Step, Outer: p.Outer}
+		return b.pass(from, b.forward(from, "series", label, cfg, p.Out)), nil
 	}
 	label := fmt.Sprintf("unnest %s(%s, %s)", p.Func, p.Input.Schema()[p.Col].Name, expr.FormatValue(types.StringValue(p.Sep)))
 	if minBytes > 0 {

@@ -347,8 +347,8 @@ func (s *Session) pgAttribute() []row {
 				typ, mod = sql.PgSystemTypeOID(t.pgTypes[i]), -1
 			}
 			_, hasDef := t.defaults[c.Name]
-			coll := 0
-			if c.Type.ID == types.String {
+			coll := 0 // the type's own collation (pg_type.typcollation): \d shows none
+			if typ == 25 || typ == 1043 || typ == 19 {
 				coll = 100
 			}
 			rows = append(rows, row{"attrelid": t.oid, "attname": c.Name, "atttypid": typ, "attstattarget": -1,

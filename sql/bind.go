@@ -155,6 +155,14 @@ type binder struct {
 	// next SELECT's FROM takes (bind_correlated.go).
 	outer       []*scope
 	pendingCorr *correlation
+	// corrFrom is the correlation whose subquery's FROM is being bound, and
+	// laterals its set-returning items that read the enclosing query
+	// (bind_lateral.go).
+	corrFrom *correlation
+	laterals []lateralSeries
+	// lateralCond is the join condition lateralDomain adds (its series row
+	// is a real one).
+	lateralCond *expr.Expr
 	// facts are what the dialect layer took out of the query's text for the
 	// binder (NULLS FIRST ...); used marks those it has applied.
 	facts *dialectFacts

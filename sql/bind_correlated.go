@@ -61,6 +61,16 @@ func (p *Domain) Inputs() []Plan       { return nil }
 // freeColumns lists the enclosing columns sel reads: names in its WHERE and
 // select list that its own FROM (sc) does not have and outer does, in the
 // order they are written. Nested subqueries are not looked into.
+// appendFree adds to cols the enclosing columns n reads.
+func appendFree(cols []column, n ast.Node, sc, outer *scope) []column {
+	v := &freeFinder{sc: sc, outer: outer, seen: map[int]bool{}, cols: cols}
+	for _, c := range cols {
+		v.seen[c.idx] = true
+	}
+	n.Accept(v)
+	return v.cols
+}
+
 func freeColumns(sel *ast.SelectStmt, sc, outer *scope) []column {
 	v := &freeFinder{sc: sc, outer: outer, seen: map[int]bool{}}
 	if sel.Where != nil {
@@ -120,6 +130,16 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	}
 	ext.corr = corr
 	corr.at = n + 1
+	var domain Plan
+	corr.domain = &Domain{Out: dschema}
+	domain = corr.domain
+	if len(b.laterals) > 0 {
+		d, err := b.lateralDomain(ext, n+1, k, corr.domain)
+		if err != nil {
+			return nil, nil, err
+		}
+		domain = d
+	}
 	marker := expr.Column(n, types.BoolType, "$matched")
 	// An aggregate over no rows still has a row: every D value must reach
 	// it, through an outer join, and COUNT(*) counts S's side only.
@@ -143,8 +163,7 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	if err != nil {
 		return nil, nil, err
 	}
-	corr.domain = &Domain{Out: dschema}
-	if !outerJoin {
+	if !outerJoin && len(b.laterals) == 0 {
 		if p, ok := b.withoutDomain(from, where, n, k); ok {
 			return p, ext, nil
 		}
@@ -153,8 +172,12 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	// join keeping every D row for an aggregate, an inner one otherwise.
 	side := &fromNode{plan: appendColumns(from, []*expr.Expr{boolLit(true)}), off: 0, n: n + 1}
 	side.scope = ext
-	dom := &fromNode{plan: corr.domain, off: n + 1, n: k, scope: ext}
-	node := &fromNode{left: side, right: dom, off: 0, n: n + 1 + k, conds: where, scope: ext}
+	if len(b.laterals) > 0 {
+		where = append(where, b.lateralCond)
+	}
+	dn := len(domain.Schema())
+	dom := &fromNode{plan: domain, off: n + 1, n: dn, scope: ext}
+	node := &fromNode{left: side, right: dom, off: 0, n: n + 1 + dn, conds: where, scope: ext}
 	if outerJoin {
 		node.kind = fromRight
 	}
@@ -162,6 +185,9 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	p, err := b.buildFrom(node, &none, false)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(b.laterals) > 0 && outerJoin {
+		p = nullUnmatchedSeries(p, marker, n+1+k)
 	}
 	return p, ext, nil
 }

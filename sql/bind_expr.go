@@ -363,6 +363,7 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		return nil, err
 	}
 	if isComparison(fn) {
+		l, r = arrayElementTyped(l, r), arrayElementTyped(r, l)
 		args, err := b.adaptLiterals(n, []*expr.Expr{l, r})
 		if err != nil {
 			return nil, err
@@ -634,6 +635,7 @@ func (b *binder) bindBetween(ctx *exprCtx, n *ast.BetweenExpr) (*expr.Expr, erro
 
 // compare builds a comparison of two bound expressions.
 func (b *binder) compare(node ast.Node, fn string, l, r *expr.Expr) (*expr.Expr, error) {
+	l, r = arrayElementTyped(l, r), arrayElementTyped(r, l)
 	args, err := b.adaptLiterals(node, []*expr.Expr{l, r})
 	if err != nil {
 		return nil, err

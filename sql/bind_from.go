@@ -57,12 +57,20 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 	}
 	corr := b.pendingCorr
 	b.pendingCorr = nil
+	savedFrom, savedLaterals := b.corrFrom, b.laterals
+	b.corrFrom, b.laterals = corr, nil
+	defer func() { b.corrFrom, b.laterals = savedFrom, savedLaterals }()
 	root, err := b.bindFrom(sel.From.TableRefs, 0)
+	b.corrFrom = nil
 	if err != nil {
 		return nil, nil, err
 	}
 	if corr != nil {
-		if corr.cols = freeColumns(sel, root.scope, corr.outer); len(corr.cols) > 0 {
+		corr.cols = freeColumns(sel, root.scope, corr.outer)
+		for _, l := range b.laterals {
+			corr.cols = appendFree(corr.cols, l.call, root.scope, corr.outer)
+		}
+		if len(corr.cols) > 0 {
 			return b.bindCorrelatedFromWhere(sel, root, corr)
 		}
 	}
@@ -136,6 +144,15 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 				}
 			}
 		case *ast.SelectStmt:
+			if call, ok := lateralCall(src); ok && b.corrFrom != nil {
+				name := src.Fields.Fields[0].AsName.L
+				if name == "" {
+					name = "generate_series"
+				}
+				node := b.bindLateralItem(call, name, off)
+				node.scope = schemaScope(node.plan.Schema(), alias, off)
+				return node, nil
+			}
 			q, err := b.bindQuery(src)
 			if err != nil {
 				return nil, err

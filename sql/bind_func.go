@@ -15,7 +15,8 @@ import (
 
 // srfNames are the set-returning functions; the SELECT binder handles them at the
 // top of a select item, and nowhere else.
-var srfNames = map[string]bool{"unnest": true, "regexp_split_to_table": true, "string_to_table": true, "string_split": true}
+var srfNames = map[string]bool{"unnest": true, "regexp_split_to_table": true, "string_to_table": true, "string_split": true,
+	"generate_series": true}
 
 // funcAliases maps MySQL spellings to the engine's function names.
 var funcAliases = map[string]string{

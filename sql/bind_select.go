@@ -22,9 +22,11 @@ type selectItem struct {
 	srf *srfCall
 }
 
-// srfCall is a set-returning select item: Unnest's Func and Sep.
+// srfCall is a set-returning select item: Unnest's Func and Sep; for
+// generate_series, extra are its hi and step over the FROM scope.
 type srfCall struct {
 	fn, sep string
+	extra   []*expr.Expr
 }
 
 // bindQuery binds a SELECT into a plan, in PostgreSQL's order of evaluation:
@@ -63,6 +65,11 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	items, err := b.bindSelectList(ctx, sel.Fields.Fields)
 	if err != nil {
 		return nil, err
+	}
+	for _, it := range items {
+		if it.srf != nil && it.srf.fn == "generate_series" && (hasAgg || sel.GroupBy != nil || len(ctx.wins.calls) > 0) {
+			return nil, b.errorf(ErrUnsupported, sel.Fields.Fields[0], "generate_series in a select list with aggregates or window functions is not supported")
+		}
 	}
 	if !hasAgg {
 		input = applySubqueries(input, ctx.subs)
@@ -305,6 +312,9 @@ func (b *binder) bindSRF(ctx *exprCtx, n ast.ExprNode) (*srfCall, *expr.Expr, er
 	if !ok || !srfNames[f.FnName.L] || f.FnName.L == "string_split" {
 		return nil, nil, nil
 	}
+	if f.FnName.L == "generate_series" {
+		return b.bindGenerateSeries(ctx, f)
+	}
 	call := &srfCall{fn: "string_split"}
 	args := f.Args
 	switch f.FnName.L {
@@ -348,6 +358,37 @@ func (b *binder) bindSRF(ctx *exprCtx, n ast.ExprNode) (*srfCall, *expr.Expr, er
 		}
 	}
 	return call, expr.Cast(s, types.StringType), nil
+}
+
+// bindGenerateSeries binds generate_series(lo, hi[, step]) over bigints, a
+// select item: the item is lo, and the Unnest of buildOutput makes the
+// series.
+func (b *binder) bindGenerateSeries(ctx *exprCtx, f *ast.FuncCallExpr) (*srfCall, *expr.Expr, error) {
+	if len(f.Args) != 2 && len(f.Args) != 3 {
+		return nil, nil, b.errorf(ErrUnknownFunction, f, "function generate_series takes 2 or 3 arguments")
+	}
+	args := make([]*expr.Expr, 3)
+	args[2] = expr.Literal(types.IntValue(1))
+	for i, a := range f.Args {
+		e, err := b.bindExpr(ctx, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.Type.ID != types.Int64 && e.Type.ID != types.Null {
+			return nil, nil, b.errorf(ErrUnknownFunction, f, "function generate_series(%s) is not supported: its arguments must be integers", e.Type)
+		}
+		args[i] = expr.Cast(e, types.Int64Type)
+	}
+	return &srfCall{fn: "generate_series", extra: args[1:]}, args[0], nil
+}
+
+// columnsOf returns a column reference to each of schema's columns.
+func columnsOf(schema types.Schema) []*expr.Expr {
+	cols := make([]*expr.Expr, len(schema))
+	for i, f := range schema {
+		cols[i] = expr.Column(i, f.Type, f.Name)
+	}
+	return cols
 }
 
 // accepts reports whether an argument of type have may be passed as want: only
@@ -515,7 +556,14 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 		out = append(out, types.Field{Name: "?column?", Type: h.Type})
 	}
 	var top Plan = &Project{Input: input, Exprs: exprs, Out: out}
-	if srf >= 0 {
+	if srf >= 0 && items[srf].srf.fn == "generate_series" {
+		// hi and step go after the output's columns, for the series only.
+		n := len(exprs)
+		wide := append(append(types.Schema{}, out...), types.Field{Name: "$hi", Type: types.Int64Type}, types.Field{Name: "$step", Type: types.Int64Type})
+		top = &Project{Input: input, Exprs: append(append([]*expr.Expr{}, exprs...), items[srf].srf.extra...), Out: wide}
+		top = &Unnest{Input: top, Col: srf, Func: "generate_series", Hi: n, Step: n + 1, Out: wide}
+		top = &Project{Input: top, Exprs: columnsOf(wide[:n]), Out: out}
+	} else if srf >= 0 {
 		top = &Unnest{Input: top, Col: srf, Func: items[srf].srf.fn, Sep: items[srf].srf.sep, Out: out}
 	}
 	if sel.Distinct {

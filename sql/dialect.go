@@ -80,6 +80,18 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteQualifiedTypes,
 	},
 	{
+		name:  "x[i]",
+		users: "prattrs[s], (a)[1]",
+		reads: "array_get(prattrs, s), array_get((a), 1) (the element of the array's text form)",
+		apply: rewriteSubscripts,
+	},
+	{
+		name:  "generate_series in FROM",
+		users: "FROM generate_series(1, 3) AS s, t; FROM pg_catalog.generate_series(0, n) s (k)",
+		reads: "FROM (SELECT generate_series(1, 3) AS s) AS s, t; FROM (SELECT generate_series(0, n) AS k) AS s",
+		apply: rewriteSeriesFrom,
+	},
+	{
 		name:  "ARRAY(subquery)",
 		users: "ARRAY(SELECT rolname FROM pg_roles WHERE ... ORDER BY 1)",
 		reads: "COALESCE((SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE ...), '{}')",

@@ -427,3 +427,121 @@ func rewriteAnyArrayValue(stmt []token) []token {
 		stmt = splice(stmt, start, closing+1, with...)
 	}
 }
+
+// rewriteSeriesFrom turns generate_series(...) as a FROM item, which the
+// parser cannot read, into a derived table of the select item:
+// FROM generate_series(1, 3) [AS] s [(n)] is
+// FROM (SELECT generate_series(1, 3) AS n) AS s, the column named as
+// PostgreSQL names it (the alias, or generate_series without one).
+func rewriteSeriesFrom(stmt []token, _ *dialectFacts) []token {
+	// inFrom[d]: the clause at parenthesis depth d is a FROM, whose commas
+	// separate FROM items.
+	inFrom := map[int]bool{}
+	depth := 0
+	for i := 0; i < len(stmt); i++ {
+		t := stmt[i]
+		switch {
+		case t.kind == tokPunct && t.text == "(":
+			depth++
+			inFrom[depth] = false
+		case t.kind == tokPunct && t.text == ")":
+			depth--
+		case t.is("FROM"):
+			inFrom[depth] = true
+		case t.kind == tokWord && clauseWords[strings.ToLower(t.text)]:
+			inFrom[depth] = false
+		}
+		if !(t.is("FROM") || t.is("JOIN") || t.kind == tokPunct && t.text == "," && inFrom[depth]) {
+			continue
+		}
+		w := words(stmt[i+1:])
+		if len(w) < 2 {
+			continue
+		}
+		k := 0
+		if len(w) > 3 && stmt[i+1+w[0]].is(PgCatalog) && stmt[i+1+w[1]].text == "." {
+			k = 2
+		}
+		if !stmt[i+1+w[k]].is("GENERATE_SERIES") || k+1 >= len(w) || stmt[i+1+w[k+1]].text != "(" {
+			continue
+		}
+		start, open := i+1+w[0], i+1+w[k+1]
+		closing := matchingParen(stmt, open)
+		if closing < 0 {
+			return stmt
+		}
+		end := closing + 1
+		alias, col := "", "generate_series"
+		rest := words(stmt[end:])
+		r := 0
+		if r < len(rest) && stmt[end+rest[r]].is("AS") {
+			r++
+		}
+		if r < len(rest) && (stmt[end+rest[r]].kind == tokWord && !operandStops[strings.ToLower(stmt[end+rest[r]].text)] &&
+			!fromStops[strings.ToLower(stmt[end+rest[r]].text)] || stmt[end+rest[r]].kind == tokIdent) {
+			alias, col = stmt[end+rest[r]].text, stmt[end+rest[r]].text
+			end += rest[r] + 1
+			r++
+			// A column list: (n).
+			if cw := words(stmt[end:]); len(cw) >= 3 && stmt[end+cw[0]].text == "(" && stmt[end+cw[2]].text == ")" {
+				col = stmt[end+cw[1]].text
+				end += cw[2] + 1
+			}
+		}
+		if alias == "" {
+			alias = "generate_series"
+		}
+		pos := stmt[start].pos
+		with := made(pos, "(SELECT ")
+		with = append(with, stmt[start:closing+1]...)
+		with = append(with, made(pos, " AS "+col+") AS "+alias)...)
+		stmt = splice(stmt, start, end, with...)
+	}
+	return stmt
+}
+
+// clauseWords start the clauses after FROM (or before it).
+var clauseWords = map[string]bool{"select": true, "where": true, "group": true, "having": true, "order": true,
+	"limit": true, "on": true, "using": true, "window": true, "union": true, "intersect": true, "except": true,
+	"offset": true, "fetch": true, "returning": true, "set": true, "values": true}
+
+// fromStops are the words after a FROM item that are not its alias.
+var fromStops = map[string]bool{"where": true, "group": true, "order": true, "limit": true, "join": true,
+	"left": true, "right": true, "inner": true, "cross": true, "full": true, "natural": true, "on": true,
+	"using": true, "union": true, "having": true, "window": true, "offset": true, "fetch": true}
+
+// rewriteSubscripts turns an array element x[i] into array_get(x, i) (the
+// element of the array's text form, as text).
+func rewriteSubscripts(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if stmt[i].kind != tokPunct || stmt[i].text != "[" {
+			continue
+		}
+		start := operandStart(stmt, i)
+		if start < 0 || stmt[start].is("ARRAY") {
+			continue
+		}
+		depth, closing := 0, -1
+		for k := i; k < len(stmt) && closing < 0; k++ {
+			switch stmt[k].text {
+			case "[":
+				depth++
+			case "]":
+				if depth--; depth == 0 {
+					closing = k
+				}
+			}
+		}
+		if closing < 0 {
+			return stmt
+		}
+		pos := stmt[i].pos
+		with := made(pos, "array_get(")
+		with = append(with, stmt[start:i]...)
+		with = append(with, made(pos, ", ")...)
+		with = append(with, stmt[i+1:closing]...)
+		with = append(with, made(stmt[closing].pos, ")")...)
+		stmt = splice(stmt, start, closing+1, with...)
+	}
+	return stmt
+}

@@ -23,6 +23,12 @@ func init() {
 		{"= ANY (ARRAY[...])", "WHERE relkind = ANY (ARRAY['r', 'p']) AND k <> ALL (ARRAY[1, f(2)])", "WHERE relkind  IN ('r', 'p') AND k  NOT IN (1, f(2))"},
 		{"= ANY (ARRAY[...])", "WHERE k = ANY (SELECT 1)", "WHERE k = ANY (SELECT 1)"},
 		{"= ANY (ARRAY[...])", "SELECT 'd' = any(stxkind), oid = any (pol.polroles) FROM t", "SELECT (array_position(stxkind, 'd') IS NOT NULL), (array_position(pol.polroles, oid) IS NOT NULL) FROM t"},
+		{"generate_series in FROM", "SELECT s FROM generate_series(1, 3) AS s, t WHERE x", "SELECT s FROM (SELECT generate_series(1, 3) AS s) AS s, t WHERE x"},
+		{"generate_series in FROM", "SELECT * FROM pg_catalog.generate_series(0, f(n)) s (k) JOIN generate_series(1,2) ON true", "SELECT * FROM (SELECT pg_catalog.generate_series(0, f(n)) AS k) AS s JOIN (SELECT generate_series(1,2) AS generate_series) AS generate_series ON true"},
+		{"generate_series in FROM", "SELECT generate_series(1, 2) FROM t", "SELECT generate_series(1, 2) FROM t"},
+		{"generate_series in FROM", "SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)",
+			"SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)"},
+		{"x[i]", "WHERE attnum = prattrs[s] AND (x)[f(1)] = 'a' AND ARRAY[1] IS NULL", "WHERE attnum = array_get(prattrs, s) AND array_get((x), f(1)) = 'a' AND ARRAY[1] IS NULL"},
 		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(array_element(x) ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
 	}...)
 }

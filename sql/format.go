@@ -55,6 +55,9 @@ func describeNode(p Plan) string {
 		return fmt.Sprintf("Project %s -> %s", exprList(p.Exprs, p.Input.Schema()), schemaText(p.Out))
 	case *Unnest:
 		in := p.Input.Schema()
+		if p.Func == "generate_series" {
+			return fmt.Sprintf("Unnest generate_series(%s, %s, %s) -> %s", colText(p.Col, in), colText(p.Hi, in), colText(p.Step, in), schemaText(p.Out))
+		}
 		return fmt.Sprintf("Unnest %s(%s, %s) -> %s", p.Func, colText(p.Col, in), expr.FormatValue(types.StringValue(p.Sep)), schemaText(p.Out))
 	case *Aggregate:
 		in := p.Input.Schema()

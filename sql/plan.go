@@ -49,11 +49,19 @@ type Project struct {
 // columns. Func is "string_split" (unnest(string_split(s, Sep)): a literal
 // separator, empty pieces kept, as DuckDB) or "regexp_split_to_table" (Sep is a
 // regular expression, as PostgreSQL). A NULL string yields no rows.
+//
+// Func "generate_series" is PostgreSQL's generate_series(lo, hi, step) over
+// bigints instead: Col holds lo, input columns Hi and Step the others, and
+// Col gets one row per value of the series.
 type Unnest struct {
-	Input Plan
-	Col   int
-	Func  string
-	Sep   string
+	Input    Plan
+	Col      int
+	Func     string
+	Sep      string
+	Hi, Step int // generate_series's
+	// Outer (generate_series): a row whose series is empty gives one row
+	// with NULL in Col, rather than none.
+	Outer bool
 	Out   types.Schema
 }
 

@@ -142,6 +142,9 @@ func prune(p Plan, need []bool) (Plan, []int) {
 	case *Unnest:
 		inNeed := append([]bool{}, need...)
 		inNeed[n.Col] = true
+		if n.Func == "generate_series" {
+			inNeed[n.Hi], inNeed[n.Step] = true, true
+		}
 		in, m := prune(n.Input, inNeed)
 		out := append(types.Schema{}, in.Schema()...)
 		out[m[n.Col]] = n.Out[n.Col]
@@ -150,7 +153,11 @@ func prune(p Plan, need []bool) (Plan, []int) {
 				out[j].Name = n.Out[i].Name
 			}
 		}
-		return &Unnest{Input: in, Col: m[n.Col], Func: n.Func, Sep: n.Sep, Out: out}, m
+		u := &Unnest{Input: in, Col: m[n.Col], Func: n.Func, Sep: n.Sep, Out: out}
+		if n.Func == "generate_series" {
+			u.Hi, u.Step, u.Outer = m[n.Hi], m[n.Step], n.Outer
+		}
+		return u, m
 	case *Aggregate:
 		return pruneAggregate(n, need)
 	case *Join:

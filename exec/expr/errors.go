@@ -41,6 +41,10 @@ type sqlError struct {
 func (e *sqlError) Error() string { return e.msg }
 func (e *sqlError) Unwrap() error { return e.kind }
 
+// Errorf is an error of kind whose message is PostgreSQL's text, for the
+// operators that evaluate SQL functions themselves (generate_series).
+func Errorf(kind error, format string, args ...any) error { return newError(kind, format, args...) }
+
 func newError(kind error, format string, args ...any) error {
 	return &sqlError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }

@@ -113,6 +113,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalPgSizePretty, rowsArgs
 	case "array_position":
 		return evalArrayPosition, rowsArgs
+	case "array_get":
+		return evalArrayGet, rowsArgs
 	case "to_char", "date_format":
 		return evalToChar, literalArgs
 	case "date_trunc":

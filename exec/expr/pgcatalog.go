@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // The functions PostgreSQL's clients call about the system catalog that need
@@ -368,4 +369,38 @@ func evalArrayPosition(c *call) (arrow.Array, error) {
 		}
 	}
 	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
+}
+
+// evalArrayGet is array_get(array, i), PostgreSQL's array[i]: the element
+// at position i (from 1) of the array's text form, NULL outside it.
+func evalArrayGet(c *call) (arrow.Array, error) {
+	arr, idx := textOf(c.args[0]), int64Arg(c.args[1])
+	valid, nulls := validity(c.mem, c.n, c.args...)
+	sb := newStringBuilder(c.mem, c.n, len(arr.all()))
+	var out *memory.Buffer
+	for i := range c.n {
+		if validAt(valid, i) {
+			es := parseArray(string(arr.row(i)))
+			if k := idx.at(i); k >= 1 && k <= int64(len(es)) && es[k-1] != nil {
+				sb.write([]byte(*es[k-1]))
+			} else {
+				if out == nil {
+					out = newBitmap(c.mem, c.n)
+					if valid != nil {
+						copy(out.Bytes(), valid.Bytes())
+					} else {
+						bitutil.SetBitsTo(out.Bytes(), 0, int64(c.n), true)
+					}
+				}
+				bitutil.ClearBit(out.Bytes(), i)
+			}
+		}
+		sb.end()
+	}
+	if out != nil {
+		releaseBuffer(valid)
+		valid, nulls = out, c.n-bitutil.CountSetBits(out.Bytes(), 0, c.n)
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array(), nil
 }

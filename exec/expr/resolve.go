@@ -55,6 +55,7 @@ var catalog = map[string]resolver{
 	"$quote_ident":       fixed(types.StringType, types.StringType),
 	"pg_size_pretty":     fixed(types.StringType, types.Int64Type),
 	"array_position":     resolveArrayPosition,
+	"array_get":          fixed(types.StringType, types.StringType, types.Int64Type),
 	"to_char":            fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_format":        fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_trunc":         fixed(types.TimestampType, types.StringType, types.TimestampType),

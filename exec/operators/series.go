@@ -15,13 +15,19 @@ import (
 )
 
 // SeriesConfig configures kind "series", PostgreSQL's generate_series(lo,
-// hi[, step]) over bigints: input column Col holds lo, and the input's last
-// two columns hi and step. Each input row becomes one row per value lo,
-// lo+step, ... up to hi (down to it for a negative step), in Col, the other
-// columns repeated; hi and step are not output. A NULL bound or step gives
-// no rows; a zero step is an error.
+// hi, step) over bigints: input columns Col, Hi and Step hold them. Each
+// input row becomes one row per value lo, lo+step, ... up to hi (down to it
+// for a negative step), in Col, the other columns repeated. A NULL bound or
+// step gives no rows; a zero step is an error.
+//
+// With Outer, an input row whose series is empty (or NULL) gives one row
+// with NULL in Col instead of none: a lateral series the rows of a
+// correlated subquery's domain are expanded by (sql/bind_lateral.go).
 type SeriesConfig struct {
-	Col int `json:"col"`
+	Col   int  `json:"col"`
+	Hi    int  `json:"hi"`
+	Step  int  `json:"step"`
+	Outer bool `json:"outer,omitempty"`
 }
 
 // seriesRowsMax bounds the rows one input row may expand to in one batch's
@@ -29,9 +35,10 @@ type SeriesConfig struct {
 const seriesRowsMax = vector.OutBatchRows
 
 type seriesOp struct {
-	col int
-	out *arrow.Schema
-	mem memory.Allocator
+	col, hi, step int
+	outer         bool
+	out           *arrow.Schema
+	mem           memory.Allocator
 }
 
 var _ exec.Operator = (*seriesOp)(nil)
@@ -41,10 +48,12 @@ func newSeriesOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("series: bad config: %w", err)
 	}
-	if cfg.Col < 0 || cfg.Col >= len(spec.Out) {
-		return nil, fmt.Errorf("series: column %d out of range of %d output columns", cfg.Col, len(spec.Out))
+	for _, c := range []int{cfg.Col, cfg.Hi, cfg.Step} {
+		if c < 0 || c >= len(spec.Out) {
+			return nil, fmt.Errorf("series: column %d out of range of %d columns", c, len(spec.Out))
+		}
 	}
-	return &seriesOp{col: cfg.Col, out: spec.Out.Arrow()}, nil
+	return &seriesOp{col: cfg.Col, hi: cfg.Hi, step: cfg.Step, outer: cfg.Outer, out: spec.Out.Arrow()}, nil
 }
 
 func (o *seriesOp) Open(_ context.Context, tc *exec.TaskContext) error {
@@ -55,29 +64,34 @@ func (o *seriesOp) Open(_ context.Context, tc *exec.TaskContext) error {
 func (o *seriesOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, out exec.Collector) error {
 	rec := b.Rec
 	nc := int(rec.NumCols())
-	if nc != o.out.NumFields()+2 {
-		return fmt.Errorf("series: input has %d columns, want %d", nc, o.out.NumFields()+2)
+	if nc != o.out.NumFields() {
+		return fmt.Errorf("series: input has %d columns, want %d", nc, o.out.NumFields())
 	}
 	lo, ok1 := rec.Column(o.col).(*array.Int64)
-	hi, ok2 := rec.Column(nc - 2).(*array.Int64)
-	step, ok3 := rec.Column(nc - 1).(*array.Int64)
+	hi, ok2 := rec.Column(o.hi).(*array.Int64)
+	step, ok3 := rec.Column(o.step).(*array.Int64)
 	if !ok1 || !ok2 || !ok3 {
 		return fmt.Errorf("series: bounds and step must be bigint")
 	}
 	var (
-		rep  []int32
-		vals []int64
+		rep   []int32
+		vals  []int64
+		nulls []bool // with outer: the rows of empty series
 	)
 	flush := func() error {
 		if len(rep) == 0 {
 			return nil
 		}
-		defer func() { rep, vals = rep[:0], vals[:0] }()
-		cols := make([]arrow.Array, 0, o.out.NumFields())
-		for j := 0; j < nc-2; j++ {
+		defer func() { rep, vals, nulls = rep[:0], vals[:0], nulls[:0] }()
+		cols := make([]arrow.Array, 0, nc)
+		for j := 0; j < nc; j++ {
 			if j == o.col {
 				bld := array.NewInt64Builder(o.mem)
-				bld.AppendValues(vals, nil)
+				valid := make([]bool, len(vals))
+				for k := range valid {
+					valid[k] = k >= len(nulls) || !nulls[k]
+				}
+				bld.AppendValues(vals, valid)
 				cols = append(cols, bld.NewArray())
 				bld.Release()
 				continue
@@ -102,11 +116,17 @@ func (o *seriesOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, out ex
 	}
 	for i := 0; i < int(rec.NumRows()); i++ {
 		if lo.IsNull(i) || hi.IsNull(i) || step.IsNull(i) {
+			if o.outer {
+				rep, vals, nulls = append(rep, int32(i)), append(vals, 0), o.markNull(nulls, len(rep))
+			}
 			continue
 		}
 		from, to, by := lo.Value(i), hi.Value(i), step.Value(i)
 		if by == 0 {
-			return fmt.Errorf("%w: step size cannot equal zero", expr.ErrInvalidArgument)
+			return expr.Errorf(expr.ErrInvalidArgument, "step size cannot equal zero")
+		}
+		if o.outer && (by > 0 && from > to || by < 0 && from < to) {
+			rep, vals, nulls = append(rep, int32(i)), append(vals, 0), o.markNull(nulls, len(rep))
 		}
 		for v := from; by > 0 && v <= to || by < 0 && v >= to; v += by {
 			rep, vals = append(rep, int32(i)), append(vals, v)
@@ -121,6 +141,14 @@ func (o *seriesOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, out ex
 		}
 	}
 	return flush()
+}
+
+// markNull records that output row k (of the batch being built) is NULL.
+func (o *seriesOp) markNull(nulls []bool, k int) []bool {
+	for len(nulls) < k {
+		nulls = append(nulls, false)
+	}
+	return append(nulls, true)
 }
 
 func (o *seriesOp) ProcessSignal(ctx context.Context, _ int, s exec.Signal, out exec.Collector) error {
