@@ -61,7 +61,15 @@ func (e *Engine) BootstrapSuperuser(password string) (hasPassword bool, err erro
 	return u.Verifier != "", nil
 }
 
+// newVerifier is the SCRAM-SHA-256 verifier of password; a password that is
+// a verifier already (what psql's \password and the drivers send, hashed on
+// the client) is kept as it is, as PostgreSQL does.
 func newVerifier(password string) (string, error) {
+	if strings.HasPrefix(password, "SCRAM-SHA-256$") {
+		if v, err := scram.ParseVerifier(password); err == nil {
+			return v.String(), nil
+		}
+	}
 	v, err := scram.NewVerifier(password)
 	if err != nil {
 		return "", err

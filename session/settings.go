@@ -75,6 +75,10 @@ var paramList = []*param{
 	{name: "lc_numeric", def: "C", check: checkCLocale, desc: "Sets the locale for formatting numbers."},
 	{name: "lc_time", def: "C", check: checkCLocale, desc: "Sets the locale for formatting date and time values."},
 	{name: "max_identifier_length", def: "63", fixed: true, desc: "Shows the maximum identifier length."},
+	// Hummer keeps passwords as SCRAM-SHA-256 verifiers only; psql's
+	// \password reads this to hash the password it sends.
+	{name: "password_encryption", def: "scram-sha-256", fixed: true,
+		desc: "Chooses the algorithm for encrypting passwords."},
 	{name: "search_path", def: `"$user", public`, list: true, quote: true,
 		desc: "Sets the schema search order for names that are not schema-qualified."},
 	{name: "server_encoding", def: "UTF8", report: true, fixed: true,

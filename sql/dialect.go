@@ -50,6 +50,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteShowName,
 	},
 	{
+		name:  "PASSWORD",
+		users: "ALTER USER ann PASSWORD 'SCRAM-SHA-256$4096:...'; CREATE ROLE bob WITH LOGIN PASSWORD 'pw'",
+		reads: "ALTER USER ann IDENTIFIED BY 'SCRAM-SHA-256$4096:...'; CREATE USER bob IDENTIFIED BY 'pw' (a verifier is kept as it is)",
+		apply: rewriteRolePassword,
+	},
+	{
 		name:  "E'...' strings",
 		users: "E'a\\nb', E'it\\'s'",
 		reads: "'a<newline>b', 'it''s' (the parser reads strings without backslash escapes, as PostgreSQL's standard strings)",

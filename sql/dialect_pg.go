@@ -545,3 +545,33 @@ func rewriteSubscripts(stmt []token, _ *dialectFacts) []token {
 	}
 	return stmt
 }
+
+// rewriteRolePassword turns PostgreSQL's CREATE|ALTER USER|ROLE name [WITH]
+// [LOGIN] [ENCRYPTED] PASSWORD 'pw' into MySQL's CREATE|ALTER USER name
+// IDENTIFIED BY 'pw' (what psql's \password sends, the password hashed).
+// ALTER USER name PASSWORD NULL removes the password: IDENTIFIED BY ''.
+func rewriteRolePassword(stmt []token, _ *dialectFacts) []token {
+	w := words(stmt)
+	if n := len(w); n > 0 && stmt[w[n-1]].text == ";" {
+		w = w[:n-1]
+	}
+	if len(w) < 4 || !(stmt[w[0]].is("CREATE") || stmt[w[0]].is("ALTER")) || !(stmt[w[1]].is("USER") || stmt[w[1]].is("ROLE")) {
+		return stmt
+	}
+	k := 3
+	for k < len(w) && (stmt[w[k]].is("WITH") || stmt[w[k]].is("LOGIN") || stmt[w[k]].is("ENCRYPTED")) {
+		k++
+	}
+	if k+2 != len(w) || !stmt[w[k]].is("PASSWORD") || !(stmt[w[k+1]].kind == tokString || stmt[w[k+1]].is("NULL")) {
+		return stmt
+	}
+	pw := stmt[w[k+1]]
+	with := append(made(stmt[w[0]].pos, strings.ToUpper(stmt[w[0]].text)+" USER "), stmt[w[2]])
+	with = append(with, made(stmt[w[3]].pos, " IDENTIFIED BY ")...)
+	if pw.is("NULL") {
+		with = append(with, made(pw.pos, "''")...)
+	} else {
+		with = append(with, pw)
+	}
+	return splice(stmt, w[0], w[k+1]+1, with...)
+}

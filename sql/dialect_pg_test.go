@@ -29,6 +29,9 @@ func init() {
 		{"generate_series in FROM", "SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)",
 			"SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)"},
 		{"x[i]", "WHERE attnum = prattrs[s] AND (x)[f(1)] = 'a' AND ARRAY[1] IS NULL", "WHERE attnum = array_get(prattrs, s) AND array_get((x), f(1)) = 'a' AND ARRAY[1] IS NULL"},
+		{"PASSWORD", "ALTER USER hummer PASSWORD 'SCRAM-SHA-256$4096:x$y:z'", "ALTER USER hummer IDENTIFIED BY 'SCRAM-SHA-256$4096:x$y:z'"},
+		{"PASSWORD", "create role bob with login password 'pw';", "CREATE USER bob IDENTIFIED BY 'pw';"},
+		{"PASSWORD", "ALTER USER bob IDENTIFIED BY 'pw'", "ALTER USER bob IDENTIFIED BY 'pw'"},
 		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(array_element(x) ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
 	}...)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -130,13 +131,23 @@ c|numeric|YES|1.50|10|2
 // psql in a terminal (tmux) and waits for psql to complete the name, which
 // it looks up in pg_class.
 func TestPsqlTabCompletion(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (.ci/run installs it)")
-	}
 	addr := startTestServer(t)
 	psql(t, addr, "CREATE TABLE fruit_prices (name TEXT, price BIGINT);")
 	host, port, _ := net.SplitHostPort(addr)
-	name := "hummer-tab-" + port
+	send, waitFor := tmuxPsql(t, nil, "-h", host, "-p", port, "-U", "hummer", "-d", "hummer")
+	waitFor("psql's prompt", func(s string) bool { return strings.Contains(s, "hummer=#") })
+	send("SELECT * FROM fruit_p", "Tab")
+	waitFor("the completed name", func(s string) bool { return strings.Contains(s, "SELECT * FROM fruit_prices") })
+}
+
+// tmuxPsql starts psql in a terminal (tmux) with env and returns a function
+// sending keys and one waiting until the screen shows what ok looks for.
+func tmuxPsql(t *testing.T, env []string, args ...string) (send func(keys ...string), waitFor func(what string, ok func(string) bool)) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	name := "hummer-psql-" + strings.ReplaceAll(t.Name(), "/", "-")
 	tmux := func(args ...string) string {
 		out, err := exec.Command("tmux", args...).CombinedOutput()
 		if err != nil {
@@ -144,15 +155,17 @@ func TestPsqlTabCompletion(t *testing.T) {
 		}
 		return string(out)
 	}
-	tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "20",
-		"psql -X -h "+host+" -p "+port+" -U hummer -d hummer")
+	cmd := strings.Join(env, " ") + " psql -X " + strings.Join(args, " ")
+	tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "30", cmd)
 	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", name).Run() })
-	waitFor := func(what string, ok func(screen string) bool) string {
+	send = func(keys ...string) { tmux(append([]string{"send-keys", "-t", name}, keys...)...) }
+	waitFor = func(what string, ok func(string) bool) {
+		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			screen := tmux("capture-pane", "-t", name, "-p")
 			if ok(screen) {
-				return screen
+				return
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("waiting for %s; the terminal shows:\n%s", what, screen)
@@ -160,7 +173,64 @@ func TestPsqlTabCompletion(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	return send, waitFor
+}
+
+// TestPsqlPassword changes the superuser's password with psql's \password,
+// which hashes it on the client (SHOW password_encryption, then ALTER USER
+// ... PASSWORD 'SCRAM-SHA-256$...'), and logs in with it over SCRAM.
+func TestPsqlPassword(t *testing.T) {
+	bin := buildHummer(t)
+	addr := freeAddr(t)
+	exited := startProcess(t, bin, "serve", "--pg-addr", addr, "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--auth", "scram-sha-256", "--superuser-password", "first")
+	host, port, _ := net.SplitHostPort(addr)
+	login := func(password string) error {
+		cmd := exec.Command("psql", "-X", "-w", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-c", "SELECT 1")
+		cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	waitUntil(t, "the server", exited, func() bool { return login("first") == nil })
+	send, waitFor := tmuxPsql(t, []string{"PGPASSWORD=first"}, "-h", host, "-p", port, "-U", "hummer", "-d", "hummer")
 	waitFor("psql's prompt", func(s string) bool { return strings.Contains(s, "hummer=#") })
-	tmux("send-keys", "-t", name, "SELECT * FROM fruit_p", "Tab")
-	waitFor("the completed name", func(s string) bool { return strings.Contains(s, "SELECT * FROM fruit_prices") })
+	send(`\password`, "Enter")
+	waitFor("the first password prompt", func(s string) bool { return strings.Contains(s, "Enter new password") })
+	send("second", "Enter")
+	waitFor("the second password prompt", func(s string) bool { return strings.Contains(s, "Enter it again") })
+	send("second", "Enter")
+	waitFor("the prompt again", func(s string) bool { return strings.Count(s, "hummer=#") == 2 })
+	if err := login("second"); err != nil {
+		t.Errorf("the new password: %v", err)
+	}
+	if err := login("first"); err == nil {
+		t.Errorf("the old password still logs in")
+	}
+}
+
+// TestPsqlExpanded: \x prints each row as a record, as against PostgreSQL.
+func TestPsqlExpanded(t *testing.T) {
+	addr := startTestServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer",
+		"-c", `\x`, "-c", "SELECT 1 AS a, 'two' AS b UNION ALL SELECT 3, 'four' ORDER BY 1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// PostgreSQL 15's psql, for the same query.
+	want := `Expanded display is on.
+-[ RECORD 1 ]
+a | 1
+b | two
+-[ RECORD 2 ]
+a | 3
+b | four
+
+`
+	if string(out) != want {
+		t.Errorf("psql printed:\n%s\nwant:\n%s", out, want)
+	}
 }
