@@ -390,6 +390,9 @@ func storage(oid int64) string {
 	if typeLen(oid) > 0 {
 		return "p"
 	}
+	if oid == 1700 {
+		return "m" // numeric's typstorage
+	}
 	return "x"
 }
 

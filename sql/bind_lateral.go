@@ -34,7 +34,7 @@ func lateralCall(sel *ast.SelectStmt) (*ast.FuncCallExpr, bool) {
 		return nil, false
 	}
 	f, ok := sel.Fields.Fields[0].Expr.(*ast.FuncCallExpr)
-	if !ok || f.FnName.L != "generate_series" {
+	if !ok || f.FnName.L != "generate_series" && f.FnName.L != "unnest" {
 		return nil, false
 	}
 	refs := false
@@ -59,21 +59,32 @@ func (v visitorFunc) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 // the series (lateralDomain).
 func (b *binder) bindLateralItem(call *ast.FuncCallExpr, name string, off int) *fromNode {
 	b.laterals = append(b.laterals, lateralSeries{call: call, at: off})
-	out := types.Schema{{Name: name, Type: types.Int64Type}}
-	p := &Values{Rows: [][]*expr.Expr{{expr.Literal(types.NullValue(types.Int64Type))}}, Out: out}
+	typ := types.Int64Type
+	if call.FnName.L == "unnest" {
+		typ = types.StringType
+	}
+	out := types.Schema{{Name: name, Type: typ}}
+	p := &Values{Rows: [][]*expr.Expr{{expr.Literal(types.NullValue(typ))}}, Out: out}
 	return &fromNode{plan: p, off: off, n: 1, scope: schemaScope(out, "", off)}
 }
 
-// lateralDomain returns the subquery's domain expanded by its lateral
-// series (d's k columns, then the series), and points the scope's column
-// of the series at it, after D's columns in ext (which start at at).
+// lateralDomain returns the subquery's domain expanded by its lateral item
+// (d's k columns, then the series' positions, then for unnest the
+// elements), and points the scope's column of the item at it, after D's
+// columns in ext (which start at at).
 func (b *binder) lateralDomain(ext *scope, at, k int, d Plan) (Plan, error) {
 	if len(b.laterals) != 1 {
 		return nil, b.errorf(ErrUnsupported, b.laterals[1].call, "only one set-returning FROM item per correlated subquery is supported")
 	}
 	l := b.laterals[0]
-	args := make([]*expr.Expr, 3)
-	args[2] = expr.Literal(types.IntValue(1))
+	unnest := l.call.FnName.L == "unnest"
+	switch {
+	case unnest && len(l.call.Args) != 1:
+		return nil, b.errorf(ErrUnknownFunction, l.call, "unnest as a FROM item takes one array")
+	case !unnest && (len(l.call.Args) < 2 || len(l.call.Args) > 3):
+		return nil, b.errorf(ErrUnknownFunction, l.call, "function generate_series takes 2 or 3 arguments")
+	}
+	bound := make([]*expr.Expr, len(l.call.Args))
 	for i, a := range l.call.Args {
 		e, err := b.bindExpr(&exprCtx{scope: ext, clause: "FROM"}, a)
 		if err != nil {
@@ -84,26 +95,45 @@ func (b *binder) lateralDomain(ext *scope, at, k int, d Plan) (Plan, error) {
 				return nil, b.errorf(ErrUnsupported, a, "a set-returning FROM item may read the enclosing query's columns, not those of the FROM items beside it")
 			}
 		}
-		if e.Type.ID != types.Int64 && e.Type.ID != types.Null {
-			return nil, b.errorf(ErrUnknownFunction, l.call, "function generate_series(%s) is not supported: its arguments must be integers", e.Type)
+		want := types.Int64Type
+		if unnest {
+			want = types.StringType
 		}
-		args[i] = shiftColumns(expr.Cast(e, types.Int64Type), -at)
+		if e.Type != want && e.Type.ID != types.Null {
+			return nil, b.errorf(ErrUnknownFunction, l.call, "function %s(%s) is not supported", l.call.FnName.L, e.Type)
+		}
+		bound[i] = shiftColumns(expr.Cast(e, want), -at)
 	}
-	if len(l.call.Args) < 2 || len(l.call.Args) > 3 {
-		return nil, b.errorf(ErrUnknownFunction, l.call, "function generate_series takes 2 or 3 arguments")
+	one := expr.Literal(types.IntValue(1))
+	args := []*expr.Expr{nil, nil, one}
+	if unnest {
+		args[0], args[1] = one, expr.Call("array_length", types.Int64Type, bound[0], one)
+	} else {
+		copy(args, bound)
 	}
 	ds := d.Schema()
 	wide := append(append(types.Schema{}, ds...), types.Field{Name: "$series", Type: types.Int64Type},
 		types.Field{Name: "$hi", Type: types.Int64Type}, types.Field{Name: "$step", Type: types.Int64Type})
 	var p Plan = &Project{Input: d, Exprs: append(columnsOf(ds), args...), Out: wide}
 	p = &Unnest{Input: p, Col: k, Func: "generate_series", Hi: k + 1, Step: k + 2, Outer: true, Out: wide}
-	p = &Project{Input: p, Exprs: columnsOf(wide[:k+1]), Out: wide[:k+1]}
+	cols, out := columnsOf(wide[:k+1]), wide[:k+1]
+	if unnest {
+		// The element at each position.
+		elem := expr.Call("array_get", types.StringType, shiftColumns(bound[0], 0), cols[k])
+		cols, out = append(cols, elem), append(append(types.Schema{}, out...), types.Field{Name: "$element", Type: types.StringType})
+	}
+	p = &Project{Input: p, Exprs: cols, Out: out}
 	// The NULL row of an empty series keeps its D value through the outer
 	// join, unmatched: it is no row of the subquery's FROM.
 	b.lateralCond = expr.Call("is_not_null", types.BoolType, expr.Column(at+k, types.Int64Type, "$series"))
+	col := at + k
+	if unnest {
+		col++
+	}
 	for i := range ext.cols {
 		if ext.cols[i].idx == l.at && !ext.cols[i].outer {
-			ext.cols[i].idx = at + k
+			ext.cols[i].idx = col
+			ext.cols[i].typ = out[col-at].Type
 		}
 	}
 	return p, nil
@@ -138,14 +168,17 @@ func arrayElementTyped(e, other *expr.Expr) *expr.Expr {
 	return expr.Cast(e, other.Type)
 }
 
-// nullUnmatchedSeries makes the series column at (on the domain's side of
-// the outer join) NULL in the rows the join did not match, as a column of
-// the subquery's FROM is (marker is NULL there): an aggregate of the
-// subquery must not see the series values of rows its WHERE rejected.
+// nullUnmatchedSeries makes the columns of the lateral item (from at on,
+// on the domain's side of the outer join) NULL in the rows the join did not
+// match, as a column of the subquery's FROM is (marker is NULL there): an
+// aggregate of the subquery must not see the values of rows its WHERE
+// rejected.
 func nullUnmatchedSeries(p Plan, marker *expr.Expr, at int) Plan {
 	out := p.Schema()
 	cols := columnsOf(out)
-	cols[at] = expr.Call("case", types.Int64Type, expr.Call("is_true", types.BoolType, marker), cols[at],
-		expr.Literal(types.NullValue(types.Int64Type)))
+	for i := at; i < len(out); i++ {
+		cols[i] = expr.Call("case", out[i].Type, expr.Call("is_true", types.BoolType, marker), cols[i],
+			expr.Literal(types.NullValue(out[i].Type)))
+	}
 	return &Project{Input: p, Exprs: cols, Out: out}
 }

@@ -23,10 +23,12 @@ type selectItem struct {
 }
 
 // srfCall is a set-returning select item: Unnest's Func and Sep; for
-// generate_series, extra are its hi and step over the FROM scope.
+// generate_series, extra are its hi and step over the FROM scope, and for
+// the unnest of an array (a series of its positions), array is the array.
 type srfCall struct {
 	fn, sep string
 	extra   []*expr.Expr
+	array   *expr.Expr
 }
 
 // bindQuery binds a SELECT into a plan, in PostgreSQL's order of evaluation:
@@ -323,8 +325,11 @@ func (b *binder) bindSRF(ctx *exprCtx, n ast.ExprNode) (*srfCall, *expr.Expr, er
 		if len(args) == 1 {
 			inner, _ = args[0].(*ast.FuncCallExpr)
 		}
-		if inner == nil || inner.FnName.L != "string_split" {
-			return nil, nil, b.errorf(ErrUnsupported, f, "unnest is supported only as unnest(string_split(s, separator))")
+		if len(args) == 1 && (inner == nil || inner.FnName.L != "string_split") {
+			return b.bindUnnestArray(ctx, f)
+		}
+		if inner == nil {
+			return nil, nil, b.errorf(ErrUnsupported, f, "unnest takes one array, or string_split(s, separator)")
 		}
 		f, args = inner, inner.Args
 	case "regexp_split_to_table":
@@ -380,6 +385,23 @@ func (b *binder) bindGenerateSeries(ctx *exprCtx, f *ast.FuncCallExpr) (*srfCall
 		args[i] = expr.Cast(e, types.Int64Type)
 	}
 	return &srfCall{fn: "generate_series", extra: args[1:]}, args[0], nil
+}
+
+// bindUnnestArray binds unnest(array) of an array held as text: the series
+// of its positions, 1 to array_length(array, 1), each replaced by its
+// element (buildOutput); a NULL element is a row of NULL, as in PostgreSQL.
+func (b *binder) bindUnnestArray(ctx *exprCtx, f *ast.FuncCallExpr) (*srfCall, *expr.Expr, error) {
+	arr, err := b.bindExpr(ctx, f.Args[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	if !accepts(types.StringType, arr.Type) {
+		return nil, nil, b.errorf(ErrUnknownFunction, f, "function unnest(%s) does not exist", arr.Type)
+	}
+	arr = expr.Cast(arr, types.StringType)
+	hi := expr.Call("array_length", types.Int64Type, arr, expr.Literal(types.IntValue(1)))
+	return &srfCall{fn: "generate_series", extra: []*expr.Expr{hi, expr.Literal(types.IntValue(1))}, array: arr},
+		expr.Literal(types.IntValue(1)), nil
 }
 
 // columnsOf returns a column reference to each of schema's columns.
@@ -557,12 +579,25 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 	}
 	var top Plan = &Project{Input: input, Exprs: exprs, Out: out}
 	if srf >= 0 && items[srf].srf.fn == "generate_series" {
-		// hi and step go after the output's columns, for the series only.
+		// hi and step (and an unnest's array) go after the output's
+		// columns, for the series only.
+		call := items[srf].srf
 		n := len(exprs)
 		wide := append(append(types.Schema{}, out...), types.Field{Name: "$hi", Type: types.Int64Type}, types.Field{Name: "$step", Type: types.Int64Type})
-		top = &Project{Input: input, Exprs: append(append([]*expr.Expr{}, exprs...), items[srf].srf.extra...), Out: wide}
+		wideExprs := append(append([]*expr.Expr{}, exprs...), call.extra...)
+		if call.array != nil {
+			wide = append(wide, types.Field{Name: "$array", Type: types.StringType})
+			wideExprs = append(wideExprs, call.array)
+		}
+		top = &Project{Input: input, Exprs: wideExprs, Out: wide}
 		top = &Unnest{Input: top, Col: srf, Func: "generate_series", Hi: n, Step: n + 1, Out: wide}
-		top = &Project{Input: top, Exprs: columnsOf(wide[:n]), Out: out}
+		cols := columnsOf(wide[:n])
+		if call.array != nil {
+			// The element at each position of the array.
+			cols[srf] = expr.Call("array_get", types.StringType, expr.Column(n+2, types.StringType, "$array"), cols[srf])
+			out[srf].Type = types.StringType
+		}
+		top = &Project{Input: top, Exprs: cols, Out: out}
 	} else if srf >= 0 {
 		top = &Unnest{Input: top, Col: srf, Func: items[srf].srf.fn, Sep: items[srf].srf.sep, Out: out}
 	}

@@ -93,8 +93,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "generate_series in FROM",
-		users: "FROM generate_series(1, 3) AS s, t; FROM pg_catalog.generate_series(0, n) s (k)",
-		reads: "FROM (SELECT generate_series(1, 3) AS s) AS s, t; FROM (SELECT generate_series(0, n) AS k) AS s",
+		users: "FROM generate_series(1, 3) AS s, t; FROM pg_catalog.generate_series(0, n) s (k); FROM unnest(a) x",
+		reads: "FROM (SELECT generate_series(1, 3) AS s) AS s, t; FROM (SELECT generate_series(0, n) AS k) AS s; FROM (SELECT unnest(a) AS x) AS x",
 		apply: rewriteSeriesFrom,
 	},
 	{

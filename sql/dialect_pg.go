@@ -428,8 +428,9 @@ func rewriteAnyArrayValue(stmt []token) []token {
 	}
 }
 
-// rewriteSeriesFrom turns generate_series(...) as a FROM item, which the
-// parser cannot read, into a derived table of the select item:
+// rewriteSeriesFrom turns generate_series(...) or unnest(...) as a FROM
+// item, which the parser cannot read, into a derived table of the select
+// item:
 // FROM generate_series(1, 3) [AS] s [(n)] is
 // FROM (SELECT generate_series(1, 3) AS n) AS s, the column named as
 // PostgreSQL names it (the alias, or generate_series without one).
@@ -462,7 +463,7 @@ func rewriteSeriesFrom(stmt []token, _ *dialectFacts) []token {
 		if len(w) > 3 && stmt[i+1+w[0]].is(PgCatalog) && stmt[i+1+w[1]].text == "." {
 			k = 2
 		}
-		if !stmt[i+1+w[k]].is("GENERATE_SERIES") || k+1 >= len(w) || stmt[i+1+w[k+1]].text != "(" {
+		if !(stmt[i+1+w[k]].is("GENERATE_SERIES") || stmt[i+1+w[k]].is("UNNEST")) || k+1 >= len(w) || stmt[i+1+w[k+1]].text != "(" {
 			continue
 		}
 		start, open := i+1+w[0], i+1+w[k+1]
@@ -489,7 +490,8 @@ func rewriteSeriesFrom(stmt []token, _ *dialectFacts) []token {
 			}
 		}
 		if alias == "" {
-			alias = "generate_series"
+			alias = strings.ToLower(stmt[i+1+w[k]].text)
+			col = alias
 		}
 		pos := stmt[start].pos
 		with := made(pos, "(SELECT ")

@@ -26,6 +26,8 @@ func init() {
 		{"generate_series in FROM", "SELECT s FROM generate_series(1, 3) AS s, t WHERE x", "SELECT s FROM (SELECT generate_series(1, 3) AS s) AS s, t WHERE x"},
 		{"generate_series in FROM", "SELECT * FROM pg_catalog.generate_series(0, f(n)) s (k) JOIN generate_series(1,2) ON true", "SELECT * FROM (SELECT pg_catalog.generate_series(0, f(n)) AS k) AS s JOIN (SELECT generate_series(1,2) AS generate_series) AS generate_series ON true"},
 		{"generate_series in FROM", "SELECT generate_series(1, 2) FROM t", "SELECT generate_series(1, 2) FROM t"},
+		{"generate_series in FROM", "select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x", "select 'toast.' || x from (SELECT pg_catalog.unnest(tc.reloptions) AS x) AS x"},
+		{"generate_series in FROM", "SELECT * FROM unnest(a)", "SELECT * FROM (SELECT unnest(a) AS unnest) AS unnest"},
 		{"generate_series in FROM", "SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)",
 			"SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)"},
 		{"x[i]", "WHERE attnum = prattrs[s] AND (x)[f(1)] = 'a' AND ARRAY[1] IS NULL", "WHERE attnum = array_get(prattrs, s) AND array_get((x), f(1)) = 'a' AND ARRAY[1] IS NULL"},

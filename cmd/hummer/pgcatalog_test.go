@@ -72,6 +72,16 @@ var psqlDescribeWant = map[string]string{
 Indexes:
     "t1_pkey" PRIMARY KEY, btree (a)
 `,
+	`\d+ t1`: `                                               Table "public.t1"
+ Column |     Type      | Collation | Nullable | Default | Storage  | Compression | Stats target | Description 
+--------+---------------+-----------+----------+---------+----------+-------------+--------------+-------------
+ a      | bigint        |           | not null |         | plain    |             |              | 
+ b      | text          |           | not null |         | extended |             |              | 
+ c      | numeric(10,2) |           |          | 1.50    | main     |             |              | 
+Indexes:
+    "t1_pkey" PRIMARY KEY, btree (a)
+Access method: heap
+`,
 	`\d v1`: `                 View "public.v1"
  Column |  Type  | Collation | Nullable | Default 
 --------+--------+-----------+----------+---------
