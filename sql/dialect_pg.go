@@ -551,7 +551,7 @@ func rewriteSubscripts(stmt []token, _ *dialectFacts) []token {
 // rewriteRolePassword turns PostgreSQL's CREATE|ALTER USER|ROLE name [WITH]
 // [LOGIN] [ENCRYPTED] PASSWORD 'pw' into MySQL's CREATE|ALTER USER name
 // IDENTIFIED BY 'pw' (what psql's \password sends, the password hashed).
-// ALTER USER name PASSWORD NULL removes the password: IDENTIFIED BY ''.
+// ALTER USER name PASSWORD NULL removes the password: IDENTIFIED BY ”.
 func rewriteRolePassword(stmt []token, _ *dialectFacts) []token {
 	w := words(stmt)
 	if n := len(w); n > 0 && stmt[w[n-1]].text == ";" {
