@@ -24,7 +24,9 @@ CREATE VIEW v1 AS SELECT a FROM t1;`
 // PostgreSQL 15 holding docs (a table of one text column), t1 and v1. Where
 // Hummer must differ it is said: \du lists Hummer's one role, the engine's
 // bootstrap superuser, whose attributes PostgreSQL's bootstrap superuser
-// (postgres) has.
+// (postgres) has; \l lists Hummer's one database, as \l printed for a
+// database hummer created with LC_COLLATE 'C' LC_CTYPE 'C' (Hummer compares
+// text by bytes), without PostgreSQL's postgres and template databases.
 var psqlDescribeWant = map[string]string{
 	`\d`: `       List of relations
  Schema | Name | Type  | Owner  
@@ -91,6 +93,12 @@ Access method: heap
  Column | Type | Collation | Nullable | Default 
 --------+------+-----------+----------+---------
  line   | text |           |          | 
+`,
+	`\l`: `                                        List of databases
+  Name  | Owner  | Encoding | Collate | Ctype | ICU Locale | Locale Provider | Access privileges 
+--------+--------+----------+---------+-------+------------+-----------------+-------------------
+ hummer | hummer | UTF8     | C       | C     |            | libc            | 
+(1 row)
 `,
 	`\du`: `                                   List of roles
  Role name |                         Attributes                         | Member of 
