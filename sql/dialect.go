@@ -57,8 +57,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "E'...' strings",
-		users: "E'a\\nb', E'it\\'s'",
-		reads: "'a<newline>b', 'it''s' (the parser reads strings without backslash escapes, as PostgreSQL's standard strings)",
+		users: "E'a\\nb', E'it\\'s', $$it's$$, $q$a$$b$q$",
+		reads: "'a<newline>b', 'it''s', 'it''s', 'a$$b' (the parser reads strings without backslash escapes, as PostgreSQL's standard strings)",
 		apply: rewriteEscapeStrings,
 	},
 	{
@@ -108,6 +108,12 @@ var dialectRewrites = []dialectRewrite{
 		users: "relkind = ANY (ARRAY['r', 'p']), x <> ALL (ARRAY[1, 2]); oid = ANY (pol.polroles)",
 		reads: "relkind IN ('r', 'p'), x NOT IN (1, 2); (array_position(pol.polroles, oid) IS NOT NULL)",
 		apply: rewriteAnyArray,
+	},
+	{
+		name:  "ARRAY[...]",
+		users: "ARRAY['r', 'v'], ARRAY[]",
+		reads: "array_build('r', 'v'), '{}' (the text form of the array: {r,v})",
+		apply: rewriteArrayLiteral,
 	},
 	{
 		name:  "x::type",

@@ -80,6 +80,14 @@ func lex(sql string) []token {
 		case c >= '0' && c <= '9', c == '.' && i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9':
 			kind = tokNumber
 			i = endNumber(sql, i)
+		case c == '$' && dollarTag(sql[i:]) != "":
+			kind = tokString
+			tag := dollarTag(sql[i:])
+			if j := strings.Index(sql[i+len(tag):], tag); j >= 0 {
+				i += len(tag) + j + len(tag)
+			} else {
+				i = len(sql)
+			}
 		case c == '$' && i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9':
 			kind = tokParam
 			i++
@@ -97,6 +105,25 @@ func lex(sql string) []token {
 		toks = append(toks, token{kind: kind, text: sql[start:i], pos: start})
 	}
 	return toks
+}
+
+// dollarTag returns the opening delimiter of a dollar-quoted string s starts
+// with, PostgreSQL's $$ or $tag$ (a tag being an identifier without $), or "".
+func dollarTag(s string) string {
+	if len(s) < 2 || s[0] != '$' {
+		return ""
+	}
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '$':
+			return s[:j+1]
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 || j > 1 && c >= '0' && c <= '9':
+		default:
+			return ""
+		}
+	}
+	return ""
 }
 
 func isWordByte(c byte) bool {

@@ -13,9 +13,17 @@ import (
 
 // rewriteEscapeStrings turns E'...' into a plain string literal holding the
 // characters its backslash escapes stand for (the parser reads strings with
-// NO_BACKSLASH_ESCAPES, as PostgreSQL's standard_conforming_strings).
+// NO_BACKSLASH_ESCAPES, as PostgreSQL's standard_conforming_strings), and a
+// dollar-quoted string ($$it's$$, $fn$...$fn$) into one holding its text.
 func rewriteEscapeStrings(stmt []token, _ *dialectFacts) []token {
 	for i, t := range stmt {
+		if t.kind == tokString && strings.HasPrefix(t.text, "$") {
+			// $$...$$ or $tag$...$tag$: the text between, as it is.
+			tag := dollarTag(t.text)
+			body := strings.TrimSuffix(t.text[len(tag):], tag)
+			stmt = splice(stmt, i, i+1, made(t.pos, "'"+strings.ReplaceAll(body, "'", "''")+"'")...)
+			continue
+		}
 		if t.kind != tokString || len(t.text) < 3 || (t.text[0] != 'e' && t.text[0] != 'E') {
 			continue
 		}
@@ -576,4 +584,45 @@ func rewriteRolePassword(stmt []token, _ *dialectFacts) []token {
 		with = append(with, pw)
 	}
 	return splice(stmt, w[0], w[k+1]+1, with...)
+}
+
+// rewriteArrayLiteral turns ARRAY[a, b] into array_build(a, b): the text
+// form of the array of the values ({a,b}); ARRAY[] is '{}'.
+func rewriteArrayLiteral(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("ARRAY") {
+			continue
+		}
+		open := i + 1
+		for open < len(stmt) && stmt[open].kind == tokSpace {
+			open++
+		}
+		if open >= len(stmt) || stmt[open].text != "[" {
+			continue
+		}
+		depth, closing := 0, -1
+		for k := open; k < len(stmt) && closing < 0; k++ {
+			switch stmt[k].text {
+			case "[":
+				depth++
+			case "]":
+				if depth--; depth == 0 {
+					closing = k
+				}
+			}
+		}
+		if closing < 0 {
+			return stmt
+		}
+		pos := stmt[i].pos
+		if len(words(stmt[open+1:closing])) == 0 {
+			stmt = splice(stmt, i, closing+1, made(pos, "'{}'")...)
+			continue
+		}
+		with := made(pos, "array_build(")
+		with = append(with, stmt[open+1:closing]...)
+		with = append(with, made(stmt[closing].pos, ")")...)
+		stmt = splice(stmt, i, closing+1, with...)
+	}
+	return stmt
 }

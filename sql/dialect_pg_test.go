@@ -7,6 +7,7 @@ func init() {
 	dialectCases = append(dialectCases, []struct{ rewrite, in, out string }{
 		{"E'...' strings", `SELECT E'a\nb', E'it\'s', e'\\x', E'\x41\101'`, "SELECT 'a\nb', 'it''s', '\\x', 'AA'"},
 		{"E'...' strings", `SELECT 'a\n' FROM e`, `SELECT 'a\n' FROM e`},
+		{"E'...' strings", "SELECT $$it's$$, $q$a$$b$q$, $1, $x", "SELECT 'it''s', 'a$$b', $1, $x"},
 		{"OPERATOR(schema.op)", "WHERE c.relname OPERATOR(pg_catalog.~) '^(docs)$'", "WHERE c.relname   REGEXP   '^(docs)$'"},
 		{"OPERATOR(schema.op)", "WHERE a OPERATOR(pg_catalog.=) b", "WHERE a  =  b"},
 		{"~, !~, ~*, !~*", "WHERE n !~ '^pg_' AND n ~ 'x'", "WHERE n  NOT REGEXP  '^pg_' AND n  REGEXP  'x'"},
@@ -30,10 +31,11 @@ func init() {
 		{"generate_series in FROM", "SELECT * FROM unnest(a)", "SELECT * FROM (SELECT unnest(a) AS unnest) AS unnest"},
 		{"generate_series in FROM", "SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)",
 			"SELECT id, generate_series(1, n) FROM t, u WHERE f(a, generate_series(1, 2)) ORDER BY 1, generate_series(1, 2)"},
-		{"x[i]", "WHERE attnum = prattrs[s] AND (x)[f(1)] = 'a' AND ARRAY[1] IS NULL", "WHERE attnum = array_get(prattrs, s) AND array_get((x), f(1)) = 'a' AND ARRAY[1] IS NULL"},
+		{"x[i]", "WHERE attnum = prattrs[s] AND (x)[f(1)] = 'a' AND ARRAY[1] IS NULL", "WHERE attnum = array_get(prattrs, s) AND array_get((x), f(1)) = 'a' AND array_build(1) IS NULL"},
 		{"PASSWORD", "ALTER USER hummer PASSWORD 'SCRAM-SHA-256$4096:x$y:z'", "ALTER USER hummer IDENTIFIED BY 'SCRAM-SHA-256$4096:x$y:z'"},
 		{"PASSWORD", "create role bob with login password 'pw';", "CREATE USER bob IDENTIFIED BY 'pw';"},
 		{"PASSWORD", "ALTER USER bob IDENTIFIED BY 'pw'", "ALTER USER bob IDENTIFIED BY 'pw'"},
+		{"ARRAY[...]", "SELECT ARRAY['a', f(1, 2)], ARRAY[], ARRAY[ARRAY[1]]", "SELECT array_build('a', f(1, 2)), '{}', array_build(array_build(1))"},
 		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(array_element(x) ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
 	}...)
 }

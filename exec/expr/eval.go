@@ -115,6 +115,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalArrayPosition, rowsArgs
 	case "array_get":
 		return evalArrayGet, rowsArgs
+	case "array_build":
+		return evalArrayBuild, rowsArgs
 	case "to_char", "date_format":
 		return evalToChar, literalArgs
 	case "date_trunc":

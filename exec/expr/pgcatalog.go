@@ -404,3 +404,31 @@ func evalArrayGet(c *call) (arrow.Array, error) {
 	sb.valid, sb.nulls = valid, nulls
 	return sb.array(), nil
 }
+
+// evalArrayBuild is array_build(a, ...), PostgreSQL's ARRAY[a, ...]: the
+// text form of the array of its arguments (as text), NULLs as NULL.
+func evalArrayBuild(c *call) (arrow.Array, error) {
+	args := make([]textArg, len(c.args))
+	size := 2
+	for j, a := range c.args {
+		args[j] = textOf(a)
+		size += len(args[j].all()) + 3
+	}
+	sb := newStringBuilder(c.mem, c.n, size)
+	for i := range c.n {
+		sb.write([]byte("{"))
+		for j := range c.args {
+			if j > 0 {
+				sb.write([]byte(","))
+			}
+			if c.args[j].IsNull(i) {
+				sb.write([]byte("NULL"))
+			} else {
+				sb.write([]byte(quoteArrayElement(string(args[j].row(i)))))
+			}
+		}
+		sb.write([]byte("}"))
+		sb.end()
+	}
+	return sb.array(), nil
+}

@@ -56,6 +56,7 @@ var catalog = map[string]resolver{
 	"pg_size_pretty":     fixed(types.StringType, types.Int64Type),
 	"array_position":     resolveArrayPosition,
 	"array_get":          fixed(types.StringType, types.StringType, types.Int64Type),
+	"array_build":        resolveAllToText,
 	"to_char":            fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_format":        fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_trunc":         fixed(types.TimestampType, types.StringType, types.TimestampType),
@@ -532,6 +533,15 @@ func resolveArrayPosition(args []types.Type) (Signature, bool) {
 		return Signature{}, false
 	}
 	return Signature{Args: []types.Type{types.StringType, types.StringType}, Result: types.Int64Type}, true
+}
+
+// resolveAllToText types a function of any number of arguments (one at
+// least) of any types, each read as its text.
+func resolveAllToText(args []types.Type) (Signature, bool) {
+	if len(args) == 0 {
+		return Signature{}, false
+	}
+	return Signature{Args: repeat(types.StringType, len(args)), Result: types.StringType}, true
 }
 
 // resolveArrayToString types array_to_string(array, sep[, null]), the array
