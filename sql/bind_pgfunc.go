@@ -54,7 +54,7 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 	switch name {
 	case "pg_get_userbyid", "regrole", "pg_table_is_visible", "regclass", "regtype", "regnamespace",
 		"regproc", "regprocedure", "pg_get_expr", "pg_encoding_to_char", "pg_get_constraintdef",
-		"pg_get_indexdef", "pg_get_viewdef", "quote_ident":
+		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz":
 	default:
 		if !constant {
 			return nil, false, nil
@@ -89,6 +89,22 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 	case "quote_ident":
 		e, err := b.call(n, "$quote_ident", x)
 		return e, true, err
+	case "bool":
+		if !expr.CanCast(x.Type, types.BoolType) {
+			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to boolean", x.Type)
+		}
+		return expr.Cast(x, types.BoolType), true, nil
+	case "timestamptz":
+		// Hummer's timestamps are without time zone, in UTC: text with a
+		// zone is the instant it names.
+		if x.Type.ID == types.String {
+			e, err := b.call(n, "$timestamptz", x)
+			return e, true, err
+		}
+		if !expr.CanCast(x.Type, types.TimestampType) {
+			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to timestamp with time zone", x.Type)
+		}
+		return expr.Cast(x, types.TimestampType), true, nil
 	case "pg_table_is_visible":
 		// Every schema but information_schema is on the search path.
 		lo, err := b.call(n, "<", x, expr.Literal(types.IntValue(InformationSchemaOID)))

@@ -124,7 +124,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "CAST AS SQL type names",
 		users: "CAST(x AS TEXT), CAST(x AS VARCHAR(20)), CAST(x AS INTEGER), CAST(x AS DOUBLE PRECISION)",
-		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), PostgreSQL's function-style cast",
+		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), PostgreSQL's function-style casts",
 		apply: rewriteCastTypes,
 	},
 	{

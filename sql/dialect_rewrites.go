@@ -273,6 +273,12 @@ var castTypes = map[string]string{
 	"name": "CHAR", "oid": "SIGNED",
 }
 
+// funcCasts are the types a CAST to is bound as a function of the binder
+// (bind_pgfunc.go): MySQL's CAST has no such target (bool, a keyword of
+// its grammar, is quoted to be a function name).
+var funcCasts = map[string]string{"boolean": `"bool"`, "bool": `"bool"`, "timestamptz": "timestamptz",
+	"timestamp with time zone": "timestamptz"}
+
 // rewriteCastTypes renames the type of each CAST(x AS type) the parser cannot
 // read to MySQL's name for it, keeping a length or precision: VARCHAR(20) is
 // CHAR(20), NUMERIC(10,2) DECIMAL(10,2).
@@ -331,6 +337,14 @@ func rewriteCastTypes(stmt []token, _ *dialectFacts) []token {
 				ws = append(ws, strings.ToLower(stmt[k].text))
 				wordsEnd = k + 1
 			}
+		}
+		if fn, ok := funcCasts[strings.Join(ws, " ")]; ok && closing > 0 && end <= closing {
+			// A type the parser cannot CAST to, bound as the function-style
+			// cast PostgreSQL also has: bool(x), timestamptz(x).
+			with := append(made(stmt[i].pos, fn+"("), stmt[open+1:as]...)
+			with = append(with, made(stmt[first].pos, ")")...)
+			stmt = splice(stmt, i, closing+1, with...)
+			continue
 		}
 		name, ok := castTypes[strings.Join(ws, " ")]
 		if !ok {

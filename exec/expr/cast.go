@@ -386,10 +386,31 @@ const microsPerSecond = 1_000_000
 // ignored, as PostgreSQL ignores it for timestamp without time zone. Fractions
 // finer than a microsecond are rounded.
 func parseTimestamp(s []byte) (int64, error) {
+	v, _, err := parseTimestampZone(s)
+	return v, err
+}
+
+// ParseTimestampTZ reads timestamp with time zone text as parseTimestamp
+// does, its zone (UTC without one) applied: the instant in UTC microseconds.
+func ParseTimestampTZ(s []byte) (int64, error) {
+	v, offset, err := parseTimestampZone(s)
+	return v - offset, err
+}
+
+// parseTimestampZone is parseTimestamp, also returning the offset from UTC
+// of the zone the text gives (0 without one), in microseconds.
+func parseTimestampZone(s []byte) (int64, int64, error) {
+	v, err := parseTimestampText(s)
+	return v.micros, v.offset, err
+}
+
+type zonedTimestamp struct{ micros, offset int64 }
+
+func parseTimestampText(s []byte) (zonedTimestamp, error) {
 	p := tsParser{s: bytes.TrimFunc(s, isSpaceRune)}
-	bad := func() (int64, error) { return 0, invalidInput("timestamp", s) }
-	rangeErr := func() (int64, error) {
-		return 0, newError(ErrInvalidCast, "date/time field value out of range: %q", string(s))
+	bad := func() (zonedTimestamp, error) { return zonedTimestamp{}, invalidInput("timestamp", s) }
+	rangeErr := func() (zonedTimestamp, error) {
+		return zonedTimestamp{}, newError(ErrInvalidCast, "date/time field value out of range: %q", string(s))
 	}
 	y, ok1 := p.number(1, 6)
 	okSep1 := p.skip('-')
@@ -439,7 +460,7 @@ func parseTimestamp(s []byte) (int64, error) {
 		return rangeErr()
 	}
 	t := time.Date(y, time.Month(mo), d, h, mi, sec, 0, time.UTC)
-	return t.Unix()*microsPerSecond + int64(micros), nil
+	return zonedTimestamp{micros: t.Unix()*microsPerSecond + int64(micros), offset: p.offset}, nil
 }
 
 func daysIn(y, m int) int {
@@ -450,6 +471,8 @@ func daysIn(y, m int) int {
 type tsParser struct {
 	s []byte
 	i int
+	// offset is the zone's offset from UTC in microseconds (zone).
+	offset int64
 }
 
 func (p *tsParser) done() bool { return p.i == len(p.s) }
@@ -523,15 +546,25 @@ func (p *tsParser) zone() bool {
 		return true
 	case p.skip('Z') || p.skip('z'):
 		return true
-	case p.skip('+') || p.skip('-'):
-		if _, ok := p.number(1, 2); !ok {
+	case p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-'):
+		sign := int64(1)
+		if p.s[p.i] == '-' {
+			sign = -1
+		}
+		p.i++
+		h, ok := p.number(1, 2)
+		if !ok {
 			return false
 		}
+		var m int
 		if p.skip(':') {
-			_, ok := p.number(2, 2)
-			return ok
+			if m, ok = p.number(2, 2); !ok {
+				return false
+			}
+		} else {
+			m, _ = p.number(2, 2)
 		}
-		p.number(2, 2)
+		p.offset = sign * (int64(h)*3600 + int64(m)*60) * microsPerSecond
 		return true
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/hummer-db/hummer/exec/types"
 )
@@ -121,5 +122,25 @@ func TestEvalConst(t *testing.T) {
 	}
 	if _, err := EvalConst(col(0, tInt)); !errors.Is(err, ErrBadExpression) {
 		t.Errorf("column: %v", err)
+	}
+}
+
+// TestParseTimestampTZ: the zone's offset applied, by hand: 03:04:05+02 is
+// 01:04:05 UTC, 03:04:05-05:30 is 08:34:05 UTC, no zone is UTC.
+func TestParseTimestampTZ(t *testing.T) {
+	for in, want := range map[string]string{
+		"2024-01-02 03:04:05+02":    "2024-01-02T01:04:05Z",
+		"2024-01-02 03:04:05-05:30": "2024-01-02T08:34:05Z",
+		"2024-01-02 03:04:05":       "2024-01-02T03:04:05Z",
+		"2024-01-02T23:30:00Z":      "2024-01-02T23:30:00Z",
+	} {
+		v, err := ParseTimestampTZ([]byte(in))
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if got := time.UnixMicro(v).UTC().Format(time.RFC3339); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
 	}
 }

@@ -117,6 +117,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalArrayGet, rowsArgs
 	case "array_build":
 		return evalArrayBuild, rowsArgs
+	case "$timestamptz":
+		return evalTimestampTZ, rowsArgs
 	case "to_char", "date_format":
 		return evalToChar, literalArgs
 	case "date_trunc":

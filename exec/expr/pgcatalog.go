@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
 )
 
 // The functions PostgreSQL's clients call about the system catalog that need
@@ -431,4 +433,25 @@ func evalArrayBuild(c *call) (arrow.Array, error) {
 		sb.end()
 	}
 	return sb.array(), nil
+}
+
+// evalTimestampTZ is $timestamptz(text): timestamp with time zone text read
+// as the instant it names, in UTC (Hummer's timestamps).
+func evalTimestampTZ(c *call) (arrow.Array, error) {
+	in := textOf(c.args[0])
+	valid, nulls := validity(c.mem, c.n, c.args[0])
+	data, out := newValues[int64](c.mem, c.n)
+	for i := range c.n {
+		if !validAt(valid, i) {
+			continue
+		}
+		v, err := ParseTimestampTZ(in.row(i))
+		if err != nil {
+			releaseBuffer(data)
+			releaseBuffer(valid)
+			return nil, err
+		}
+		out[i] = v
+	}
+	return finish(types.TimestampType.Arrow(), c.n, nulls, valid, data), nil
 }

@@ -57,6 +57,7 @@ var catalog = map[string]resolver{
 	"array_position":     resolveArrayPosition,
 	"array_get":          fixed(types.StringType, types.StringType, types.Int64Type),
 	"array_build":        resolveAllToText,
+	"$timestamptz":       fixed(types.TimestampType, types.StringType),
 	"to_char":            fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_format":        fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_trunc":         fixed(types.TimestampType, types.StringType, types.TimestampType),
