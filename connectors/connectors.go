@@ -13,6 +13,7 @@ import (
 	"github.com/hummer-db/hummer/connectors/file"
 	"github.com/hummer-db/hummer/connectors/kafka"
 	"github.com/hummer-db/hummer/connectors/memory"
+	"github.com/hummer-db/hummer/connectors/nexmark"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/connectors/table"
 	"github.com/hummer-db/hummer/exec"
@@ -34,6 +35,7 @@ func all() []connector {
 		{spec: file.Spec(), validate: file.Validate, maxParallelism: file.MaxParallelism},
 		{spec: kafka.Spec(), validate: kafka.Validate},
 		{spec: memory.Spec(), validate: memory.Validate},
+		{spec: nexmark.Spec(), validate: nexmark.Validate},
 		{spec: table.Spec(), validate: table.Validate},
 		{spec: table.ChangesSpec(), validate: refuseChanges},
 	}
@@ -52,6 +54,7 @@ func Register(r *exec.Registry) *memory.Store {
 	file.Register(r)
 	kafka.Register(r)
 	table.Register(r)
+	nexmark.Register(r)
 	store := memory.NewStore()
 	memory.Register(r, store)
 	return store
@@ -77,8 +80,10 @@ func Validate(c exec.ConnectorSpec) error {
 // connectors' are not known.
 func EstimateRows(c exec.ConnectorSpec) (float64, bool) {
 	switch {
-	case Unbounded(c.Connector):
+	case Unbounded(c.Connector, c.URL):
 		return math.Inf(1), true
+	case c.Connector == nexmark.Name:
+		return nexmark.EstimateRows(c)
 	case c.Connector == file.Name:
 		return file.EstimateRows(c)
 	}
@@ -95,8 +100,13 @@ func EstimateDistinct(c exec.ConnectorSpec, col int) (float64, bool) {
 	return 0, false
 }
 
-// Unbounded reports whether the connector's source never ends by itself.
-func Unbounded(connector string) bool {
+// Unbounded reports whether the source of a table of the connector, at that
+// CONNECTION URL, never ends by itself: a Kafka table's, or a Nexmark
+// table's without events=N.
+func Unbounded(connector, url string) bool {
+	if connector == nexmark.Name {
+		return !nexmark.Bounded(exec.ConnectorSpec{Connector: connector, URL: url})
+	}
 	for _, k := range all() {
 		if k.spec.Name == connector {
 			return k.spec.Unbounded

@@ -29,7 +29,7 @@ type Options struct {
 	View bool
 	// Unbounded reports whether a connector's source never ends. A query
 	// reading one is continuous: its aggregations emit updates as they go.
-	Unbounded func(connector string) bool
+	Unbounded func(connector, url string) bool
 	// Snapshot returns the current rows of a materialised view, or of a
 	// system table (sql.SystemTable), as an Arrow IPC stream
 	// (operators.ViewState.Snapshot); a query over one reads them.
@@ -94,11 +94,11 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 }
 
 // Continuous reports whether p reads a source that never ends.
-func Continuous(p sql.Plan, unbounded func(connector string) bool) bool {
+func Continuous(p sql.Plan, unbounded func(connector, url string) bool) bool {
 	if unbounded == nil {
 		return false
 	}
-	if scan, ok := p.(*sql.Scan); ok && unbounded(scan.Table.Engine) {
+	if scan, ok := p.(*sql.Scan); ok && unbounded(scan.Table.Engine, scan.Table.Connection) {
 		return true
 	}
 	for _, in := range p.Inputs() {

@@ -42,7 +42,7 @@ var catalog = testCatalog{
 func TestPlanner(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			opts := Options{Parallelism: 2, Unbounded: func(c string) bool { return c == "kafka" }}
+			opts := Options{Parallelism: 2, Unbounded: func(c, _ string) bool { return c == "kafka" }}
 			sink := ""
 			for _, arg := range d.CmdArgs {
 				switch arg.Key {

@@ -33,7 +33,7 @@ type Config struct {
 	Validate func(exec.ConnectorSpec) error
 	// Unbounded reports whether a connector's source never ends (Kafka); a plain
 	// SELECT over such a table is refused, since it would never answer.
-	Unbounded func(connector string) bool
+	Unbounded func(connector, url string) bool
 	// EstimateRows estimates a table's rows from its connector, for the join
 	// order (sql.RowEstimator); nil or false: unknown.
 	EstimateRows func(exec.ConnectorSpec) (float64, bool)

@@ -122,7 +122,7 @@ func (s *Session) refuseUnbounded(p sql.Plan) error {
 
 // unboundedTable returns a table read by p whose source never ends, or nil.
 func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
-	if scan, ok := p.(*sql.Scan); ok && s.e.cfg.Unbounded != nil && s.e.cfg.Unbounded(scan.Table.Engine) {
+	if scan, ok := p.(*sql.Scan); ok && s.e.cfg.Unbounded != nil && s.e.cfg.Unbounded(scan.Table.Engine, scan.Table.Connection) {
 		return scan.Table
 	}
 	for _, in := range p.Inputs() {
