@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/expr"
@@ -170,10 +171,58 @@ func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 		spec.Filter = filter.Remap(m)
 	}
 	label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
-	op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: p.Schema()}
+	wm := p.Table.Watermark
+	var wmCfg operators.WatermarkConfig
+	out := p.Schema()
+	if wm != nil {
+		wmCfg, spec.Columns, out = watermarkColumns(p, wm)
+	}
+	op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: out}
 	node := b.add(op, b.opts.Parallelism, 0)
 	b.updates[node] = b.opts.Retracts != nil && b.opts.Retracts(p.Table.Engine)
+	if wm != nil {
+		label := "watermark " + wm.Column
+		if wm.Delay >= 0 {
+			label += " - " + (time.Duration(wm.Delay) * time.Microsecond).String()
+		} else {
+			label += " = " + wm.Expr.String()
+		}
+		node = b.pass(node, b.forward(node, "watermark", label, wmCfg, p.Schema()))
+	}
 	return node, nil
+}
+
+// watermarkColumns returns what the source of a table with a watermark reads
+// (the scan's columns, then any others the watermark's expression reads) and
+// emits, and the watermark operator that follows it: the expression over
+// those columns, keeping the scan's.
+func watermarkColumns(p *sql.Scan, wm *sql.Watermark) (operators.WatermarkConfig, []int, types.Schema) {
+	cols := p.Columns
+	if cols == nil {
+		cols = make([]int, len(p.Table.Columns))
+		for i := range cols {
+			cols[i] = i
+		}
+	}
+	keep := len(cols)
+	cols = slices.Clone(cols)
+	m := map[int]int{}
+	for _, c := range wm.Expr.Columns(nil) {
+		if _, ok := m[c]; ok {
+			continue
+		}
+		at := slices.Index(cols, c)
+		if at < 0 {
+			at = len(cols)
+			cols = append(cols, c)
+		}
+		m[c] = at
+	}
+	out := make(types.Schema, len(cols))
+	for i, c := range cols {
+		out[i] = p.Table.Columns[c]
+	}
+	return operators.WatermarkConfig{Expr: wm.Expr.Remap(m), Keep: keep}, cols, out
 }
 
 // forward adds a one-input operator running beside its input.

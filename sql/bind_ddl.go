@@ -103,6 +103,12 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 		return nil, b.errorf(ErrInvalidValue, nil, "a table needs at least one column")
 	}
 	for _, k := range s.Constraints {
+		if k.Tp == ast.ConstraintCheck && strings.HasPrefix(k.Name, watermarkConstraint) {
+			if err := b.bindWatermark(t, k); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if k.Tp != ast.ConstraintPrimaryKey {
 			return nil, b.errorf(ErrUnsupported, nil, "constraints other than PRIMARY KEY are not supported")
 		}

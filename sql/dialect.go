@@ -44,6 +44,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteMaterialized,
 	},
 	{
+		name:  "WATERMARK FOR",
+		users: "CREATE TABLE bid (..., date_time TIMESTAMP, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) ...",
+		reads: "CREATE TABLE bid (..., date_time TIMESTAMP, CONSTRAINT `$watermark for date_time` CHECK (date_time - INTERVAL '4' SECOND)) ... (the binder makes it the table's watermark: dialect_watermark.go)",
+		apply: rewriteWatermark,
+	},
+	{
 		name:  "SHOW name",
 		users: "SHOW work_mem; SHOW TIME ZONE; SHOW TRANSACTION ISOLATION LEVEL; SHOW myapp.tenant; SHOW ALL",
 		reads: "SHOW VARIABLES LIKE 'work_mem'; ... LIKE 'timezone'; ... LIKE 'transaction_isolation'; ... LIKE 'myapp.tenant'; SHOW VARIABLES",

@@ -27,6 +27,10 @@ type Table struct {
 	// given by the catalog when the table is created and kept for its life,
 	// as clients look a table up by name and then by oid.
 	OID int64 `json:"oid,omitempty"`
+	// Watermark, for a table declared WATERMARK FOR col AS expr, says how far
+	// event time has got in what its source read: expr's largest value so far
+	// (dialect_watermark.go).
+	Watermark *Watermark `json:"watermark,omitempty"`
 
 	// pgTypes, for a system table, are its columns' PostgreSQL types.
 	pgTypes []string

@@ -30,6 +30,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("limit", newLimitOp)
 	r.RegisterOperator("result", newResultOp)
 	r.RegisterOperator("view", newViewOp)
+	r.RegisterOperator("watermark", newWatermarkOp)
 	r.RegisterSourceKind("values", func(spec exec.OperatorSpec) (exec.Source, error) { return newValuesSource(spec) })
 	r.RegisterSourceKind("snapshot", func(spec exec.OperatorSpec) (exec.Source, error) { return newSnapshotSource(spec) })
 }

@@ -1,0 +1,134 @@
+package operators
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/vector"
+)
+
+// WatermarkConfig configures kind "watermark", which follows the source of a
+// table declared WATERMARK FOR col AS Expr: it passes the batches on, keeping
+// their first Keep columns (the ones after are read by Expr only), and after
+// each batch that raised it, says the watermark is the largest Expr seen so
+// far (Flink's bounded out-of-orderness: a row's Expr is how far it says
+// event time has got).
+type WatermarkConfig struct {
+	Expr *expr.Expr `json:"expr"`
+	Keep int        `json:"keep"`
+}
+
+// watermarkOp is kind "watermark" (see WatermarkConfig). Its watermark is
+// checkpointed, so that a restarted job does not go back in event time. A
+// watermark from upstream (a source that has its own) is taken when it is
+// higher; end of stream goes on as it comes, and means the end of event time.
+type watermarkOp struct {
+	cfg  WatermarkConfig
+	mem  memory.Allocator
+	mark int64 // microseconds; math.MinInt64 before the first row
+}
+
+var (
+	_ exec.Operator     = (*watermarkOp)(nil)
+	_ exec.Checkpointed = (*watermarkOp)(nil)
+)
+
+func newWatermarkOp(spec exec.OperatorSpec) (exec.Operator, error) {
+	var cfg WatermarkConfig
+	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("watermark: bad config: %w", err)
+	}
+	if cfg.Expr == nil {
+		return nil, fmt.Errorf("watermark: no expression")
+	}
+	return &watermarkOp{cfg: cfg, mark: math.MinInt64}, nil
+}
+
+func (o *watermarkOp) Open(ctx context.Context, tc *exec.TaskContext) error {
+	o.mem = vector.TaskAlloc(tc)
+	return nil
+}
+
+func (o *watermarkOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	if b.NumRows() == 0 {
+		return nil
+	}
+	res, err := expr.Eval(o.cfg.Expr, b.Rec, o.mem)
+	if err != nil {
+		return fmt.Errorf("watermark: %w", err)
+	}
+	high, ok := maxTimestamp(res)
+	res.Release()
+	pass := b
+	if int(b.Rec.NumCols()) > o.cfg.Keep {
+		cols := b.Rec.Columns()[:o.cfg.Keep]
+		fields := b.Rec.Schema().Fields()[:o.cfg.Keep]
+		pass.Rec = array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, b.Rec.NumRows())
+		defer pass.Rec.Release()
+	}
+	if err := out.Collect(ctx, pass); err != nil {
+		return err
+	}
+	if !ok || high <= o.mark {
+		return nil
+	}
+	o.mark = high
+	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: high})
+}
+
+// maxTimestamp returns the largest value of a timestamp array, ok false when
+// all are NULL.
+func maxTimestamp(a arrow.Array) (high int64, ok bool) {
+	ts, isTS := a.(*array.Timestamp)
+	if !isTS {
+		return 0, false
+	}
+	high = math.MinInt64
+	vals := ts.TimestampValues()
+	if ts.NullN() == 0 {
+		for _, v := range vals {
+			high = max(high, int64(v))
+		}
+		return high, len(vals) > 0
+	}
+	for i, v := range vals {
+		if ts.IsValid(i) {
+			high, ok = max(high, int64(v)), true
+		}
+	}
+	return high, ok
+}
+
+func (o *watermarkOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	if s.Kind == exec.Watermark {
+		if s.Watermark <= o.mark {
+			return nil
+		}
+		o.mark = s.Watermark
+	}
+	return out.CollectSignal(ctx, s)
+}
+
+func (o *watermarkOp) Close(ctx context.Context) error { return nil }
+
+// SnapshotState is the watermark, 8 bytes.
+func (o *watermarkOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(o.mark)), nil
+}
+
+func (o *watermarkOp) RestoreState(ctx context.Context, data []byte) error {
+	if len(data) != 8 {
+		return fmt.Errorf("watermark: bad checkpoint state of %d bytes", len(data))
+	}
+	o.mark = int64(binary.BigEndian.Uint64(data))
+	return nil
+}
