@@ -11,6 +11,9 @@ type TaskMetrics struct {
 	RowsOut    atomic.Int64
 	BatchesIn  atomic.Int64
 	BatchesOut atomic.Int64
+	// LateRows counts the rows a window aggregation dropped because their
+	// window had closed: the watermark had passed it.
+	LateRows atomic.Int64
 	// BadRecords counts malformed input records a source skipped.
 	BadRecords atomic.Int64
 	// NetBytesOut counts the bytes the task sent over network channels.

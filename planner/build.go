@@ -514,6 +514,9 @@ func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if end := windowEndKey(p); b.streaming && end >= 0 && !b.updates[from] {
+		return b.windowAggregate(p, from, end)
+	}
 	node, err := b.aggregateFrom(p, from)
 	if err == nil && b.streaming {
 		b.updates[node] = true

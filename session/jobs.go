@@ -237,13 +237,14 @@ func (s *Session) showJobs() (*Result, error) {
 		{Name: "restarts", Type: types.Int64Type}, {Name: "checkpoint", Type: types.Int64Type},
 		{Name: "restored_from", Type: types.Int64Type}, {Name: "checkpoint_ms", Type: types.Float64Type},
 		{Name: "checkpoint_bytes", Type: types.Int64Type}, {Name: "alignment_ms", Type: types.Float64Type},
-		{Name: "failed_checkpoints", Type: types.Int64Type}, {Name: "checkpoint_failure", Type: types.StringType}}
+		{Name: "failed_checkpoints", Type: types.Int64Type}, {Name: "checkpoint_failure", Type: types.StringType},
+		{Name: "late_rows", Type: types.Int64Type}}
 	var rows [][]types.Value
 	listed := map[string]bool{}
 	for _, j := range s.e.jm.Jobs() {
 		listed[j.ID] = true
 		id, _ := strconv.ParseInt(j.ID, 10, 64)
-		var in, out, bad, dead int64
+		var in, out, bad, dead, late int64
 		var status []string
 		for tid, m := range j.Metrics() {
 			if j.Graph.Job.Vertices[tid.Vertex].IsSource() {
@@ -252,6 +253,7 @@ func (s *Session) showJobs() (*Result, error) {
 			out += m.SinkRows.Load()
 			bad += m.BadRecords.Load()
 			dead += m.DeadLetters.Load()
+			late += m.LateRows.Load()
 			if st := m.Status(); st != "" {
 				status = append(status, fmt.Sprintf("%s[%d]: %s", j.Graph.Job.Vertices[tid.Vertex].Name, tid.Subtask, st))
 			}
@@ -281,7 +283,7 @@ func (s *Session) showJobs() (*Result, error) {
 			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText,
 			types.IntValue(int64(ck.Restarts)), checkpoint, optInt(ck.RestoredFrom),
 			optMillis(ck.Last, ck.LastDuration), ckBytes(ck.Last, ck.LastBytes), optMillis(ck.Last, ck.LastAlign),
-			types.IntValue(ck.Failed), ckFailure})
+			types.IntValue(ck.Failed), ckFailure, types.IntValue(late)})
 	}
 	// Recorded jobs whose resumption waits for slots (a cluster's
 	// TaskManagers not registered yet) are jobs too.
@@ -302,7 +304,7 @@ func (s *Session) showJobs() (*Result, error) {
 			null(types.Int64Type), null(types.Int64Type), null(types.Int64Type), null(types.Int64Type),
 			null(types.StringType), types.StringValue(w.err.Error()), types.IntValue(int64(w.rec.Restarts)),
 			null(types.Int64Type), null(types.Int64Type), null(types.Float64Type), null(types.Int64Type),
-			null(types.Float64Type), null(types.Int64Type), null(types.StringType)})
+			null(types.Float64Type), null(types.Int64Type), null(types.StringType), null(types.Int64Type)})
 	}
 	return s.valuesResult("SHOW", schema, rows)
 }

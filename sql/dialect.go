@@ -122,6 +122,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteArrayLiteral,
 	},
 	{
+		name:  "window functions",
+		users: "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND) with TUMBLE_START(ts, INTERVAL '10' SECOND); FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND))",
+		reads: "GROUP BY tumble_start(ts, 10000000), tumble_end(ts, 10000000) with tumble_start(ts, 10000000); FROM (SELECT *, tumble_start(ts, 10000000) AS window_start, tumble_end(ts, 10000000) AS window_end FROM bid) AS bid (dialect_window.go)",
+		apply: rewriteWindows,
+	},
+	{
 		name:  "x::type",
 		users: "price::numeric(10,2), '2024-01-02'::date, (a + b)::text",
 		reads: "CAST(price AS numeric(10,2)), CAST('2024-01-02' AS date), CAST((a + b) AS text)",

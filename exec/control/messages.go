@@ -135,6 +135,7 @@ type TaskCounters struct {
 	NetBytes   int64       `json:"net_bytes_out"`
 	SinkRows   int64       `json:"sink_rows"`
 	DeadLetter int64       `json:"dead_letters,omitempty"`
+	LateRows   int64       `json:"late_rows,omitempty"`
 	Status     string      `json:"status,omitempty"`
 }
 
@@ -144,7 +145,7 @@ func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
 			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load(),
-			DeadLetter: t.DeadLetters.Load(), Status: t.Status()})
+			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Status: t.Status()})
 	}
 	return out
 }
@@ -165,6 +166,7 @@ func storeCounters(m map[exec.TaskID]*exec.TaskMetrics, cs []TaskCounters) {
 		t.NetBytesOut.Store(c.NetBytes)
 		t.SinkRows.Store(c.SinkRows)
 		t.DeadLetters.Store(c.DeadLetter)
+		t.LateRows.Store(c.LateRows)
 		t.SetStatus(c.Status)
 	}
 }

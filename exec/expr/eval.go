@@ -131,6 +131,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalAddInterval, literalArgs
 	case "$days_between":
 		return evalDaysBetween, literalArgs
+	case "tumble_start", "tumble_end":
+		return evalTumble, literalArgs
 	}
 	return nil, rowsArgs
 }

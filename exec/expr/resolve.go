@@ -67,6 +67,8 @@ var catalog = map[string]resolver{
 	"$add_micros":        fixed(types.TimestampType, types.TimestampType, types.Int64Type),
 	"$add_months":        fixed(types.TimestampType, types.TimestampType, types.Int64Type),
 	"$days_between":      fixed(types.Int64Type, types.TimestampType, types.TimestampType),
+	"tumble_start":       fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"tumble_end":         fixed(types.TimestampType, types.TimestampType, types.Int64Type),
 
 	"abs": resolveNumericUnary, "round": resolveRound,
 	"floor": resolveFloorCeil, "ceil": resolveFloorCeil, "ceiling": resolveFloorCeil,

@@ -31,6 +31,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("result", newResultOp)
 	r.RegisterOperator("view", newViewOp)
 	r.RegisterOperator("watermark", newWatermarkOp)
+	r.RegisterOperator("window_agg", newWindowAggOp)
 	r.RegisterSourceKind("values", func(spec exec.OperatorSpec) (exec.Source, error) { return newValuesSource(spec) })
 	r.RegisterSourceKind("snapshot", func(spec exec.OperatorSpec) (exec.Source, error) { return newSnapshotSource(spec) })
 }

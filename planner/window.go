@@ -1,0 +1,113 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/operators"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/sql"
+)
+
+// Windows of event time: a continuous GROUP BY whose keys include the end of
+// a window (tumble_end(ts, size), sql/dialect_window.go) over a column with a
+// watermark (WATERMARK FOR ts in its table's DDL) runs as a window_agg, which
+// emits each window's rows once, when the watermark passes its end, and
+// forgets the window: its output is append-only. Without a watermark the same
+// GROUP BY emits updates, as any continuous GROUP BY does.
+
+// windowEndKey returns the position among p's GROUP BY keys of the first that
+// is a window's end over a column with a watermark, or -1.
+func windowEndKey(p *sql.Aggregate) int {
+	for k, c := range p.GroupBy {
+		if windowEnd(p.Input, c) {
+			return k
+		}
+	}
+	return -1
+}
+
+// windowEnd reports whether column col of p's output is the end of a window
+// of a column with a watermark.
+func windowEnd(p sql.Plan, col int) bool {
+	switch p := p.(type) {
+	case *sql.Project:
+		e := p.Exprs[col]
+		if e.Kind == expr.KindColumn {
+			return windowEnd(p.Input, e.Col)
+		}
+		return e.Kind == expr.KindCall && e.Func == "tumble_end" && len(e.Args) == 2 &&
+			e.Args[0].Kind == expr.KindColumn && eventTime(p.Input, e.Args[0].Col)
+	case *sql.Filter:
+		return windowEnd(p.Input, col)
+	}
+	return false
+}
+
+// eventTime reports whether column col of p's output is a table's column
+// with a watermark, as read.
+func eventTime(p sql.Plan, col int) bool {
+	switch p := p.(type) {
+	case *sql.Scan:
+		wm := p.Table.Watermark
+		if wm == nil || p.Table.IsView() || p.Table.IsSystem() {
+			return false
+		}
+		c := col
+		if p.Columns != nil {
+			c = p.Columns[col]
+		}
+		return p.Table.Columns[c].Name == wm.Column
+	case *sql.Project:
+		if e := p.Exprs[col]; e.Kind == expr.KindColumn {
+			return eventTime(p.Input, e.Col)
+		}
+	case *sql.Filter:
+		return eventTime(p.Input, col)
+	}
+	return false
+}
+
+// windowAggregate plans p, whose GROUP BY key end is a window's end, as
+// window_agg operators: partial ones beside the input, then final ones after
+// a hash exchange, or one complete phase where a partial one cannot help.
+func (b *builder) windowAggregate(p *sql.Aggregate, from, end int) (int, error) {
+	inSchema := p.Input.Schema()
+	aggs := make([]operators.AggSpec, len(p.Aggs))
+	for i, a := range p.Aggs {
+		if a.Distinct || a.Func == "string_agg" {
+			return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s in a window over a stream is not supported yet", aggName(a))
+		}
+		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Type: a.Type, Sep: a.Sep}
+	}
+	spec := func(phase operators.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
+		label := fmt.Sprintf("window_agg %s group=%s aggs=%s end=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema), sch[group[end]].Name)
+		cfg := operators.WindowAggConfig{End: end, Agg: operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase,
+			Emit: operators.AggEmitFinal, MemoryLimit: b.opts.WorkMem}}
+		return exec.OperatorSpec{Kind: "window_agg", Label: label, Config: exec.MustConfig(cfg), Out: out}
+	}
+	var node int
+	if par := b.par(from); par == 1 {
+		node = b.add(spec(operators.AggComplete, p.GroupBy, p.Out, inSchema), 1, 0, in(from, exec.Forward))
+	} else {
+		groupCols := make(types.Schema, len(p.GroupBy))
+		finalGroup := make([]int, len(p.GroupBy))
+		for i, c := range p.GroupBy {
+			groupCols[i] = inSchema[c]
+			finalGroup[i] = i
+		}
+		partialOut := operators.PartialSchema(groupCols, aggs, inSchema)
+		partial := b.add(spec(operators.AggPartial, p.GroupBy, partialOut, inSchema), par, 0, in(from, exec.Forward))
+		node = b.add(spec(operators.AggFinal, finalGroup, p.Out, partialOut), b.opts.Parallelism, 0, in(partial, exec.Hash, finalGroup...))
+	}
+	b.updates[node] = false // each window's rows once: append-only
+	return node, nil
+}
+
+func aggName(a sql.AggCall) string {
+	if a.Distinct {
+		return a.Func + "(DISTINCT)"
+	}
+	return a.Func
+}

@@ -1,0 +1,215 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Flink's windows, in the two forms users paste (dialect.go lists them):
+//
+//	GROUP BY TUMBLE(ts, INTERVAL '10' SECOND), with TUMBLE_START(ts, ...) and
+//	TUMBLE_END(ts, ...) in the select list;
+//	FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)), whose
+//	rows are bid's with window_start and window_end.
+//
+// The parser reads neither INTERVAL inside a call's arguments nor TABLE(...)
+// in FROM. rewriteWindows gives it calls of tumble_start(ts, n) and
+// tumble_end(ts, n), n the window's size in microseconds: the group window
+// groups by both (the same groups as by either), and the table function is a
+// derived table adding both to the table's columns. A window's size may be
+// written INTERVAL '10' SECOND, INTERVAL 10 SECOND, INTERVAL '10 SECONDS' or
+// '10 SECOND'. HOP, CUMULATE and SESSION are not rewritten yet.
+
+func rewriteWindows(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		t := stmt[i]
+		if t.kind != tokWord {
+			continue
+		}
+		open := nextWord(stmt, i+1)
+		if open < 0 || stmt[open].text != "(" {
+			continue
+		}
+		switch fn := strings.ToLower(t.text); {
+		case fn == "table" && isTVF(stmt, open):
+			if out, ok := rewriteWindowTable(stmt, i, open); ok {
+				return rewriteWindows(out, nil)
+			}
+		case fn == "tumble" || fn == "tumble_start" || fn == "tumble_end":
+			args, closing, ok := callArgs(stmt, open)
+			if !ok || len(args) != 2 {
+				continue
+			}
+			size, ok := intervalMicros(args[1])
+			if !ok {
+				continue
+			}
+			ts := tokensText(args[0])
+			var with string
+			if fn == "tumble" { // a group window: both bounds are the keys
+				with = "tumble_start(" + ts + ", " + size + "), tumble_end(" + ts + ", " + size + ")"
+			} else {
+				with = fn + "(" + ts + ", " + size + ")"
+			}
+			return rewriteWindows(splice(stmt, i, closing+1, made(t.pos, with)...), nil)
+		}
+	}
+	return stmt
+}
+
+// isTVF reports whether TABLE( at open is a window table function: TABLE(TUMBLE(TABLE ...
+func isTVF(stmt []token, open int) bool {
+	fn := nextWord(stmt, open+1)
+	if fn < 0 || !stmt[fn].is("TUMBLE") {
+		return false
+	}
+	p := nextWord(stmt, fn+1)
+	if p < 0 || stmt[p].text != "(" {
+		return false
+	}
+	tab := nextWord(stmt, p+1)
+	return tab >= 0 && stmt[tab].is("TABLE")
+}
+
+// rewriteWindowTable rewrites TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))
+// [AS alias] at stmt[at:].
+func rewriteWindowTable(stmt []token, at, open int) ([]token, bool) {
+	closing := matchingParen(stmt, open)
+	fn := nextWord(stmt, open+1)
+	fopen := nextWord(stmt, fn+1)
+	args, fclose, ok := callArgs(stmt, fopen)
+	if !ok || closing < 0 || nextWord(stmt, fclose+1) != closing || len(args) != 3 {
+		return nil, false
+	}
+	// TABLE t
+	if len(args[0]) != 3 || !args[0][0].is("TABLE") || !isName(args[0][2]) {
+		return nil, false
+	}
+	table := args[0][2].text
+	// DESCRIPTOR(ts)
+	d := args[1]
+	if len(d) < 4 || !d[0].is("DESCRIPTOR") || d[len(d)-1].text != ")" {
+		return nil, false
+	}
+	ts := tokensText(trimBlanks(d[2 : len(d)-1]))
+	size, ok := intervalMicros(args[2])
+	if !ok {
+		return nil, false
+	}
+	alias := table
+	end := closing + 1
+	if k := nextWord(stmt, end); k >= 0 && (stmt[k].is("AS") || isName(stmt[k]) && !isKeywordAfterTable(stmt[k])) {
+		alias = "" // the user's alias follows
+	}
+	text := "(SELECT *, tumble_start(" + ts + ", " + size + ") AS window_start, tumble_end(" + ts + ", " + size + ") AS window_end FROM " + table + ")"
+	if alias != "" {
+		text += " AS " + alias
+	}
+	return splice(stmt, at, end, made(stmt[at].pos, text)...), true
+}
+
+// isKeywordAfterTable reports whether t, after a FROM item, starts the next
+// clause rather than being the item's alias.
+func isKeywordAfterTable(t token) bool {
+	switch strings.ToLower(t.text) {
+	case "where", "group", "having", "order", "limit", "join", "left", "right", "inner", "cross", "full", "natural", "on", "using", "union", "except", "intersect", "window", "offset", "fetch", "for":
+		return true
+	}
+	return false
+}
+
+// nextWord returns the index of the first token from i that is not blank, or -1.
+func nextWord(stmt []token, i int) int {
+	for ; i < len(stmt); i++ {
+		if stmt[i].kind != tokSpace {
+			return i
+		}
+	}
+	return -1
+}
+
+// callArgs splits the arguments of the call whose '(' is stmt[open], each
+// without its surrounding blanks, and returns the index of its ')'.
+func callArgs(stmt []token, open int) (args [][]token, closing int, ok bool) {
+	closing = matchingParen(stmt, open)
+	if closing < 0 {
+		return nil, -1, false
+	}
+	start, depth := open+1, 0
+	for k := open + 1; k <= closing; k++ {
+		if stmt[k].kind != tokPunct {
+			continue
+		}
+		switch stmt[k].text {
+		case "(":
+			depth++
+		case ")":
+			if k == closing {
+				args = append(args, trimBlanks(stmt[start:k]))
+			} else {
+				depth--
+			}
+		case ",":
+			if depth == 0 {
+				args = append(args, trimBlanks(stmt[start:k]))
+				start = k + 1
+			}
+		}
+	}
+	return args, closing, true
+}
+
+func tokensText(toks []token) string {
+	var b strings.Builder
+	for _, t := range toks {
+		b.WriteString(t.text)
+	}
+	return b.String()
+}
+
+// intervalUnits are the lengths of the interval units a window's size may
+// be given in, in microseconds.
+var intervalUnits = map[string]int64{"microsecond": 1, "millisecond": 1000, "second": 1e6, "minute": 60e6, "hour": 3600e6, "day": 86400e6}
+
+// intervalMicros reads a window's size: INTERVAL '10' SECOND, INTERVAL 10
+// SECOND, INTERVAL '10 SECONDS' or '10 SECOND', as a positive number of
+// microseconds, in the text of a number.
+func intervalMicros(toks []token) (string, bool) {
+	var w []token
+	for _, t := range toks {
+		if t.kind != tokSpace {
+			w = append(w, t)
+		}
+	}
+	if len(w) > 0 && w[0].is("INTERVAL") {
+		w = w[1:]
+	}
+	var num, unit string
+	switch {
+	case len(w) == 2 && (w[0].kind == tokString || w[0].kind == tokNumber) && w[1].kind == tokWord:
+		num, unit = unquote(w[0]), w[1].text
+	case len(w) == 1 && w[0].kind == tokString:
+		f := strings.Fields(unquote(w[0]))
+		if len(f) != 2 {
+			return "", false
+		}
+		num, unit = f[0], f[1]
+	default:
+		return "", false
+	}
+	unit = strings.TrimSuffix(strings.ToLower(unit), "s")
+	per, ok := intervalUnits[unit]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || n <= 0 || n > (1<<62)/per {
+		return "", false
+	}
+	return strconv.FormatInt(n*per, 10), true
+}
+
+// unquote returns a string literal's text, or a number's.
+func unquote(t token) string {
+	if t.kind != tokString || len(t.text) < 2 || t.text[0] != '\'' {
+		return t.text
+	}
+	return strings.ReplaceAll(t.text[1:len(t.text)-1], "''", "'")
+}
