@@ -332,7 +332,8 @@ func (s *Session) pgClass() []row {
 			idx := sql.PrimaryKeyIndexOID(t.oid)
 			rows = append(rows, row{"oid": idx, "relname": t.name + "_pkey", "relnamespace": t.nsp,
 				"relowner": sql.SuperuserOID, "relam": 403, "relfilenode": idx, "relpersistence": "p", "relkind": "i",
-				"relnatts": len(t.key), "relispopulated": true, "relreplident": "n", "reltuples": -1.0})
+				"relnatts": len(t.key), "relispopulated": true, "relreplident": "n",
+				"reltuples": 0.0, "relpages": 1}) // an index built on an empty table: its metapage (pgjdbc's getIndexInfo)
 		}
 	}
 	return rows

@@ -132,7 +132,7 @@ func kernelFor(name string) (kernel, kernelMode) {
 	case "$days_between":
 		return evalDaysBetween, literalArgs
 	}
-	return nil, rowsArgs
+	return pgjdbcKernelFor(name) // pgjdbc.go
 }
 
 func eval(e *Expr, b arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
