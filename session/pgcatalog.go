@@ -555,6 +555,14 @@ func sqlLiteral(v types.Value) string {
 	case types.Bool:
 		return text
 	}
+	switch v.Type.ID { // FormatValue's SQL literal, without its quotes and keyword
+	case types.String:
+		text = v.Str
+	case types.Date:
+		text = string(types.AppendDate(nil, v.Int))
+	case types.Timestamp:
+		text = string(types.AppendTimestamp(nil, v.Int))
+	}
 	return "'" + strings.ReplaceAll(text, "'", "''") + "'::" + expr.FormatType(sql.PgTypeOID(v.Type), -1)
 }
 

@@ -140,12 +140,13 @@ func (b *binder) bindExpandArray(ctx *exprCtx, f *ast.FuncCallExpr) (call *srfCa
 }
 
 // element is the value of an array-based set-returning select item at
-// position pos of array a: the element itself for unnest.
+// position pos (from 1, in order) of array a: the element itself for
+// unnest.
 func (c *srfCall) element(a, pos *expr.Expr) *expr.Expr {
 	if c.elem != nil {
 		return c.elem(a, pos)
 	}
-	return expr.Call("array_get", types.StringType, a, pos)
+	return expr.Call("$vector_elem", types.StringType, a, pos)
 }
 
 // lockstep reports whether set-returning select item c runs in lockstep

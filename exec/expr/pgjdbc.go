@@ -8,6 +8,7 @@ package expr
 // which record_field reads (sql/bind_pgjdbc.go).
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -66,17 +67,31 @@ func evalBitOp(c *call) (arrow.Array, error) {
 }
 
 // vectorElems splits an array's text form into its elements in order
-// (NULL as nil): '{a,b}', or a vector's (int2vector, oidvector) '1 2'.
+// (NULL as nil): '{a,b}', or a vector's (int2vector, oidvector) '1 2'; any
+// other text is one element, as parseArray has it.
 func vectorElems(s string) []*string {
-	t := strings.TrimSpace(s)
-	if strings.HasPrefix(t, "{") {
-		return parseArray(t)
+	if v, ok := vectorOf(s); ok {
+		return v
 	}
-	var out []*string
-	for _, f := range strings.Fields(t) {
-		out = append(out, &f)
+	return parseArray(s)
+}
+
+// vectorOf returns the elements of a vector's text form, int2vector's or
+// oidvector's '1 2' (integers apart by blanks), whose subscripts start at
+// 0; ok is false for any other text (an array's '{1,2}', from 1).
+func vectorOf(s string) ([]*string, bool) {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return nil, false
 	}
-	return out
+	out := make([]*string, len(fields))
+	for i, f := range fields {
+		if _, err := strconv.ParseInt(f, 10, 64); err != nil {
+			return nil, false
+		}
+		out[i] = &fields[i]
+	}
+	return out, true
 }
 
 // recordFields splits a record's text form, '(1,1)', into its fields, an

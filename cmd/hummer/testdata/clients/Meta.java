@@ -59,9 +59,11 @@ public class Meta {
       try (Statement st = c.createStatement()) {
         st.execute("DROP VIEW IF EXISTS v");
         st.execute("DROP TABLE IF EXISTS t");
+        st.execute("DROP TABLE IF EXISTS t2");
         st.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT NOT NULL, price DECIMAL(10,2), d DATE)");
         st.execute("INSERT INTO t VALUES (1, 'a', 1.50, DATE '2024-01-02'), (2, 'b', NULL, NULL)");
         st.execute("CREATE VIEW v AS SELECT id, name FROM t");
+        st.execute("CREATE TABLE t2 (a BIGINT, b TEXT, n BIGINT DEFAULT 7, s TEXT DEFAULT 'x', PRIMARY KEY (b, a))");
       }
       DatabaseMetaData md = c.getMetaData();
       System.out.println("== product");
@@ -80,6 +82,9 @@ public class Meta {
       call(c, "getColumns v", () -> md.getColumns(null, "public", "v", "%"), null);
       call(c, "getPrimaryKeys t", () -> md.getPrimaryKeys(null, "public", "t"), null);
       call(c, "getIndexInfo t", () -> md.getIndexInfo(null, "public", "t", false, true), null);
+      call(c, "getColumns t2", () -> md.getColumns(null, "public", "t2", "%"), null);
+      call(c, "getPrimaryKeys t2", () -> md.getPrimaryKeys(null, "public", "t2"), null);
+      call(c, "getIndexInfo t2", () -> md.getIndexInfo(null, "public", "t2", false, true), null);
       call(c, "getImportedKeys t", () -> md.getImportedKeys(null, "public", "t"), null);
       call(c, "getExportedKeys t", () -> md.getExportedKeys(null, "public", "t"), null);
       Set<String> types = Set.of("bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text",
@@ -103,6 +108,7 @@ public class Meta {
       try (Statement st = c.createStatement()) {
         st.execute("DROP VIEW v");
         st.execute("DROP TABLE t");
+        st.execute("DROP TABLE t2");
       }
     }
   }
