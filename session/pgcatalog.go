@@ -126,6 +126,9 @@ func (s *Session) catalogTables() []catalogTable {
 	var out []catalogTable
 	for _, name := range sql.SystemTableNames() {
 		schema, table, _ := strings.Cut(name, ".")
+		if sql.SystemFunctionTables[table] {
+			continue
+		}
 		t, _ := sql.SystemTable(schema, table)
 		ct := catalogTable{oid: sql.SystemOID(name), schema: schema, name: table, columns: t.Columns, kind: "r"}
 		ct.nsp = sql.PgCatalogOID
@@ -157,6 +160,9 @@ func (s *Session) catalogTables() []catalogTable {
 
 // systemRows returns the rows of system table name.
 func (s *Session) systemRows(name string) []row {
+	if rows, ok := s.pgjdbcRows(name); ok { // pgjdbc.go
+		return rows
+	}
 	switch name {
 	case "pg_catalog.pg_namespace":
 		return []row{
@@ -322,6 +328,9 @@ func (s *Session) pgClass() []row {
 		r := row{"oid": t.oid, "relname": t.name, "relnamespace": t.nsp, "relowner": sql.SuperuserOID,
 			"relpersistence": "p", "relkind": t.kind, "relnatts": len(t.columns), "relhasindex": len(t.key) > 0,
 			"relispopulated": true, "relreplident": "d", "reltuples": -1.0}
+		if t.nsp == sql.PublicOID {
+			r["reltype"] = rowTypeOID(t.oid) // pgjdbc.go
+		}
 		if t.kind == "r" {
 			r["relam"], r["relfilenode"] = 2, t.oid
 		} else {

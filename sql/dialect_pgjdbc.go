@@ -121,3 +121,61 @@ func rewriteReservedNames(stmt []token, _ *dialectFacts) []token {
 	}
 	return stmt
 }
+
+// rewriteAllArrayValue turns x <> ALL (array), an array value (no list, no
+// subquery), into (array_position(array, x) IS NULL), the elements compared
+// as text: pgjdbc's getSQLKeywords, word <> ALL ('{a,abs,...}'::text[]).
+func rewriteAllArrayValue(stmt []token, _ *dialectFacts) []token {
+	for {
+		w := words(stmt)
+		at := -1
+		for k := 0; k+3 < len(w); k++ {
+			op := stmt[w[k]].text
+			if (op == "<>" || op == "!=") && stmt[w[k+1]].is("ALL") && stmt[w[k+2]].text == "(" &&
+				!stmt[w[k+3]].is("SELECT") && !stmt[w[k+3]].is("ARRAY") && !stmt[w[k+3]].is("VALUES") && stmt[w[k+3]].text != "(" {
+				at = k
+				break
+			}
+		}
+		if at < 0 {
+			return stmt
+		}
+		start := operandStart(stmt, w[at])
+		closing := matchingParen(stmt, w[at+2])
+		if start < 0 || closing < 0 {
+			return stmt
+		}
+		pos := stmt[w[at]].pos
+		with := made(pos, "(array_position(")
+		with = append(with, trimBlanks(stmt[w[at+2]+1:closing])...)
+		with = append(with, made(pos, ", ")...)
+		with = append(with, trimBlanks(stmt[start:w[at]])...)
+		with = append(with, made(pos, ") IS NULL)")...)
+		stmt = splice(stmt, start, closing+1, with...)
+	}
+}
+
+// rewriteTableFunctions turns a call of a set-returning function the
+// system catalog holds as a table (SystemFunctionTables) into that table's
+// name, where a FROM item stands: FROM pg_catalog.pg_get_keywords() is
+// FROM pg_catalog.pg_get_keywords.
+func rewriteTableFunctions(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if stmt[i].kind != tokWord || !SystemFunctionTables[strings.ToLower(stmt[i].text)] {
+			continue
+		}
+		w := nextWords(stmt, i, 2)
+		if len(w) < 2 || stmt[w[0]].text != "(" || stmt[w[1]].text != ")" {
+			continue
+		}
+		k := prevWord(stmt, i)
+		if k >= 2 && stmt[k].text == "." && stmt[k-1].is(PgCatalog) {
+			k = prevWord(stmt, k-1)
+		}
+		if k < 0 || !(stmt[k].is("FROM") || stmt[k].is("JOIN") || stmt[k].text == ",") {
+			continue
+		}
+		stmt = splice(stmt, i+1, w[1]+1)
+	}
+	return stmt
+}

@@ -10,5 +10,10 @@ func init() {
 		{"MySQL's reserved words as names", "SELECT f(x) AS KEYS, r.Keys, a.key FROM t JOIN u USING (id) WHERE (r.KEYS).x = 1",
 			`SELECT f(x) AS "keys", r."keys", a."key" FROM t JOIN u USING (id) WHERE record_field((r."keys"), 'x') = 1`},
 		{"MySQL's reserved words as names", "CREATE TABLE t (id BIGINT PRIMARY KEY, KEY k (id))", "CREATE TABLE t (id BIGINT PRIMARY KEY, KEY k (id))"},
+		{"<> ALL (array)", "SELECT w FROM k WHERE w <> ALL ('{a,b}'::text[]) AND x != ALL (y) AND z <> ALL (SELECT 1)",
+			"SELECT w FROM k WHERE (array_position(CAST('{a,b}' AS CHAR), w) IS NULL) AND (array_position(y, x) IS NULL) AND z <> ALL (SELECT 1)"},
+		{"FROM pg_get_keywords()", "select string_agg(word, ',') from pg_catalog.pg_get_keywords() where word <> 'a'",
+			"select GROUP_CONCAT(word SEPARATOR ',') from pg_catalog.pg_get_keywords where word <> 'a'"},
+		{"FROM pg_get_keywords()", "SELECT * FROM t, pg_get_keywords() k JOIN pg_get_keywords () ON true", "SELECT * FROM t, pg_get_keywords k JOIN pg_get_keywords ON true"},
 	}...)
 }

@@ -7,14 +7,21 @@ import java.util.*;
  *
  *  What differs between servers by nature is normalised here: the connected
  *  database's name prints as DB, the product version as its major version,
- *  and getTypeInfo keeps the types Hummer has (PostgreSQL lists every type it
- *  has, some 200). */
+ *  the connected user, granting or granted, as USER, and getTypeInfo keeps
+ *  the types Hummer has (PostgreSQL lists every type it has, some 200). */
 public class Meta {
-  static String catalog;
+  static String catalog, user;
 
   static String norm(String s) {
     if (s == null) return "NULL";
     return s.equals(catalog) ? "DB" : s;
+  }
+
+  /** normCol is norm for a value of column label: a grantor or grantee
+   *  that is the connected user prints as USER. */
+  static String normCol(String label, String s) {
+    if (s != null && (label.equals("GRANTOR") || label.equals("GRANTEE")) && s.equals(user)) return "USER";
+    return norm(s);
   }
 
   static void show(String name, ResultSet r) throws SQLException {
@@ -33,7 +40,8 @@ public class Meta {
     while (r.next()) {
       if (keep != null && !keep.contains(r.getString(1))) continue;
       StringBuilder sb = new StringBuilder();
-      for (int i = 1; i <= md.getColumnCount(); i++) sb.append(i > 1 ? "|" : "").append(norm(r.getString(i)));
+      for (int i = 1; i <= md.getColumnCount(); i++)
+        sb.append(i > 1 ? "|" : "").append(normCol(md.getColumnLabel(i).toUpperCase(), r.getString(i)));
       System.out.println(sb);
       n++;
     }
@@ -56,6 +64,7 @@ public class Meta {
   public static void main(String[] a) throws Exception {
     try (Connection c = DriverManager.getConnection(a[0], a[1], "")) {
       catalog = c.getCatalog();
+      user = a[1];
       try (Statement st = c.createStatement()) {
         st.execute("DROP VIEW IF EXISTS v");
         st.execute("DROP TABLE IF EXISTS t");
@@ -87,13 +96,40 @@ public class Meta {
       call(c, "getIndexInfo t2", () -> md.getIndexInfo(null, "public", "t2", false, true), null);
       call(c, "getImportedKeys t", () -> md.getImportedKeys(null, "public", "t"), null);
       call(c, "getExportedKeys t", () -> md.getExportedKeys(null, "public", "t"), null);
+      call(c, "getCrossReference t t2", () -> md.getCrossReference(null, "public", "t", null, "public", "t2"), null);
+      call(c, "getBestRowIdentifier t", () -> md.getBestRowIdentifier(null, "public", "t", DatabaseMetaData.bestRowSession, true), null);
+      call(c, "getVersionColumns t", () -> md.getVersionColumns(null, "public", "t"), null);
+      call(c, "getTablePrivileges t", () -> md.getTablePrivileges(null, "public", "t"), null);
+      call(c, "getColumnPrivileges t", () -> md.getColumnPrivileges(null, "public", "t", "%"), null);
+      call(c, "getProcedures public", () -> md.getProcedures(null, "public", "%"), null);
+      call(c, "getFunctions public", () -> md.getFunctions(null, "public", "%"), null);
+      call(c, "getUDTs public", () -> md.getUDTs(null, "public", "%", null), null);
+      call(c, "getSuperTables t", () -> md.getSuperTables(null, "public", "t"), null);
+      call(c, "getClientInfoProperties", () -> md.getClientInfoProperties(), null);
+      try {
+        System.out.println("== getSQLKeywords");
+        System.out.println(md.getSQLKeywords());
+      } catch (SQLException e) {
+        System.out.println("ERROR " + e.getSQLState() + ": " + e.getMessage().split("\n")[0]);
+      }
       Set<String> types = Set.of("bool", "int2", "int4", "int8", "float4", "float8", "numeric", "text",
           "varchar", "date", "timestamp", "timestamptz");
       call(c, "getTypeInfo", () -> md.getTypeInfo(), types);
+      rsmd(c, "ResultSetMetaData", "SELECT id, name, price, d, id + 1 AS next FROM t ORDER BY id");
+      rsmd(c, "ResultSetMetaData view join", "SELECT v.name, t2.a, t2.s, t.price FROM v JOIN t ON t.id = v.id LEFT JOIN t2 ON t2.a = t.id ORDER BY 1");
+      try (Statement st = c.createStatement()) {
+        st.execute("DROP VIEW v");
+        st.execute("DROP TABLE t");
+        st.execute("DROP TABLE t2");
+      }
+    }
+  }
+
+  static void rsmd(Connection c, String name, String query) throws SQLException {
       try (Statement st = c.createStatement();
-           ResultSet r = st.executeQuery("SELECT id, name, price, d, id + 1 AS next FROM t ORDER BY id")) {
+           ResultSet r = st.executeQuery(query)) {
         ResultSetMetaData rm = r.getMetaData();
-        System.out.println("== ResultSetMetaData");
+        System.out.println("== " + name);
         for (int i = 1; i <= rm.getColumnCount(); i++) {
           System.out.println(rm.getColumnLabel(i) + "|" + rm.getColumnTypeName(i) + "|" + rm.getColumnType(i) + "|"
               + rm.getPrecision(i) + "|" + rm.getScale(i) + "|" + rm.getColumnDisplaySize(i) + "|"
@@ -102,14 +138,10 @@ public class Meta {
               + "|autoinc=" + rm.isAutoIncrement(i));
         }
         while (r.next()) {
-          System.out.println(r.getString(1) + "|" + r.getString(2) + "|" + r.getString(3) + "|" + r.getString(4) + "|" + r.getString(5));
+          StringBuilder sb = new StringBuilder();
+          for (int i = 1; i <= rm.getColumnCount(); i++) sb.append(i > 1 ? "|" : "").append(r.getString(i));
+          System.out.println(sb);
         }
       }
-      try (Statement st = c.createStatement()) {
-        st.execute("DROP VIEW v");
-        st.execute("DROP TABLE t");
-        st.execute("DROP TABLE t2");
-      }
-    }
   }
 }
