@@ -87,6 +87,10 @@ public class Meta {
       call(c, "getTables TABLE VIEW", () -> md.getTables(null, "public", "%", new String[]{"TABLE", "VIEW"}), null);
       call(c, "getTables null types", () -> md.getTables(null, "public", "%", null), null);
       call(c, "getTables t", () -> md.getTables(null, null, "t", null), null);
+      call(c, "getTables all schemas TABLE VIEW", () -> md.getTables(null, null, "%", new String[]{"TABLE", "VIEW"}), null);
+      call(c, "getTables t%", () -> md.getTables(null, "public", "t%", new String[]{"TABLE"}), null);
+      call(c, "getColumns public", () -> md.getColumns(null, "public", "%", "%"), null);
+      call(c, "getColumns t na%", () -> md.getColumns(null, "public", "t", "na%"), null);
       call(c, "getColumns t", () -> md.getColumns(null, "public", "t", "%"), null);
       call(c, "getColumns v", () -> md.getColumns(null, "public", "v", "%"), null);
       call(c, "getPrimaryKeys t", () -> md.getPrimaryKeys(null, "public", "t"), null);
@@ -94,6 +98,8 @@ public class Meta {
       call(c, "getColumns t2", () -> md.getColumns(null, "public", "t2", "%"), null);
       call(c, "getPrimaryKeys t2", () -> md.getPrimaryKeys(null, "public", "t2"), null);
       call(c, "getIndexInfo t2", () -> md.getIndexInfo(null, "public", "t2", false, true), null);
+      call(c, "getIndexInfo t2 unique", () -> md.getIndexInfo(null, "public", "t2", true, false), null);
+      call(c, "getPrimaryKeys any schema", () -> md.getPrimaryKeys(null, null, "t2"), null);
       call(c, "getImportedKeys t", () -> md.getImportedKeys(null, "public", "t"), null);
       call(c, "getExportedKeys t", () -> md.getExportedKeys(null, "public", "t"), null);
       call(c, "getCrossReference t t2", () -> md.getCrossReference(null, "public", "t", null, "public", "t2"), null);
