@@ -150,13 +150,14 @@ func (c *srfCall) element(a, pos *expr.Expr) *expr.Expr {
 }
 
 // lockstep reports whether set-returning select item c runs in lockstep
-// with those of items: all go over the positions of one array.
+// with those of items: all go over the positions of one array (whose
+// length array_length and $vector_count agree on).
 func lockstep(items []selectItem, c *srfCall) bool {
 	if c.array == nil {
 		return false
 	}
 	for _, it := range items {
-		if it.srf != nil && (it.srf.array == nil || !sameExpr(it.srf.array, c.array) || !sameExpr(it.srf.extra[0], c.extra[0])) {
+		if it.srf != nil && (it.srf.array == nil || !sameExpr(it.srf.array, c.array)) {
 			return false
 		}
 	}
