@@ -72,7 +72,7 @@ public class Meta {
         st.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT NOT NULL, price DECIMAL(10,2), d DATE)");
         st.execute("INSERT INTO t VALUES (1, 'a', 1.50, DATE '2024-01-02'), (2, 'b', NULL, NULL)");
         st.execute("CREATE VIEW v AS SELECT id, name FROM t");
-        st.execute("CREATE TABLE t2 (a BIGINT, b TEXT, n BIGINT DEFAULT 7, s TEXT DEFAULT 'x', PRIMARY KEY (b, a))");
+        st.execute("CREATE TABLE t2 (a BIGINT, b TEXT, n BIGINT DEFAULT 7, s TEXT DEFAULT 'x', ts TIMESTAMP, ok BOOLEAN, f DOUBLE PRECISION, PRIMARY KEY (b, a))");
       }
       DatabaseMetaData md = c.getMetaData();
       System.out.println("== product");
