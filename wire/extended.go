@@ -230,6 +230,15 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	return nil
 }
 
+// setOrigins names in rd the table column each column reads, where known.
+func setOrigins(rd *pgproto3.RowDescription, origins []sql.ColumnOrigin) {
+	for i, o := range origins {
+		if i < len(rd.Fields) && o.Table > 0 {
+			rd.Fields[i].TableOID, rd.Fields[i].TableAttributeNumber = uint32(o.Table), uint16(o.Column)
+		}
+	}
+}
+
 // describeRows sends RowDescription, or NoData for a statement without rows.
 // origins, where known, name the table column each column reads.
 func (c *conn) describeRows(schema types.Schema, formats []int16, origins []sql.ColumnOrigin) {
@@ -241,11 +250,7 @@ func (c *conn) describeRows(schema types.Schema, formats []int16, origins []sql.
 	for i := range formats {
 		rd.Fields[i].Format = formats[i]
 	}
-	for i, o := range origins {
-		if i < len(rd.Fields) && o.Table > 0 {
-			rd.Fields[i].TableOID, rd.Fields[i].TableAttributeNumber = uint32(o.Table), uint16(o.Column)
-		}
-	}
+	setOrigins(rd, origins)
 	c.send(rd)
 }
 
