@@ -91,6 +91,8 @@ public class Meta {
       call(c, "getTables t%", () -> md.getTables(null, "public", "t%", new String[]{"TABLE"}), null);
       call(c, "getColumns public", () -> md.getColumns(null, "public", "%", "%"), null);
       call(c, "getColumns t na%", () -> md.getColumns(null, "public", "t", "na%"), null);
+      call(c, "getTables null pattern", () -> md.getTables(null, "public", null, null), null);
+      call(c, "getColumns null pattern", () -> md.getColumns(null, "public", "v", null), null);
       call(c, "getColumns t", () -> md.getColumns(null, "public", "t", "%"), null);
       call(c, "getColumns v", () -> md.getColumns(null, "public", "v", "%"), null);
       call(c, "getPrimaryKeys t", () -> md.getPrimaryKeys(null, "public", "t"), null);
