@@ -126,6 +126,9 @@ func (s *Session) catalogTables() []catalogTable {
 	var out []catalogTable
 	for _, name := range sql.SystemTableNames() {
 		schema, table, _ := strings.Cut(name, ".")
+		if sql.SystemFunctionTables[table] {
+			continue
+		}
 		t, _ := sql.SystemTable(schema, table)
 		ct := catalogTable{oid: sql.SystemOID(name), schema: schema, name: table, columns: t.Columns, kind: "r"}
 		ct.nsp = sql.PgCatalogOID
@@ -157,6 +160,9 @@ func (s *Session) catalogTables() []catalogTable {
 
 // systemRows returns the rows of system table name.
 func (s *Session) systemRows(name string) []row {
+	if rows, ok := s.pgjdbcRows(name); ok { // pgjdbc.go
+		return rows
+	}
 	switch name {
 	case "pg_catalog.pg_namespace":
 		return []row{
@@ -322,6 +328,9 @@ func (s *Session) pgClass() []row {
 		r := row{"oid": t.oid, "relname": t.name, "relnamespace": t.nsp, "relowner": sql.SuperuserOID,
 			"relpersistence": "p", "relkind": t.kind, "relnatts": len(t.columns), "relhasindex": len(t.key) > 0,
 			"relispopulated": true, "relreplident": "d", "reltuples": -1.0}
+		if t.nsp == sql.PublicOID {
+			r["reltype"] = rowTypeOID(t.oid) // pgjdbc.go
+		}
 		if t.kind == "r" {
 			r["relam"], r["relfilenode"] = 2, t.oid
 		} else {
@@ -332,7 +341,8 @@ func (s *Session) pgClass() []row {
 			idx := sql.PrimaryKeyIndexOID(t.oid)
 			rows = append(rows, row{"oid": idx, "relname": t.name + "_pkey", "relnamespace": t.nsp,
 				"relowner": sql.SuperuserOID, "relam": 403, "relfilenode": idx, "relpersistence": "p", "relkind": "i",
-				"relnatts": len(t.key), "relispopulated": true, "relreplident": "n", "reltuples": -1.0})
+				"relnatts": len(t.key), "relispopulated": true, "relreplident": "n",
+				"reltuples": 0.0, "relpages": 1}) // an index built on an empty table: its metapage (pgjdbc's getIndexInfo)
 		}
 	}
 	return rows
@@ -553,6 +563,14 @@ func sqlLiteral(v types.Value) string {
 		return text
 	case types.Bool:
 		return text
+	}
+	switch v.Type.ID { // FormatValue's SQL literal, without its quotes and keyword
+	case types.String:
+		text = v.Str
+	case types.Date:
+		text = string(types.AppendDate(nil, v.Int))
+	case types.Timestamp:
+		text = string(types.AppendTimestamp(nil, v.Int))
 	}
 	return "'" + strings.ReplaceAll(text, "'", "''") + "'::" + expr.FormatType(sql.PgTypeOID(v.Type), -1)
 }

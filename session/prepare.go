@@ -30,6 +30,9 @@ type Prepared struct {
 	// Schema is the columns the statement returns, nil for a statement without
 	// rows.
 	Schema types.Schema
+	// Origins are the table columns Schema's columns read as they are, for
+	// the RowDescription (pgjdbc's ResultSetMetaData.getTableName).
+	Origins []sql.ColumnOrigin
 }
 
 // Prepare parses query, which must hold at most one statement, and binds it to
@@ -111,6 +114,9 @@ func (s *Session) prepare(_ context.Context, query string, declared []types.Type
 		}
 	}
 	p.Schema = s.schemaOf(stmt)
+	if q, ok := stmt.(*sql.Query); ok {
+		p.Origins = sql.ColumnOrigins(q.Plan)
+	}
 	return p, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/sql"
 )
 
 // Result is the outcome of one statement.
@@ -29,6 +30,9 @@ type Result struct {
 	// none. DropAllPrepared (DEALLOCATE ALL, DISCARD ALL) drops them all.
 	DropPrepared    string
 	DropAllPrepared bool
+	// Origins, for a query, are the table columns its columns read as they
+	// are (sql.ColumnOrigins), for the RowDescription.
+	Origins []sql.ColumnOrigin
 }
 
 // Warning is a WARNING for the client.

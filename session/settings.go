@@ -75,6 +75,8 @@ var paramList = []*param{
 	{name: "lc_numeric", def: "C", check: checkCLocale, desc: "Sets the locale for formatting numbers."},
 	{name: "lc_time", def: "C", check: checkCLocale, desc: "Sets the locale for formatting date and time values."},
 	{name: "max_identifier_length", def: "63", fixed: true, desc: "Shows the maximum identifier length."},
+	// pgjdbc's getImportedKeys and getExportedKeys read it from pg_settings.
+	{name: "max_index_keys", def: "32", fixed: true, desc: "Shows the maximum number of index keys."},
 	// Hummer keeps passwords as SCRAM-SHA-256 verifiers only; psql's
 	// \password reads this to hash the password it sends.
 	{name: "password_encryption", def: "scram-sha-256", fixed: true,

@@ -107,7 +107,7 @@ func (s *Session) query(ctx context.Context, q *sql.Query, text string) (*Result
 	}
 	pins.holdUntil(job)
 	rows.start(s.e.jm, job)
-	return &Result{Tag: "SELECT", Rows: rows}, nil
+	return &Result{Tag: "SELECT", Rows: rows, Origins: sql.ColumnOrigins(q.Plan)}, nil
 }
 
 // refuseUnbounded refuses a query that would wait for the end of a stream.

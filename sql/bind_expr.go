@@ -373,6 +373,9 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 	if e, ok, err := b.dateArith(n, fn, l, r); ok {
 		return e, err
 	}
+	if e, ok, err := b.bindBitOp(n, fn, l, r); ok { // bind_pgjdbc.go
+		return e, err
+	}
 	return b.call(n, fn, l, r)
 }
 

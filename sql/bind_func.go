@@ -36,6 +36,9 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		}
 		return nil, b.errorf(ErrUnsupported, n, "set-returning functions are not allowed in %s", ctx.where())
 	}
+	if e, ok, err := b.bindRecordField(ctx, n); ok { // bind_pgjdbc.go
+		return e, err
+	}
 	if e, ok, err := b.bindPgFunc(ctx, n); ok {
 		return e, err
 	}

@@ -118,8 +118,9 @@ func (b *binder) lateralDomain(ext *scope, at, k int, d Plan) (Plan, error) {
 	p = &Unnest{Input: p, Col: k, Func: "generate_series", Hi: k + 1, Step: k + 2, Outer: true, Out: wide}
 	cols, out := columnsOf(wide[:k+1]), wide[:k+1]
 	if unnest {
-		// The element at each position.
-		elem := expr.Call("array_get", types.StringType, shiftColumns(bound[0], 0), cols[k])
+		// The element at each position (in order: a vector's subscripts
+		// start at 0, exec/expr/pgjdbc.go).
+		elem := expr.Call("$vector_elem", types.StringType, shiftColumns(bound[0], 0), cols[k])
 		cols, out = append(cols, elem), append(append(types.Schema{}, out...), types.Field{Name: "$element", Type: types.StringType})
 	}
 	p = &Project{Input: p, Exprs: cols, Out: out}

@@ -150,6 +150,9 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 		}
 		return b.oidNames(n, x, names, "oid")
 	case "pg_get_constraintdef", "pg_get_indexdef":
+		if name == "pg_get_indexdef" && len(args) > 1 {
+			return b.bindIndexColumnDef(n, args) // bind_pgjdbc.go
+		}
 		if cat != nil {
 			for _, t := range cat.Tables() {
 				if len(t.PrimaryKey) == 0 {

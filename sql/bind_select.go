@@ -29,6 +29,9 @@ type srfCall struct {
 	fn, sep string
 	extra   []*expr.Expr
 	array   *expr.Expr
+	// elem, for an array's, is the item's value at a position of the array
+	// (nil: the element there, unnest's); bind_pgjdbc.go.
+	elem func(array, pos *expr.Expr) *expr.Expr
 }
 
 // bindQuery binds a SELECT into a plan, in PostgreSQL's order of evaluation:
@@ -266,7 +269,7 @@ func (b *binder) bindSelectList(ctx *exprCtx, fields []*ast.SelectField) ([]sele
 		}
 		name := b.aliasName(f.AsName.O)
 		if srf != nil {
-			if nsrf++; nsrf > 1 {
+			if nsrf++; nsrf > 1 && !lockstep(items, srf) {
 				return nil, b.errorf(ErrUnsupported, f.Expr, "only one set-returning function per select list is supported")
 			}
 			if name == "" {
@@ -311,6 +314,11 @@ func (b *binder) bindSRF(ctx *exprCtx, n ast.ExprNode) (*srfCall, *expr.Expr, er
 		n = p.Expr
 	}
 	f, ok := n.(*ast.FuncCallExpr)
+	if ok {
+		if call, e, ok, err := b.bindExpandArray(ctx, f); ok { // bind_pgjdbc.go
+			return call, e, err
+		}
+	}
 	if !ok || !srfNames[f.FnName.L] || f.FnName.L == "string_split" {
 		return nil, nil, nil
 	}
@@ -569,8 +577,8 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 		}
 		exprs = append(exprs, it.e)
 		out = append(out, types.Field{Name: it.name, Type: it.e.Type})
-		if it.srf != nil {
-			srf = i
+		if it.srf != nil && srf < 0 {
+			srf = i // the first; any other runs in lockstep with it (lockstep)
 		}
 	}
 	for _, h := range hidden {
@@ -593,9 +601,15 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 		top = &Unnest{Input: top, Col: srf, Func: "generate_series", Hi: n, Step: n + 1, Out: wide}
 		cols := columnsOf(wide[:n])
 		if call.array != nil {
-			// The element at each position of the array.
-			cols[srf] = expr.Call("array_get", types.StringType, expr.Column(n+2, types.StringType, "$array"), cols[srf])
-			out[srf].Type = types.StringType
+			// The element at each position of the array (or what the item
+			// makes of it).
+			pos, arr := cols[srf], expr.Column(n+2, types.StringType, "$array")
+			for j, it := range items {
+				if it.srf != nil {
+					cols[j] = it.srf.element(arr, pos)
+					out[j].Type = cols[j].Type
+				}
+			}
 		}
 		top = &Project{Input: top, Exprs: cols, Out: out}
 	} else if srf >= 0 {

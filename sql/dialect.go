@@ -98,6 +98,30 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteSubscripts,
 	},
 	{
+		name:  "(x).field",
+		users: "(information_schema._pg_expandarray(i.indkey)).n, (result.keys).x (pgjdbc's getPrimaryKeys, getIndexInfo)",
+		reads: "record_field((information_schema._pg_expandarray(i.indkey)), 'n'), record_field((result.keys), 'x')",
+		apply: rewriteFieldSelection,
+	},
+	{
+		name:  "MySQL's reserved words as names",
+		users: "information_schema._pg_expandarray(i.indkey) AS KEYS, result.KEYS",
+		reads: "... AS \"keys\", result.\"keys\" (KEYS, KEY, INDEX, RANGE after AS or a table's dot)",
+		apply: rewriteReservedNames,
+	},
+	{
+		name:  "<> ALL (array)",
+		users: "word <> ALL ('{a,abs}'::text[]) (pgjdbc's getSQLKeywords)",
+		reads: "(array_position('{a,abs}'::text[], word) IS NULL)",
+		apply: rewriteAllArrayValue,
+	},
+	{
+		name:  "FROM pg_get_keywords()",
+		users: "FROM pg_catalog.pg_get_keywords()",
+		reads: "FROM pg_catalog.pg_get_keywords (a system table of the function's rows)",
+		apply: rewriteTableFunctions,
+	},
+	{
 		name:  "generate_series in FROM",
 		users: "FROM generate_series(1, 3) AS s, t; FROM pg_catalog.generate_series(0, n) s (k); FROM unnest(a) x",
 		reads: "FROM (SELECT generate_series(1, 3) AS s) AS s, t; FROM (SELECT generate_series(0, n) AS k) AS s; FROM (SELECT unnest(a) AS x) AS x",

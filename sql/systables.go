@@ -121,7 +121,14 @@ var systemColumns = map[string]string{
 	"information_schema.key_column_usage": "constraint_catalog name, constraint_schema name, constraint_name name, " +
 		"table_catalog name, table_schema name, table_name name, column_name name, ordinal_position int4, " +
 		"position_in_unique_constraint int4",
+	// A set-returning function's rows, as a table (SystemFunctionTables).
+	"pg_catalog.pg_get_keywords": "word text, catcode char, barelabel bool, catdesc text, baredesc text",
 }
+
+// SystemFunctionTables are the system tables that stand for PostgreSQL's
+// set-returning functions of no arguments (the dialect layer turns FROM
+// pg_get_keywords() into FROM pg_get_keywords); pg_class does not list them.
+var SystemFunctionTables = map[string]bool{"pg_get_keywords": true}
 
 // systemTables are the system tables by qualified name, built once from
 // systemColumns.
@@ -207,6 +214,7 @@ var wellKnownOIDs = map[string]int64{
 	"pg_catalog.pg_class": 1259, "pg_catalog.pg_database": 1262, "pg_catalog.pg_namespace": 2615,
 	"pg_catalog.pg_constraint": 2606, "pg_catalog.pg_index": 2610, "pg_catalog.pg_description": 2609,
 	"pg_catalog.pg_attrdef": 2604, "pg_catalog.pg_am": 2601, "pg_catalog.pg_collation": 3456,
+	"pg_catalog.pg_get_keywords": 1686, // the function's oid, so that no other table's moves
 }
 
 // systemOIDs are the system tables' oids: the well-known ones, then 12000

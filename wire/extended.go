@@ -11,6 +11,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/session"
+	"github.com/hummer-db/hummer/sql"
 )
 
 // This file is the extended query protocol: Parse, Bind, Describe, Execute, Close,
@@ -218,19 +219,29 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 			return protoErrorf("26000", "prepared statement %q does not exist", m.Name)
 		}
 		c.send(&pgproto3.ParameterDescription{ParameterOIDs: st.paramOIDs})
-		c.describeRows(st.prep.Schema, nil)
+		c.describeRows(st.prep.Schema, nil, st.prep.Origins)
 		return nil
 	}
 	p := c.portals[m.Name]
 	if p == nil {
 		return protoErrorf("34000", "portal %q does not exist", m.Name)
 	}
-	c.describeRows(p.stmt.prep.Schema, p.formats)
+	c.describeRows(p.stmt.prep.Schema, p.formats, p.stmt.prep.Origins)
 	return nil
 }
 
+// setOrigins names in rd the table column each column reads, where known.
+func setOrigins(rd *pgproto3.RowDescription, origins []sql.ColumnOrigin) {
+	for i, o := range origins {
+		if i < len(rd.Fields) && o.Table > 0 {
+			rd.Fields[i].TableOID, rd.Fields[i].TableAttributeNumber = uint32(o.Table), uint16(o.Column)
+		}
+	}
+}
+
 // describeRows sends RowDescription, or NoData for a statement without rows.
-func (c *conn) describeRows(schema types.Schema, formats []int16) {
+// origins, where known, name the table column each column reads.
+func (c *conn) describeRows(schema types.Schema, formats []int16, origins []sql.ColumnOrigin) {
 	if schema == nil {
 		c.send(&pgproto3.NoData{})
 		return
@@ -239,6 +250,7 @@ func (c *conn) describeRows(schema types.Schema, formats []int16) {
 	for i := range formats {
 		rd.Fields[i].Format = formats[i]
 	}
+	setOrigins(rd, origins)
 	c.send(rd)
 }
 

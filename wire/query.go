@@ -153,7 +153,9 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 	if len(schema) > math.MaxUint16 {
 		return fmt.Errorf("wire: result has %d columns, the protocol allows %d", len(schema), math.MaxUint16)
 	}
-	c.send(rowDescription(schema))
+	rd := rowDescription(schema)
+	setOrigins(rd, r.Origins)
+	c.send(rd)
 	var rows int64
 	if er, ok := r.Rows.(session.EncodingRows); ok && er.EncodeWith(encoderFor(len(schema), nil)) {
 		sent, err := c.sendEncodedRows(ctx, er)

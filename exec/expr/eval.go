@@ -134,7 +134,7 @@ func kernelFor(name string) (kernel, kernelMode) {
 	case "tumble_start", "tumble_end":
 		return evalTumble, literalArgs
 	}
-	return nil, rowsArgs
+	return pgjdbcKernelFor(name) // pgjdbc.go
 }
 
 func eval(e *Expr, b arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {

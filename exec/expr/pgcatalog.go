@@ -181,6 +181,10 @@ func evalArrayUpper(c *call) (arrow.Array, error) {
 			continue
 		}
 		n := len(parseArray(string(in.row(i))))
+		v, vector := vectorOf(string(in.row(i))) // pgjdbc.go
+		if vector {
+			n = len(v)
+		}
 		if dim.at(i) != 1 || n == 0 {
 			if valid == nil {
 				valid = newBitmap(c.mem, c.n)
@@ -191,6 +195,9 @@ func evalArrayUpper(c *call) (arrow.Array, error) {
 			continue
 		}
 		out[i] = int64(n)
+		if vector && c.e.Func == "array_upper" {
+			out[i]-- // a vector's subscripts start at 0
+		}
 	}
 	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
 }
@@ -382,8 +389,11 @@ func evalArrayGet(c *call) (arrow.Array, error) {
 	var out *memory.Buffer
 	for i := range c.n {
 		if validAt(valid, i) {
-			es := parseArray(string(arr.row(i)))
-			if k := idx.at(i); k >= 1 && k <= int64(len(es)) && es[k-1] != nil {
+			es, k := parseArray(string(arr.row(i))), idx.at(i)
+			if v, ok := vectorOf(string(arr.row(i))); ok {
+				es, k = v, k+1 // a vector's subscripts start at 0 (pgjdbc.go)
+			}
+			if k >= 1 && k <= int64(len(es)) && es[k-1] != nil {
 				sb.write([]byte(*es[k-1]))
 			} else {
 				if out == nil {
