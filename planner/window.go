@@ -29,20 +29,67 @@ func windowEndKey(p *sql.Aggregate) int {
 }
 
 // windowEnd reports whether column col of p's output is the end of a window
-// of a column with a watermark.
+// of a column with a watermark: tumble_end(ts, size), a window's start plus a
+// constant (a hopping window's), or a series of window ends from
+// cumulate_first_end(ts, ...) (a cumulating window's).
 func windowEnd(p sql.Plan, col int) bool {
 	switch p := p.(type) {
 	case *sql.Project:
 		e := p.Exprs[col]
-		if e.Kind == expr.KindColumn {
+		switch {
+		case e.Kind == expr.KindColumn:
 			return windowEnd(p.Input, e.Col)
+		case windowCall(p.Input, e, "tumble_end"):
+			return true
+		case e.Kind == expr.KindCall && e.Func == "$add_micros" && len(e.Args) == 2 && e.Args[0].Kind == expr.KindColumn &&
+			e.Args[1].Kind == expr.KindLiteral && !e.Args[1].Value.Null && e.Args[1].Value.Int > 0:
+			return windowStart(p.Input, e.Args[0].Col)
 		}
-		return e.Kind == expr.KindCall && e.Func == "tumble_end" && len(e.Args) == 2 &&
-			e.Args[0].Kind == expr.KindColumn && eventTime(p.Input, e.Args[0].Col)
 	case *sql.Filter:
 		return windowEnd(p.Input, col)
+	case *sql.Unnest:
+		if col != p.Col {
+			return windowEnd(p.Input, col)
+		}
+		return p.Func == "generate_series" && seriesOf(p, "cumulate_first_end")
 	}
 	return false
+}
+
+// windowStart reports whether column col of p's output is the start of a
+// window of a column with a watermark: tumble_start(ts, size), or a series of
+// window starts from hop_first(ts, ...).
+func windowStart(p sql.Plan, col int) bool {
+	switch p := p.(type) {
+	case *sql.Project:
+		e := p.Exprs[col]
+		if e.Kind == expr.KindColumn {
+			return windowStart(p.Input, e.Col)
+		}
+		return windowCall(p.Input, e, "tumble_start")
+	case *sql.Filter:
+		return windowStart(p.Input, col)
+	case *sql.Unnest:
+		if col != p.Col {
+			return windowStart(p.Input, col)
+		}
+		return p.Func == "generate_series" && seriesOf(p, "hop_first")
+	}
+	return false
+}
+
+// seriesOf reports whether the series of u starts at fn(ts, ...), ts a
+// column with a watermark.
+func seriesOf(u *sql.Unnest, fn string) bool {
+	in, ok := u.Input.(*sql.Project)
+	return ok && windowCall(in.Input, in.Exprs[u.Col], fn)
+}
+
+// windowCall reports whether e is fn(ts, ...) with ts a column of input with
+// a watermark.
+func windowCall(input sql.Plan, e *expr.Expr, fn string) bool {
+	return e.Kind == expr.KindCall && e.Func == fn && len(e.Args) >= 2 &&
+		e.Args[0].Kind == expr.KindColumn && eventTime(input, e.Args[0].Col)
 }
 
 // eventTime reports whether column col of p's output is a table's column
@@ -65,6 +112,8 @@ func eventTime(p sql.Plan, col int) bool {
 		}
 	case *sql.Filter:
 		return eventTime(p.Input, col)
+	case *sql.Unnest:
+		return col != p.Col && eventTime(p.Input, col)
 	}
 	return false
 }

@@ -387,6 +387,14 @@ func (b *binder) bindGenerateSeries(ctx *exprCtx, f *ast.FuncCallExpr) (*srfCall
 		if err != nil {
 			return nil, nil, err
 		}
+		args[i] = e
+	}
+	// A series of timestamps, step in microseconds: the windows of a hopping
+	// window table function (dialect_window.go).
+	if len(f.Args) == 3 && args[0].Type.ID == types.Timestamp && args[1].Type.ID == types.Timestamp && args[2].Type.ID == types.Int64 {
+		return &srfCall{fn: "generate_series", extra: args[1:]}, args[0], nil
+	}
+	for i, e := range args {
 		if e.Type.ID != types.Int64 && e.Type.ID != types.Null {
 			return nil, nil, b.errorf(ErrUnknownFunction, f, "function generate_series(%s) is not supported: its arguments must be integers", e.Type)
 		}
@@ -591,7 +599,7 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 		// columns, for the series only.
 		call := items[srf].srf
 		n := len(exprs)
-		wide := append(append(types.Schema{}, out...), types.Field{Name: "$hi", Type: types.Int64Type}, types.Field{Name: "$step", Type: types.Int64Type})
+		wide := append(append(types.Schema{}, out...), types.Field{Name: "$hi", Type: call.extra[0].Type}, types.Field{Name: "$step", Type: types.Int64Type})
 		wideExprs := append(append([]*expr.Expr{}, exprs...), call.extra...)
 		if call.array != nil {
 			wide = append(wide, types.Field{Name: "$array", Type: types.StringType})

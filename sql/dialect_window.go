@@ -16,9 +16,12 @@ import (
 // in FROM. rewriteWindows gives it calls of tumble_start(ts, n) and
 // tumble_end(ts, n), n the window's size in microseconds: the group window
 // groups by both (the same groups as by either), and the table function is a
-// derived table adding both to the table's columns. A window's size may be
-// written INTERVAL '10' SECOND, INTERVAL 10 SECOND, INTERVAL '10 SECONDS' or
-// '10 SECOND'. HOP, CUMULATE and SESSION are not rewritten yet.
+// derived table adding both to the table's columns. HOP and CUMULATE table
+// functions put a row in every window that holds it, a series of window
+// starts (or ends) per row. A window's size may be written INTERVAL '10'
+// SECOND, INTERVAL 10 SECOND, INTERVAL '10 SECONDS' or '10 SECOND'. The
+// group-window forms of HOP and SESSION, and the SESSION table function, are
+// not rewritten yet.
 
 func rewriteWindows(stmt []token, _ *dialectFacts) []token {
 	for i := 0; i < len(stmt); i++ {
@@ -60,7 +63,7 @@ func rewriteWindows(stmt []token, _ *dialectFacts) []token {
 // isTVF reports whether TABLE( at open is a window table function: TABLE(TUMBLE(TABLE ...
 func isTVF(stmt []token, open int) bool {
 	fn := nextWord(stmt, open+1)
-	if fn < 0 || !stmt[fn].is("TUMBLE") {
+	if fn < 0 || !stmt[fn].is("TUMBLE") && !stmt[fn].is("HOP") && !stmt[fn].is("CUMULATE") {
 		return false
 	}
 	p := nextWord(stmt, fn+1)
@@ -78,7 +81,8 @@ func rewriteWindowTable(stmt []token, at, open int) ([]token, bool) {
 	fn := nextWord(stmt, open+1)
 	fopen := nextWord(stmt, fn+1)
 	args, fclose, ok := callArgs(stmt, fopen)
-	if !ok || closing < 0 || nextWord(stmt, fclose+1) != closing || len(args) != 3 {
+	kind := strings.ToLower(stmt[fn].text)
+	if want := map[string]int{"tumble": 3, "hop": 4, "cumulate": 4}[kind]; !ok || closing < 0 || nextWord(stmt, fclose+1) != closing || len(args) != want {
 		return nil, false
 	}
 	// TABLE t
@@ -92,16 +96,32 @@ func rewriteWindowTable(stmt []token, at, open int) ([]token, bool) {
 		return nil, false
 	}
 	ts := tokensText(trimBlanks(d[2 : len(d)-1]))
-	size, ok := intervalMicros(args[2])
-	if !ok {
-		return nil, false
+	var sizes []string
+	for _, a := range args[2:] {
+		size, ok := intervalMicros(a)
+		if !ok {
+			return nil, false
+		}
+		sizes = append(sizes, size)
 	}
 	alias := table
 	end := closing + 1
 	if k := nextWord(stmt, end); k >= 0 && (stmt[k].is("AS") || isName(stmt[k]) && !isKeywordAfterTable(stmt[k])) {
 		alias = "" // the user's alias follows
 	}
-	text := "(SELECT *, tumble_start(" + ts + ", " + size + ") AS window_start, tumble_end(" + ts + ", " + size + ") AS window_end FROM " + table + ")"
+	var text string
+	switch size := sizes[len(sizes)-1]; kind {
+	case "tumble":
+		text = "(SELECT *, tumble_start(" + ts + ", " + size + ") AS window_start, tumble_end(" + ts + ", " + size + ") AS window_end FROM " + table + ")"
+	case "hop": // HOP(TABLE t, DESCRIPTOR(ts), slide, size): a row in each window that holds it
+		slide := sizes[0]
+		text = "(SELECT *, window_start + INTERVAL " + size + " MICROSECOND AS window_end FROM (SELECT *, generate_series(hop_first(" + ts + ", " + slide + ", " + size +
+			"), tumble_start(" + ts + ", " + slide + "), " + slide + ") AS window_start FROM " + table + ") AS " + table + ")"
+	case "cumulate": // CUMULATE(TABLE t, DESCRIPTOR(ts), step, size): windows from each size's start, growing by step
+		step := sizes[0]
+		text = "(SELECT *, generate_series(cumulate_first_end(" + ts + ", " + step + ", " + size + "), tumble_end(" + ts + ", " + size + "), " + step +
+			") AS window_end FROM (SELECT *, tumble_start(" + ts + ", " + size + ") AS window_start FROM " + table + ") AS " + table + ")"
+	}
 	if alias != "" {
 		text += " AS " + alias
 	}

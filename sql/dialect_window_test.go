@@ -9,6 +9,10 @@ func init() {
 			"SELECT window_start, count(*) FROM (SELECT *, tumble_start(date_time, 3600000000) AS window_start, tumble_end(date_time, 3600000000) AS window_end FROM bid) AS bid GROUP BY 1"},
 		{"window functions", "SELECT * FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' SECOND)) AS w WHERE w.k > 1",
 			"SELECT * FROM (SELECT *, tumble_start(ts, 5000000) AS window_start, tumble_end(ts, 5000000) AS window_end FROM bid) AS w WHERE w.k > 1"},
+		{"window functions", "SELECT * FROM TABLE(HOP(TABLE bid, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) h",
+			"SELECT * FROM (SELECT *, window_start + INTERVAL 10000000 MICROSECOND AS window_end FROM (SELECT *, generate_series(hop_first(ts, 2000000, 10000000), tumble_start(ts, 2000000), 2000000) AS window_start FROM bid) AS bid) h"},
+		{"window functions", "SELECT * FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR))",
+			"SELECT * FROM (SELECT *, generate_series(cumulate_first_end(ts, 60000000, 3600000000), tumble_end(ts, 3600000000), 60000000) AS window_end FROM (SELECT *, tumble_start(ts, 3600000000) AS window_start FROM bid) AS bid) AS bid"},
 		// Not a window's size: left to the parser, which reports it.
 		{"window functions", "SELECT tumble_start(ts, INTERVAL '-1' SECOND) FROM t", "SELECT tumble_start(ts, INTERVAL '-1' SECOND) FROM t"},
 		{"window functions", "SELECT tumble(a) FROM t", "SELECT tumble(a) FROM t"},

@@ -131,8 +131,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalAddInterval, literalArgs
 	case "$days_between":
 		return evalDaysBetween, literalArgs
-	case "tumble_start", "tumble_end":
-		return evalTumble, literalArgs
+	case "tumble_start", "tumble_end", "hop_first", "cumulate_first_end":
+		return evalWindow, literalArgs
 	}
 	return pgjdbcKernelFor(name) // pgjdbc.go
 }

@@ -69,6 +69,8 @@ var catalog = map[string]resolver{
 	"$days_between":      fixed(types.Int64Type, types.TimestampType, types.TimestampType),
 	"tumble_start":       fixed(types.TimestampType, types.TimestampType, types.Int64Type),
 	"tumble_end":         fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"hop_first":          fixed(types.TimestampType, types.TimestampType, types.Int64Type, types.Int64Type),
+	"cumulate_first_end": fixed(types.TimestampType, types.TimestampType, types.Int64Type, types.Int64Type),
 
 	"abs": resolveNumericUnary, "round": resolveRound,
 	"floor": resolveFloorCeil, "ceil": resolveFloorCeil, "ceiling": resolveFloorCeil,

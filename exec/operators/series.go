@@ -67,11 +67,11 @@ func (o *seriesOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, out ex
 	if nc != o.out.NumFields() {
 		return fmt.Errorf("series: input has %d columns, want %d", nc, o.out.NumFields())
 	}
-	lo, ok1 := rec.Column(o.col).(*array.Int64)
-	hi, ok2 := rec.Column(o.hi).(*array.Int64)
+	lo, ok1 := int64s(rec.Column(o.col))
+	hi, ok2 := int64s(rec.Column(o.hi))
 	step, ok3 := rec.Column(o.step).(*array.Int64)
 	if !ok1 || !ok2 || !ok3 {
-		return fmt.Errorf("series: bounds and step must be bigint")
+		return fmt.Errorf("series: bounds must be bigints or timestamps, and the step a bigint")
 	}
 	var (
 		rep   []int32
@@ -86,14 +86,11 @@ func (o *seriesOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, out ex
 		cols := make([]arrow.Array, 0, nc)
 		for j := 0; j < nc; j++ {
 			if j == o.col {
-				bld := array.NewInt64Builder(o.mem)
 				valid := make([]bool, len(vals))
 				for k := range valid {
 					valid[k] = k >= len(nulls) || !nulls[k]
 				}
-				bld.AppendValues(vals, valid)
-				cols = append(cols, bld.NewArray())
-				bld.Release()
+				cols = append(cols, o.seriesArray(vals, valid))
 				continue
 			}
 			g, err := vector.GatherArray(o.mem, rec.Column(j), rep)
@@ -142,6 +139,46 @@ func (o *seriesOp) ProcessBatch(ctx context.Context, _ int, b exec.Batch, out ex
 	}
 	return flush()
 }
+
+// seriesArray makes the series column, of the output's type (bigint or
+// timestamp).
+func (o *seriesOp) seriesArray(vals []int64, valid []bool) arrow.Array {
+	if dt, ok := o.out.Field(o.col).Type.(*arrow.TimestampType); ok {
+		bld := array.NewTimestampBuilder(o.mem, dt)
+		defer bld.Release()
+		bld.Reserve(len(vals))
+		for k, v := range vals {
+			if valid[k] {
+				bld.UnsafeAppend(arrow.Timestamp(v))
+			} else {
+				bld.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		return bld.NewArray()
+	}
+	bld := array.NewInt64Builder(o.mem)
+	defer bld.Release()
+	bld.AppendValues(vals, valid)
+	return bld.NewArray()
+}
+
+// int64s reads a bigint or timestamp array as its int64 values.
+func int64s(a arrow.Array) (interface {
+	IsNull(int) bool
+	Value(int) int64
+}, bool) {
+	switch a := a.(type) {
+	case *array.Int64:
+		return a, true
+	case *array.Timestamp:
+		return timestamps{a}, true
+	}
+	return nil, false
+}
+
+type timestamps struct{ *array.Timestamp }
+
+func (t timestamps) Value(i int) int64 { return int64(t.Timestamp.Value(i)) }
 
 // markNull records that output row k (of the batch being built) is NULL.
 func (o *seriesOp) markNull(nulls []bool, k int) []bool {
