@@ -172,6 +172,13 @@ type errorDetailer interface {
 	ErrorDetail() string
 }
 
+// errorContexter is implemented by errors with a CONTEXT line for the client
+// (the COPY line a bad value is on), which their message then leaves out.
+type errorContexter interface {
+	ErrorMessage() string
+	ErrorContext() string
+}
+
 // errorResponse builds the ErrorResponse for a statement that failed with err.
 func errorResponse(err error) (resp *pgproto3.ErrorResponse, internal bool) {
 	code, msg, pos, internal := pgErrorFields(err)
@@ -185,6 +192,10 @@ func errorResponse(err error) (resp *pgproto3.ErrorResponse, internal bool) {
 	var d errorDetailer
 	if errors.As(err, &d) && !internal {
 		resp.Detail = d.ErrorDetail()
+	}
+	var ec errorContexter
+	if errors.As(err, &ec) && !internal && ec.ErrorContext() != "" {
+		resp.Message, resp.Where = ec.ErrorMessage(), ec.ErrorContext()
 	}
 	return resp, internal
 }
