@@ -134,7 +134,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 	return session.Open(session.Config{
 		DataDir:      dataDir,
 		Registry:     reg,
-		Validate:     connectors.Validate,
+		Validate:     connectors.ValidateLocal, // its own TaskManagers read the files
 		Unbounded:    connectors.Unbounded,
 		EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert:       connectors.Upsert,
@@ -164,7 +164,7 @@ func serve(args []string) error {
 	}
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
-		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
+		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
 	})
@@ -264,6 +264,8 @@ func jobManager(args []string) error {
 	log.Info("jobmanager accepting TaskManagers", "rpc-addr", rpcLn.Addr().String())
 
 	reg, tables := newRegistry()
+	// Validate, not ValidateLocal: a file table's file is where the
+	// TaskManagers run, which need not be here.
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
 		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, Retracts: connectors.Retracts, JobManager: jm, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
