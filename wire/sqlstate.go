@@ -74,6 +74,7 @@ var sentinelCodes = []struct {
 	{sql.ErrDuplicateColumn, "42701"},        // duplicate_column
 	{sql.ErrInvalidColumnReference, "42P10"}, // invalid_column_reference
 	{sql.ErrWrongObjectType, "42809"},        // wrong_object_type
+	{sql.ErrObjectState, "55000"},            // object_not_in_prerequisite_state
 	{expr.ErrUnknownFunction, "42883"},       // undefined_function
 	{expr.ErrArgumentType, "42883"},          // undefined_function: no such signature
 	{expr.ErrDivisionByZero, "22012"},        // division_by_zero
