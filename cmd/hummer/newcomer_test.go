@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,4 +150,70 @@ func pgError(err error) *pgconn.PgError {
 		return pe
 	}
 	return nil
+}
+
+// TestSQLCommand: `hummer sql -f -` runs a script from standard input one
+// statement at a time, stops at the first error and names its line and
+// SQLSTATE; a script that does not parse runs nothing; and while a server
+// holds the data directory, hummer sql refuses it (as a second server does)
+// instead of changing the catalog under the server.
+func TestSQLCommand(t *testing.T) {
+	bin := buildHummer(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	run := func(stdin string, args ...string) (stdout, stderr string, err error) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"sql", "--data-dir", dir}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err = cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+
+	script := "CREATE TABLE t (a BIGINT);\nINSERT INTO t VALUES (1), (2);\n\nSELECT a,\n       nope\n  FROM t;\nINSERT INTO t VALUES (3);\n"
+	stdout, stderr, err := run(script, "-f", "-")
+	if err == nil {
+		t.Errorf("a failing script exited 0")
+	}
+	if stdout != "CREATE TABLE\nINSERT 0 2\n" {
+		t.Errorf("stdout:\n%s\nwant the two statements before the failing one", stdout)
+	}
+	if want := `hummer: <stdin>:5: ERROR:  column "nope" does not exist (SQLSTATE 42703)` + "\n"; stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+	// The statements before the error stayed; the one after never ran.
+	stdout, _, err = run("", "-e", "SELECT count(*) AS n FROM t")
+	if err != nil || stdout != " n \n---\n 2\n(1 row)\n\n" {
+		t.Errorf("count after the script: %v\n%q", err, stdout)
+	}
+	_, stderr, err = run("INSERT INTO t VALUES (4);\nSELEC 5;\n", "-f", "-")
+	if want := `hummer: <stdin>:2: ERROR:  syntax error at or near "SELEC" (SQLSTATE 42601)` + "\n"; err == nil || stderr != want {
+		t.Errorf("a script that does not parse: %v, stderr %q, want %q", err, stderr, want)
+	}
+	stdout, _, _ = run("SELECT count(*) AS n FROM t;", "-f", "-")
+	if stdout != " n \n---\n 2\n(1 row)\n\n" {
+		t.Errorf("a script that does not parse ran some of it: count\n%s", stdout)
+	}
+
+	// A server on the directory: hummer sql and a second server are refused.
+	addr := freeAddr(t)
+	exited := startProcess(t, bin, "serve", "--pg-addr", addr, "--data-dir", dir)
+	waitUntil(t, "the server", exited, func() bool {
+		_, err := psqlErr(addr, "SELECT 1;")
+		return err == nil
+	})
+	_, stderr, err = run("SELECT 1;", "-f", "-")
+	inUse := fmt.Sprintf("data directory %s is in use by another hummer process", dir)
+	if err == nil || !strings.Contains(stderr, inUse) {
+		t.Errorf("hummer sql beside the server: %v, stderr %q, want %q", err, stderr, inUse)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a second server that starts is killed
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "serve", "--pg-addr", freeAddr(t), "--data-dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), inUse) {
+		t.Errorf("a second server on the directory: %v\n%s", err, out)
+	}
+	if got := psql(t, addr, "SELECT count(*) FROM t;"); got != "2\n" {
+		t.Errorf("the server's count: %q", got)
+	}
 }
