@@ -75,6 +75,20 @@ func Validate(c exec.ConnectorSpec) error {
 	return fmt.Errorf("%w: %q (connectors: %s)", exec.ErrUnknownConnector, c.Connector, strings.Join(names, ", "))
 }
 
+// ValidateLocal is Validate for a process whose own tasks read the tables it
+// creates (hummer serve, hummer sql): it also checks that a file table's file
+// is there to read (file.CheckFile), so that CREATE TABLE over a missing file
+// fails at once with 58P01 rather than every later query over it.
+func ValidateLocal(c exec.ConnectorSpec) error {
+	if err := Validate(c); err != nil {
+		return err
+	}
+	if c.Connector == file.Name {
+		return file.CheckFile(c)
+	}
+	return nil
+}
+
 // EstimateRows estimates a table's rows for the planner's join order: a
 // stream's are infinite; a file's from its size (file.EstimateRows); other
 // connectors' are not known.

@@ -134,6 +134,9 @@ func (e *Engine) snapshot(ctx context.Context, name string, wait bool) ([]byte, 
 	if !ok {
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "view %s has no job keeping it (its query failed to start after a restart: see the log); DROP VIEW %s and create it again", name, name)
 	}
+	if err := stoppedView(name, job); err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	poll := 5 * time.Millisecond
 	for {
@@ -170,6 +173,26 @@ func (e *Engine) snapshot(ctx context.Context, name string, wait bool) ([]byte, 
 		}
 		time.Sleep(50 * time.Millisecond) // the job is restarting
 	}
+}
+
+// stoppedView refuses to read view name when its job was stopped (KILL):
+// the rows it kept would be answered as current while its inputs move on.
+// A job that finished (a view over bounded inputs) is read as it ended.
+func stoppedView(name string, job *jobmanager.Job) error {
+	select {
+	case <-job.Done():
+	default:
+		return nil
+	}
+	err := job.Err()
+	switch {
+	case errors.Is(err, exec.ErrJobCancelled):
+		return sql.Errorf(sql.ErrObjectState, 0, "view %s is stopped: its job %s was stopped (%v) and no longer follows its inputs; DROP VIEW %s and create it again",
+			name, job.ID, err, name)
+	case err != nil:
+		return fmt.Errorf("view %s: its job failed: %w", name, err)
+	}
+	return nil
 }
 
 // dropViews stops the views' jobs and removes them from the catalog.

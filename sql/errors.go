@@ -24,6 +24,9 @@ var (
 	ErrDuplicateColumn        = errors.New("duplicate column")         // 42701
 	ErrInvalidColumnReference = errors.New("invalid column reference") // 42P10
 	ErrWrongObjectType        = errors.New("wrong object type")        // 42809
+	// ErrObjectState: the object cannot serve the statement in its state (a
+	// view whose job was stopped).
+	ErrObjectState = errors.New("object not in prerequisite state") // 55000
 
 	ErrUnknownUser           = errors.New("unknown user")           // 42704
 	ErrDuplicateUser         = errors.New("user already exists")    // 42710

@@ -373,8 +373,11 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 		return errTerminate
 	case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute, *pgproto3.Close:
 		c.extended(msg)
-		// Replies wait for Sync or Flush, but a large output buffer goes now.
-		if len(c.out) >= flushThreshold {
+		// Replies wait for Sync or Flush, but a large output buffer goes now,
+		// and so does an error: the Flush a client may send after it is
+		// skipped with the rest up to Sync, and PostgreSQL flushes every ERROR
+		// (pg-cursor waits for it before it sends Sync).
+		if len(c.out) >= flushThreshold || c.ignoreTillSync {
 			return c.flush()
 		}
 		return c.writeErr

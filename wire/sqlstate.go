@@ -74,6 +74,7 @@ var sentinelCodes = []struct {
 	{sql.ErrDuplicateColumn, "42701"},        // duplicate_column
 	{sql.ErrInvalidColumnReference, "42P10"}, // invalid_column_reference
 	{sql.ErrWrongObjectType, "42809"},        // wrong_object_type
+	{sql.ErrObjectState, "55000"},            // object_not_in_prerequisite_state
 	{expr.ErrUnknownFunction, "42883"},       // undefined_function
 	{expr.ErrArgumentType, "42883"},          // undefined_function: no such signature
 	{expr.ErrDivisionByZero, "22012"},        // division_by_zero
@@ -172,6 +173,13 @@ type errorDetailer interface {
 	ErrorDetail() string
 }
 
+// errorContexter is implemented by errors with a CONTEXT line for the client
+// (the COPY line a bad value is on), which their message then leaves out.
+type errorContexter interface {
+	ErrorMessage() string
+	ErrorContext() string
+}
+
 // errorResponse builds the ErrorResponse for a statement that failed with err.
 func errorResponse(err error) (resp *pgproto3.ErrorResponse, internal bool) {
 	code, msg, pos, internal := pgErrorFields(err)
@@ -185,6 +193,10 @@ func errorResponse(err error) (resp *pgproto3.ErrorResponse, internal bool) {
 	var d errorDetailer
 	if errors.As(err, &d) && !internal {
 		resp.Detail = d.ErrorDetail()
+	}
+	var ec errorContexter
+	if errors.As(err, &ec) && !internal && ec.ErrorContext() != "" {
+		resp.Message, resp.Where = ec.ErrorMessage(), ec.ErrorContext()
 	}
 	return resp, internal
 }

@@ -194,6 +194,27 @@ func TestExtendedProtocolMessages(t *testing.T) {
 	if got := receive(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+
+	// An error is sent at once, as PostgreSQL flushes every ERROR: the Flush
+	// after it is skipped with the rest up to Sync, and pg-cursor waits for
+	// the error before it sends Sync. Then Sync ends the skipping.
+	fe.Send(&pgproto3.Parse{Query: "SELECT nope"})
+	fe.Send(&pgproto3.Bind{DestinationPortal: "c"})
+	fe.Send(&pgproto3.Describe{ObjectType: 'P', Name: "c"})
+	fe.Send(&pgproto3.Flush{})
+	fe.Flush()
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if msg, err := fe.Receive(); err != nil {
+		t.Errorf("no answer to a failed Parse and Flush: %v", err)
+	} else if e, ok := msg.(*pgproto3.ErrorResponse); !ok || e.Code != "42703" {
+		t.Errorf("a failed Parse and Flush: %#v, want ErrorResponse 42703", msg)
+	}
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	fe.Send(&pgproto3.Sync{})
+	fe.Flush()
+	if got := receive(); got != "" {
+		t.Errorf("Sync after the error: %s, want ReadyForQuery alone", got)
+	}
 	fe.Send(&pgproto3.Terminate{})
 	fe.Flush()
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/connectors"
@@ -38,7 +36,7 @@ const usage = `hummer — a streaming SQL engine
 
 Usage:
   hummer serve [--pg-addr 127.0.0.1:4566] [--data-dir ./hummer-data] [--init SQL] [--slots N] [security flags]
-  hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql)
+  hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql | -f -)
   hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data] [security flags]
   hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0]
                      [--network NAME=ADDR ...] [--sched-batch=false]
@@ -68,7 +66,7 @@ func main() {
 	case "serve":
 		err = serve(os.Args[2:])
 	case "sql":
-		err = runSQL(os.Args[2:], os.Stdout)
+		err = runSQL(os.Args[2:], os.Stdin, os.Stdout)
 	case "jobmanager":
 		err = jobManager(os.Args[2:])
 	case "taskmanager":
@@ -134,7 +132,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 	return session.Open(session.Config{
 		DataDir:      dataDir,
 		Registry:     reg,
-		Validate:     connectors.Validate,
+		Validate:     connectors.ValidateLocal, // its own TaskManagers read the files
 		Unbounded:    connectors.Unbounded,
 		EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert:       connectors.Upsert,
@@ -162,9 +160,14 @@ func serve(args []string) error {
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
 	}
+	unlock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
-		DataDir: *dataDir, Registry: reg, Validate: connectors.Validate, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
+		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
 	})
@@ -263,7 +266,14 @@ func jobManager(args []string) error {
 	defer ctl.Close()
 	log.Info("jobmanager accepting TaskManagers", "rpc-addr", rpcLn.Addr().String())
 
+	unlock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	reg, tables := newRegistry()
+	// Validate, not ValidateLocal: a file table's file is where the
+	// TaskManagers run, which need not be here.
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
 		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, Retracts: connectors.Retracts, JobManager: jm, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
@@ -335,56 +345,6 @@ func taskManager(args []string) error {
 	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))
 	return control.RunTaskManager(ctx, control.TaskManagerConfig{JobManager: *jmAddr, TM: tm,
 		Code: wire.SQLState, Log: log})
-}
-
-func runSQL(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sql", flag.ExitOnError)
-	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
-	stmt := fs.String("e", "", "SQL statements to run")
-	file := fs.String("f", "", "file of SQL statements to run")
-	fs.Parse(args)
-	query := *stmt
-	if *file != "" {
-		b, err := os.ReadFile(*file)
-		if err != nil {
-			return err
-		}
-		query = string(b)
-	}
-	if query == "" {
-		return errors.New("sql: give statements with -e or -f")
-	}
-	eng, err := openEngine(*dataDir, 0, slog.New(slog.DiscardHandler), nil)
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	s := eng.NewSession()
-	defer s.Close()
-	ctx := context.Background()
-	return s.Exec(ctx, query, func(r *session.Result) error {
-		if r.Rows == nil {
-			_, err := fmt.Fprintln(stdout, r.Tag)
-			return err
-		}
-		var batches []arrow.RecordBatch
-		defer func() {
-			for _, b := range batches {
-				b.Release()
-			}
-		}()
-		for {
-			b, err := r.Rows.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			batches = append(batches, b)
-		}
-		return wire.FormatTable(stdout, r.Rows.Schema(), batches)
-	})
 }
 
 // backend adapts the engine to the wire server.

@@ -191,19 +191,94 @@ func TestNodePostgres(t *testing.T) {
 	}
 }
 
+// TestNodePostgresExtras runs testdata/nodepg/extras.js, pg-cursor and
+// pg-copy-streams on node-postgres, against Hummer and compares what it
+// prints with extras.expected.json, its output against PostgreSQL 15
+// (regenerate: PGHOST=/tmp PGPORT=5433 PGUSER=postgres PGDATABASE=<db> node
+// extras.js > extras.expected.json). pg-cursor reads a named portal two rows
+// at a time with Execute and Flush, Sync only after the last read; the COPY
+// streams go both ways, in text and csv, with a bad value's error.
+func TestNodePostgresExtras(t *testing.T) {
+	if os.Getenv("HUMMER_SKIP_NODE") == "1" {
+		t.Skip("HUMMER_SKIP_NODE=1")
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (.ci/run installs Node.js and npm; HUMMER_SKIP_NODE=1 skips this test)", tool)
+		}
+	}
+	dir, err := filepath.Abs("testdata/nodepg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	npmCI(t, ctx, dir)
+	want, err := os.ReadFile(filepath.Join(dir, "extras.expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	addr := startTestServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	// A deadline well short of the context's: a server that leaves a cursor's
+	// Flush unanswered hangs the script.
+	runCtx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(runCtx, "node", "extras.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PGHOST="+host, "PGPORT="+port, "PGUSER=hummer", "PGDATABASE=hummer",
+		"PGPASSWORD=", "PGSSLMODE=disable")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node extras.js: %v\nstdout:\n%s\nstderr:\n%s", err, got, stderr.String())
+	}
+	if string(got) != string(want) {
+		t.Errorf("extras.js against Hummer differs from PostgreSQL's extras.expected.json:\n%s", lineDiff(string(want), string(got)))
+	}
+}
+
+// lineDiff shows the lines of got that differ from want's, with their line
+// numbers.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  PostgreSQL: %s\n  Hummer:     %s\n", i+1, wl, gl)
+		}
+	}
+	return b.String()
+}
+
 // npmCI installs testdata/nodepg's locked packages into its node_modules unless
-// the pinned pg is there already.
+// every pinned package is there already at its version.
 func npmCI(t *testing.T, ctx context.Context, dir string) {
 	t.Helper()
 	var pkg struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}
 	readJSON(t, filepath.Join(dir, "package.json"), &pkg)
-	var installed struct {
-		Version string `json:"version"`
+	installedAll := true
+	for name, version := range pkg.Dependencies {
+		var installed struct {
+			Version string `json:"version"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", name, "package.json"))
+		if err != nil || json.Unmarshal(b, &installed) != nil || installed.Version != version {
+			installedAll = false
+		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", "pg", "package.json")); err == nil &&
-		json.Unmarshal(b, &installed) == nil && installed.Version == pkg.Dependencies["pg"] {
+	if installedAll {
 		return
 	}
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +87,7 @@ func TestReadmeTablesExample(t *testing.T) {
 	block := readmeBlock(t, "CREATE TABLE fruit")
 	var script, want []string
 	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
-		if stmt, ok := strings.CutPrefix(line, "hummer=> "); ok {
+		if stmt, ok := strings.CutPrefix(line, "hummer=# "); ok {
 			script = append(script, stmt)
 		} else {
 			want = append(want, line)
@@ -103,5 +105,130 @@ func TestReadmeTablesExample(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
 	if len(lines) < len(want) || strings.Join(lines[len(lines)-len(want):], "\n") != strings.Join(want, "\n") {
 		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// TestReadmePsqlSession types the README's psql session into the real psql
+// in a terminal (tmux) and compares the screen with the README, prompts and
+// all. The server is `make run`'s: a docs table over data/kjv.txt. The
+// banner's psql version is the machine's, so only its server part is
+// compared; /tmp/ in the session stands for a directory of the test's own.
+func TestReadmePsqlSession(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	block := strings.Split(strings.TrimRight(readmeBlock(t, "hummer=# \\dt"), "\n"), "\n")
+	command, ok := strings.CutPrefix(block[0], "$ psql -h 127.0.0.1 -p 4566 -U hummer")
+	if !ok || command != "" {
+		t.Fatalf("the session starts with %q, want `$ psql -h 127.0.0.1 -p 4566 -U hummer`", block[0])
+	}
+	first := 0 // the first prompt
+	for first < len(block) && !strings.HasPrefix(block[first], "hummer=# ") {
+		first++
+	}
+	banner, want := block[1:first], block[first:]
+	if len(banner) != 3 || !strings.HasSuffix(banner[0], ", server 15.0 (Hummer))") || banner[1] != `Type "help" for help.` {
+		t.Errorf("the README's banner %q is not psql's", banner)
+	}
+
+	addr := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, addr)
+	kjv, err := filepath.Abs("../../data/kjv.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf("CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file://%s'", kjv))
+	conn.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tmp := t.TempDir() + "/"
+	local := func(s string) string { return strings.ReplaceAll(s, "/tmp/", tmp) }
+	host, port, _ := net.SplitHostPort(addr)
+	name := "hummer-readme-" + fmt.Sprint(os.Getpid())
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// Wide and tall enough that no line wraps and nothing scrolls away; no
+	// pager, whatever the environment says.
+	tmux("new-session", "-d", "-s", name, "-x", "250", "-y", "100",
+		fmt.Sprintf("PAGER=cat PSQL_PAGER=cat psql -X -h %s -p %s -U hummer", host, port))
+	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", name).Run() })
+	// screen is what the terminal shows from the first prompt on, each line
+	// without trailing spaces, the paths given back their README form.
+	screen := func() []string {
+		lines := strings.Split(tmux("capture-pane", "-t", name, "-p", "-J", "-S", "-"), "\n")
+		var out []string
+		for _, l := range lines {
+			l = strings.ReplaceAll(strings.TrimRight(l, " "), tmp, "/tmp/")
+			if len(out) > 0 || strings.HasPrefix(l, "hummer=#") {
+				out = append(out, l)
+			}
+		}
+		for len(out) > 0 && out[len(out)-1] == "" {
+			out = out[:len(out)-1]
+		}
+		return out
+	}
+	prompts := func(lines []string) int {
+		n := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, "hummer=#") || strings.HasPrefix(l, "hummer-#") {
+				n++
+			}
+		}
+		return n
+	}
+	typed := 0
+	for _, line := range want {
+		input, ok := strings.CutPrefix(line, "hummer=# ")
+		if !ok {
+			input, ok = strings.CutPrefix(line, "hummer-# ")
+		}
+		if !ok {
+			continue
+		}
+		// Wait for the prompt that takes this line: one more than typed so far.
+		waitScreen(t, screen, fmt.Sprintf("prompt %d", typed+1), func(s []string) bool { return prompts(s) == typed+1 })
+		// A ; that ends an argument is tmux's command separator: escape it.
+		text := local(input)
+		if strings.HasSuffix(text, ";") {
+			text = strings.TrimSuffix(text, ";") + "\\;"
+		}
+		tmux("send-keys", "-t", name, "-l", text)
+		tmux("send-keys", "-t", name, "Enter")
+		typed++
+	}
+	got := waitScreen(t, screen, "the last prompt", func(s []string) bool { return prompts(s) == typed+1 })
+	got = got[:len(got)-1] // the prompt waiting for more
+	for i := range want {
+		want[i] = strings.TrimRight(want[i], " ")
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("psql shows:\n%s\n\nthe README shows:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// waitScreen polls screen until ok holds, failing after a minute.
+func waitScreen(t *testing.T, screen func() []string, what string, ok func([]string) bool) []string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s := screen()
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s; the terminal shows:\n%s", what, strings.Join(s, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond) // polling a terminal with a deadline
 	}
 }

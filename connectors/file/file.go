@@ -5,8 +5,12 @@
 //	CREATE TABLE t (id BIGINT, name TEXT) ENGINE=file
 //	  CONNECTION='file:///data/t.csv?format=csv&header=true';
 //
-// The file need not exist when the table is created (as with PostgreSQL's
-// file_fdw); a source that cannot read it fails at Open.
+// Validate checks only the URL and options. Where the tasks that read the
+// table run in the process that creates it (hummer serve, hummer sql),
+// CREATE TABLE also checks the file with CheckFile, so that a table over a
+// missing file is refused at once (58P01); a JobManager, whose TaskManagers
+// hold the files, cannot. A source that cannot read its file (removed since)
+// fails at Open.
 //
 // Parallel reading: subtask i of n reads the lines that start in the byte range
 // (i*size/n, (i+1)*size/n] (subtask 0 also the line at offset 0), so every line is
@@ -27,8 +31,13 @@
 package file
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path"
+	"strings"
 
 	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/connectors/spec"
@@ -93,6 +102,65 @@ func Validate(c exec.ConnectorSpec) error {
 	_, err := parseConfig(c)
 	return err
 }
+
+// CheckFile checks that a valid file table's file can be read by this
+// process: it opens, and is a regular file. The error has PostgreSQL's
+// SQLSTATE for the fault (58P01 for a missing file, 42501 for one it may not
+// read, 42809 for a directory or device) and wraps exec.ErrBadInput and the
+// cause.
+func CheckFile(c exec.ConnectorSpec) error {
+	cfg, err := parseConfig(c)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(cfg.path)
+	if err != nil {
+		code := "58030" // io_error
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			code = "58P01" // undefined_file
+		case errors.Is(err, fs.ErrPermission):
+			code = "42501" // insufficient_privilege
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &fileError{code: code, err: err,
+			msg: fmt.Sprintf("could not open file \"%s\" for reading: %s", cfg.path, strerror(err))}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return &fileError{code: "58030", err: err, msg: fmt.Sprintf("could not stat file \"%s\": %s", cfg.path, strerror(err))}
+	}
+	if !st.Mode().IsRegular() {
+		return &fileError{code: "42809", err: errors.New("not a regular file"),
+			msg: fmt.Sprintf("\"%s\" is not a regular file: a file table reads one file", cfg.path)}
+	}
+	return nil
+}
+
+// strerror writes a system error as PostgreSQL's messages quote strerror:
+// capitalised ("No such file or directory").
+func strerror(err error) string {
+	s := err.Error()
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// fileError is CheckFile's error: a message as PostgreSQL words it, with its
+// SQLSTATE.
+type fileError struct {
+	code, msg string
+	err       error
+}
+
+func (e *fileError) Error() string    { return e.msg }
+func (e *fileError) SQLState() string { return e.code }
+func (e *fileError) Unwrap() []error  { return []error{exec.ErrBadInput, e.err} }
 
 // MaxParallelism returns the most subtasks that can share the reading of a file
 // table: 1 for format=csv with bad_rows=skip, whose subtask 0 reads everything

@@ -230,3 +230,35 @@ func TestCancel(t *testing.T) {
 		t.Errorf("%d batches after cancelling on the first", n)
 	}
 }
+
+// CheckFile refuses a table over a file that is not there to read, with
+// PostgreSQL's SQLSTATE and wording (COPY FROM a missing file says the same).
+func TestCheckFile(t *testing.T) {
+	dir := t.TempDir()
+	present := filepath.Join(dir, "present.txt")
+	if err := os.WriteFile(present, []byte("a line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, code, msg string
+	}{
+		{present, "", ""},
+		{filepath.Join(dir, "missing.txt"), "58P01", fmt.Sprintf(`could not open file "%s/missing.txt" for reading: No such file or directory`, dir)},
+		{dir, "42809", fmt.Sprintf(`"%s" is not a regular file: a file table reads one file`, dir)},
+	} {
+		err := CheckFile(exec.ConnectorSpec{Connector: Name, URL: "file://" + tc.path, Schema: lineSchema})
+		if tc.code == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.path, err)
+			}
+			continue
+		}
+		var se interface{ SQLState() string }
+		if !errors.As(err, &se) || se.SQLState() != tc.code || err.Error() != tc.msg || !errors.Is(err, exec.ErrBadInput) {
+			t.Errorf("%s: %v, want %s %q", tc.path, err, tc.code, tc.msg)
+		}
+	}
+	if err := CheckFile(exec.ConnectorSpec{Connector: Name, URL: "file://" + present + "?format=xml", Schema: lineSchema}); !errors.Is(err, spec.ErrBadOption) {
+		t.Errorf("a bad option: %v, want ErrBadOption", err)
+	}
+}

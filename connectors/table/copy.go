@@ -2,11 +2,13 @@ package table
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/connectors/internal/records"
+	"github.com/hummer-db/hummer/exec/expr"
 )
 
 // CopyFormat is how the data of COPY ... FROM STDIN is written, as
@@ -70,12 +72,43 @@ func NewCopyReader(tx *Tx, fields []int, defaults map[int]string, f CopyFormat) 
 // PostgreSQL's codes: 22P04 (bad_copy_file_format) for the wrong number of
 // fields, 22P02 (invalid_text_representation) for a bad value.
 type CopyError struct {
-	Code string
-	Msg  string
+	Code  string
+	Msg   string
+	Where string // PostgreSQL's CONTEXT line, if any: the COPY, line and column
 }
 
-func (e *CopyError) Error() string    { return e.Msg }
+func (e *CopyError) Error() string {
+	if e.Where != "" {
+		return e.Msg + " (" + e.Where + ")"
+	}
+	return e.Msg
+}
+
+// SQLState is the error's SQLSTATE.
 func (e *CopyError) SQLState() string { return e.Code }
+
+// ErrorMessage is the message without its context, as PostgreSQL's
+// ErrorResponse carries it.
+func (e *CopyError) ErrorMessage() string { return e.Msg }
+
+// ErrorContext is the error's CONTEXT line.
+func (e *CopyError) ErrorContext() string { return e.Where }
+
+// valueError is the error for the text b of column c that did not parse
+// (err): PostgreSQL's message and code for it where the engine's cast agrees
+// that b is bad, with the line and column as its CONTEXT.
+func (r *CopyReader) valueError(line int64, c int, b []byte, err error) error {
+	col := r.tx.c.Schema[c]
+	where := fmt.Sprintf("%s, line %d, column %s: \"%s\"", r.where(), line, col.Name, b)
+	pgErr := expr.TextInputError(col.Type, b)
+	switch {
+	case pgErr == nil:
+		return &CopyError{Code: "22P02", Msg: fmt.Sprintf("%s, line %d, column %s: %v", r.where(), line, col.Name, err)}
+	case errors.Is(pgErr, expr.ErrOutOfRange):
+		return &CopyError{Code: "22003", Msg: pgErr.Error(), Where: where}
+	}
+	return &CopyError{Code: "22P02", Msg: pgErr.Error(), Where: where}
+}
 
 // Write parses the complete records of data (and keeps the rest for the next
 // Write).
@@ -139,7 +172,8 @@ func (r *CopyReader) Close() error {
 	defer r.bb.Release()
 	if !r.ended && len(r.buf) > 0 {
 		if r.f.CSV && r.quoted {
-			return &CopyError{Code: "22P04", Msg: fmt.Sprintf("%s, line %d: unterminated CSV quoted field", r.where(), r.line+1)}
+			return &CopyError{Code: "22P04", Msg: "unterminated CSV quoted field",
+				Where: fmt.Sprintf("%s, line %d: \"%s\"", r.where(), r.line+1, r.buf)}
 		}
 		if err := r.record(r.buf); err != nil {
 			return err
@@ -182,15 +216,17 @@ func (r *CopyReader) record(rec []byte) error {
 	} else {
 		err = r.splitText(rec)
 	}
+	// PostgreSQL's CONTEXT for a record of the wrong shape quotes the record.
+	recordWhere := fmt.Sprintf("%s, line %d: \"%s\"", r.where(), line, rec)
 	if err != nil {
-		return &CopyError{Code: "22P04", Msg: fmt.Sprintf("%s, line %d: %v", r.where(), line, err)}
+		return &CopyError{Code: "22P04", Msg: err.Error(), Where: recordWhere}
 	}
 	schema := r.tx.c.Schema
 	switch {
 	case len(r.cells) > len(r.fields):
-		return &CopyError{Code: "22P04", Msg: fmt.Sprintf("%s, line %d: extra data after last expected column", r.where(), line)}
+		return &CopyError{Code: "22P04", Msg: "extra data after last expected column", Where: recordWhere}
 	case len(r.cells) < len(r.fields):
-		return &CopyError{Code: "22P04", Msg: fmt.Sprintf("%s, line %d: missing data for column \"%s\"", r.where(), line, schema[r.fields[len(r.cells)]].Name)}
+		return &CopyError{Code: "22P04", Msg: fmt.Sprintf("missing data for column \"%s\"", schema[r.fields[len(r.cells)]].Name), Where: recordWhere}
 	}
 	r.bb.Reset()
 	for k, c := range r.fields {
@@ -199,14 +235,14 @@ func (r *CopyReader) record(rec []byte) error {
 			continue
 		}
 		if err := r.bb.ParseField(c, r.cells[k]); err != nil {
-			return &CopyError{Code: "22P02", Msg: fmt.Sprintf("%s, line %d, column %s: %v", r.where(), line, schema[c].Name, err)}
+			return r.valueError(line, c, r.cells[k], err)
 		}
 	}
 	for c, d := range r.fill {
 		if d == nil {
 			r.bb.SetNull(c)
 		} else if err := r.bb.ParseField(c, []byte(*d)); err != nil {
-			return &CopyError{Code: "22P02", Msg: fmt.Sprintf("%s, line %d, column %s: %v", r.where(), line, schema[c].Name, err)}
+			return r.valueError(line, c, []byte(*d), err)
 		}
 	}
 	r.bb.Commit(len(rec))

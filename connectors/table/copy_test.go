@@ -50,11 +50,12 @@ func TestCopyReaderChunks(t *testing.T) {
 // field spans) and column.
 func TestCopyReaderErrors(t *testing.T) {
 	csv := CopyFormat{CSV: true, Delimiter: ',', Quote: '"', Escape: '"'}
-	for _, c := range []struct{ data, code, msg string }{
-		{"1,a\n2,\"x\ny\"\nthree,b\n", "22P02", `COPY t, line 4, column id: invalid bigint "three"`},
-		{"1,a,extra\n", "22P04", "COPY t, line 1: extra data after last expected column"},
-		{"1\n", "22P04", `COPY t, line 1: missing data for column "name"`},
-		{"1,\"open\n", "22P04", "COPY t, line 1: unterminated CSV quoted field"},
+	for _, c := range []struct{ data, code, msg, where string }{
+		{"1,a\n2,\"x\ny\"\nthree,b\n", "22P02", `invalid input syntax for type bigint: "three"`, `COPY t, line 4, column id: "three"`},
+		{"99999999999999999999,a\n", "22003", `value "99999999999999999999" is out of range for type bigint`, `COPY t, line 1, column id: "99999999999999999999"`},
+		{"1,a,extra\n", "22P04", "extra data after last expected column", `COPY t, line 1: "1,a,extra"`},
+		{"1\n", "22P04", `missing data for column "name"`, `COPY t, line 1: "1"`},
+		{"1,\"open\n", "22P04", "unterminated CSV quoted field", "COPY t, line 1: \"1,\"open\n\""},
 	} {
 		s, _ := OpenStore(t.TempDir())
 		s.Create("t1")
@@ -65,8 +66,8 @@ func TestCopyReaderErrors(t *testing.T) {
 			err = r.Close()
 		}
 		var ce *CopyError
-		if !errors.As(err, &ce) || ce.Code != c.code || ce.Msg != c.msg {
-			t.Errorf("%q: %v, want %s %s", c.data, err, c.code, c.msg)
+		if !errors.As(err, &ce) || ce.Code != c.code || ce.Msg != c.msg || ce.Where != c.where {
+			t.Errorf("%q: %v, want %s %s (%s)", c.data, err, c.code, c.msg, c.where)
 		}
 		r.Release()
 		tx.Rollback()

@@ -326,6 +326,34 @@ func castFromText(in textArg, to types.Type, valid *memory.Buffer, nulls int, me
 	return finish(to.Arrow(), n, nulls, valid, data), nil
 }
 
+// TextInputError is the error PostgreSQL gives for s as the text of a value
+// of type t (what CAST(s AS t) fails with: ErrInvalidCast or ErrOutOfRange),
+// or nil when s reads as one. Loaders whose own parser refused s use it to
+// tell the client what PostgreSQL would.
+func TextInputError(t types.Type, s []byte) error {
+	var err error
+	switch t.ID {
+	case types.Int64:
+		_, err = parseInt(s)
+	case types.Float64:
+		_, err = parseFloat(s)
+	case types.Timestamp, types.Date:
+		_, err = parseTimestamp(s)
+	case types.Decimal:
+		switch _, st := parseDecimal(s, int(t.Precision), int(t.Scale)); st {
+		case badSyntax:
+			err = invalidInput("numeric", s)
+		case tooLarge:
+			err = errNumericRange
+		}
+	case types.Bool:
+		if _, ok := parseBool(s); !ok {
+			err = invalidInput("boolean", s)
+		}
+	}
+	return err
+}
+
 func invalidInput(typ string, s []byte) error {
 	return newError(ErrInvalidCast, "invalid input syntax for type %s: %q", typ, string(s))
 }
