@@ -69,6 +69,10 @@ const (
 	Barrier
 	// EndOfStream says the input is finished; a bounded source ends with it.
 	EndOfStream
+	// Idle says the channel has no rows for now (a source subtask without
+	// partitions, or silent for its idle timeout): it holds no watermark back
+	// until it sends a watermark again (Flink's idle watermark status).
+	Idle
 )
 
 func (k SignalKind) String() string {
@@ -79,6 +83,8 @@ func (k SignalKind) String() string {
 		return "barrier"
 	case EndOfStream:
 		return "end-of-stream"
+	case Idle:
+		return "idle"
 	}
 	return "?"
 }

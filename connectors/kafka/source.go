@@ -174,6 +174,18 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	}
 	if len(mine) == 0 {
 		s.log.Info("kafka source has no partition to read", "partitions", len(parts))
+		// It holds no watermark back (exec.Idle); under the checkpoint lock,
+		// as everything a source emits.
+		if lock := s.tc.CheckpointLock; lock != nil {
+			lock.Lock()
+		}
+		err := out.CollectSignal(ctx, exec.Signal{Kind: exec.Idle})
+		if lock := s.tc.CheckpointLock; lock != nil {
+			lock.Unlock()
+		}
+		if err != nil {
+			return err
+		}
 		<-ctx.Done()
 		return ctx.Err()
 	}

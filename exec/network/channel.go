@@ -176,7 +176,7 @@ func decodeSignal(p []byte) (exec.Signal, error) {
 		Watermark:  int64(binary.BigEndian.Uint64(p[1:])),
 		Checkpoint: int64(binary.BigEndian.Uint64(p[9:])),
 	}
-	if s.Kind < exec.Watermark || s.Kind > exec.EndOfStream {
+	if s.Kind < exec.Watermark || s.Kind > exec.Idle {
 		return exec.Signal{}, fmt.Errorf("%w: unknown signal kind %d", ErrNetProtocol, p[0])
 	}
 	return s, nil

@@ -188,6 +188,8 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 		return o.in.forward(ctx, out)
 	case exec.Watermark:
 		return o.in.watermark(ctx, input, s.Watermark, out)
+	case exec.Idle:
+		return o.in.idleInput(ctx, input, out)
 	}
 	return out.CollectSignal(ctx, s)
 }

@@ -11,6 +11,7 @@ import (
 // inputs still running (an input that has ended holds none back).
 type twoInputs struct {
 	ended  [2]bool
+	idle   [2]bool // holds no watermark back until its next one
 	wm     [2]int64
 	wmSeen [2]bool
 	wmOut  int64
@@ -32,6 +33,17 @@ func (t *twoInputs) watermark(ctx context.Context, input int, wm int64, out exec
 	if !t.wmSeen[input] || wm > t.wm[input] {
 		t.wm[input], t.wmSeen[input] = wm, true
 	}
+	t.idle[input] = false
+	return t.forward(ctx, out)
+}
+
+// idleInput records that input is idle: the other one's watermark goes on
+// alone; both idle, downstream hears so.
+func (t *twoInputs) idleInput(ctx context.Context, input int, out exec.Collector) error {
+	t.idle[input] = true
+	if (t.idle[0] || t.ended[0]) && (t.idle[1] || t.ended[1]) {
+		return out.CollectSignal(ctx, exec.Signal{Kind: exec.Idle})
+	}
 	return t.forward(ctx, out)
 }
 
@@ -40,7 +52,7 @@ func (t *twoInputs) forward(ctx context.Context, out exec.Collector) error {
 	var wm int64
 	have := false
 	for i := range 2 {
-		if t.ended[i] {
+		if t.ended[i] || t.idle[i] {
 			continue
 		}
 		if !t.wmSeen[i] {

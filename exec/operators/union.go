@@ -64,6 +64,8 @@ func (o *unionOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, o
 		return o.in.forward(ctx, out)
 	case exec.Watermark:
 		return o.in.watermark(ctx, input, s.Watermark, out)
+	case exec.Idle:
+		return o.in.idleInput(ctx, input, out)
 	}
 	return out.CollectSignal(ctx, s)
 }

@@ -35,6 +35,9 @@ type watermarkOp struct {
 	cfg  WatermarkConfig
 	mem  memory.Allocator
 	mark int64 // microseconds; math.MinInt64 before the first row
+	// idle is set when an Idle signal went downstream: the next rows take
+	// the channel back, with the watermark as it is.
+	idle bool
 }
 
 var (
@@ -78,11 +81,13 @@ func (o *watermarkOp) ProcessBatch(ctx context.Context, input int, b exec.Batch,
 	if err := out.Collect(ctx, pass); err != nil {
 		return err
 	}
-	if !ok || high <= o.mark {
+	if ok && high > o.mark {
+		o.mark = high
+	} else if !o.idle || o.mark == math.MinInt64 {
 		return nil
 	}
-	o.mark = high
-	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: high})
+	o.idle = false
+	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: o.mark})
 }
 
 // maxTimestamp returns the largest value of a timestamp array, ok false when
@@ -109,11 +114,14 @@ func maxTimestamp(a arrow.Array) (high int64, ok bool) {
 }
 
 func (o *watermarkOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
-	if s.Kind == exec.Watermark {
+	switch s.Kind {
+	case exec.Watermark:
 		if s.Watermark <= o.mark {
 			return nil
 		}
-		o.mark = s.Watermark
+		o.mark, o.idle = s.Watermark, false
+	case exec.Idle:
+		o.idle = true
 	}
 	return out.CollectSignal(ctx, s)
 }

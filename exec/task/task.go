@@ -282,6 +282,8 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 	var (
 		endedAll   int
 		watermarks = map[chanKey]int64{}
+		idle       = map[chanKey]bool{} // channels that hold no watermark back: idle, or ended
+		sentIdle   bool                 // every channel was idle, and downstream was told
 		emittedWM  = int64(-1 << 63)
 		// Barrier alignment.
 		aligning   int64 // the checkpoint being aligned, 0 when none
@@ -371,6 +373,8 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		case exec.EndOfStream:
 			ended[m.Input]++
 			endedAll++
+			delete(watermarks, key)
+			idle[key] = true
 			if ended[m.Input] == t.channels[m.Input] {
 				if err := op.ProcessSignal(ctx, m.Input, m.Signal, next); err != nil {
 					return err
@@ -382,12 +386,29 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 					return err
 				}
 			}
-		case exec.Watermark:
-			watermarks[key] = m.Signal.Watermark
-			if len(watermarks) < total {
+		case exec.Watermark, exec.Idle:
+			// The watermark is the least over the channels that are not idle.
+			if m.Signal.Kind == exec.Idle {
+				delete(watermarks, key)
+				idle[key] = true
+			} else {
+				watermarks[key] = m.Signal.Watermark
+				delete(idle, key)
+				sentIdle = false
+			}
+			if len(watermarks)+len(idle) < total {
 				continue
 			}
-			low := m.Signal.Watermark
+			if len(watermarks) == 0 {
+				if !sentIdle && endedAll < total {
+					sentIdle = true
+					if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Idle}, next); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			low := int64(1<<63 - 1)
 			for _, w := range watermarks {
 				low = min(low, w)
 			}
