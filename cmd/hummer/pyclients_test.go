@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Python clients and ODBC against the server as against PostgreSQL 15: each
+// script in testdata/clients prints stable text, and its golden file beside
+// it is what the same script printed against PostgreSQL 15.18 (CI has no
+// PostgreSQL to ask).
+
+// pythonGolden runs script (with the server's address as its argument, in
+// the form arg makes of host and port) and compares its output with
+// golden.
+func pythonGolden(t *testing.T, modules, script, golden string, arg func(host, port string) string) {
+	t.Helper()
+	py := "/usr/bin/python3"
+	out := clientScript(t, []string{py, "-c", "import " + modules}, func(addr string) *exec.Cmd {
+		host, port, _ := strings.Cut(addr, ":")
+		return exec.Command(py, script, arg(host, port))
+	})
+	want, err := os.ReadFile("testdata/clients/" + golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("%s printed:\n%s\nwant (PostgreSQL's, %s):\n%s", script, out, golden, want)
+	}
+}
+
+// TestPsycopgNamedCursor: psycopg 3's server-side cursors (DECLARE "c"
+// CURSOR FOR ... with a $1 parameter, then Describe of portal "c", FETCH
+// FORWARD n, FETCH FORWARD ALL, CLOSE; WITH HOLD across a COMMIT) and the
+// types, sizes, precision and scale cursor.description reports, for a
+// named cursor and a client-side one.
+func TestPsycopgNamedCursor(t *testing.T) {
+	pythonGolden(t, "psycopg", "psycopg_cursor.py", "psycopg_cursor.golden", func(host, port string) string {
+		return "host=" + host + " port=" + port + " user=hummer dbname=hummer"
+	})
+}
