@@ -179,7 +179,7 @@ func (s *Session) systemRows(name string) []row {
 		}
 		return rows
 	case "pg_catalog.pg_type":
-		return pgTypeRows()
+		return append(pgTypeRows(), informationSchemaDomains()...) // pgcatalog_clients.go
 	case "pg_catalog.pg_am":
 		return []row{{"oid": 2, "amname": "heap", "amhandler": "heap_tableam_handler", "amtype": "t"},
 			{"oid": 403, "amname": "btree", "amhandler": "bthandler", "amtype": "i"}}

@@ -199,6 +199,12 @@ var dialectRewrites = []dialectRewrite{
 		reads: "a <=> b IS FALSE; a <=> b (<=> is MySQL's NULL-safe equality)",
 		apply: rewriteDistinctFrom,
 	},
+	{
+		name:  "keywords as labels",
+		users: "SELECT (SELECT ...) AS DEFAULT, cons.conkey AS key FROM t",
+		reads: "SELECT (SELECT ...) AS \"default\", cons.conkey AS \"key\" FROM t (PostgreSQL takes any keyword after AS; the parser, a quoted name)",
+		apply: rewriteKeywordLabels,
+	},
 }
 
 // dialectRewrite is one rewrite: apply returns a statement's tokens

@@ -121,6 +121,10 @@ var systemColumns = map[string]string{
 	"information_schema.key_column_usage": "constraint_catalog name, constraint_schema name, constraint_name name, " +
 		"table_catalog name, table_schema name, table_name name, column_name name, ordinal_position int4, " +
 		"position_in_unique_constraint int4",
+	// Asked by SQLAlchemy's reflection (empty: Hummer has no enums or
+	// sequences).
+	"pg_catalog.pg_enum":     "oid oid, enumtypid oid, enumsortorder float4, enumlabel name",
+	"pg_catalog.pg_sequence": "seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, seqmax int8, seqmin int8, seqcache int8, seqcycle bool",
 }
 
 // systemTables are the system tables by qualified name, built once from
@@ -207,6 +211,7 @@ var wellKnownOIDs = map[string]int64{
 	"pg_catalog.pg_class": 1259, "pg_catalog.pg_database": 1262, "pg_catalog.pg_namespace": 2615,
 	"pg_catalog.pg_constraint": 2606, "pg_catalog.pg_index": 2610, "pg_catalog.pg_description": 2609,
 	"pg_catalog.pg_attrdef": 2604, "pg_catalog.pg_am": 2601, "pg_catalog.pg_collation": 3456,
+	"pg_catalog.pg_enum": 3501, "pg_catalog.pg_sequence": 2224,
 }
 
 // systemOIDs are the system tables' oids: the well-known ones, then 12000

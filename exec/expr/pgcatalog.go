@@ -230,6 +230,10 @@ func FormatType(oid, typmod int64) string {
 	if oid == 1043 && typmod >= 4 {
 		return "character varying(" + strconv.FormatInt(typmod-4, 10) + ")"
 	}
+	if (oid == 1114 || oid == 1184) && typmod >= 0 {
+		// timestamp(2) with time zone: the precision after the first word.
+		return "timestamp(" + strconv.FormatInt(typmod, 10) + ")" + strings.TrimPrefix(name, "timestamp")
+	}
 	return name
 }
 
