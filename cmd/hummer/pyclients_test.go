@@ -41,3 +41,18 @@ func TestPsycopgNamedCursor(t *testing.T) {
 		return "host=" + host + " port=" + port + " user=hummer dbname=hummer"
 	})
 }
+
+// TestSQLAlchemyReflection: SQLAlchemy 1.4 (postgresql+psycopg2): connect
+// (version(), current_schema(), SHOW ...), the inspector's schemas, tables,
+// views, has_table, get_columns (types with precision and scale, NOT NULL,
+// defaults, identity), get_pk_constraint, get_foreign_keys, get_indexes,
+// get_unique_constraints, get_check_constraints, get_table_comment and
+// get_view_definition of a table with a primary key and a view; Table
+// autoload of both; select() with LIMIT, OFFSET, LIMIT ALL OFFSET and bound
+// values. The catalog queries it sends are each in testdata/slt/clients.slt
+// too, checked there row by row against PostgreSQL's answers.
+func TestSQLAlchemyReflection(t *testing.T) {
+	pythonGolden(t, "sqlalchemy, psycopg2", "sqlalchemy_reflect.py", "sqlalchemy_reflect.golden", func(host, port string) string {
+		return "postgresql+psycopg2://hummer@" + host + ":" + port + "/hummer"
+	})
+}
