@@ -56,3 +56,52 @@ func TestSQLAlchemyReflection(t *testing.T) {
 		return "postgresql+psycopg2://hummer@" + host + ":" + port + "/hummer"
 	})
 }
+
+// TestODBCIsql: unixODBC's isql through psqlODBC (odbc-postgresql), with an
+// odbcinst.ini and odbc.ini of the test's own: psqlODBC's connection
+// settings (SET DateStyle, extra_float_digits, SHOW transaction_isolation,
+// its lo type query), statements it prepares (CREATE TABLE, INSERT), its
+// SQLColumns catalog query (isql's "help ot"), and queries whose rows come
+// back through SQLFetch. The golden file is what it printed against
+// PostgreSQL 15, with the database's name and the table's oid in
+// SQLColumns' rows written DB and OID.
+func TestODBCIsql(t *testing.T) {
+	driver := "/usr/lib/x86_64-linux-gnu/odbc/psqlodbcw.so"
+	if _, err := os.Stat(driver); err != nil {
+		t.Skipf("%s: %v (install odbc-postgresql to run this test)", driver, err)
+	}
+	dir := t.TempDir()
+	out := clientScript(t, []string{"isql", "--version"}, func(addr string) *exec.Cmd {
+		host, port, _ := strings.Cut(addr, ":")
+		ini := "[hum]\nDriver=PostgreSQL Unicode\nServername=" + host + "\nPort=" + port + "\nDatabase=hummer\nUsername=hummer\n"
+		if err := os.WriteFile(dir+"/odbcinst.ini", []byte("[PostgreSQL Unicode]\nDriver="+driver+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/odbc.ini", []byte(ini), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script, err := os.Open("testdata/clients/odbc_isql.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { script.Close() })
+		c := exec.Command("isql", "-b", "-v", "-d|", "hum")
+		c.Stdin = script
+		c.Env = append(os.Environ(), "ODBCSYSINI="+dir, "ODBCINI="+dir+"/odbc.ini")
+		return c
+	})
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if f := strings.Split(l, "|"); len(f) == 26 { // a row of SQLColumns
+			f[0], f[22] = "DB", "OID"
+			lines[i] = strings.Join(f, "|")
+		}
+	}
+	want, err := os.ReadFile("testdata/clients/odbc_isql.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(lines, "\n"); got != string(want) {
+		t.Errorf("isql printed:\n%s\nwant (PostgreSQL's):\n%s", got, want)
+	}
+}
