@@ -159,6 +159,11 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 		}
 		where = conjuncts(w)
 	}
+	if len(b.laterals) > 0 {
+		// JOIN ... ON or USING conditions on a lateral item's columns
+		// (bind_lateral_arrays.go).
+		where = append(where, b.lateralJoinConds(root, n+1+k)...)
+	}
 	from, err := b.buildFrom(root, &where, false)
 	if err != nil {
 		return nil, nil, err

@@ -99,3 +99,21 @@ func (b *binder) regclassOfText(x *expr.Expr) *expr.Expr {
 	}
 	return expr.Call("case", types.Int64Type, append(args, expr.Literal(types.NullValue(types.Int64Type)))...)
 }
+
+// pseudoTypeOIDs are PostgreSQL's oids of the pseudo-types clients name in
+// catalog queries ('trigger'::regtype: pgcli's list of functions leaves out
+// those returning trigger). No column has one, so pg_type does not list
+// them.
+var pseudoTypeOIDs = map[string]int64{"record": 2249, "void": 2278, "trigger": 2279, "event_trigger": 3838}
+
+// regtypeCompared is x compared with other: x::regtype, bound as the type's
+// name (format_type(x, NULL)) for display, compared with an oid (another
+// regtype, 'trigger'::regtype) is x itself, as PostgreSQL compares regtypes
+// by oid (pgcli's p.prorettype::regtype != 'trigger'::regtype).
+func regtypeCompared(x, other *expr.Expr) *expr.Expr {
+	if other.Type.ID != types.Int64 || x.Kind != expr.KindCall || x.Func != "format_type" || len(x.Args) != 2 ||
+		x.Args[1].Kind != expr.KindLiteral || !x.Args[1].Value.Null {
+		return x
+	}
+	return x.Args[0]
+}

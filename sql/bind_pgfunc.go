@@ -259,6 +259,9 @@ func (b *binder) oidOf(reg, text string) (int64, bool) {
 				return oid, true
 			}
 		}
+		if oid, ok := pseudoTypeOIDs[name]; ok { // bind_pgclients.go
+			return oid, true
+		}
 	}
 	return 0, false
 }

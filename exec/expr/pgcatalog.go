@@ -90,6 +90,9 @@ func quoteArrayElement(s string) string {
 // is one element. Nested arrays are not read apart.
 func parseArray(s string) []*string {
 	s = strings.TrimSpace(s)
+	if es, ok := parseVector(s); ok {
+		return es
+	}
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
 		return []*string{&s}
 	}

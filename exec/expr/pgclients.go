@@ -2,6 +2,7 @@ package expr
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -44,4 +45,22 @@ func JSONString(s string) []byte {
 		}
 	}
 	return append(out, '"')
+}
+
+// parseVector reads the text form of an int2vector or oidvector (pg_index's
+// indkey, "3 1"): integers separated by spaces, two or more.
+func parseVector(s string) ([]*string, bool) {
+	if !strings.Contains(s, " ") {
+		return nil, false
+	}
+	var out []*string
+	for _, f := range strings.Fields(s) {
+		for _, c := range f {
+			if (c < '0' || c > '9') && c != '-' {
+				return nil, false
+			}
+		}
+		out = append(out, &f)
+	}
+	return out, true
 }
