@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Python clients and ODBC against the server as against PostgreSQL 15: each
@@ -104,4 +107,117 @@ func TestODBCIsql(t *testing.T) {
 	if got := strings.Join(lines, "\n"); got != string(want) {
 		t.Errorf("isql printed:\n%s\nwant (PostgreSQL's):\n%s", got, want)
 	}
+}
+
+// TestPgcli: pgcli, run by tmux as a person would (keys sent, the screen
+// read, each wait on what the screen shows, with a deadline), with its
+// config and history in a HOME of the test's own. It connects, refreshes
+// its completions in the background (schemas, tables, views, their columns,
+// foreign keys, functions, types, databases: catalog queries clients.slt
+// checks too) without a traceback, and its \dt, \dv and a query print what
+// they print against PostgreSQL 15 (pgcli.golden), but the prompt, the
+// timings and the owner's name (postgres there, hummer here).
+func TestPgcli(t *testing.T) {
+	for _, bin := range []string{"pgcli", "tmux"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s: %v (install pgcli and tmux to run this test)", bin, err)
+		}
+	}
+	addr := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, addr)
+	for _, q := range []string{
+		"CREATE TABLE orders (id BIGINT PRIMARY KEY, item TEXT NOT NULL, qty BIGINT, at DATE)",
+		"CREATE TABLE customers (id BIGINT PRIMARY KEY, name TEXT)",
+		"CREATE VIEW big_orders AS SELECT id, item FROM orders WHERE qty > 10",
+		"INSERT INTO orders VALUES (1, 'pen', 12, '2024-01-02'), (2, 'ink', 3, NULL), (3, 'pad', 20, '2024-03-04')",
+		"INSERT INTO customers VALUES (1, 'ann')",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close(ctx)
+	host, port, _ := strings.Cut(addr, ":")
+	sock := filepath.Join(t.TempDir(), "tmux")
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	pgcli := "env HOME=" + t.TempDir() + " pgcli -h " + host + " -p " + port + " -U hummer hummer"
+	if out, err := tmux("new-session", "-d", "-s", "pgcli", "-x", "160", "-y", "50", pgcli); err != nil {
+		t.Fatalf("tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { tmux("kill-server") })
+	screen := func() string {
+		out, _ := tmux("capture-pane", "-p", "-t", "pgcli")
+		return out
+	}
+	waitScreen := func(what string, ok func(string) bool) string {
+		t.Helper()
+		var s string
+		waitFor(t, ctx, what, func() bool { s = screen(); return ok(s) })
+		return s
+	}
+	waitScreen("pgcli's prompt", func(s string) bool { return strings.Contains(s, "hummer>") })
+	for i, keys := range []string{`\dt`, `\dv`, "SELECT o.id, o.item, o.qty, o.at FROM orders o WHERE o.qty > 5 ORDER BY o.id"} {
+		if out, err := tmux("send-keys", "-t", "pgcli", "-l", keys); err != nil {
+			t.Fatalf("tmux send-keys: %v\n%s", err, out)
+		}
+		tmux("send-keys", "-t", "pgcli", "Enter")
+		waitScreen(keys+"'s answer", func(s string) bool { return strings.Count(s, "\nTime: ") == i+1 })
+	}
+	s := waitScreen("the end of pgcli's completion refresh", func(s string) bool {
+		return !strings.Contains(s, "Refreshing completions")
+	})
+	if strings.Contains(s, "Traceback") || strings.Contains(s, "Exception") {
+		t.Fatalf("pgcli printed a traceback:\n%s", s)
+	}
+	want, err := os.ReadFile("testdata/clients/pgcli.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, w := normalizePgcli(s), normalizePgcli(string(want)); got != w {
+		t.Errorf("pgcli showed:\n%s\nwant (PostgreSQL's, pgcli.golden):\n%s\nnormalised:\n%s\nwant:\n%s", s, want, got, w)
+	}
+}
+
+// normalizePgcli keeps what pgcli shows from its \dt on, without what
+// differs from server to server by design: the prompt (user@host:db), the
+// timings, the owner's name and so the tables' widths (cells are trimmed).
+func normalizePgcli(screen string) string {
+	lines := strings.Split(screen, "\n")
+	var out []string
+	started := false
+	for _, l := range lines {
+		l = strings.TrimRight(l, " ")
+		if i := strings.Index(l, "> "); i >= 0 && strings.Contains(l[:i], "@") {
+			l = "> " + l[i+2:]
+		} else if strings.HasSuffix(l, ">") && strings.Contains(l, "@") {
+			l = ">"
+		}
+		if l == `> \dt` {
+			started = true
+		}
+		if !started || l == "" || strings.HasPrefix(l, "Time: ") || strings.HasPrefix(l, " [F2]") {
+			continue
+		}
+		if strings.HasPrefix(l, "|") || strings.HasPrefix(l, "+") {
+			cells := strings.FieldsFunc(l, func(r rune) bool { return r == '|' || r == '+' })
+			for i, c := range cells {
+				c = strings.TrimSpace(c)
+				if strings.Trim(c, "-") == "" {
+					c = "-"
+				}
+				if c == "postgres" || c == "hummer" {
+					c = "OWNER"
+				}
+				cells[i] = c
+			}
+			l = "|" + strings.Join(cells, "|") + "|"
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }
