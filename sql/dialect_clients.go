@@ -66,3 +66,39 @@ func inCast(stmt []token, w []int, k int) bool {
 	}
 	return false
 }
+
+// rewriteSubstringFor gives substring(s FOR n), PostgreSQL's form without a
+// start (pgcli's \d: substring(pg_get_expr(...) for 128)), the start MySQL's
+// grammar needs: substring(s FROM 1 FOR n).
+func rewriteSubstringFor(stmt []token, _ *dialectFacts) []token {
+	w := words(stmt)
+	for k := 0; k+1 < len(w); k++ {
+		if !(stmt[w[k]].is("SUBSTRING") || stmt[w[k]].is("SUBSTR")) || stmt[w[k+1]].text != "(" {
+			continue
+		}
+		depth, from, forAt := 0, false, -1
+		for j := k + 1; j < len(w); j++ {
+			t := stmt[w[j]]
+			switch {
+			case t.text == "(":
+				depth++
+			case t.text == ")":
+				depth--
+			case depth == 1 && t.is("FROM"):
+				from = true
+			case depth == 1 && t.is("FOR") && forAt < 0:
+				forAt = j
+			}
+			if depth == 0 {
+				break
+			}
+		}
+		if from || forAt < 0 {
+			continue
+		}
+		at := w[forAt]
+		stmt = splice(stmt, at, at, made(stmt[at].pos, "FROM 1 ")...)
+		w = words(stmt)
+	}
+	return stmt
+}

@@ -8,6 +8,8 @@ func init() {
 		{"keywords as labels", "SELECT CAST(x AS CHAR), CAST(y AS DECIMAL(10, 2)) AS n FROM t",
 			"SELECT CAST(x AS CHAR), CAST(y AS DECIMAL(10, 2)) AS n FROM t"},
 		{"keywords as labels", "CREATE VIEW v AS SELECT 1 AS x", "CREATE VIEW v AS SELECT 1 AS x"},
+		{"substring(s FOR n)", "SELECT substring(f(a, b) for 128), substring(s FROM 2 FOR 3), substring(s, 1, 2)",
+			"SELECT substring(f(a, b) FROM 1 for 128), substring(s FROM 2 FOR 3), substring(s, 1, 2)"},
 		{"x::type", "SELECT pg_catalog.f(\n a.x::text, b\n )::regclass::oid", "SELECT CAST(regclass(pg_catalog.f(\n CAST(a.x AS CHAR), b\n ) ) AS SIGNED)"},
 	}...)
 }

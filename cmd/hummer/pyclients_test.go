@@ -114,7 +114,8 @@ func TestODBCIsql(t *testing.T) {
 // config and history in a HOME of the test's own. It connects, refreshes
 // its completions in the background (schemas, tables, views, their columns,
 // foreign keys, functions, types, databases: catalog queries clients.slt
-// checks too) without a traceback, and its \dt, \dv and a query print what
+// checks too) without a traceback, and its \dt, \dv, a query and \d orders
+// (pgspecial's queries: columns with substring(... for 128), indexes) print what
 // they print against PostgreSQL 15 (pgcli.golden), but the prompt, the
 // timings and the owner's name (postgres there, hummer here).
 func TestPgcli(t *testing.T) {
@@ -146,7 +147,7 @@ func TestPgcli(t *testing.T) {
 		return string(out), err
 	}
 	pgcli := "env HOME=" + t.TempDir() + " pgcli -h " + host + " -p " + port + " -U hummer hummer"
-	if out, err := tmux("new-session", "-d", "-s", "pgcli", "-x", "160", "-y", "50", pgcli); err != nil {
+	if out, err := tmux("new-session", "-d", "-s", "pgcli", "-x", "160", "-y", "80", pgcli); err != nil {
 		t.Fatalf("tmux: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { tmux("kill-server") })
@@ -161,7 +162,7 @@ func TestPgcli(t *testing.T) {
 		return s
 	}
 	waitScreen("pgcli's prompt", func(s string) bool { return strings.Contains(s, "hummer>") })
-	for i, keys := range []string{`\dt`, `\dv`, "SELECT o.id, o.item, o.qty, o.at FROM orders o WHERE o.qty > 5 ORDER BY o.id"} {
+	for i, keys := range []string{`\dt`, `\dv`, "SELECT o.id, o.item, o.qty, o.at FROM orders o WHERE o.qty > 5 ORDER BY o.id", `\d orders`} {
 		if out, err := tmux("send-keys", "-t", "pgcli", "-l", keys); err != nil {
 			t.Fatalf("tmux send-keys: %v\n%s", err, out)
 		}
