@@ -174,6 +174,7 @@ func (e *Engine) snapshot(ctx context.Context, name string, wait bool) ([]byte, 
 
 // dropViews stops the views' jobs and removes them from the catalog.
 func (s *Session) dropViews(st *sql.DropView) (*Result, error) {
+	notices := s.missingNotices("view", st.Names) // tables.go
 	if err := s.e.catalog.DropTables(st.Names, st.IfExists); err != nil {
 		return nil, err
 	}
@@ -187,5 +188,5 @@ func (s *Session) dropViews(st *sql.DropView) (*Result, error) {
 			<-job.Done()
 		}
 	}
-	return &Result{Tag: "DROP VIEW"}, nil
+	return &Result{Tag: "DROP VIEW", Notices: notices}, nil
 }
