@@ -552,7 +552,13 @@ func sqlLiteral(v types.Value) string {
 	case types.Int64, types.Float64, types.Decimal:
 		return text
 	case types.Bool:
-		return text
+		return strings.ToLower(text) // true, as pg_get_expr shows it
+	case types.String:
+		text = v.Str // FormatValue's is quoted already
+	case types.Timestamp:
+		text = string(types.AppendTimestamp(nil, v.Int))
+	case types.Date:
+		text = string(types.AppendDate(nil, v.Int))
 	}
 	return "'" + strings.ReplaceAll(text, "'", "''") + "'::" + expr.FormatType(sql.PgTypeOID(v.Type), -1)
 }

@@ -17,24 +17,28 @@ def show(name, value):
 with engine.connect() as c:
     c.exec_driver_sql("DROP VIEW IF EXISTS v")
     c.exec_driver_sql("DROP TABLE IF EXISTS t")
+    c.exec_driver_sql("DROP TABLE IF EXISTS u")
     c.exec_driver_sql("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT NOT NULL, price DECIMAL(10,2), d DATE)")
     c.exec_driver_sql("INSERT INTO t VALUES (1, 'apple', 1.50, '2024-01-01'), (2, 'banana', 0.25, '2024-02-29'), "
                       "(3, 'cherry', NULL, NULL), (4, 'date', 12.00, '2023-12-31'), (5, 'elder', 3.75, '2024-06-15')")
     c.exec_driver_sql("CREATE VIEW v AS SELECT id, name FROM t WHERE price > 1")
+    c.exec_driver_sql("CREATE TABLE u (a BIGINT, b TEXT, n BIGINT DEFAULT 7, s TEXT DEFAULT 'x', "
+                      "f DOUBLE PRECISION, ok BOOLEAN DEFAULT true, ts TIMESTAMP, PRIMARY KEY (b, a))")
     c.commit()
 
 insp = sa.inspect(engine)
 show("schemas", [s for s in insp.get_schema_names() if s == "public"])
 show("default schema", insp.default_schema_name)
 # The server may hold other tables (a PostgreSQL database's): these are ours.
-show("tables", sorted(n for n in insp.get_table_names() if n in ("t", "v")))
-show("views", sorted(n for n in insp.get_view_names() if n in ("t", "v")))
+show("tables", sorted(n for n in insp.get_table_names() if n in ("t", "u", "v")))
+show("views", sorted(n for n in insp.get_view_names() if n in ("t", "u", "v")))
 show("has_table t", insp.has_table("t"))
 show("has_table nope", insp.has_table("nope"))
-for name in ("t", "v"):
+for name in ("t", "v", "u"):
     for col in insp.get_columns(name):
         show("column %s" % name, sorted((k, repr(v)) for k, v in col.items()))
 show("pk t", insp.get_pk_constraint("t"))
+show("pk u", insp.get_pk_constraint("u"))
 show("fks t", insp.get_foreign_keys("t"))
 show("indexes t", insp.get_indexes("t"))
 show("unique t", insp.get_unique_constraints("t"))
@@ -45,6 +49,8 @@ show("view definition", "FROM t" in insp.get_view_definition("v"))
 t = sa.Table("t", sa.MetaData(), autoload_with=engine)
 show("autoload columns", [(c.name, repr(c.type), c.nullable, c.primary_key) for c in t.columns])
 show("autoload pk", [c.name for c in t.primary_key])
+u = sa.Table("u", sa.MetaData(), autoload_with=engine)
+show("autoload u", [(c.name, repr(c.type), c.nullable, c.primary_key, c.server_default is not None) for c in u.columns])
 v = sa.Table("v", sa.MetaData(), autoload_with=engine)
 show("autoload view", [(c.name, repr(c.type)) for c in v.columns])
 
