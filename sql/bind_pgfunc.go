@@ -254,6 +254,7 @@ func (b *binder) oidOf(reg, text string) (int64, bool) {
 			}
 		}
 	case "regtype":
+		name = strings.TrimPrefix(name, PgCatalog+".") // 'pg_catalog.trigger'::pg_catalog.regtype
 		for oid := range pgTypeOIDs {
 			if expr.FormatType(oid, -1) == name || pgTypeOIDs[oid] == name {
 				return oid, true

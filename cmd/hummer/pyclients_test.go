@@ -120,8 +120,9 @@ func TestODBCIsql(t *testing.T) {
 // config and history in a HOME of the test's own. It connects, refreshes
 // its completions in the background (schemas, tables, views, their columns,
 // foreign keys, functions, types, databases: catalog queries clients.slt
-// checks too) without a traceback, and its \dt, \dv, a query and \d orders
-// (pgspecial's queries: columns with substring(... for 128), indexes) print what
+// checks too) without a traceback, and its \dt, \dv, a query, \d orders
+// (pgspecial's queries: columns with substring(... for 128), indexes), \dn
+// and \df (none: 'pg_catalog.trigger'::pg_catalog.regtype) print what
 // they print against PostgreSQL 15 (pgcli.golden), but the prompt, the
 // timings and the owner's name (postgres there, hummer here).
 func TestPgcli(t *testing.T) {
@@ -168,7 +169,8 @@ func TestPgcli(t *testing.T) {
 		return s
 	}
 	waitScreen("pgcli's prompt", func(s string) bool { return strings.Contains(s, "hummer>") })
-	for i, keys := range []string{`\dt`, `\dv`, "SELECT o.id, o.item, o.qty, o.at FROM orders o WHERE o.qty > 5 ORDER BY o.id", `\d orders`} {
+	for i, keys := range []string{`\dt`, `\dv`, "SELECT o.id, o.item, o.qty, o.at FROM orders o WHERE o.qty > 5 ORDER BY o.id",
+		`\d orders`, `\dn`, `\df`} {
 		if out, err := tmux("send-keys", "-t", "pgcli", "-l", keys); err != nil {
 			t.Fatalf("tmux send-keys: %v\n%s", err, out)
 		}
