@@ -117,3 +117,17 @@ func regtypeCompared(x, other *expr.Expr) *expr.Expr {
 	}
 	return x.Args[0]
 }
+
+// subqueryName names a scalar subquery's output column as PostgreSQL does:
+// by the subquery's one column ((SELECT max(id) FROM t) is max).
+func (b *binder) subqueryName(n *ast.SubqueryExpr) string {
+	sel, ok := n.Query.(*ast.SelectStmt)
+	if !ok || sel.Fields == nil || len(sel.Fields.Fields) != 1 || sel.Fields.Fields[0].WildCard != nil {
+		return "?column?"
+	}
+	f := sel.Fields.Fields[0]
+	if f.AsName.O != "" {
+		return b.aliasName(f.AsName.O)
+	}
+	return b.exprName(f.Expr)
+}

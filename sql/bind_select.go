@@ -715,6 +715,10 @@ func (b *binder) exprName(n ast.ExprNode) string {
 		}
 	case *ast.CaseExpr:
 		return "case"
+	case *ast.SubqueryExpr:
+		return b.subqueryName(n) // bind_pgclients.go
+	case *ast.ExistsSubqueryExpr:
+		return "exists"
 	case *test_driver.ValueExpr:
 		if n.Kind() == test_driver.KindInt64 && n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
 			return "bool"

@@ -38,7 +38,7 @@ func pythonGolden(t *testing.T, modules, script, golden string, arg func(host, p
 // CURSOR FOR ... with a $1 parameter, then Describe of portal "c", FETCH
 // FORWARD n, FETCH FORWARD ALL, CLOSE; WITH HOLD across a COMMIT) and the
 // types, sizes, precision and scale cursor.description reports, for a
-// named cursor and a client-side one.
+// named cursor and a client-side one, and the names of subqueries' columns.
 func TestPsycopgNamedCursor(t *testing.T) {
 	pythonGolden(t, "psycopg", "psycopg_cursor.py", "psycopg_cursor.golden", func(host, port string) string {
 		return "host=" + host + " port=" + port + " user=hummer dbname=hummer"

@@ -50,6 +50,10 @@ with psycopg.connect(sys.argv[1]) as c:
     cur.execute("SELECT id, name, price, d, f, b, ts, id + 1 AS next, count(*) OVER () AS n FROM nc WHERE id = 1")
     show("client description", describe(cur))
     show("client row", cur.fetchone())
+    cur.execute("SELECT (SELECT max(id) FROM nc), (SELECT 'a' AS x), EXISTS (SELECT 1 FROM nc), (SELECT 1), "
+                "(SELECT n.name FROM nc n WHERE n.id = 1)")
+    show("subquery names", [d.name for d in cur.description])
+    show("subquery row", cur.fetchone())
     c.commit()
 
 print("\n".join(out))
