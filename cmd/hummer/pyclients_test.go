@@ -164,9 +164,19 @@ func TestPgcli(t *testing.T) {
 	}
 	waitScreen := func(what string, ok func(string) bool) string {
 		t.Helper()
-		var s string
-		waitFor(t, ctx, what, func() bool { s = screen(); return ok(s) })
-		return s
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			s := screen()
+			if ok(s) {
+				return s
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waiting for %s; the terminal shows:\n%s", what, s)
+			case <-tick.C:
+			}
+		}
 	}
 	waitScreen("pgcli's prompt", func(s string) bool { return strings.Contains(s, "hummer>") })
 	for i, keys := range []string{`\dt`, `\dv`, "SELECT o.id, o.item, o.qty, o.at FROM orders o WHERE o.qty > 5 ORDER BY o.id",
