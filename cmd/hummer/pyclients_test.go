@@ -52,7 +52,8 @@ func TestPsycopgNamedCursor(t *testing.T) {
 // get_unique_constraints, get_check_constraints, get_table_comment and
 // get_view_definition of a table with a primary key and a view; Table
 // autoload of both; select() with LIMIT, OFFSET, LIMIT ALL OFFSET and bound
-// values. The catalog queries it sends are each in testdata/slt/clients.slt
+// values; Core's create_all and drop_all, insert of many rows, update,
+// delete and stream_results (a named cursor). The catalog queries it sends are each in testdata/slt/clients.slt
 // too, checked there row by row against PostgreSQL's answers.
 func TestSQLAlchemyReflection(t *testing.T) {
 	pythonGolden(t, "sqlalchemy, psycopg2", "sqlalchemy_reflect.py", "sqlalchemy_reflect.golden", func(host, port string) string {

@@ -64,4 +64,22 @@ with engine.connect() as c:
     show("view rows", c.execute(sa.select(v).order_by(v.c.id)).fetchall())
     show("count", c.execute(sa.select(sa.func.count()).select_from(t)).scalar())
 
+# Core: create_all (has_table, then CREATE TABLE), insert with many rows,
+# update, delete, stream_results (a psycopg2 named cursor), drop_all.
+md = sa.MetaData()
+w = sa.Table("w", md, sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+             sa.Column("name", sa.Text, nullable=False), sa.Column("price", sa.Numeric(10, 2)))
+md.drop_all(engine)
+md.create_all(engine)
+with engine.begin() as c:
+    c.execute(w.insert(), [{"id": 1, "name": "a", "price": 1.5}, {"id": 2, "name": "b", "price": None}])
+    c.execute(w.update().where(w.c.id == 2).values(price=3))
+    show("after update", c.execute(sa.select(w).order_by(w.c.id)).fetchall())
+    c.execute(w.delete().where(w.c.id == 1))
+with engine.connect() as c:
+    show("stream_results", c.execution_options(stream_results=True).execute(sa.select(w.c.id, w.c.price)).fetchall())
+show("has_table w", sa.inspect(engine).has_table("w"))
+md.drop_all(engine)
+show("has_table w after drop_all", sa.inspect(engine).has_table("w"))
+
 print("\n".join(out))
