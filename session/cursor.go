@@ -281,3 +281,13 @@ func (s *Session) schemaOf(stmt sql.Statement) types.Schema {
 	}
 	return resultSchema(stmt)
 }
+
+// CursorSchema returns the columns of what FETCH returns from the open
+// cursor name (wire.CursorDescriber).
+func (s *Session) CursorSchema(name string) (types.Schema, bool) {
+	c, ok := s.cursors[name]
+	if !ok {
+		return nil, false
+	}
+	return c.schema, true
+}

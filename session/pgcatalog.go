@@ -184,8 +184,6 @@ func (s *Session) systemRows(name string) []row {
 			}
 		}
 		return rows
-	case "pg_catalog.pg_type":
-		return pgTypeRows()
 	case "pg_catalog.pg_am":
 		return []row{{"oid": 2, "amname": "heap", "amhandler": "heap_tableam_handler", "amtype": "t"},
 			{"oid": 403, "amname": "btree", "amhandler": "bthandler", "amtype": "i"}}
@@ -562,7 +560,13 @@ func sqlLiteral(v types.Value) string {
 	case types.Int64, types.Float64, types.Decimal:
 		return text
 	case types.Bool:
-		return text
+		return strings.ToLower(text) // true, as pg_get_expr shows it
+	case types.String:
+		text = v.Str // FormatValue's is quoted already
+	case types.Timestamp:
+		text = string(types.AppendTimestamp(nil, v.Int))
+	case types.Date:
+		text = string(types.AppendDate(nil, v.Int))
 	}
 	switch v.Type.ID { // FormatValue's SQL literal, without its quotes and keyword
 	case types.String:

@@ -19,7 +19,7 @@ func rowTypeOID(table int64) int64 { return table + 3_000_000 }
 func (s *Session) pgjdbcRows(name string) (rows []row, ok bool) {
 	switch name {
 	case "pg_catalog.pg_type":
-		rows = pgTypeRows()
+		rows = append(pgTypeRows(), informationSchemaDomains()...) // pgcatalog_clients.go
 		for _, t := range s.catalogTables() {
 			if t.nsp != sql.PublicOID || t.kind == "i" {
 				continue

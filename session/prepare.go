@@ -395,6 +395,10 @@ func eachPlan(stmt sql.Statement, fn func(sql.Plan) error) error {
 		if st.Query != nil {
 			return walk(st.Query.Plan)
 		}
+	case *sql.DeclareCursor:
+		// DECLARE c CURSOR FOR SELECT ... WHERE id > $1 (psycopg 3's named
+		// cursors): the query's parameters are the statement's.
+		return eachPlan(st.Query, fn)
 	}
 	return nil
 }

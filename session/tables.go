@@ -150,6 +150,7 @@ func (s *Session) fill(ctx context.Context, t *sql.Table, q *sql.Query, text str
 // of those Hummer stores.
 func (s *Session) dropTables(st *sql.DropTable) (*Result, error) {
 	var ids []string
+	notices := s.missingNotices("table", st.Names)
 	for _, n := range st.Names {
 		if t, ok := s.e.catalog.Table(n); ok && t.IsStored() {
 			if id, err := tableID(t); err == nil {
@@ -165,7 +166,19 @@ func (s *Session) dropTables(st *sql.DropTable) (*Result, error) {
 			s.e.cfg.Log.Warn("dropped table's rows not removed", "table", id, "err", err)
 		}
 	}
-	return &Result{Tag: "DROP TABLE"}, nil
+	return &Result{Tag: "DROP TABLE", Notices: notices}, nil
+}
+
+// missingNotices are the notices of DROP ... IF EXISTS about the names that
+// name nothing, as PostgreSQL sends them: table "t" does not exist, skipping.
+func (s *Session) missingNotices(kind string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if _, ok := s.e.catalog.Table(n); !ok {
+			out = append(out, fmt.Sprintf("%s \"%s\" does not exist, skipping", kind, n))
+		}
+	}
+	return out
 }
 
 // insertStored runs INSERT into a stored table: every row of the query, or

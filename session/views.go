@@ -197,6 +197,7 @@ func stoppedView(name string, job *jobmanager.Job) error {
 
 // dropViews stops the views' jobs and removes them from the catalog.
 func (s *Session) dropViews(st *sql.DropView) (*Result, error) {
+	notices := s.missingNotices("view", st.Names) // tables.go
 	if err := s.e.catalog.DropTables(st.Names, st.IfExists); err != nil {
 		return nil, err
 	}
@@ -210,5 +211,5 @@ func (s *Session) dropViews(st *sql.DropView) (*Result, error) {
 			<-job.Done()
 		}
 	}
-	return &Result{Tag: "DROP VIEW"}, nil
+	return &Result{Tag: "DROP VIEW", Notices: notices}, nil
 }

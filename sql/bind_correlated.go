@@ -159,6 +159,11 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 		}
 		where = conjuncts(w)
 	}
+	if len(b.laterals) > 0 {
+		// JOIN ... ON or USING conditions on a lateral item's columns
+		// (bind_lateral_arrays.go).
+		where = append(where, b.lateralJoinConds(root, n+1+k)...)
+	}
 	from, err := b.buildFrom(root, &where, false)
 	if err != nil {
 		return nil, nil, err
@@ -366,4 +371,17 @@ func replacePlan(p, old, with Plan) Plan {
 		return &c
 	}
 	return p
+}
+
+// nullUnmatched makes the select items of a scalar subquery that does not
+// aggregate NULL on the rows of D no row of S matched (the outer join keeps
+// them, their marker NULL): a subquery of no rows is NULL, whatever its
+// select list would make of NULL columns ((SELECT coalesce(s.x, 5) ...) over
+// no rows).
+func nullUnmatched(items []selectItem, corr *correlation) {
+	marker := expr.Column(corr.at-1, types.BoolType, "$matched")
+	matched := expr.Call("is_true", types.BoolType, marker)
+	for i, it := range items {
+		items[i].e = expr.Call("case", it.e.Type, matched, it.e, expr.Literal(types.NullValue(it.e.Type)))
+	}
 }

@@ -364,6 +364,7 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 	}
 	if isComparison(fn) {
 		l, r = arrayElementTyped(l, r), arrayElementTyped(r, l)
+		l, r = regtypeCompared(l, r), regtypeCompared(r, l) // bind_pgclients.go
 		args, err := b.adaptLiterals(n, []*expr.Expr{l, r})
 		if err != nil {
 			return nil, err

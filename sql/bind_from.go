@@ -144,6 +144,11 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 				}
 			}
 		case *ast.SelectStmt:
+			if calls, names, ok := lateralArrays(src); ok && b.corrFrom != nil { // bind_lateral_arrays.go
+				node := b.bindLateralArrays(calls, names, off)
+				node.scope = schemaScope(node.plan.Schema(), alias, off)
+				return node, nil
+			}
 			if call, ok := lateralCall(src); ok && b.corrFrom != nil {
 				name := src.Fields.Fields[0].AsName.L
 				if name == "" {

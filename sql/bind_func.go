@@ -16,7 +16,7 @@ import (
 // srfNames are the set-returning functions; the SELECT binder handles them at the
 // top of a select item, and nowhere else.
 var srfNames = map[string]bool{"unnest": true, "regexp_split_to_table": true, "string_to_table": true, "string_split": true,
-	"generate_series": true}
+	"generate_series": true, "generate_subscripts": true}
 
 // funcAliases maps MySQL spellings to the engine's function names.
 var funcAliases = map[string]string{
@@ -40,6 +40,9 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 		return e, err
 	}
 	if e, ok, err := b.bindPgFunc(ctx, n); ok {
+		return e, err
+	}
+	if e, ok, err := b.bindClientFunc(ctx, n); ok { // bind_pgclients.go
 		return e, err
 	}
 	if e, ok, err := b.bindSessionFunc(ctx, n, name, n.Args); ok { // bind_session.go

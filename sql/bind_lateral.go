@@ -23,6 +23,9 @@ import (
 type lateralSeries struct {
 	call *ast.FuncCallExpr
 	at   int
+	// arrays, for a FROM item of several unnest and generate_subscripts
+	// (bind_lateral_arrays.go), are its calls; call is the first.
+	arrays []*ast.FuncCallExpr
 }
 
 // lateralCall returns the generate_series call of a derived table that is
@@ -77,6 +80,9 @@ func (b *binder) lateralDomain(ext *scope, at, k int, d Plan) (Plan, error) {
 		return nil, b.errorf(ErrUnsupported, b.laterals[1].call, "only one set-returning FROM item per correlated subquery is supported")
 	}
 	l := b.laterals[0]
+	if l.arrays != nil {
+		return b.lateralArraysDomain(ext, at, k, d, l) // bind_lateral_arrays.go
+	}
 	unnest := l.call.FnName.L == "unnest"
 	switch {
 	case unnest && len(l.call.Args) != 1:

@@ -38,13 +38,15 @@ var pgConstant = map[string]types.Value{
 	"pg_get_triggerdef":                  types.NullValue(types.StringType),
 	"pg_get_ruledef":                     types.NullValue(types.StringType),
 	"pg_relation_is_publishable":         types.BoolValue(false),
-	"pg_type_is_visible":                 types.BoolValue(true), "pg_function_is_visible": types.BoolValue(true),
-	"has_table_privilege": types.BoolValue(true), "has_schema_privilege": types.BoolValue(true),
+	"pg_function_is_visible":             types.BoolValue(true),
+	"has_table_privilege":                types.BoolValue(true), "has_schema_privilege": types.BoolValue(true),
 	"has_database_privilege": types.BoolValue(true), "has_column_privilege": types.BoolValue(true),
 	"has_any_column_privilege": types.BoolValue(true), "has_function_privilege": types.BoolValue(true),
 	"has_sequence_privilege": types.BoolValue(true), "pg_has_role": types.BoolValue(true),
 	"pg_table_size": types.IntValue(0), "pg_total_relation_size": types.IntValue(0),
 	"pg_relation_size": types.IntValue(0), "pg_indexes_size": types.IntValue(0),
+	// Hummer has no sequences (SQLAlchemy's get_columns asks).
+	"pg_get_serial_sequence": types.NullValue(types.StringType),
 }
 
 // bindPgFunc binds the catalog functions; ok is false for other names.
@@ -52,7 +54,7 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 	name := n.FnName.L
 	_, constant := pgConstant[name]
 	switch name {
-	case "pg_get_userbyid", "regrole", "pg_table_is_visible", "regclass", "regtype", "regnamespace",
+	case "pg_get_userbyid", "regrole", "pg_table_is_visible", "pg_type_is_visible", "regclass", "regtype", "regnamespace",
 		"regproc", "regprocedure", "pg_get_expr", "pg_encoding_to_char", "pg_get_constraintdef",
 		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz":
 	default:
@@ -105,8 +107,9 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to timestamp with time zone", x.Type)
 		}
 		return expr.Cast(x, types.TimestampType), true, nil
-	case "pg_table_is_visible":
-		// Every schema but information_schema is on the search path.
+	case "pg_table_is_visible", "pg_type_is_visible":
+		// Every schema but information_schema is on the search path (its
+		// tables' and types' oids are 13000 to 13999).
 		lo, err := b.call(n, "<", x, expr.Literal(types.IntValue(InformationSchemaOID)))
 		if err != nil {
 			return nil, true, err
@@ -140,6 +143,9 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 		}
 		return b.oidNames(n, x, names, "unknown")
 	case "regclass":
+		if x.Type.ID == types.String {
+			return b.regclassOfText(x), true, nil // bind_pgclients.go
+		}
 		for _, t := range SystemTableNames() {
 			names[SystemOID(t)] = strings.TrimPrefix(t, PgCatalog+".")
 		}
@@ -251,10 +257,14 @@ func (b *binder) oidOf(reg, text string) (int64, bool) {
 			}
 		}
 	case "regtype":
+		name = strings.TrimPrefix(name, PgCatalog+".") // 'pg_catalog.trigger'::pg_catalog.regtype
 		for oid := range pgTypeOIDs {
 			if expr.FormatType(oid, -1) == name || pgTypeOIDs[oid] == name {
 				return oid, true
 			}
+		}
+		if oid, ok := pseudoTypeOIDs[name]; ok { // bind_pgclients.go
+			return oid, true
 		}
 	}
 	return 0, false

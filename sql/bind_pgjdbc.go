@@ -149,21 +149,6 @@ func (c *srfCall) element(a, pos *expr.Expr) *expr.Expr {
 	return expr.Call("$vector_elem", types.StringType, a, pos)
 }
 
-// lockstep reports whether set-returning select item c runs in lockstep
-// with those of items: all go over the positions of one array (whose
-// length array_length and $vector_count agree on).
-func lockstep(items []selectItem, c *srfCall) bool {
-	if c.array == nil {
-		return false
-	}
-	for _, it := range items {
-		if it.srf != nil && (it.srf.array == nil || !sameExpr(it.srf.array, c.array)) {
-			return false
-		}
-	}
-	return true
-}
-
 // bindIndexColumnDef binds pg_get_indexdef(index, column, pretty): the
 // name of the index's column (from 1), quoted as an identifier needs; for
 // column 0, the whole definition.

@@ -32,6 +32,9 @@ type srfCall struct {
 	// elem, for an array's, is the item's value at a position of the array
 	// (nil: the element there, unnest's); bind_pgjdbc.go.
 	elem func(array, pos *expr.Expr) *expr.Expr
+	// subscripts: generate_subscripts(array, 1), the positions themselves
+	// (bind_srf_arrays.go); intElems: the array's elements are integers.
+	subscripts, intElems, zeroBased bool
 }
 
 // bindQuery binds a SELECT into a plan, in PostgreSQL's order of evaluation:
@@ -104,6 +107,9 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 			return nil, b.errorf(ErrUnsupported, sel.GroupBy.Items[0].Expr, "grouping sets in a correlated subquery are not supported")
 		}
 		corr.aggregated = hasAgg
+		if corr.kind == corrScalar && !hasAgg {
+			nullUnmatched(items, corr) // bind_correlated.go
+		}
 		for _, it := range domainItems(corr) {
 			items = append(items, it)
 			if hasAgg {
@@ -269,7 +275,7 @@ func (b *binder) bindSelectList(ctx *exprCtx, fields []*ast.SelectField) ([]sele
 		}
 		name := b.aliasName(f.AsName.O)
 		if srf != nil {
-			if nsrf++; nsrf > 1 && !lockstep(items, srf) {
+			if nsrf++; nsrf > 1 && !arraySeries(items, srf) {
 				return nil, b.errorf(ErrUnsupported, f.Expr, "only one set-returning function per select list is supported")
 			}
 			if name == "" {
@@ -324,6 +330,9 @@ func (b *binder) bindSRF(ctx *exprCtx, n ast.ExprNode) (*srfCall, *expr.Expr, er
 	}
 	if f.FnName.L == "generate_series" {
 		return b.bindGenerateSeries(ctx, f)
+	}
+	if f.FnName.L == "generate_subscripts" {
+		return b.bindGenerateSubscripts(ctx, f) // bind_srf_arrays.go
 	}
 	call := &srfCall{fn: "string_split"}
 	args := f.Args
@@ -416,7 +425,8 @@ func (b *binder) bindUnnestArray(ctx *exprCtx, f *ast.FuncCallExpr) (*srfCall, *
 	}
 	arr = expr.Cast(arr, types.StringType)
 	hi := expr.Call("array_length", types.Int64Type, arr, expr.Literal(types.IntValue(1)))
-	return &srfCall{fn: "generate_series", extra: []*expr.Expr{hi, expr.Literal(types.IntValue(1))}, array: arr},
+	return &srfCall{fn: "generate_series", extra: []*expr.Expr{hi, expr.Literal(types.IntValue(1))}, array: arr,
+			intElems: intArrayColumn(f.Args[0])}, // bind_srf_arrays.go
 		expr.Literal(types.IntValue(1)), nil
 }
 
@@ -594,7 +604,9 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 		out = append(out, types.Field{Name: "?column?", Type: h.Type})
 	}
 	var top Plan = &Project{Input: input, Exprs: exprs, Out: out}
-	if srf >= 0 && items[srf].srf.fn == "generate_series" {
+	if srfs := srfItems(items); len(srfs) > 1 || len(srfs) == 1 && items[srfs[0]].srf.subscripts {
+		top = arraysOutput(input, items, exprs, out, srfs) // bind_srf_arrays.go
+	} else if srf >= 0 && items[srf].srf.fn == "generate_series" {
 		// hi and step (and an unnest's array) go after the output's
 		// columns, for the series only.
 		call := items[srf].srf
@@ -612,11 +624,10 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 			// The element at each position of the array (or what the item
 			// makes of it).
 			pos, arr := cols[srf], expr.Column(n+2, types.StringType, "$array")
-			for j, it := range items {
-				if it.srf != nil {
-					cols[j] = it.srf.element(arr, pos)
-					out[j].Type = cols[j].Type
-				}
+			cols[srf] = call.element(arr, pos)
+			out[srf].Type = cols[srf].Type
+			if call.intElems && call.elem == nil {
+				cols[srf], out[srf].Type = expr.Cast(cols[srf], types.Int64Type), types.Int64Type
 			}
 		}
 		top = &Project{Input: top, Exprs: cols, Out: out}
@@ -722,6 +733,10 @@ func (b *binder) exprName(n ast.ExprNode) string {
 		}
 	case *ast.CaseExpr:
 		return "case"
+	case *ast.SubqueryExpr:
+		return b.subqueryName(n) // bind_pgclients.go
+	case *ast.ExistsSubqueryExpr:
+		return "exists"
 	case *test_driver.ValueExpr:
 		if n.Kind() == test_driver.KindInt64 && n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
 			return "bool"

@@ -235,6 +235,18 @@ var dialectRewrites = []dialectRewrite{
 		reads: "a <=> b IS FALSE; a <=> b (<=> is MySQL's NULL-safe equality)",
 		apply: rewriteDistinctFrom,
 	},
+	{
+		name:  "keywords as labels",
+		users: "SELECT (SELECT ...) AS DEFAULT, cons.conkey AS key FROM t",
+		reads: "SELECT (SELECT ...) AS \"default\", cons.conkey AS \"key\" FROM t (PostgreSQL takes any keyword after AS; the parser, a quoted name)",
+		apply: rewriteKeywordLabels,
+	},
+	{
+		name:  "substring(s FOR n)",
+		users: "substring(pg_get_expr(d.adbin, d.adrelid, true) for 128)",
+		reads: "substring(pg_get_expr(d.adbin, d.adrelid, true) FROM 1 for 128)",
+		apply: rewriteSubstringFor,
+	},
 }
 
 // dialectRewrite is one rewrite: apply returns a statement's tokens

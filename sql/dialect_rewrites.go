@@ -201,6 +201,10 @@ func operandStart(stmt []token, end int) int {
 		// A function's name right before the parenthesis belongs to it.
 		if j := i - 1; j >= 0 && stmt[j].kind == tokWord && !operandStops[strings.ToLower(stmt[j].text)] && !isKeywordBefore(stmt[j]) {
 			i = j
+			// and its schema: pg_catalog.pg_get_serial_sequence(...)::regclass.
+			if i >= 2 && stmt[i-1].text == "." && stmt[i-2].kind == tokWord {
+				i -= 2
+			}
 		}
 		return i
 	case t.kind == tokString || t.kind == tokNumber || t.kind == tokParam:

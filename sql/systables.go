@@ -70,7 +70,7 @@ var systemColumns = map[string]string{
 		"prorows float4, provariadic oid, prosupport regproc, prokind char, prosecdef bool, proleakproof bool, " +
 		"proisstrict bool, proretset bool, provolatile char, proparallel char, pronargs int2, pronargdefaults int2, " +
 		"prorettype oid, proargtypes oidvector, proallargtypes oid[], proargmodes char[], proargnames text[], " +
-		"prosrc text, probin text, proconfig text[], proacl aclitem[]",
+		"prosrc text, probin text, proconfig text[], proacl aclitem[], proargdefaults pg_node_tree",
 	"pg_catalog.pg_index": "indexrelid oid, indrelid oid, indnatts int2, indnkeyatts int2, indisunique bool, " +
 		"indnullsnotdistinct bool, indisprimary bool, indisexclusion bool, indimmediate bool, indisclustered bool, " +
 		"indisvalid bool, indcheckxmin bool, indisready bool, indislive bool, indisreplident bool, indkey int2vector, " +
@@ -123,6 +123,12 @@ var systemColumns = map[string]string{
 		"position_in_unique_constraint int4",
 	// A set-returning function's rows, as a table (SystemFunctionTables).
 	"pg_catalog.pg_get_keywords": "word text, catcode char, barelabel bool, catdesc text, baredesc text",
+	// Asked by SQLAlchemy's reflection (empty: Hummer has no enums or
+	// sequences).
+	"pg_catalog.pg_enum":     "oid oid, enumtypid oid, enumsortorder float4, enumlabel name",
+	"pg_catalog.pg_sequence": "seqrelid oid, seqtypid oid, seqstart int8, seqincrement int8, seqmax int8, seqmin int8, seqcache int8, seqcycle bool",
+	// Asked by pgcli's completion of functions (empty: no extensions).
+	"pg_catalog.pg_depend": "classid oid, objid oid, objsubid int4, refclassid oid, refobjid oid, refobjsubid int4, deptype char",
 }
 
 // SystemFunctionTables are the system tables that stand for PostgreSQL's
@@ -215,6 +221,7 @@ var wellKnownOIDs = map[string]int64{
 	"pg_catalog.pg_constraint": 2606, "pg_catalog.pg_index": 2610, "pg_catalog.pg_description": 2609,
 	"pg_catalog.pg_attrdef": 2604, "pg_catalog.pg_am": 2601, "pg_catalog.pg_collation": 3456,
 	"pg_catalog.pg_get_keywords": 1686, // the function's oid, so that no other table's moves
+	"pg_catalog.pg_enum": 3501, "pg_catalog.pg_sequence": 2224, "pg_catalog.pg_depend": 2608,
 }
 
 // systemOIDs are the system tables' oids: the well-known ones, then 12000

@@ -19,6 +19,7 @@ package wire
 import (
 	"context"
 
+	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/session"
 )
 
@@ -61,4 +62,13 @@ type Transactioner interface {
 	// error (in the extended protocol, an error before Sync fails the block
 	// as in PostgreSQL).
 	FailTransaction()
+}
+
+// CursorDescriber is implemented by sessions with SQL cursors (DECLARE c
+// CURSOR FOR ...): a Describe of portal c describes the cursor's rows, as
+// in PostgreSQL, where such a cursor is a portal of the protocol too.
+type CursorDescriber interface {
+	// CursorSchema returns the columns FETCH returns from the open cursor
+	// name; ok is false when no cursor has that name.
+	CursorSchema(name string) (schema types.Schema, ok bool)
 }

@@ -224,6 +224,14 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 	}
 	p := c.portals[m.Name]
 	if p == nil {
+		// A cursor DECLAREd in SQL is a portal too (psycopg 3's named
+		// cursors describe theirs so); FETCH sends its rows as text.
+		if cd, ok := c.sess.(CursorDescriber); ok {
+			if schema, ok := cd.CursorSchema(m.Name); ok {
+				c.describeRows(schema, nil, nil)
+				return nil
+			}
+		}
 		return protoErrorf("34000", "portal %q does not exist", m.Name)
 	}
 	c.describeRows(p.stmt.prep.Schema, p.formats, p.stmt.prep.Origins)

@@ -109,6 +109,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalFormatType, rowsArgs
 	case "$quote_ident":
 		return evalQuoteIdent, rowsArgs
+	case "$json_string":
+		return evalJSONString, rowsArgs
 	case "pg_size_pretty":
 		return evalPgSizePretty, rowsArgs
 	case "array_position":

@@ -90,6 +90,9 @@ func quoteArrayElement(s string) string {
 // is one element. Nested arrays are not read apart.
 func parseArray(s string) []*string {
 	s = strings.TrimSpace(s)
+	if es, ok := parseVector(s); ok {
+		return es
+	}
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
 		return []*string{&s}
 	}
@@ -236,6 +239,10 @@ func FormatType(oid, typmod int64) string {
 	}
 	if oid == 1043 && typmod >= 4 {
 		return "character varying(" + strconv.FormatInt(typmod-4, 10) + ")"
+	}
+	if (oid == 1114 || oid == 1184) && typmod >= 0 {
+		// timestamp(2) with time zone: the precision after the first word.
+		return "timestamp(" + strconv.FormatInt(typmod, 10) + ")" + strings.TrimPrefix(name, "timestamp")
 	}
 	return name
 }

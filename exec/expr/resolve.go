@@ -53,6 +53,7 @@ var catalog = map[string]resolver{
 	"array_length":       fixed(types.Int64Type, types.StringType, types.Int64Type),
 	"format_type":        fixed(types.StringType, types.Int64Type, types.Int64Type),
 	"$quote_ident":       fixed(types.StringType, types.StringType),
+	"$json_string":       fixed(types.StringType, types.StringType),
 	"pg_size_pretty":     fixed(types.StringType, types.Int64Type),
 	"array_position":     resolveArrayPosition,
 	"array_get":          fixed(types.StringType, types.StringType, types.Int64Type),
