@@ -221,7 +221,7 @@ var wellKnownOIDs = map[string]int64{
 	"pg_catalog.pg_constraint": 2606, "pg_catalog.pg_index": 2610, "pg_catalog.pg_description": 2609,
 	"pg_catalog.pg_attrdef": 2604, "pg_catalog.pg_am": 2601, "pg_catalog.pg_collation": 3456,
 	"pg_catalog.pg_get_keywords": 1686, // the function's oid, so that no other table's moves
-	"pg_catalog.pg_enum": 3501, "pg_catalog.pg_sequence": 2224, "pg_catalog.pg_depend": 2608,
+	"pg_catalog.pg_enum":         3501, "pg_catalog.pg_sequence": 2224, "pg_catalog.pg_depend": 2608,
 }
 
 // systemOIDs are the system tables' oids: the well-known ones, then 12000
