@@ -329,13 +329,13 @@ func (s *source) fetch(ctx context.Context, p int, offset int64, msgs chan<- kaf
 			}
 			if errors.Is(res.Error, kafka.OffsetOutOfRange) {
 				// The records were deleted (retention), or the topic was
-				// recreated: start again where the start option says, as a
-				// Kafka consumer's auto.offset.reset does.
+				// recreated: start again at the earliest or latest offset,
+				// as a Kafka consumer's auto.offset.reset does.
 				to, err := s.listOffsets(ctx, []int{p})
 				if err != nil {
 					return err
 				}
-				s.log.Warn("offset out of range; moving to the start option's offset", "partition", p, "offset", offset, "start", s.cfg.start, "to", to[p])
+				s.log.Warn("offset out of range; moving to the "+s.cfg.reset()+" offset", "partition", p, "offset", offset, "to", to[p])
 				got, offset = got[:0], to[p]
 				return nil
 			}
