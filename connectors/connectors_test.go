@@ -58,6 +58,24 @@ func TestMaxParallelism(t *testing.T) {
 	}
 }
 
+func TestUnbounded(t *testing.T) {
+	for _, tc := range []struct {
+		connector, url string
+		want           bool
+	}{
+		{"kafka", "kafka://h:9092/t", true},
+		{"socket", "socket://localhost:9999", true},
+		{"nexmark", "nexmark://bid", true},
+		{"nexmark", "nexmark://bid?events=10", false},
+		{"file", "file:///x", false},
+		{"memory", "memory://t", false},
+	} {
+		if got := Unbounded(tc.connector, tc.url); got != tc.want {
+			t.Errorf("Unbounded(%s, %s) = %v, want %v", tc.connector, tc.url, got, tc.want)
+		}
+	}
+}
+
 func TestDescribe(t *testing.T) {
 	var names []string
 	for _, c := range Describe() {
