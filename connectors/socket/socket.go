@@ -15,9 +15,9 @@
 // and skipped; it never fails the job. A last line the server closes the
 // connection on without a newline is a line too.
 //
-// A socket is one stream, so the table's source has parallelism 1
-// (MaxParallelism): should it run wider, subtask 0 connects and the others
-// emit nothing. While the server is not there, or after it closed the
+// A socket is one stream: subtask 0 of the source connects and the others
+// emit nothing (MaxParallelism says 1, for the day the planner caps a
+// source's parallelism by its connector; it does not yet). While the server is not there, or after it closed the
 // connection, the source connects again with backoff (100ms doubling to 5s),
 // with the state in the task's status (SHOW PROCESSLIST), until the job is
 // cancelled.
