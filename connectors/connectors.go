@@ -14,6 +14,7 @@ import (
 	"github.com/hummer-db/hummer/connectors/kafka"
 	"github.com/hummer-db/hummer/connectors/memory"
 	"github.com/hummer-db/hummer/connectors/nexmark"
+	"github.com/hummer-db/hummer/connectors/socket"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/connectors/table"
 	"github.com/hummer-db/hummer/exec"
@@ -36,6 +37,7 @@ func all() []connector {
 		{spec: kafka.Spec(), validate: kafka.Validate},
 		{spec: memory.Spec(), validate: memory.Validate},
 		{spec: nexmark.Spec(), validate: nexmark.Validate},
+		{spec: socket.Spec(), validate: socket.Validate, maxParallelism: socket.MaxParallelism},
 		{spec: table.Spec(), validate: table.Validate},
 		{spec: table.ChangesSpec(), validate: refuseChanges},
 	}
@@ -55,6 +57,7 @@ func Register(r *exec.Registry) *memory.Store {
 	kafka.Register(r)
 	table.Register(r)
 	nexmark.Register(r)
+	socket.Register(r)
 	store := memory.NewStore()
 	memory.Register(r, store)
 	return store
@@ -115,8 +118,8 @@ func EstimateDistinct(c exec.ConnectorSpec, col int) (float64, bool) {
 }
 
 // Unbounded reports whether the source of a table of the connector, at that
-// CONNECTION URL, never ends by itself: a Kafka table's, or a Nexmark
-// table's without events=N.
+// CONNECTION URL, never ends by itself: a Kafka or socket table's, or a
+// Nexmark table's without events=N.
 func Unbounded(connector, url string) bool {
 	if connector == nexmark.Name {
 		return !nexmark.Bounded(exec.ConnectorSpec{Connector: connector, URL: url})

@@ -26,9 +26,11 @@ func TestValidate(t *testing.T) {
 	}{
 		{connector: "file", url: "file:///data/kjv.txt"},
 		{connector: "memory", url: "memory://t"},
-		{connector: "kinesis", url: "kinesis://x", err: exec.ErrUnknownConnector, msg: `"kinesis" (connectors: file, kafka, memory, nexmark, hummer, hummer_changes)`},
+		{connector: "kinesis", url: "kinesis://x", err: exec.ErrUnknownConnector, msg: `"kinesis" (connectors: file, kafka, memory, nexmark, socket, hummer, hummer_changes)`},
 		{connector: "file", url: "file:///data/kjv.txt?format=xml", err: ErrBadOption, msg: "not one of text, csv, json"},
 		{connector: "memory", url: "memory://", err: ErrBadOption},
+		{connector: "socket", url: "socket://localhost:9999"},
+		{connector: "socket", url: "socket://localhost", err: ErrBadOption, msg: "want a host and a port"},
 	} {
 		err := Validate(exec.ConnectorSpec{Connector: tc.connector, URL: tc.url, Schema: lines})
 		if tc.err == nil && err != nil || tc.err != nil && (!errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.msg)) {
@@ -48,9 +50,28 @@ func TestMaxParallelism(t *testing.T) {
 		{exec.ConnectorSpec{Connector: "file", URL: "file:///x?format=csv", Schema: two}, 0},
 		{exec.ConnectorSpec{Connector: "file", URL: "file:///x?format=csv&bad_rows=skip", Schema: two}, 1},
 		{exec.ConnectorSpec{Connector: "memory", URL: "memory://t", Schema: two}, 0},
+		{exec.ConnectorSpec{Connector: "socket", URL: "socket://localhost:9999", Schema: lines}, 1},
 	} {
 		if got := MaxParallelism(tc.c); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.c.URL, got, tc.want)
+		}
+	}
+}
+
+func TestUnbounded(t *testing.T) {
+	for _, tc := range []struct {
+		connector, url string
+		want           bool
+	}{
+		{"kafka", "kafka://h:9092/t", true},
+		{"socket", "socket://localhost:9999", true},
+		{"nexmark", "nexmark://bid", true},
+		{"nexmark", "nexmark://bid?events=10", false},
+		{"file", "file:///x", false},
+		{"memory", "memory://t", false},
+	} {
+		if got := Unbounded(tc.connector, tc.url); got != tc.want {
+			t.Errorf("Unbounded(%s, %s) = %v, want %v", tc.connector, tc.url, got, tc.want)
 		}
 	}
 }
@@ -68,7 +89,7 @@ func TestDescribe(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"file", "hummer", "hummer_changes", "kafka", "memory", "nexmark"}; !slices.Equal(names, want) {
+	if want := []string{"file", "hummer", "hummer_changes", "kafka", "memory", "nexmark", "socket"}; !slices.Equal(names, want) {
 		t.Errorf("connectors %v, want %v", names, want)
 	}
 }
@@ -82,7 +103,7 @@ func TestRegister(t *testing.T) {
 	operators.Register(r)
 	store := Register(r)
 	defer store.Close()
-	if got, want := r.Connectors(), []string{"file", "hummer", "hummer_changes", "kafka", "memory", "nexmark"}; !slices.Equal(got, want) {
+	if got, want := r.Connectors(), []string{"file", "hummer", "hummer_changes", "kafka", "memory", "nexmark", "socket"}; !slices.Equal(got, want) {
 		t.Errorf("registered %v, want %v", got, want)
 	}
 	if _, err := r.NewSink(exec.ConnectorSpec{Connector: "file", URL: "file:///x", Schema: lines}); !errors.Is(err, exec.ErrUnknownConnector) {

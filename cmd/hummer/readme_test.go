@@ -232,3 +232,79 @@ func waitScreen(t *testing.T, screen func() []string, what string, ok func([]str
 		time.Sleep(50 * time.Millisecond) // polling a terminal with a deadline
 	}
 }
+
+// TestReadmeSocketExample runs the README's WordCount over `nc -lk 9999` as
+// it is written: the test listens on 127.0.0.1:9999, as nc would, psql runs
+// the session's statements, the lines of the nc block are sent once the view
+// exists, and what psql prints for the last query must be what the README
+// shows (PostgreSQL's answer for those lines).
+func TestReadmeSocketExample(t *testing.T) {
+	var typed []string
+	for _, line := range strings.Split(strings.TrimRight(readmeBlock(t, "$ nc -lk 9999"), "\n"), "\n") {
+		if !strings.HasPrefix(line, "$ ") {
+			typed = append(typed, line)
+		}
+	}
+	block := readmeBlock(t, "ENGINE=socket CONNECTION='socket://127.0.0.1:9999'")
+	var stmts, want []string
+	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		switch stmt, ok := strings.CutPrefix(line, "hummer=# "); {
+		case ok:
+			stmts = append(stmts, stmt)
+		case !strings.HasPrefix(line, "$ "):
+			want = append(want, line)
+		}
+	}
+	if len(typed) == 0 || len(stmts) < 2 || len(want) == 0 {
+		t.Fatalf("the README's socket example: lines %q, statements %q, output %q", typed, stmts, want)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:9999")
+	if err != nil {
+		t.Skipf("listening on 127.0.0.1:9999, as the README's example names: %v", err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr := startTestServer(t)
+	conn := connectPgx(t, ctx, addr)
+	defer conn.Close(context.Background())
+	host, port, _ := net.SplitHostPort(addr)
+	psqlRun := func(script string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-")
+		cmd.Stdin = strings.NewReader(script)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	psqlRun(strings.Join(stmts[:len(stmts)-1], "\n"))
+
+	c, err := ln.Accept() // the view's job connects
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(strings.Join(typed, "\n") + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	words := 0
+	for _, l := range typed {
+		words += len(strings.Fields(l))
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var n int64
+		err := conn.QueryRow(ctx, "SELECT sum(n) FROM wc").Scan(&n)
+		if err == nil && n == int64(words) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SELECT sum(n) FROM wc: %d, %v; want %d", n, err, words)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	if got := strings.TrimRight(psqlRun(stmts[len(stmts)-1]), "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, strings.Join(want, "\n"))
+	}
+}

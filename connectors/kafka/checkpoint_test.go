@@ -107,10 +107,11 @@ func TestSourceSnapshotRestore(t *testing.T) {
 	}
 
 	// Restored, the next source reads the batch that waited, and what came
-	// after, though its group has committed the topic's end and start=latest.
+	// after, though its group has committed the topic's end and start=group
+	// says to resume from the group.
 	produce(t, addr, "events", "c0", "c1")
 	commitGroup(t, addr, "g", "events", map[int]int64{0: 6, 1: 6})
-	c.URL += "?group=g&start=latest"
+	c.URL += "?group=g&start=group"
 	b := startSourceWith(t, c, checkpointing(t, mem, "j", "source"), state, &emit)
 	waitFor(t, 5*time.Second, "6 rows after the restore", func() bool { return b.col.NumRows() >= 6 })
 	if got, want := sorted(b.stop()), append(values("b", 0, 3), "c0", "c1"); !slices.Equal(got, want) {

@@ -39,6 +39,7 @@ func committed(t *testing.T, addr, group, topic string, parts int) int64 {
 	return sum
 }
 
+// With start=group a job resumes where the group's last job committed.
 func TestGroupResumes(t *testing.T) {
 	const parts = 2
 	addr := cluster(t, "events", parts)
@@ -52,7 +53,7 @@ func TestGroupResumes(t *testing.T) {
 		return vs
 	}
 	spec := func(group string) exec.ConnectorSpec {
-		return exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/events?group=" + group, Schema: textSchema}
+		return exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/events?start=group&group=" + group, Schema: textSchema}
 	}
 
 	// A job of two subtasks reads what there is and stops: closing commits.
@@ -79,5 +80,61 @@ func TestGroupResumes(t *testing.T) {
 	// Another group has committed nothing: it starts at the start option.
 	if got := consume(t, mem, spec("g2"), 1, 10); !slices.Equal(got.rows, values(1, 10)) {
 		t.Errorf("a job with group g2 read %v, want %v", got.rows, values(1, 10))
+	}
+}
+
+// A job's progress belongs to that job: without start=group each job over a
+// table with a group starts at the start option, whatever the group holds,
+// and still commits its own progress to the group, where its lag shows.
+func TestJobsOwnTheirProgress(t *testing.T) {
+	const parts = 2
+	addr := cluster(t, "events", parts)
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	values := func(from, to int) []string {
+		var vs []string
+		for i := from; i <= to; i++ {
+			vs = append(vs, fmt.Sprintf("e%02d", i))
+		}
+		return vs
+	}
+	spec := func(start string) exec.ConnectorSpec {
+		return exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/events?group=g" + start, Schema: textSchema}
+	}
+	produce(t, addr, "events", values(1, 6)...)
+	for job := 1; job <= 2; job++ {
+		if got := consume(t, mem, spec(""), job, 6); !slices.Equal(got.rows, values(1, 6)) {
+			t.Fatalf("job %d read %v, want %v", job, got.rows, values(1, 6))
+		}
+		if n := committed(t, addr, "g", "events", parts); n != 6 {
+			t.Fatalf("after job %d g committed up to %d records, want 6", job, n)
+		}
+	}
+
+	// The group holds less than the topic's end: a start=latest job starts
+	// at the end, not where the group is, and a start=group job there.
+	commitGroup(t, addr, "g", "events", map[int]int64{0: 1, 1: 1})
+	latest := startSource(t, mem, spec("&start=latest"), 0, 1)
+	// The source has started once it has listed its offsets; what is
+	// produced after that is new. Produce until it sees a record.
+	news := 0
+	waitFor(t, 8*time.Second, "a new record", func() bool {
+		if latest.col.NumRows() > 0 {
+			return true
+		}
+		produce(t, addr, "events", "new")
+		news++
+		return false
+	})
+	for _, row := range latest.stop() {
+		if row != "new" {
+			t.Errorf("a start=latest job read %q, want only records produced after it started", row)
+		}
+	}
+	commitGroup(t, addr, "g", "events", map[int]int64{0: 1, 1: 1})
+	// e01 and e02 are before the group's offsets (one in each partition).
+	got := consume(t, mem, spec("&start=group"), 1, 4+news)
+	if got.rows = slices.DeleteFunc(got.rows, func(r string) bool { return r == "new" }); !slices.Equal(got.rows, values(3, 6)) {
+		t.Errorf("a start=group job read %v, want %v and the new records", got.rows, values(3, 6))
 	}
 }

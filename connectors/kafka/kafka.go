@@ -7,14 +7,20 @@
 //	  CONNECTION='kafka://broker1:9092,broker2:9092/clicks?format=json&group=clicks-job&dead_letter=clicks-bad';
 //
 // The engine assigns partitions itself rather than through a consumer group's
-// rebalancing: subtask i of n reads the partitions p with p % n == i. Without the
-// group option each starts at the start option's offset. With group=G it starts
-// where G's committed offsets say (the start option's offset where G has none),
-// and commits to G, about once a second and when the source closes, the offset
-// after the last record it has handed downstream: a job started again with the
-// same group resumes after the records it already emitted. Records read but not
-// yet emitted when a job stops are read again, so delivery is at least once. It
-// commits without joining G as a member, so G never rebalances the partitions.
+// rebalancing: subtask i of n reads the partitions p with p % n == i.
+//
+// A job's progress belongs to that job. Each job starts at the start option's
+// offset (earliest or latest) or, restarting, at its own checkpoint's; never
+// where another job over the same table got to. With group=G the source also
+// commits to G, about once a second and when the source closes (with
+// checkpoints, when a checkpoint completes), the offset after the last record
+// it has handed downstream, so that G's lag shows how far behind the job is.
+// start=group (which needs group=G) opts in to resuming: the job starts where
+// G's committed offsets say (at the earliest offset where G has none), so a
+// job started again with the same group resumes after the records the last
+// one emitted. Records read but not yet emitted when a job stops are read
+// again, so delivery is at least once. The source commits without joining G
+// as a member, so G never rebalances the partitions.
 //
 // Each message value is one record: format=text takes the value as the table's
 // single TEXT column, format=json as one object (fields by column name, as the
@@ -46,8 +52,8 @@
 // A job that takes checkpoints (exec/checkpoint.go) gets exactly-once
 // delivery instead. The source's state in a checkpoint is, for each of its
 // partitions, the offset of the first record it has not handed downstream; a
-// job restarting from the checkpoint reads from there, whatever the group and
-// start options say, and the group's offsets are committed only when a
+// job restarting from the checkpoint reads from there, whatever the start
+// option says, and the group's offsets are committed only when a
 // checkpoint completes (not every second, nor when the source closes). The sink
 // writes the rows it takes between two checkpoint barriers in one Kafka
 // transaction, with franz-go's kgo, and commits it when that checkpoint
@@ -90,6 +96,8 @@ const (
 const (
 	StartEarliest = "earliest"
 	StartLatest   = "latest"
+	// StartGroup resumes from the group option's committed offsets.
+	StartGroup = "group"
 )
 
 // Headers a dead letter carries besides the original record's own.
@@ -104,7 +112,7 @@ const (
 func Spec() *spec.Connector {
 	return &spec.Connector{
 		Name:        Name,
-		URL:         "kafka://host:port[,host:port...]/topic[?format=text|json|csv&group=G&start=earliest|latest&dead_letter=TOPIC]",
+		URL:         "kafka://host:port[,host:port...]/topic[?format=text|json|csv&group=G&start=earliest|latest|group&dead_letter=TOPIC]",
 		Description: "Reads a Kafka topic (unbounded source, partitions spread over the subtasks) or writes one (sink: appends, or upserts by the table's PRIMARY KEY).",
 		Source:      true,
 		Sink:        true,
@@ -117,13 +125,15 @@ func Spec() *spec.Connector {
 					"csv: one RFC 4180 record per message, columns by position, an empty unquoted field is NULL. " +
 					"A table with a PRIMARY KEY needs json: its sink upserts, keyed by the key columns as a JSON object."},
 			{Name: "group", Type: spec.String,
-				Description: "The consumer group the source commits its progress to (about once a second, and when it stops; " +
-					"in a job that takes checkpoints, when a checkpoint completes) " +
-					"and resumes from; partitions the group has no offset for start at the start option. " +
+				Description: "The consumer group the source commits its progress to, for monitoring its lag (about once a second, and when it stops; " +
+					"in a job that takes checkpoints, when a checkpoint completes). " +
+					"A job resumes from it only with start=group. " +
 					"Partitions are still assigned by the engine, not by the group's rebalancing."},
-			{Name: "start", Type: spec.Enum, Default: StartEarliest, Allowed: []string{StartEarliest, StartLatest},
-				Description: "Where the source starts reading a partition without a committed offset (or whose offset " +
-					"is no longer on the brokers): its earliest or its latest offset."},
+			{Name: "start", Type: spec.Enum, Default: StartEarliest, Allowed: []string{StartEarliest, StartLatest, StartGroup},
+				Description: "Where each job starts reading a partition (a job restarting from a checkpoint reads from the checkpoint's offset): " +
+					"its earliest or its latest offset, or group: where the group option's group committed " +
+					"(the earliest offset where the group has none). A job never starts where another job over the table committed " +
+					"unless start=group says so. An offset no longer on the brokers moves to the earliest offset (latest with start=latest)."},
 			// dead_letter comes last so that the list of valid options in errors
 			// keeps the order earlier releases printed.
 			{Name: "dead_letter", Type: spec.String,
@@ -167,7 +177,7 @@ type config struct {
 	topic      string
 	format     string
 	group      string
-	start      string
+	start      string       // earliest, latest or group
 	deadLetter string       // the dead_letter topic, "" for none
 	schema     types.Schema // the table's columns
 	cols       []int        // the positions in schema the source emits, in order
@@ -220,6 +230,9 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 	if opts.IsSet("group") && cfg.group == "" {
 		return config{}, s.Errorf("option group: the consumer group name is empty")
 	}
+	if cfg.start == StartGroup && cfg.group == "" {
+		return config{}, s.Errorf("option start: start=group resumes from the group option's committed offsets and needs group=G")
+	}
 	if cfg.deadLetter = opts.Get("dead_letter"); opts.IsSet("dead_letter") {
 		if msg := checkTopic(cfg.deadLetter); msg != "" {
 			return config{}, s.Errorf("option dead_letter: topic %q %s", cfg.deadLetter, msg)
@@ -249,6 +262,16 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 		cfg.key = c.Key
 	}
 	return cfg, nil
+}
+
+// reset returns where a partition without an offset to start from starts,
+// earliest or latest: with start=group, one the group has no offset for; with
+// any start, one whose offset is no longer on the brokers.
+func (c config) reset() string {
+	if c.start == StartLatest {
+		return StartLatest
+	}
+	return StartEarliest
 }
 
 // checkTopic returns why name cannot be a Kafka topic, or "" if it can: the

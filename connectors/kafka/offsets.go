@@ -21,18 +21,19 @@ var commitInterval = time.Second
 // closeCommitTimeout bounds the last commit, when the source closes.
 const closeCommitTimeout = 5 * time.Second
 
-// listOffsets returns the start option's offset (earliest or latest) of each of
+// listOffsets returns the earliest or latest offset (config.reset) of each of
 // partitions.
 func (s *source) listOffsets(ctx context.Context, partitions []int) (map[int]int64, error) {
+	latest := s.cfg.reset() == StartLatest
 	reqs := make([]kafka.OffsetRequest, len(partitions))
 	for i, p := range partitions {
 		reqs[i] = kafka.FirstOffsetOf(p)
-		if s.cfg.start == StartLatest {
+		if latest {
 			reqs[i] = kafka.LastOffsetOf(p)
 		}
 	}
 	var offsets map[int]int64
-	err := s.calls.do(ctx, "listing the "+s.cfg.start+" offsets of topic "+s.cfg.topic, func(ctx context.Context) error {
+	err := s.calls.do(ctx, "listing the "+s.cfg.reset()+" offsets of topic "+s.cfg.topic, func(ctx context.Context) error {
 		res, err := s.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{s.cfg.topic: reqs}})
 		if err != nil {
 			return err
@@ -43,7 +44,7 @@ func (s *source) listOffsets(ctx context.Context, partitions []int) (map[int]int
 				return fmt.Errorf("partition %d: %w", p.Partition, p.Error)
 			}
 			got[p.Partition] = p.FirstOffset
-			if s.cfg.start == StartLatest {
+			if latest {
 				got[p.Partition] = p.LastOffset
 			}
 		}
@@ -59,8 +60,10 @@ func (s *source) listOffsets(ctx context.Context, partitions []int) (map[int]int
 }
 
 // startOffsets returns where to start reading each of partitions: the offset
-// of the checkpoint the job restarts from (RestoreState), else the group's
-// committed offset, else the start option's (earliest or latest).
+// of the checkpoint the job restarts from (RestoreState), else, with
+// start=group, the group's committed offset, else the earliest or latest
+// (config.reset). Without start=group the group's offsets are not read: they
+// are some job's progress, perhaps another's.
 func (s *source) startOffsets(ctx context.Context, partitions []int) (map[int]int64, error) {
 	offsets := map[int]int64{}
 	var rest []int
@@ -71,7 +74,7 @@ func (s *source) startOffsets(ctx context.Context, partitions []int) (map[int]in
 			rest = append(rest, p)
 		}
 	}
-	if s.progress != nil && len(rest) > 0 {
+	if s.progress != nil && s.cfg.start == StartGroup && len(rest) > 0 {
 		committed, err := s.progress.fetch(ctx, rest)
 		if err != nil {
 			return nil, err

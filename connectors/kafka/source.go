@@ -45,9 +45,7 @@ type source struct {
 	log    *slog.Logger
 	tc     *exec.TaskContext
 	nbad   int64
-	csvRec csvRecord
-	jsonP  *records.JSONParser
-	unread []int // the table's columns the query does not read
+	parser *records.Parser
 	// keyOut, for a keyed table whose key columns the query reads (the
 	// planner reads such a table whole), holds their positions in out: the
 	// source then emits a tombstone as the Delete of its key, and a value
@@ -76,7 +74,7 @@ func newSource(cfg config) *source {
 	for i, c := range cfg.cols {
 		out[i] = cfg.schema[c]
 	}
-	s := &source{cfg: cfg, out: out, unread: records.Unread(len(cfg.schema), cfg.cols)}
+	s := &source{cfg: cfg, out: out}
 	// A keyed table read whole is a changelog: tombstones are deletes.
 	for _, k := range cfg.key {
 		j := slices.Index(cfg.cols, k)
@@ -96,7 +94,7 @@ func (s *source) parseKey(key []byte, bb *records.Builder) error {
 		return errors.New("a tombstone without a key")
 	}
 	bb.Reset()
-	if err := s.jsonP.Parse(key, bb); err != nil {
+	if err := s.parser.JSON().Parse(key, bb); err != nil {
 		return fmt.Errorf("the key of a tombstone: %w", err)
 	}
 	for _, j := range s.keyOut {
@@ -116,9 +114,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.log = s.log.With("topic", s.cfg.topic)
-	if s.cfg.format == FormatJSON {
-		s.jsonP = records.NewJSONParser(s.cfg.schema, s.cfg.cols)
-	}
+	s.parser = records.NewParser(s.cfg.format, s.cfg.schema, s.cfg.cols)
 	s.transport = newTransport()
 	s.client = &kafka.Client{Addr: kafka.TCP(s.cfg.brokers...), Timeout: requestTimeout, Transport: s.transport}
 	s.calls = newRetrier(s.cfg, s.transport, tc.Metrics, s.log)
@@ -280,7 +276,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 				// A table without a key has no row a tombstone deletes.
 				s.badRecord(m, errTombstone)
 			default:
-				if err := s.parse(m.Value, bb); err != nil {
+				if err := s.parser.Parse(m.Value, bb); err != nil {
 					s.badRecord(m, err)
 				} else {
 					bb.Commit(len(m.Value))
@@ -345,13 +341,13 @@ func (s *source) fetch(ctx context.Context, p int, offset int64, msgs chan<- kaf
 			}
 			if errors.Is(res.Error, kafka.OffsetOutOfRange) {
 				// The records were deleted (retention), or the topic was
-				// recreated: start again where the start option says, as a
-				// Kafka consumer's auto.offset.reset does.
+				// recreated: start again at the earliest or latest offset,
+				// as a Kafka consumer's auto.offset.reset does.
 				to, err := s.listOffsets(ctx, []int{p})
 				if err != nil {
 					return err
 				}
-				s.log.Warn("offset out of range; moving to the start option's offset", "partition", p, "offset", offset, "start", s.cfg.start, "to", to[p])
+				s.log.Warn("offset out of range; moving to the "+s.cfg.reset()+" offset", "partition", p, "offset", offset, "to", to[p])
 				got, offset = got[:0], to[p]
 				return nil
 			}
@@ -445,52 +441,6 @@ func closeRecord(rec *kafka.Record) {
 	if rec.Value != nil {
 		rec.Value.Close()
 	}
-}
-
-// parse fills the row bb is reading from one message value.
-func (s *source) parse(v []byte, bb *records.Builder) error {
-	bb.Reset()
-	switch s.cfg.format {
-	case FormatText:
-		if len(s.out) == 1 {
-			return bb.ParseField(0, v)
-		}
-		// A query that reads no column (count(*)) counts what one that
-		// reads the line would.
-		return records.Validate(types.StringType, v)
-	case FormatJSON:
-		if len(bytes.TrimSpace(v)) == 0 {
-			return errors.New("empty message")
-		}
-		return s.jsonP.Parse(v, bb)
-	}
-	rec := &s.csvRec
-	if err := rec.parse(v); err != nil {
-		return err
-	}
-	if n := len(rec.fields); n != len(s.cfg.schema) {
-		return fmt.Errorf("%d fields, the table has %d columns", n, len(s.cfg.schema))
-	}
-	for i, col := range s.cfg.cols {
-		f := rec.fields[col]
-		if len(f) == 0 && !rec.quoted[col] {
-			bb.SetNull(i)
-			continue
-		}
-		if err := bb.ParseField(i, f); err != nil {
-			return fmt.Errorf("column %s: %w", s.out[i].Name, err)
-		}
-	}
-	// The columns the query does not read must be good too: a record is good
-	// or bad whichever columns a query reads.
-	for _, col := range s.unread {
-		if f := rec.fields[col]; len(f) > 0 || rec.quoted[col] {
-			if err := records.Validate(s.cfg.schema[col].Type, f); err != nil {
-				return fmt.Errorf("column %s: %w", s.cfg.schema[col].Name, err)
-			}
-		}
-	}
-	return nil
 }
 
 // errTombstone is the bad record a message with a null value makes.
