@@ -298,6 +298,11 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if b.streaming && !b.updates[left] && !b.updates[right] {
+			if l, r, ok := windowJoinEnds(p); ok {
+				return b.windowJoin(p, left, right, l, r), nil
+			}
+		}
 		if b.streaming && Continuous(p.Right, b.opts.Unbounded) {
 			return 0, sql.Errorf(sql.ErrUnsupported, 0,
 				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")

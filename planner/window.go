@@ -52,6 +52,15 @@ func windowEnd(p sql.Plan, col int) bool {
 			return windowEnd(p.Input, col)
 		}
 		return p.Func == "generate_series" && seriesOf(p, "cumulate_first_end")
+	case *sql.Aggregate:
+		// A window aggregation's rows of a window come out before the
+		// watermark that closed it, which it passes on.
+		return col < len(p.GroupBy) && windowEnd(p.Input, p.GroupBy[col])
+	case *sql.Join:
+		if n := len(p.Left.Schema()); col >= n {
+			return windowEnd(p.Right, col-n)
+		}
+		return windowEnd(p.Left, col)
 	}
 	return false
 }
@@ -74,6 +83,8 @@ func windowStart(p sql.Plan, col int) bool {
 			return windowStart(p.Input, col)
 		}
 		return p.Func == "generate_series" && seriesOf(p, "hop_first")
+	case *sql.Aggregate:
+		return col < len(p.GroupBy) && windowStart(p.Input, p.GroupBy[col])
 	}
 	return false
 }
@@ -159,4 +170,31 @@ func aggName(a sql.AggCall) string {
 		return a.Func + "(DISTINCT)"
 	}
 	return a.Func
+}
+
+// windowJoinEnds returns the positions in the join's inputs of an equality
+// of its condition between both sides' window ends.
+func windowJoinEnds(p *sql.Join) (left, right int, ok bool) {
+	for i, l := range p.LeftKeys {
+		if windowEnd(p.Left, l) && windowEnd(p.Right, p.RightKeys[i]) {
+			return l, p.RightKeys[i], true
+		}
+	}
+	return 0, 0, false
+}
+
+// windowJoin plans a join of two windowed inputs on their windows' ends as a
+// window_join: the window's rows of both sides joined when the watermark
+// passes its end, once.
+func (b *builder) windowJoin(p *sql.Join, left, right, leftEnd, rightEnd int) int {
+	cfg := operators.WindowJoinConfig{LeftEnd: leftEnd, RightEnd: rightEnd, Join: operators.JoinConfig{Kind: p.Kind.String(),
+		LeftKeys: p.LeftKeys, RightKeys: p.RightKeys, Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}}
+	label := fmt.Sprintf("window_join %s on %s", p.Kind, joinKeys(p))
+	if p.Extra != nil {
+		label += " and " + p.Extra.String()
+	}
+	op := exec.OperatorSpec{Kind: "window_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
+	b.updates[node] = false
+	return node
 }
