@@ -519,6 +519,9 @@ func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if start, end, ok := sessionKeys(p); ok {
+		return b.sessionAggregate(p, from, start, end)
+	}
 	if end := windowEndKey(p); b.streaming && end >= 0 && !b.updates[from] {
 		return b.windowAggregate(p, from, end)
 	}
