@@ -218,7 +218,9 @@ func sessionKeys(p *sql.Aggregate) (start, end int, ok bool) {
 	return start, end, start >= 0 && end >= 0
 }
 
-func sameArgs(a, b *expr.Expr) bool { return a.Args[0].String() == b.Args[0].String() && a.Args[1].String() == b.Args[1].String() }
+func sameArgs(a, b *expr.Expr) bool {
+	return a.Args[0].String() == b.Args[0].String() && a.Args[1].String() == b.Args[1].String()
+}
 
 // sessionCall returns the session_start or session_end call that column col
 // of p's output is, or nil.
