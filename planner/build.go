@@ -298,6 +298,11 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if b.streaming && !b.updates[left] && !b.updates[right] {
+			if l, r, ok := windowJoinEnds(p); ok {
+				return b.windowJoin(p, left, right, l, r), nil
+			}
+		}
 		if b.streaming && Continuous(p.Right, b.opts.Unbounded) {
 			return 0, sql.Errorf(sql.ErrUnsupported, 0,
 				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")
@@ -513,6 +518,9 @@ func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 	from, err := b.build(p.Input)
 	if err != nil {
 		return 0, err
+	}
+	if start, end, ok := sessionKeys(p); ok {
+		return b.sessionAggregate(p, from, start, end)
 	}
 	if end := windowEndKey(p); b.streaming && end >= 0 && !b.updates[from] {
 		return b.windowAggregate(p, from, end)

@@ -52,6 +52,15 @@ func windowEnd(p sql.Plan, col int) bool {
 			return windowEnd(p.Input, col)
 		}
 		return p.Func == "generate_series" && seriesOf(p, "cumulate_first_end")
+	case *sql.Aggregate:
+		// A window aggregation's rows of a window come out before the
+		// watermark that closed it, which it passes on.
+		return col < len(p.GroupBy) && windowEnd(p.Input, p.GroupBy[col])
+	case *sql.Join:
+		if n := len(p.Left.Schema()); col >= n {
+			return windowEnd(p.Right, col-n)
+		}
+		return windowEnd(p.Left, col)
 	}
 	return false
 }
@@ -74,6 +83,8 @@ func windowStart(p sql.Plan, col int) bool {
 			return windowStart(p.Input, col)
 		}
 		return p.Func == "generate_series" && seriesOf(p, "hop_first")
+	case *sql.Aggregate:
+		return col < len(p.GroupBy) && windowStart(p.Input, p.GroupBy[col])
 	}
 	return false
 }
@@ -159,4 +170,124 @@ func aggName(a sql.AggCall) string {
 		return a.Func + "(DISTINCT)"
 	}
 	return a.Func
+}
+
+// windowJoinEnds returns the positions in the join's inputs of an equality
+// of its condition between both sides' window ends.
+func windowJoinEnds(p *sql.Join) (left, right int, ok bool) {
+	for i, l := range p.LeftKeys {
+		if windowEnd(p.Left, l) && windowEnd(p.Right, p.RightKeys[i]) {
+			return l, p.RightKeys[i], true
+		}
+	}
+	return 0, 0, false
+}
+
+// windowJoin plans a join of two windowed inputs on their windows' ends as a
+// window_join: the window's rows of both sides joined when the watermark
+// passes its end, once.
+func (b *builder) windowJoin(p *sql.Join, left, right, leftEnd, rightEnd int) int {
+	cfg := operators.WindowJoinConfig{LeftEnd: leftEnd, RightEnd: rightEnd, Join: operators.JoinConfig{Kind: p.Kind.String(),
+		LeftKeys: p.LeftKeys, RightKeys: p.RightKeys, Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}}
+	label := fmt.Sprintf("window_join %s on %s", p.Kind, joinKeys(p))
+	if p.Extra != nil {
+		label += " and " + p.Extra.String()
+	}
+	op := exec.OperatorSpec{Kind: "window_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
+	b.updates[node] = false
+	return node
+}
+
+// sessionKeys returns the positions among p's GROUP BY keys of a session
+// window's start and end (session_start(ts, gap) and session_end(ts, gap) of
+// one ts and gap, sql/dialect_window.go).
+func sessionKeys(p *sql.Aggregate) (start, end int, ok bool) {
+	start, end = -1, -1
+	var ts *expr.Expr
+	for k, c := range p.GroupBy {
+		e := sessionCall(p.Input, c)
+		switch {
+		case e == nil:
+		case e.Func == "session_start" && start < 0 && (ts == nil || sameArgs(ts, e)):
+			start, ts = k, e
+		case e.Func == "session_end" && end < 0 && (ts == nil || sameArgs(ts, e)):
+			end, ts = k, e
+		}
+	}
+	return start, end, start >= 0 && end >= 0
+}
+
+func sameArgs(a, b *expr.Expr) bool {
+	return a.Args[0].String() == b.Args[0].String() && a.Args[1].String() == b.Args[1].String()
+}
+
+// sessionCall returns the session_start or session_end call that column col
+// of p's output is, or nil.
+func sessionCall(p sql.Plan, col int) *expr.Expr {
+	switch p := p.(type) {
+	case *sql.Project:
+		e := p.Exprs[col]
+		if e.Kind == expr.KindColumn {
+			return sessionCall(p.Input, e.Col)
+		}
+		if e.Kind == expr.KindCall && (e.Func == "session_start" || e.Func == "session_end") {
+			return e
+		}
+	case *sql.Filter:
+		return sessionCall(p.Input, col)
+	}
+	return nil
+}
+
+// sessionAggregate plans p, grouped by a session window (its keys start and
+// end), as a session_agg after a hash exchange on the other keys; in batch
+// queries too, where every session closes at the end of the input. Over a
+// stream without a watermark the sessions would never close: refused.
+func (b *builder) sessionAggregate(p *sql.Aggregate, from, start, end int) (int, error) {
+	if b.streaming && (!sessionOverEventTime(p.Input, p.GroupBy[start]) || b.updates[from]) {
+		return 0, sql.Errorf(sql.ErrUnsupported, 0, "a SESSION window over a stream needs a watermark on its time column (WATERMARK FOR ts AS ... in the table's DDL), and rows that are only inserted")
+	}
+	inSchema := p.Input.Schema()
+	aggs := make([]operators.AggSpec, len(p.Aggs))
+	for i, a := range p.Aggs {
+		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type, Sep: a.Sep}
+		for _, k := range a.Order {
+			aggs[i].Order = append(aggs[i].Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
+		}
+	}
+	var keys []int
+	for k, c := range p.GroupBy {
+		if k != start && k != end {
+			keys = append(keys, c)
+		}
+	}
+	cfg := operators.SessionAggConfig{Keys: keys, Start: p.GroupBy[start], End: p.GroupBy[end],
+		Agg: operators.HashAggConfig{GroupBy: p.GroupBy, Aggs: aggs, Phase: operators.AggComplete, Emit: operators.AggEmitFinal}}
+	label := fmt.Sprintf("session_agg group=%s aggs=%s", colNames(inSchema, p.GroupBy), aggList(p.Aggs, inSchema))
+	op := exec.OperatorSpec{Kind: "session_agg", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+	var node int
+	if len(keys) == 0 {
+		node = b.add(op, 1, 1, in(from, gatherOrForward(b.par(from))))
+	} else {
+		node = b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, keys...))
+	}
+	b.updates[node] = false
+	return node, nil
+}
+
+// sessionOverEventTime reports whether column col of p's output is
+// session_start(ts, gap) of a column ts with a watermark.
+func sessionOverEventTime(p sql.Plan, col int) bool {
+	switch p := p.(type) {
+	case *sql.Project:
+		e := p.Exprs[col]
+		if e.Kind == expr.KindColumn {
+			return sessionOverEventTime(p.Input, e.Col)
+		}
+		return windowCall(p.Input, e, "session_start")
+	case *sql.Filter:
+		return sessionOverEventTime(p.Input, col)
+	}
+	return false
 }

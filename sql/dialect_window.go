@@ -19,9 +19,11 @@ import (
 // derived table adding both to the table's columns. HOP and CUMULATE table
 // functions put a row in every window that holds it, a series of window
 // starts (or ends) per row. A window's size may be written INTERVAL '10'
-// SECOND, INTERVAL 10 SECOND, INTERVAL '10 SECONDS' or '10 SECOND'. The
-// group-window forms of HOP and SESSION, and the SESSION table function, are
-// not rewritten yet.
+// SECOND, INTERVAL 10 SECOND, INTERVAL '10 SECONDS' or '10 SECOND'. A
+// session window, GROUP BY k, SESSION(ts, gap) with SESSION_START and
+// SESSION_END, groups by session_start(ts, gap) and session_end(ts, gap), a
+// row's own session, which the planner's session_agg merges. The group
+// window form of HOP and the SESSION table function are not rewritten yet.
 
 func rewriteWindows(stmt []token, _ *dialectFacts) []token {
 	for i := 0; i < len(stmt); i++ {
@@ -38,7 +40,7 @@ func rewriteWindows(stmt []token, _ *dialectFacts) []token {
 			if out, ok := rewriteWindowTable(stmt, i, open); ok {
 				return rewriteWindows(out, nil)
 			}
-		case fn == "tumble" || fn == "tumble_start" || fn == "tumble_end":
+		case fn == "tumble" || fn == "tumble_start" || fn == "tumble_end" || fn == "session" || fn == "session_start" || fn == "session_end":
 			args, closing, ok := callArgs(stmt, open)
 			if !ok || len(args) != 2 {
 				continue
@@ -49,8 +51,8 @@ func rewriteWindows(stmt []token, _ *dialectFacts) []token {
 			}
 			ts := tokensText(args[0])
 			var with string
-			if fn == "tumble" { // a group window: both bounds are the keys
-				with = "tumble_start(" + ts + ", " + size + "), tumble_end(" + ts + ", " + size + ")"
+			if fn == "tumble" || fn == "session" { // a group window: both bounds are the keys
+				with = fn + "_start(" + ts + ", " + size + "), " + fn + "_end(" + ts + ", " + size + ")"
 			} else {
 				with = fn + "(" + ts + ", " + size + ")"
 			}

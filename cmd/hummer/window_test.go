@@ -47,6 +47,8 @@ func windowsOutOfOrder(t *testing.T, parallelism string) {
 	exec(fmt.Sprintf("CREATE TABLE clicks (k TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) ENGINE=kafka CONNECTION='kafka://%s/events?format=csv'", broker))
 	exec(`CREATE VIEW w AS SELECT k, window_start, window_end, count(*) AS n
 		FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`)
+	exec(`CREATE VIEW s AS SELECT k, SESSION_START(ts, INTERVAL '5' SECOND) AS ss, SESSION_END(ts, INTERVAL '5' SECOND) AS se, count(*) AS n
+		FROM clicks GROUP BY k, SESSION(ts, INTERVAL '5' SECOND)`)
 	windows := func(want string) {
 		t.Helper()
 		var got string
@@ -68,6 +70,20 @@ func windowsOutOfOrder(t *testing.T, parallelism string) {
 	// 40 takes it to 38, closing [20,30) with c's 25 and d's 29.
 	produce(at("a", 19), at("d", 29), "d,2024-01-01 00:00:40")
 	windows("a 00:00 00:10 3 | b 00:00 00:10 1 | a 00:10 00:20 1 | b 00:10 00:20 1 | c 00:20 00:30 1 | d 00:20 00:30 1")
+	// The session view, its own job: a's rows 7, 8, 9 and 12 are one session
+	// (each within 5 s of the last), closed at 23 s; 19 starts another; d's
+	// 40 is still open. None is late: each arrives within 5 s of the
+	// watermark.
+	want := "a 00:00 00:05 1 | a 00:07 00:17 4 | a 00:19 00:24 1 | b 00:03 00:08 1 | b 00:11 00:16 1 | c 00:25 00:30 1 | d 00:29 00:34 1"
+	var got string
+	waitUntil(t, "the sessions", nil, func() bool {
+		rows, err := conn.Query(ctx, "SELECT k, to_char(ss, 'MI:SS'), to_char(se, 'MI:SS'), n FROM s ORDER BY k, ss")
+		if err != nil {
+			return false
+		}
+		got = strings.Join(scanLines(t, rows), " | ")
+		return got == want
+	})
 	var late int64
 	rows, err := conn.Query(ctx, "SHOW PROCESSLIST")
 	if err != nil {

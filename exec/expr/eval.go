@@ -133,7 +133,7 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalAddInterval, literalArgs
 	case "$days_between":
 		return evalDaysBetween, literalArgs
-	case "tumble_start", "tumble_end", "hop_first", "cumulate_first_end":
+	case "tumble_start", "tumble_end", "hop_first", "cumulate_first_end", "session_start", "session_end":
 		return evalWindow, literalArgs
 	}
 	return pgjdbcKernelFor(name) // pgjdbc.go

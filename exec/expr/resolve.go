@@ -72,6 +72,8 @@ var catalog = map[string]resolver{
 	"tumble_end":         fixed(types.TimestampType, types.TimestampType, types.Int64Type),
 	"hop_first":          fixed(types.TimestampType, types.TimestampType, types.Int64Type, types.Int64Type),
 	"cumulate_first_end": fixed(types.TimestampType, types.TimestampType, types.Int64Type, types.Int64Type),
+	"session_start":      fixed(types.TimestampType, types.TimestampType, types.Int64Type),
+	"session_end":        fixed(types.TimestampType, types.TimestampType, types.Int64Type),
 
 	"abs": resolveNumericUnary, "round": resolveRound,
 	"floor": resolveFloorCeil, "ceil": resolveFloorCeil, "ceiling": resolveFloorCeil,

@@ -17,6 +17,9 @@ import (
 //	cumulate_first_end(ts, step, size)  the end of the first cumulating window
 //	                                    holding ts: windows start every size and
 //	                                    grow by step up to size
+//	session_start(ts, gap)              the session of ts alone: ts ...
+//	session_end(ts, gap)                ... to ts + gap, which a session_agg
+//	                                    operator merges with its neighbours
 
 // evalWindow is the functions above.
 func evalWindow(c *call) (arrow.Array, error) {
@@ -48,6 +51,10 @@ func evalWindow(c *call) (arrow.Array, error) {
 			out[i] = floorDiv64(t, x)*x + x
 		case "hop_first": // the first k with k*slide <= t < k*slide + size
 			out[i] = (floorDiv64(t-y, x) + 1) * x
+		case "session_start":
+			out[i] = t
+		case "session_end":
+			out[i] = t + x
 		case "cumulate_first_end":
 			start := floorDiv64(t, y) * y
 			out[i] = start + (floorDiv64(t-start, x)+1)*x

@@ -32,6 +32,8 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("view", newViewOp)
 	r.RegisterOperator("watermark", newWatermarkOp)
 	r.RegisterOperator("window_agg", newWindowAggOp)
+	r.RegisterOperator("window_join", newWindowJoinOp)
+	r.RegisterOperator("session_agg", newSessionAggOp)
 	r.RegisterSourceKind("values", func(spec exec.OperatorSpec) (exec.Source, error) { return newValuesSource(spec) })
 	r.RegisterSourceKind("snapshot", func(spec exec.OperatorSpec) (exec.Source, error) { return newSnapshotSource(spec) })
 }
