@@ -320,8 +320,8 @@ func TestLongLine(t *testing.T) {
 	}
 }
 
-// TestOtherSubtasksEmitNothing: subtask 1 of 2 never connects; subtask 0
-// reads every line.
+// TestOtherSubtasksEmitNothing: subtask 1 of 2 never connects, and says it
+// is idle; subtask 0 reads every line.
 func TestOtherSubtasksEmitNothing(t *testing.T) {
 	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
@@ -337,6 +337,9 @@ func TestOtherSubtasksEmitNothing(t *testing.T) {
 	}
 	if got := other.stop(); len(got) != 0 {
 		t.Errorf("subtask 1: %q, want nothing", got)
+	}
+	if s := other.col.Signals; len(s) != 1 || s[0].Kind != exec.Idle {
+		t.Errorf("subtask 1's signals %v, want idle", s)
 	}
 	if n := len(srv.conns); n != 0 {
 		t.Errorf("%d more connections, want none from subtask 1", n)

@@ -97,10 +97,14 @@ func (s *source) Close() error { return nil }
 
 // Run reads lines from the server until ctx is cancelled, then returns ctx's
 // error; it returns another error only when downstream fails. A subtask other
-// than 0 emits nothing.
+// than 0 emits nothing but that it is idle (exec.Idle).
 func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	if s.tc.Subtask != 0 {
 		s.log.Info("socket source: only subtask 0 reads the socket", "subtask", s.tc.Subtask)
+		// It holds no watermark back.
+		if err := out.CollectSignal(ctx, exec.Signal{Kind: exec.Idle}); err != nil {
+			return err
+		}
 		<-ctx.Done()
 		return ctx.Err()
 	}
