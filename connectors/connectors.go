@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hummer-db/hummer/connectors/blackhole"
 	"github.com/hummer-db/hummer/connectors/file"
 	"github.com/hummer-db/hummer/connectors/kafka"
 	"github.com/hummer-db/hummer/connectors/memory"
@@ -37,6 +38,7 @@ func all() []connector {
 		{spec: kafka.Spec(), validate: kafka.Validate},
 		{spec: memory.Spec(), validate: memory.Validate},
 		{spec: nexmark.Spec(), validate: nexmark.Validate},
+		{spec: blackhole.Spec(), validate: blackhole.Validate},
 		{spec: socket.Spec(), validate: socket.Validate, maxParallelism: socket.MaxParallelism},
 		{spec: table.Spec(), validate: table.Validate},
 		{spec: table.ChangesSpec(), validate: refuseChanges},
@@ -57,6 +59,7 @@ func Register(r *exec.Registry) *memory.Store {
 	kafka.Register(r)
 	table.Register(r)
 	nexmark.Register(r)
+	blackhole.Register(r)
 	socket.Register(r)
 	store := memory.NewStore()
 	memory.Register(r, store)

@@ -26,7 +26,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{connector: "file", url: "file:///data/kjv.txt"},
 		{connector: "memory", url: "memory://t"},
-		{connector: "kinesis", url: "kinesis://x", err: exec.ErrUnknownConnector, msg: `"kinesis" (connectors: file, kafka, memory, nexmark, socket, hummer, hummer_changes)`},
+		{connector: "kinesis", url: "kinesis://x", err: exec.ErrUnknownConnector, msg: `"kinesis" (connectors: file, kafka, memory, nexmark, blackhole, socket, hummer, hummer_changes)`},
 		{connector: "file", url: "file:///data/kjv.txt?format=xml", err: ErrBadOption, msg: "not one of text, csv, json"},
 		{connector: "memory", url: "memory://", err: ErrBadOption},
 		{connector: "socket", url: "socket://localhost:9999"},
@@ -89,7 +89,7 @@ func TestDescribe(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"file", "hummer", "hummer_changes", "kafka", "memory", "nexmark", "socket"}; !slices.Equal(names, want) {
+	if want := []string{"blackhole", "file", "hummer", "hummer_changes", "kafka", "memory", "nexmark", "socket"}; !slices.Equal(names, want) {
 		t.Errorf("connectors %v, want %v", names, want)
 	}
 }
@@ -103,7 +103,7 @@ func TestRegister(t *testing.T) {
 	operators.Register(r)
 	store := Register(r)
 	defer store.Close()
-	if got, want := r.Connectors(), []string{"file", "hummer", "hummer_changes", "kafka", "memory", "nexmark", "socket"}; !slices.Equal(got, want) {
+	if got, want := r.Connectors(), []string{"blackhole", "file", "hummer", "hummer_changes", "kafka", "memory", "nexmark", "socket"}; !slices.Equal(got, want) {
 		t.Errorf("registered %v, want %v", got, want)
 	}
 	if _, err := r.NewSink(exec.ConnectorSpec{Connector: "file", URL: "file:///x", Schema: lines}); !errors.Is(err, exec.ErrUnknownConnector) {

@@ -26,7 +26,7 @@ var tiers = [][]string{
 	{"exec/taskmanager", "exec/jobmanager"},
 	{"exec/control"},
 	{"connectors/internal/records", "connectors/internal/conntest", "sql"},
-	{"connectors/file", "connectors/kafka", "connectors/memory", "connectors/nexmark", "connectors/socket", "connectors/table", "planner"},
+	{"connectors/file", "connectors/kafka", "connectors/memory", "connectors/nexmark", "connectors/blackhole", "connectors/socket", "connectors/table", "planner"},
 	{"connectors", "session"},
 	{"wire"},
 	{"cmd/hummer", "cmd/tpchgen"},

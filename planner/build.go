@@ -298,7 +298,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if b.streaming && !b.updates[left] && !b.updates[right] {
+		if !b.updates[left] && !b.updates[right] {
 			if l, r, ok := windowJoinEnds(p); ok {
 				return b.windowJoin(p, left, right, l, r), nil
 			}
@@ -522,7 +522,7 @@ func (b *builder) aggregate(p *sql.Aggregate) (int, error) {
 	if start, end, ok := sessionKeys(p); ok {
 		return b.sessionAggregate(p, from, start, end)
 	}
-	if end := windowEndKey(p); b.streaming && end >= 0 && !b.updates[from] {
+	if end := windowEndKey(p); end >= 0 && !b.updates[from] {
 		return b.windowAggregate(p, from, end)
 	}
 	node, err := b.aggregateFrom(p, from)

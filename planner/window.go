@@ -10,12 +10,15 @@ import (
 	"github.com/hummer-db/hummer/sql"
 )
 
-// Windows of event time: a continuous GROUP BY whose keys include the end of
-// a window (tumble_end(ts, size), sql/dialect_window.go) over a column with a
+// Windows of event time: a GROUP BY whose keys include the end of a window
+// (tumble_end(ts, size), sql/dialect_window.go) over a column with a
 // watermark (WATERMARK FOR ts in its table's DDL) runs as a window_agg, which
 // emits each window's rows once, when the watermark passes its end, and
 // forgets the window: its output is append-only. Without a watermark the same
-// GROUP BY emits updates, as any continuous GROUP BY does.
+// GROUP BY over a stream emits updates, as any continuous GROUP BY does. A
+// batch query over a table with a watermark (a bounded Nexmark table, say)
+// runs the same window operators, whose windows all close at the end of the
+// input: the answer is the batch one, by the streaming path.
 
 // windowEndKey returns the position among p's GROUP BY keys of the first that
 // is a window's end over a column with a watermark, or -1.

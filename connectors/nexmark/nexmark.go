@@ -13,7 +13,8 @@
 // without it the table is a stream that never ends. rate=R emits R events a
 // second (all subtasks together), rate=0 as fast as it can; event time
 // advances by 1/R a second per event (by 100 µs when rate=0, the Flink
-// generator's default 10,000 a second), from base. Subtask i of p generates
+// generator's default 10,000 a second; event_rate=E sets it apart from the
+// pace), from base. Subtask i of p generates
 // the events whose number is i modulo p; its position is checkpointed.
 package nexmark
 
@@ -55,6 +56,7 @@ func Spec() *spec.Connector {
 		Options: []spec.Option{
 			{Name: "events", Type: spec.String, Default: "0", Description: "events in the whole sequence (all three kinds), 0 for a stream without end"},
 			{Name: "rate", Type: spec.String, Default: "10000", Description: "events per second, all subtasks together; 0 for as fast as it can"},
+			{Name: "event_rate", Type: spec.String, Default: "", Description: "events per second of event time (the spacing of their times); default: rate, or 10000 when rate is 0"},
 			{Name: "seed", Type: spec.String, Default: "0", Description: "the seed every event's fields are drawn with: the three tables over one seed describe one site"},
 			{Name: "base", Type: spec.String, Default: DefaultBase, Description: "the event time of the first event (RFC 3339), or now: when the job starts"},
 		},
@@ -88,12 +90,15 @@ func Bounded(c exec.ConnectorSpec) bool {
 // config is a validated Nexmark table.
 type config struct {
 	kind   Kind
-	events int64 // 0: unbounded
-	rate   float64
-	seed   int64
-	base   time.Time // zero: now
-	fields []int     // per output column, its position in Fields[kind]
-	out    *arrow.Schema
+	events int64   // 0: unbounded
+	rate   float64 // of emission; 0: as fast as it can
+	// eventRate is the events per second of event time: event n is at
+	// base + n/eventRate.
+	eventRate float64
+	seed      int64
+	base      time.Time // zero: now
+	fields    []int     // per output column, its position in Fields[kind]
+	out       *arrow.Schema
 }
 
 func parse(c exec.ConnectorSpec) (config, error) {
@@ -127,6 +132,15 @@ func parse(c exec.ConnectorSpec) (config, error) {
 	}
 	if cfg.rate, err = strconv.ParseFloat(v.Get("rate"), 64); err != nil || cfg.rate < 0 || cfg.rate > 1e12 {
 		return config{}, s.Errorf("option rate: %q is not a number of events per second", v.Get("rate"))
+	}
+	cfg.eventRate = cfg.rate
+	if r := v.Get("event_rate"); r != "" {
+		if cfg.eventRate, err = strconv.ParseFloat(r, 64); err != nil || cfg.eventRate <= 0 || cfg.eventRate > 1e12 {
+			return config{}, s.Errorf("option event_rate: %q is not a positive number of events per second", r)
+		}
+	}
+	if cfg.eventRate == 0 {
+		cfg.eventRate = 10000
 	}
 	if cfg.seed, err = strconv.ParseInt(v.Get("seed"), 10, 64); err != nil {
 		return config{}, s.Errorf("option seed: %q is not an integer", v.Get("seed"))
@@ -217,10 +231,7 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		base = time.Now()
 	}
 	s.baseMs = base.UnixMilli()
-	delayUs := 100.0
-	if s.cfg.rate > 0 {
-		delayUs = 1e6 / s.cfg.rate
-	}
+	delayUs := 1e6 / s.cfg.eventRate
 	extra := false
 	for _, f := range s.cfg.fields {
 		extra = extra || Fields[s.cfg.kind][f].Name == "extra"
