@@ -14,6 +14,10 @@ type TaskMetrics struct {
 	// LateRows counts the rows a window aggregation dropped because their
 	// window had closed: the watermark had passed it.
 	LateRows atomic.Int64
+	// Watermark is the watermark a watermark operator of the task last
+	// emitted (microseconds since the epoch), 0 before the first; negative
+	// while it is idle, holding none back.
+	Watermark atomic.Int64
 	// BadRecords counts malformed input records a source skipped.
 	BadRecords atomic.Int64
 	// NetBytesOut counts the bytes the task sent over network channels.

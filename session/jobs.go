@@ -238,13 +238,17 @@ func (s *Session) showJobs() (*Result, error) {
 		{Name: "restored_from", Type: types.Int64Type}, {Name: "checkpoint_ms", Type: types.Float64Type},
 		{Name: "checkpoint_bytes", Type: types.Int64Type}, {Name: "alignment_ms", Type: types.Float64Type},
 		{Name: "failed_checkpoints", Type: types.Int64Type}, {Name: "checkpoint_failure", Type: types.StringType},
-		{Name: "late_rows", Type: types.Int64Type}}
+		{Name: "late_rows", Type: types.Int64Type}, {Name: "watermark", Type: types.TimestampType},
+		{Name: "watermark_lag_s", Type: types.Float64Type}}
 	var rows [][]types.Value
 	listed := map[string]bool{}
 	for _, j := range s.e.jm.Jobs() {
 		listed[j.ID] = true
 		id, _ := strconv.ParseInt(j.ID, 10, 64)
 		var in, out, bad, dead, late int64
+		// The job's watermark: the least its watermark operators emitted
+		// (idle ones aside), NULL when none has.
+		wm := int64(-1)
 		var status []string
 		for tid, m := range j.Metrics() {
 			if j.Graph.Job.Vertices[tid.Vertex].IsSource() {
@@ -254,6 +258,9 @@ func (s *Session) showJobs() (*Result, error) {
 			bad += m.BadRecords.Load()
 			dead += m.DeadLetters.Load()
 			late += m.LateRows.Load()
+			if w := m.Watermark.Load(); w > 0 && (wm < 0 || w < wm) {
+				wm = w
+			}
 			if st := m.Status(); st != "" {
 				status = append(status, fmt.Sprintf("%s[%d]: %s", j.Graph.Job.Vertices[tid.Vertex].Name, tid.Subtask, st))
 			}
@@ -283,7 +290,7 @@ func (s *Session) showJobs() (*Result, error) {
 			types.IntValue(in), types.IntValue(out), types.IntValue(bad), types.IntValue(dead), statusText, errText,
 			types.IntValue(int64(ck.Restarts)), checkpoint, optInt(ck.RestoredFrom),
 			optMillis(ck.Last, ck.LastDuration), ckBytes(ck.Last, ck.LastBytes), optMillis(ck.Last, ck.LastAlign),
-			types.IntValue(ck.Failed), ckFailure, types.IntValue(late)})
+			types.IntValue(ck.Failed), ckFailure, types.IntValue(late), wmValue(wm), wmLag(wm)})
 	}
 	// Recorded jobs whose resumption waits for slots (a cluster's
 	// TaskManagers not registered yet) are jobs too.
@@ -304,9 +311,26 @@ func (s *Session) showJobs() (*Result, error) {
 			null(types.Int64Type), null(types.Int64Type), null(types.Int64Type), null(types.Int64Type),
 			null(types.StringType), types.StringValue(w.err.Error()), types.IntValue(int64(w.rec.Restarts)),
 			null(types.Int64Type), null(types.Int64Type), null(types.Float64Type), null(types.Int64Type),
-			null(types.Float64Type), null(types.Int64Type), null(types.StringType), null(types.Int64Type)})
+			null(types.Float64Type), null(types.Int64Type), null(types.StringType), null(types.Int64Type),
+			null(types.TimestampType), null(types.Float64Type)})
 	}
 	return s.valuesResult("SHOW", schema, rows)
+}
+
+// wmValue is a job's watermark, NULL when it has none (-1).
+func wmValue(wm int64) types.Value {
+	if wm < 0 {
+		return types.NullValue(types.TimestampType)
+	}
+	return types.TimestampValue(wm)
+}
+
+// wmLag is how far a job's watermark is behind the wall clock, in seconds.
+func wmLag(wm int64) types.Value {
+	if wm < 0 {
+		return types.NullValue(types.Float64Type)
+	}
+	return types.FloatValue(float64(time.Now().UnixMicro()-wm) / 1e6)
 }
 
 // optInt is n, or NULL for 0 (no such checkpoint).

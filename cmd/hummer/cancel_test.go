@@ -221,7 +221,7 @@ func copyJobs(t *testing.T, ctx context.Context, conn *pgx.Conn) map[int64]strin
 	for rows.Next() {
 		var id int64
 		var statement, state string
-		if err := rows.Scan(&id, &statement, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+		if err := rows.Scan(&id, &statement, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if statement == copyStatement {

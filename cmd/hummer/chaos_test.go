@@ -147,7 +147,7 @@ func TestChaos(t *testing.T) {
 		restarted := 0
 		for _, r := range rows {
 			f := strings.Split(r, "|")
-			if len(f) == 19 && f[2] == "running" && f[10] != "0" {
+			if len(f) == 21 && f[2] == "running" && f[10] != "0" {
 				restarted++
 			}
 		}

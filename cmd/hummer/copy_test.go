@@ -190,7 +190,7 @@ func TestCopyToStream(t *testing.T) {
 			defer rows.Close()
 			for rows.Next() {
 				var statement, state string
-				if err := rows.Scan(nil, &statement, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+				if err := rows.Scan(nil, &statement, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
 					t.Fatal(err)
 				}
 				if statement == stmt && state == "running" {

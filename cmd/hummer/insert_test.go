@@ -39,7 +39,7 @@ func TestInsertJob(t *testing.T) {
 	for {
 		var state, stmt string
 		var in, out int64
-		err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(nil, &stmt, &state, nil, &in, &out, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+		err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(nil, &stmt, &state, nil, &in, &out, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,7 +100,7 @@ func TestKafkaPipeline(t *testing.T) {
 
 	var id int64
 	var state string
-	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(&id, nil, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
+	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(&id, nil, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if state != "running" {
@@ -109,7 +109,7 @@ func TestKafkaPipeline(t *testing.T) {
 	if _, err := conn.Exec(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(nil, nil, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil || state != "cancelled" {
+	if err := conn.QueryRow(ctx, "SHOW PROCESSLIST").Scan(nil, nil, &state, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); err != nil || state != "cancelled" {
 		t.Errorf("after KILL the job is %s (%v), want cancelled", state, err)
 	}
 }

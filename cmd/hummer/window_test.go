@@ -95,8 +95,14 @@ func windowsOutOfOrder(t *testing.T, parallelism string) {
 			t.Fatal(err)
 		}
 		for i, f := range rows.FieldDescriptions() {
-			if f.Name == "late_rows" {
+			switch f.Name {
+			case "late_rows":
 				late += vals[i].(int64)
+			case "watermark":
+				// Both jobs have seen 40 s, less the 2 s delay.
+				if w, ok := vals[i].(time.Time); !ok || !w.Equal(time.Date(2024, 1, 1, 0, 0, 38, 0, time.UTC)) {
+					t.Errorf("a job's watermark is %v, want 00:00:38", vals[i])
+				}
 			}
 		}
 	}

@@ -136,6 +136,7 @@ type TaskCounters struct {
 	SinkRows   int64       `json:"sink_rows"`
 	DeadLetter int64       `json:"dead_letters,omitempty"`
 	LateRows   int64       `json:"late_rows,omitempty"`
+	Watermark  int64       `json:"watermark,omitempty"`
 	Status     string      `json:"status,omitempty"`
 }
 
@@ -145,7 +146,7 @@ func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
 			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load(),
-			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Status: t.Status()})
+			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Watermark: t.Watermark.Load(), Status: t.Status()})
 	}
 	return out
 }
@@ -167,6 +168,7 @@ func storeCounters(m map[exec.TaskID]*exec.TaskMetrics, cs []TaskCounters) {
 		t.SinkRows.Store(c.SinkRows)
 		t.DeadLetters.Store(c.DeadLetter)
 		t.LateRows.Store(c.LateRows)
+		t.Watermark.Store(c.Watermark)
 		t.SetStatus(c.Status)
 	}
 }

@@ -33,6 +33,7 @@ type WatermarkConfig struct {
 // higher; end of stream goes on as it comes, and means the end of event time.
 type watermarkOp struct {
 	cfg  WatermarkConfig
+	m    *exec.TaskMetrics // Watermark: the last one emitted, for SHOW PROCESSLIST
 	mem  memory.Allocator
 	mark int64 // microseconds; math.MinInt64 before the first row
 	// idle is set when an Idle signal went downstream: the next rows take
@@ -58,6 +59,9 @@ func newWatermarkOp(spec exec.OperatorSpec) (exec.Operator, error) {
 
 func (o *watermarkOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
+	if o.m = tc.Metrics; o.m == nil {
+		o.m = &exec.TaskMetrics{}
+	}
 	return nil
 }
 
@@ -87,6 +91,7 @@ func (o *watermarkOp) ProcessBatch(ctx context.Context, input int, b exec.Batch,
 		return nil
 	}
 	o.idle = false
+	o.m.Watermark.Store(o.mark)
 	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: o.mark})
 }
 
@@ -120,8 +125,10 @@ func (o *watermarkOp) ProcessSignal(ctx context.Context, input int, s exec.Signa
 			return nil
 		}
 		o.mark, o.idle = s.Watermark, false
+		o.m.Watermark.Store(o.mark)
 	case exec.Idle:
 		o.idle = true
+		o.m.Watermark.Store(-1)
 	}
 	return out.CollectSignal(ctx, s)
 }
