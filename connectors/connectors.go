@@ -135,6 +135,10 @@ func Unbounded(connector, url string) bool {
 	return false
 }
 
+// SourceWatermarks reports whether the connector's source keeps a table's
+// watermarks itself: Kafka's, one per partition.
+func SourceWatermarks(connector string) bool { return connector == kafka.Name }
+
 // Retracts reports whether the connector's source emits deletes of rows it
 // emitted before (the changes of a stored table), which the planner must
 // treat as updates.

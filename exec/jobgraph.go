@@ -42,6 +42,12 @@ type ConnectorSpec struct {
 	// them, and a source reads its input as keyed (a Kafka tombstone is a key's
 	// delete, not a bad record). Empty for an append-only table.
 	Key []int `json:"key,omitempty"`
+	// Watermark, for a source that keeps its own watermarks (a Kafka table's,
+	// one per partition), is the table's watermark expression over the
+	// columns the source emits: the source emits the least over its
+	// partitions of each one's largest value of it (exec.Watermark signals),
+	// and Idle when none holds any back.
+	Watermark *expr.Expr `json:"watermark,omitempty"`
 }
 
 // PartitionKind says how an edge spreads the batches of its producer's subtasks

@@ -43,6 +43,11 @@ type Options struct {
 	// of rows it emitted before (a stored table's changes, which a view
 	// follows): what reads it must take retractions.
 	Retracts func(connector string) bool
+	// SourceWatermarks reports whether a connector's source keeps the
+	// watermarks of a table with a WATERMARK itself (Kafka's, per partition):
+	// it gets the expression (exec.ConnectorSpec.Watermark), and the
+	// watermark operator after it passes its watermarks on.
+	SourceWatermarks func(connector string) bool
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -176,6 +181,9 @@ func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 	out := p.Schema()
 	if wm != nil {
 		wmCfg, spec.Columns, out = watermarkColumns(p, wm)
+		if b.opts.SourceWatermarks != nil && b.opts.SourceWatermarks(p.Table.Engine) {
+			spec.Watermark, wmCfg.FromSource = wmCfg.Expr, true
+		}
 	}
 	op := exec.OperatorSpec{Kind: "source", Label: label, Config: exec.MustConfig(spec), Out: out}
 	node := b.add(op, b.opts.Parallelism, 0)
@@ -186,6 +194,9 @@ func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 			label += " - " + (time.Duration(wm.Delay) * time.Microsecond).String()
 		} else {
 			label += " = " + wm.Expr.String()
+		}
+		if wmCfg.FromSource {
+			label += " (per partition, in the source)"
 		}
 		node = b.pass(node, b.forward(node, "watermark", label, wmCfg, p.Schema()))
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	// rows (planner.Options.Retracts): the changes a view over a stored table
 	// follows.
 	Retracts func(connector string) bool
+	// SourceWatermarks reports whether a connector's source keeps a table's
+	// watermarks itself (planner.Options.SourceWatermarks).
+	SourceWatermarks func(connector string) bool
 	// Upsert reports whether a connector's sink upserts by a table's PRIMARY
 	// KEY, so that a query producing updates may write to it, and its source
 	// reads such a table back as upserts and deletes (planner.Options.Changelog).

@@ -56,7 +56,7 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 		return nil, nil, nil, err
 	}
 	wait := s.vars["wait_for_views"] != "off"
-	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Retracts: s.e.cfg.Retracts,
+	opts := planner.Options{Parallelism: exec.AutoParallelism, Unbounded: s.e.cfg.Unbounded, Changelog: s.e.cfg.Upsert, Retracts: s.e.cfg.Retracts, SourceWatermarks: s.e.cfg.SourceWatermarks,
 		Snapshot: func(name string) ([]byte, error) {
 			if sql.IsSystemTableName(name) {
 				return s.systemSnapshot(name)

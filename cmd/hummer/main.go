@@ -135,13 +135,14 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		Validate:     connectors.ValidateLocal, // its own TaskManagers read the files
 		Unbounded:    connectors.Unbounded,
 		EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
-		Upsert:       connectors.Upsert,
-		Retracts:     connectors.Retracts,
-		Slots:        slots,
-		TaskManagers: tms,
-		Log:          log,
-		Alloc:        alloc,
-		OnClose:      tables.Close,
+		Upsert:           connectors.Upsert,
+		Retracts:         connectors.Retracts,
+		SourceWatermarks: connectors.SourceWatermarks,
+		Slots:            slots,
+		TaskManagers:     tms,
+		Log:              log,
+		Alloc:            alloc,
+		OnClose:          tables.Close,
 	})
 }
 
@@ -168,7 +169,7 @@ func serve(args []string) error {
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
-		Upsert: connectors.Upsert, Retracts: connectors.Retracts, Slots: *slots, Log: log, OnClose: tables.Close,
+		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
 	})
 	if err != nil {
@@ -275,7 +276,7 @@ func jobManager(args []string) error {
 	// Validate, not ValidateLocal: a file table's file is where the
 	// TaskManagers run, which need not be here.
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
-		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, Retracts: connectors.Retracts, JobManager: jm, Log: log, OnClose: tables.Close,
+		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, JobManager: jm, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestWindowsOutOfOrder: a tumbling window count over a Kafka topic whose
@@ -124,4 +126,112 @@ func scanLines(t *testing.T, rows pgx.Rows) []string {
 		lines = append(lines, strings.TrimSpace(fmt.Sprintln(vals...)))
 	}
 	return lines
+}
+
+// TestKafkaPartitionWatermarks: a Kafka table's watermark is the least of
+// its partitions', each the largest time of its own records less the delay,
+// so one partition running ahead does not make another's rows late; with
+// idle_timeout, a silent partition stops holding it back.
+func TestKafkaPartitionWatermarks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broker.Close)
+	tr := &kafka.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	// The message key names the partition.
+	w := &kafka.Writer{Addr: kafka.TCP(broker.ListenAddrs()[0]), Topic: "events", BatchTimeout: time.Millisecond, Transport: tr,
+		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return int(m.Key[0] - '0') })}
+	t.Cleanup(func() { w.Close() })
+	produce := func(partition byte, k string, sec int) {
+		t.Helper()
+		v := fmt.Sprintf("%s,2024-01-01 00:00:%02d", k, sec)
+		if err := w.WriteMessages(ctx, kafka.Message{Key: []byte{'0' + partition}, Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Partition 0 runs to 30 s; partition 1 has one record, at 5 s.
+	produce(0, "a", 1)
+	produce(0, "a", 15)
+	produce(0, "a", 30)
+	produce(1, "b", 5)
+
+	addr := startTestServer(t)
+	conn := connectPgx(t, ctx, addr)
+	defer conn.Close(context.Background())
+	exec := func(q string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("SET parallelism = 1") // one subtask reads both partitions
+	addr0 := broker.ListenAddrs()[0]
+	for _, c := range []struct{ table, idle string }{{"held", "0s"}, {"idling", "300ms"}} {
+		exec(fmt.Sprintf("CREATE TABLE %s (k TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) ENGINE=kafka CONNECTION='kafka://%s/events?format=csv&idle_timeout=%s'", c.table, addr0, c.idle))
+		exec(fmt.Sprintf(`CREATE VIEW %s_w AS SELECT k, window_start, count(*) AS n
+			FROM TABLE(TUMBLE(TABLE %s, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`, c.table, c.table))
+	}
+	view := func(v string) string {
+		rows, err := conn.Query(ctx, "SELECT k, to_char(window_start, 'MI:SS'), n FROM "+v+" ORDER BY 2, 1")
+		if err != nil {
+			return "" // not caught up yet
+		}
+		return strings.Join(scanLines(t, rows), " | ")
+	}
+	// jobWatermark is the watermark SHOW PROCESSLIST gives the job whose
+	// statement mentions table, and how many rows its sources read.
+	jobWatermark := func(table string) (wm any, in int64) {
+		rows, err := conn.Query(ctx, "SHOW PROCESSLIST")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stmt string
+			for i, f := range rows.FieldDescriptions() {
+				switch f.Name {
+				case "statement":
+					stmt = vals[i].(string)
+				case "watermark":
+					wm = vals[i]
+				case "rows_in":
+					in = vals[i].(int64)
+				}
+			}
+			if strings.Contains(stmt, "TABLE "+table+",") {
+				return wm, in
+			}
+		}
+		t.Fatalf("no job over %s", table)
+		return nil, 0
+	}
+	// With idle_timeout, both partitions go idle once read (the watermark
+	// stays at 3 s: idleness moves no time on) ...
+	waitUntil(t, "the idling table's partitions to be idle", nil, func() bool {
+		wm, in := jobWatermark("idling")
+		return in == 4 && wm == nil
+	})
+	// ... and a record of partition 0 alone then takes it to 30 s: partition
+	// 1, silent, no longer holds it back. [0,10) and [10,20) close.
+	produce(0, "a", 32)
+	waitUntil(t, "the idling table's windows up to 20 s", nil, func() bool { return view("idling_w") == "a 00:00 1 | b 00:00 1 | a 00:10 1" })
+	// Without, the watermark is partition 1's, 3 s: no window closes until
+	// partition 1 reaches 12 s (watermark 10 s), and then [0,10) alone.
+	if got := view("held_w"); got != "" {
+		t.Errorf("the held table's windows %q before partition 1 went on, want none", got)
+	}
+	produce(1, "b", 12)
+	var got string
+	waitUntil(t, "the held table's first window", nil, func() bool { got = view("held_w"); return got != "" })
+	if got != "a 00:00 1 | b 00:00 1" {
+		t.Errorf("the held table's windows %q, want [0,10) alone", got)
+	}
 }

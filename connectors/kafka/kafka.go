@@ -75,10 +75,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/connectors/spec"
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -134,6 +136,9 @@ func Spec() *spec.Connector {
 					"its earliest or its latest offset, or group: where the group option's group committed " +
 					"(the earliest offset where the group has none). A job never starts where another job over the table committed " +
 					"unless start=group says so. An offset no longer on the brokers moves to the earliest offset (latest with start=latest)."},
+			{Name: "idle_timeout", Type: spec.String, Default: "0s",
+				Description: "For a table with a WATERMARK: a partition without records for this long (a Go duration, 30s) no longer holds the watermark back, " +
+					"until its next record; 0s: a partition holds it back until its first record and then always. A source subtask without partitions is idle at once."},
 			// dead_letter comes last so that the list of valid options in errors
 			// keeps the order earlier releases printed.
 			{Name: "dead_letter", Type: spec.String,
@@ -182,6 +187,9 @@ type config struct {
 	schema     types.Schema // the table's columns
 	cols       []int        // the positions in schema the source emits, in order
 	key        []int        // the positions in schema of the PRIMARY KEY; nil when append-only
+	// watermark (exec.ConnectorSpec.Watermark) and idle, its idle_timeout.
+	watermark *expr.Expr
+	idle      time.Duration
 }
 
 func parseConfig(c exec.ConnectorSpec) (config, error) {
@@ -227,6 +235,10 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 		return config{}, err
 	}
 	cfg.format, cfg.group, cfg.start = opts.Get("format"), opts.Get("group"), opts.Get("start")
+	if cfg.idle, err = time.ParseDuration(opts.Get("idle_timeout")); err != nil || cfg.idle < 0 {
+		return config{}, s.Errorf("option idle_timeout: %q is not a duration, as in 30s", opts.Get("idle_timeout"))
+	}
+	cfg.watermark = c.Watermark
 	if opts.IsSet("group") && cfg.group == "" {
 		return config{}, s.Errorf("option group: the consumer group name is empty")
 	}

@@ -381,7 +381,7 @@ func TestValidate(t *testing.T) {
 		{"kafka://h:9092/t?group=g&start=Group", textSchema, nil, ""},
 		{"kafka://h:9092/t?start=group", textSchema, nil, "option start: start=group resumes from the group option's committed offsets and needs group=G"},
 		{"kafka://h:9092/t?format=text", rowSchema, nil, "exactly one TEXT column"},
-		{"kafka://h:9092/t?partition=1", textSchema, nil, `unknown option "partition" (valid options: format, group, start, dead_letter)`},
+		{"kafka://h:9092/t?partition=1", textSchema, nil, `unknown option "partition" (valid options: format, group, start, idle_timeout, dead_letter)`},
 		{"kafka://h:9092/t?group=", textSchema, nil, "option group: the consumer group name is empty"},
 		{"kafka://h:9092/t?format=csv", rowSchema, []int{0}, "option format: a table with a PRIMARY KEY is an upsert topic"},
 		{"kafka://h:9092/t", textSchema, []int{0}, "needs format=json, not text"},

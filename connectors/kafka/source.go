@@ -217,6 +217,24 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 
 	bb := records.NewBuilder(s.tc.Alloc, s.out)
 	defer bb.Release()
+	// With a watermark, the partition of each row built (watermarks.go).
+	var marks *partitionMarks
+	var rowPart []int
+	var idleTick <-chan time.Time
+	if s.cfg.watermark != nil {
+		marks = newPartitionMarks(s.cfg.watermark, s.cfg.idle, mine, time.Now())
+		if s.cfg.idle > 0 {
+			t := time.NewTicker(max(s.cfg.idle/4, 10*time.Millisecond))
+			defer t.Stop()
+			idleTick = t.C
+		}
+	}
+	emitMark := func() error {
+		if sig, ok := marks.signal(time.Now()); ok {
+			return out.CollectSignal(ctx, sig)
+		}
+		return nil
+	}
 	pending := map[int]int64{} // by partition: the offset after the last record taken in
 	// flush hands on what the records taken in since the last flush gave: dead
 	// letters to their topic, rows downstream; the position checkpoints take
@@ -240,8 +258,18 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			if s.deletes {
 				b.Ops = s.ops
 			}
-			err := out.Collect(ctx, b)
+			var err error
+			if marks != nil {
+				err = marks.observe(b.Rec, rowPart, s.tc.Alloc, time.Now())
+				rowPart = rowPart[:0]
+			}
+			if err == nil {
+				err = out.Collect(ctx, b)
+			}
 			b.Rec.Release()
+			if err == nil && marks != nil {
+				err = emitMark()
+			}
 			if err != nil {
 				return err
 			}
@@ -259,6 +287,18 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			return ctx.Err()
 		case err := <-failed:
 			return err
+		case <-idleTick:
+			// A partition may have gone idle: the others' watermark goes on.
+			if lock := s.tc.CheckpointLock; lock != nil {
+				lock.Lock()
+			}
+			err := emitMark()
+			if lock := s.tc.CheckpointLock; lock != nil {
+				lock.Unlock()
+			}
+			if err != nil {
+				return err
+			}
 		case m := <-msgs:
 			pending[m.Partition] = m.Offset + 1
 			switch {
@@ -269,6 +309,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 					s.badRecord(m, err)
 				} else {
 					bb.Commit(len(m.Key))
+					rowPart = append(rowPart, m.Partition)
 					s.ops = append(s.ops, exec.Delete)
 					s.deletes = true
 				}
@@ -280,6 +321,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 					s.badRecord(m, err)
 				} else {
 					bb.Commit(len(m.Value))
+					rowPart = append(rowPart, m.Partition)
 					if s.keyOut != nil {
 						s.ops = append(s.ops, exec.Insert)
 					}

@@ -25,6 +25,9 @@ import (
 type WatermarkConfig struct {
 	Expr *expr.Expr `json:"expr"`
 	Keep int        `json:"keep"`
+	// FromSource says the source emits the watermarks itself (a Kafka
+	// table's, per partition): the operator passes them on and computes none.
+	FromSource bool `json:"from_source,omitempty"`
 }
 
 // watermarkOp is kind "watermark" (see WatermarkConfig). Its watermark is
@@ -69,20 +72,16 @@ func (o *watermarkOp) ProcessBatch(ctx context.Context, input int, b exec.Batch,
 	if b.NumRows() == 0 {
 		return nil
 	}
+	if o.cfg.FromSource {
+		return o.pass(ctx, b, out)
+	}
 	res, err := expr.Eval(o.cfg.Expr, b.Rec, o.mem)
 	if err != nil {
 		return fmt.Errorf("watermark: %w", err)
 	}
 	high, ok := maxTimestamp(res)
 	res.Release()
-	pass := b
-	if int(b.Rec.NumCols()) > o.cfg.Keep {
-		cols := b.Rec.Columns()[:o.cfg.Keep]
-		fields := b.Rec.Schema().Fields()[:o.cfg.Keep]
-		pass.Rec = array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, b.Rec.NumRows())
-		defer pass.Rec.Release()
-	}
-	if err := out.Collect(ctx, pass); err != nil {
+	if err := o.pass(ctx, b, out); err != nil {
 		return err
 	}
 	if ok && high > o.mark {
@@ -93,6 +92,17 @@ func (o *watermarkOp) ProcessBatch(ctx context.Context, input int, b exec.Batch,
 	o.idle = false
 	o.m.Watermark.Store(o.mark)
 	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: o.mark})
+}
+
+// pass sends b on with its first Keep columns.
+func (o *watermarkOp) pass(ctx context.Context, b exec.Batch, out exec.Collector) error {
+	if int(b.Rec.NumCols()) > o.cfg.Keep {
+		cols := b.Rec.Columns()[:o.cfg.Keep]
+		fields := b.Rec.Schema().Fields()[:o.cfg.Keep]
+		b.Rec = array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, b.Rec.NumRows())
+		defer b.Rec.Release()
+	}
+	return out.Collect(ctx, b)
 }
 
 // maxTimestamp returns the largest value of a timestamp array, ok false when
