@@ -308,3 +308,51 @@ func TestReadmeSocketExample(t *testing.T) {
 		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, strings.Join(want, "\n"))
 	}
 }
+
+// TestReadmeNexmarkExample runs the README's event-time example as written:
+// its statements through psql, whose output must be the README's (the
+// numbers are PostgreSQL's for the same events: cmd/hummer/nexmark_test.go
+// loads them there; its q11 form is the session query's).
+func TestReadmeNexmarkExample(t *testing.T) {
+	block := readmeBlock(t, "ENGINE=nexmark CONNECTION='nexmark://bid?events=200000")
+	var stmts []string
+	var want, cur []string
+	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		if s, ok := cutPrompt(line); ok {
+			cur = append(cur, s)
+			if strings.HasSuffix(s, ";") {
+				stmts = append(stmts, strings.Join(cur, "\n"))
+				cur = nil
+			}
+			continue
+		}
+		want = append(want, line)
+	}
+	if len(stmts) < 2 {
+		t.Fatalf("the README's event-time example has statements %q", stmts)
+	}
+	addr := startTestServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "psql", "-X", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-")
+	cmd.Stdin = strings.NewReader(strings.Join(stmts, "\n"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	if got := strings.TrimRight(string(out), "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// cutPrompt returns a transcript line without psql's prompt (hummer=#,
+// hummer-# or hummer(#), ok false for a line of output.
+func cutPrompt(line string) (string, bool) {
+	for _, p := range []string{"hummer=# ", "hummer-# ", "hummer(# "} {
+		if s, ok := strings.CutPrefix(line, p); ok {
+			return s, true
+		}
+	}
+	return "", false
+}
