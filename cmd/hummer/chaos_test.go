@@ -25,7 +25,9 @@ import (
 // (SIGKILL) every few seconds and started again, several times; then the
 // JobManager is killed and started again. In the end the upsert topic holds
 // exactly the reference counts, and so does a view over the same WordCount;
-// a read_committed reader of the append topic sees every number exactly once.
+// a read_committed reader of the append topic sees every number exactly once;
+// and a tumbling window count over event time into an append topic has every
+// closed window's row exactly once, with its full count.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: seconds of killing processes")
@@ -58,7 +60,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(3, "verses", "counts", "nums_in", "nums_out", "labelled"))
+		kfake.SeedTopics(3, "verses", "counts", "nums_in", "nums_out", "labelled", "clicks", "windows"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +88,13 @@ func TestChaos(t *testing.T) {
 		CREATE TABLE nums_out (line TEXT) ENGINE=kafka CONNECTION='kafka://%[1]s/nums_out';
 		CREATE TABLE labels (num TEXT, label TEXT) ENGINE=file CONNECTION='file://%[2]s?format=csv';
 		CREATE TABLE labelled (label TEXT) ENGINE=kafka CONNECTION='kafka://%[1]s/labelled';
+		CREATE TABLE clicks (n BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) ENGINE=kafka CONNECTION='kafka://%[1]s/clicks?format=csv';
+		CREATE TABLE windows (window_start TIMESTAMP, n BIGINT) ENGINE=kafka CONNECTION='kafka://%[1]s/windows?format=json';
 		SET parallelism = 2;
 		INSERT INTO counts SELECT word, COUNT(*) FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM verses) AS t WHERE word <> '' GROUP BY word;
 		INSERT INTO nums_out SELECT line FROM nums_in;
 		INSERT INTO labelled SELECT l.label FROM nums_in AS n JOIN labels AS l ON n.line = l.num;
+		INSERT INTO windows SELECT window_start, count(*) FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end;
 		CREATE VIEW wc AS SELECT word, COUNT(*) AS n FROM (SELECT unnest(string_split(lower(line), ' ')) AS word FROM verses) AS t WHERE word <> '' GROUP BY word;`, addr, labels))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -99,6 +104,14 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer producer.Close()
+	// The clicks go to the partitions in turn, number n to partition n % 3,
+	// so that each partition's times run to the end: a partition whose
+	// records stopped early would hold the watermark back there.
+	clicks, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clicks.Close()
 	// Input arrives over ~20s while processes are killed.
 	produced := make(chan error, 1)
 	go func() {
@@ -108,8 +121,16 @@ func TestChaos(t *testing.T) {
 			for _, l := range lines[i*len(lines)/steps : (i+1)*len(lines)/steps] {
 				recs = append(recs, &kgo.Record{Topic: "verses", Value: []byte(l)})
 			}
+			var clickRecs []*kgo.Record
 			for n := i * numbers / steps; n < (i+1)*numbers/steps; n++ {
 				recs = append(recs, &kgo.Record{Topic: "nums_in", Value: []byte(strconv.Itoa(n))})
+				// Number n happens at 10 ms times n: 100 in each second.
+				at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * 10 * time.Millisecond)
+				clickRecs = append(clickRecs, &kgo.Record{Topic: "clicks", Partition: int32(n % 3), Value: []byte(fmt.Sprintf("%d,%s", n, at.Format("2006-01-02 15:04:05.000")))})
+			}
+			if err := clicks.ProduceSync(ctx, clickRecs...).FirstErr(); err != nil {
+				produced <- err
+				return
 			}
 			if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 				produced <- err
@@ -151,18 +172,24 @@ func TestChaos(t *testing.T) {
 				restarted++
 			}
 		}
-		return restarted == 4
+		return restarted == 5
 	})
 	t.Logf("jobs before killing the JobManager:\n%s", psql(t, pgAddr, "SHOW PROCESSLIST"))
 	jm.kill(t)
 	t.Log("killed the JobManager")
 	jm.start(t)
 
-	out := newCommittedReader(t, addr, "counts", "nums_out", "labelled")
+	out := newCommittedReader(t, addr, "counts", "nums_out", "labelled", "windows")
 	defer out.close()
 	counts := map[string]int64{}
 	nums := map[int]int{}
 	labelled := map[int]int{}
+	// The windows closed: those of seconds 0 to 117, each once. The
+	// watermark is the least of the partitions', each a second behind its
+	// last number's time (119.97 s, .98, .99): 118.97 s leaves [118, 119) open.
+	const closedWindows = 118
+	windows := map[string]int{}
+	windowCounts := map[string]int64{}
 	converged := func() bool {
 		for _, r := range out.poll(t, ctx) {
 			switch r.Topic {
@@ -186,6 +213,16 @@ func TestChaos(t *testing.T) {
 					t.Fatalf("nums_out value %q", r.Value)
 				}
 				nums[n]++
+			case "windows":
+				var row struct {
+					WindowStart string `json:"window_start"`
+					N           int64  `json:"n"`
+				}
+				if err := json.Unmarshal(r.Value, &row); err != nil {
+					t.Fatalf("windows value %q: %v", r.Value, err)
+				}
+				windows[row.WindowStart]++
+				windowCounts[row.WindowStart] = row.N
 			case "labelled":
 				n, err := strconv.Atoi(strings.TrimPrefix(string(r.Value), "L"))
 				if err != nil || !strings.HasPrefix(string(r.Value), "L") {
@@ -194,7 +231,7 @@ func TestChaos(t *testing.T) {
 				labelled[n]++
 			}
 		}
-		return len(nums) == numbers && len(labelled) == numbers && maps.Equal(counts, want)
+		return len(nums) == numbers && len(labelled) == numbers && maps.Equal(counts, want) && len(windows) == closedWindows
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for !converged() {
@@ -211,8 +248,8 @@ func TestChaos(t *testing.T) {
 					diff++
 				}
 			}
-			t.Fatalf("after the chaos: %d numbers missing, %d of %d labels missing, %d words with a wrong count (of %d)\n%s",
-				missing, numbers-len(labelled), numbers, diff, len(want), psql(t, pgAddr, "SHOW PROCESSLIST"))
+			t.Fatalf("after the chaos: %d numbers missing, %d of %d labels missing, %d words with a wrong count (of %d), %d of %d windows\n%s",
+				missing, numbers-len(labelled), numbers, diff, len(want), len(windows), closedWindows, psql(t, pgAddr, "SHOW PROCESSLIST"))
 		}
 	}
 	// A duplicate would be a later committed transaction: give the jobs two more
@@ -232,6 +269,11 @@ func TestChaos(t *testing.T) {
 	}
 	if !maps.Equal(counts, want) {
 		t.Error("the upsert topic changed away from the reference counts")
+	}
+	for w, c := range windows {
+		if c != 1 || windowCounts[w] != 100 {
+			t.Errorf("window %s delivered %d times, its count %d, want once with 100", w, c, windowCounts[w])
+		}
 	}
 	// The view, kept inside its job and checkpointed with it, holds the same.
 	view := map[string]int64{}

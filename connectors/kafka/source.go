@@ -62,6 +62,12 @@ type source struct {
 	progress  *progress    // nil without the group option
 	dead      *deadLetters // nil without the dead_letter option
 
+	// marks are Run's partitions' watermarks (a table with a WATERMARK),
+	// set and moved under the checkpoint lock; restoredMarks what
+	// RestoreState gave.
+	marks         *partitionMarks
+	restoredMarks map[int]int64
+
 	pos      positions        // what has been handed downstream, for SnapshotState
 	restored map[int]int64    // by partition, where RestoreState says to start
 	snaps    pendingSnapshots // with checkpoints and the group option: offsets to commit
@@ -223,6 +229,18 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	var idleTick <-chan time.Time
 	if s.cfg.watermark != nil {
 		marks = newPartitionMarks(s.cfg.watermark, s.cfg.idle, mine, time.Now())
+		for _, p := range mine {
+			if h, ok := s.restoredMarks[p]; ok {
+				marks.high[p] = h
+			}
+		}
+		if lock := s.tc.CheckpointLock; lock != nil {
+			lock.Lock()
+			s.marks = marks
+			lock.Unlock()
+		} else {
+			s.marks = marks
+		}
 		if s.cfg.idle > 0 {
 			t := time.NewTicker(max(s.cfg.idle/4, 10*time.Millisecond))
 			defer t.Stop()

@@ -34,6 +34,10 @@ type sourceState struct {
 	// Offsets holds, by partition, the offset of the first record not handed
 	// downstream.
 	Offsets map[int]int64 `json:"offsets"`
+	// Marks holds, for a table with a WATERMARK, each partition's watermark
+	// as of those offsets (watermarks.go), so that after a restart a
+	// partition with nothing more to read does not hold the watermark back.
+	Marks map[int]int64 `json:"marks,omitempty"`
 }
 
 // maxPendingSnapshots bounds the snapshots a source keeps for checkpoints
@@ -136,7 +140,11 @@ func (s *source) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, e
 	if s.progress != nil && s.tc != nil && s.tc.Checkpointing {
 		s.snaps.add(checkpoint, offsets)
 	}
-	return json.Marshal(sourceState{Version: sourceStateVersion, Topic: s.cfg.topic, Offsets: offsets})
+	marks := s.restoredMarks
+	if s.marks != nil { // Run's, which moves them under the lock SnapshotState is called with
+		marks = maps.Clone(s.marks.high)
+	}
+	return json.Marshal(sourceState{Version: sourceStateVersion, Topic: s.cfg.topic, Offsets: offsets, Marks: marks})
 }
 
 // RestoreState makes Run start each partition data names at the offset it
@@ -159,7 +167,7 @@ func (s *source) RestoreState(ctx context.Context, data []byte) error {
 			return fmt.Errorf("kafka: restoring the source of topic %s: bad offset %d of partition %d", s.cfg.topic, o, p)
 		}
 	}
-	s.restored = st.Offsets
+	s.restored, s.restoredMarks = st.Offsets, st.Marks
 	s.pos.reset(st.Offsets)
 	return nil
 }
