@@ -42,6 +42,15 @@ var nexmarkPG = map[string]string{
 	FROM (SELECT id, name, date_bin('10 seconds', datetime, timestamp '1970-01-01') AS starttime FROM person GROUP BY 1, 2, 3) P
 	JOIN (SELECT seller, date_bin('10 seconds', datetime, timestamp '1970-01-01') AS starttime FROM auction GROUP BY 1, 2) A
 	ON P.id = A.seller AND P.starttime = A.starttime`,
+	"q14": `SELECT auction, bidder, 0.908 * price AS price,
+	CASE WHEN extract(hour FROM datetime) >= 8 AND extract(hour FROM datetime) <= 18 THEN 'dayTime'
+	     WHEN extract(hour FROM datetime) <= 6 OR extract(hour FROM datetime) >= 20 THEN 'nightTime' ELSE 'otherTime' END AS bidtimetype,
+	datetime, extra, length(extra) - length(replace(extra, 'c', '')) AS c_counts
+	FROM bid WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000`,
+	"q21": `SELECT auction, bidder, price, channel,
+	CASE WHEN lower(channel) = 'apple' THEN '0' WHEN lower(channel) = 'google' THEN '1' WHEN lower(channel) = 'facebook' THEN '2'
+	     WHEN lower(channel) = 'baidu' THEN '3' ELSE substring(url FROM '(?:&|^)channel_id=([^&]*)') END AS channel_id
+	FROM bid WHERE substring(url FROM '(?:&|^)channel_id=([^&]*)') IS NOT NULL OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')`,
 	"q11": `SELECT bidder, count(*) AS bid_count, min(datetime) AS starttime, max(datetime) + interval '10 second' AS endtime
 	FROM (SELECT bidder, datetime, sum(brk) OVER (PARTITION BY bidder ORDER BY datetime ROWS UNBOUNDED PRECEDING) AS sid
 	      FROM (SELECT bidder, datetime, CASE WHEN datetime - lag(datetime) OVER (PARTITION BY bidder ORDER BY datetime) < interval '10 second' THEN 0 ELSE 1 END AS brk FROM bid) x) y

@@ -93,6 +93,10 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalLeftRight, literalArgs
 	case "reverse":
 		return evalReverse, rowsArgs
+	case "regexp_extract":
+		return evalRegexpExtract, literalArgs
+	case "count_char":
+		return evalCountChar, literalArgs
 	case "split_part":
 		return evalSplitPart, literalArgs
 	case "regexp_replace":

@@ -45,6 +45,8 @@ var catalog = map[string]resolver{
 	"right":              fixed(types.StringType, types.StringType, types.Int64Type),
 	"reverse":            fixed(types.StringType, types.StringType),
 	"split_part":         fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
+	"regexp_extract":     resolveRegexpExtract,
+	"count_char":         fixed(types.Int64Type, types.StringType, types.StringType),
 	"regexp_replace":     resolveRegexpReplace,
 	"regexp_like":        resolveRegexpLike,
 	"array_element":      resolveAnyToText,
