@@ -24,7 +24,9 @@ import (
 
 // nexmarkPG are the queries in PostgreSQL's SQL: windows by epoch
 // arithmetic (a hop's five windows by generate_series, tumbling ones by
-// date_bin), sessions by a running sum of the gaps that start one.
+// date_bin), sessions by a running sum of the gaps that start one; an AVG of
+// bigints to Hummer's 16 decimals (PostgreSQL's numeric picks a scale by
+// the value).
 var nexmarkPG = map[string]string{
 	"q0": "SELECT auction, bidder, price, datetime, extra FROM bid",
 	"q1": "SELECT auction, bidder, 0.908 * price AS price, datetime, extra FROM bid",
@@ -51,6 +53,17 @@ var nexmarkPG = map[string]string{
 	CASE WHEN lower(channel) = 'apple' THEN '0' WHEN lower(channel) = 'google' THEN '1' WHEN lower(channel) = 'facebook' THEN '2'
 	     WHEN lower(channel) = 'baidu' THEN '3' ELSE substring(url FROM '(?:&|^)channel_id=([^&]*)') END AS channel_id
 	FROM bid WHERE substring(url FROM '(?:&|^)channel_id=([^&]*)') IS NOT NULL OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')`,
+	"q15": `SELECT to_char(datetime, 'YYYY-MM-DD') AS day, count(*),
+	count(*) FILTER (WHERE price < 10000), count(*) FILTER (WHERE price >= 10000 AND price < 1000000), count(*) FILTER (WHERE price >= 1000000),
+	count(DISTINCT bidder), count(DISTINCT bidder) FILTER (WHERE price < 10000),
+	count(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000), count(DISTINCT bidder) FILTER (WHERE price >= 1000000),
+	count(DISTINCT auction), count(DISTINCT auction) FILTER (WHERE price < 10000),
+	count(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000), count(DISTINCT auction) FILTER (WHERE price >= 1000000)
+	FROM bid GROUP BY 1`,
+	"q17": `SELECT auction, to_char(datetime, 'YYYY-MM-DD') AS day, count(*),
+	count(*) FILTER (WHERE price < 10000), count(*) FILTER (WHERE price >= 10000 AND price < 1000000), count(*) FILTER (WHERE price >= 1000000),
+	min(price), max(price), round(sum(price)::numeric(38, 20) / count(*), 16), sum(price)
+	FROM bid GROUP BY auction, 2`,
 	"q11": `SELECT bidder, count(*) AS bid_count, min(datetime) AS starttime, max(datetime) + interval '10 second' AS endtime
 	FROM (SELECT bidder, datetime, sum(brk) OVER (PARTITION BY bidder ORDER BY datetime ROWS UNBOUNDED PRECEDING) AS sid
 	      FROM (SELECT bidder, datetime, CASE WHEN datetime - lag(datetime) OVER (PARTITION BY bidder ORDER BY datetime) < interval '10 second' THEN 0 ELSE 1 END AS brk FROM bid) x) y

@@ -349,7 +349,13 @@ func evalToChar(c *call) (arrow.Array, error) {
 
 // dateFormat formats t by a MySQL DATE_FORMAT format: %Y %y %m %c %d %e %H %k
 // %h %I %l %i %s %S %f %p %M %b %W %a %j %%; other characters as they are.
+//
+// A format without % is Flink's, a Java SimpleDateFormat pattern
+// (javaDateFormat): DATE_FORMAT(ts, 'yyyy-MM-dd') as the Nexmark suite writes.
 func dateFormat(t time.Time, format string) string {
+	if !strings.Contains(format, "%") {
+		return javaDateFormat(t, format)
+	}
 	var b strings.Builder
 	pad := func(v, w int) {
 		s := strconv.Itoa(v)

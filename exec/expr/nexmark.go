@@ -3,6 +3,9 @@ package expr
 import (
 	"bytes"
 	"regexp"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -82,4 +85,75 @@ func resolveRegexpExtract(args []types.Type) (Signature, bool) {
 		return Signature{Args: []types.Type{types.StringType, types.StringType, types.Int64Type}, Result: types.StringType}, true
 	}
 	return Signature{}, false
+}
+
+// javaDateFormat formats t by a Java SimpleDateFormat pattern, as Flink's
+// DATE_FORMAT does: yyyy yy MM M dd d HH H hh h mm m ss s SSS a, 'quoted'
+// text ('' a quote); other letters and characters as they are.
+func javaDateFormat(t time.Time, pattern string) string {
+	var b strings.Builder
+	num := func(v, width int) {
+		s := strconv.Itoa(v)
+		for len(s) < width {
+			s = "0" + s
+		}
+		b.WriteString(s)
+	}
+	for i := 0; i < len(pattern); {
+		c := pattern[i]
+		if c == '\'' {
+			j := strings.IndexByte(pattern[i+1:], '\'')
+			switch {
+			case j == 0:
+				b.WriteByte('\'')
+			case j < 0:
+				b.WriteString(pattern[i+1:])
+				return b.String()
+			default:
+				b.WriteString(pattern[i+1 : i+1+j])
+			}
+			i += j + 2
+			continue
+		}
+		n := 1
+		for i+n < len(pattern) && pattern[i+n] == c {
+			n++
+		}
+		h12 := t.Hour() % 12
+		if h12 == 0 {
+			h12 = 12
+		}
+		switch c {
+		case 'y':
+			if n == 2 {
+				num(t.Year()%100, 2)
+			} else {
+				num(t.Year(), n)
+			}
+		case 'M':
+			num(int(t.Month()), n)
+		case 'd':
+			num(t.Day(), n)
+		case 'H':
+			num(t.Hour(), n)
+		case 'h':
+			num(h12, n)
+		case 'm':
+			num(t.Minute(), n)
+		case 's':
+			num(t.Second(), n)
+		case 'S':
+			num(t.Nanosecond()/1e6, 3)
+		case 'a':
+			if t.Hour() < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
+		default:
+			b.WriteString(pattern[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
