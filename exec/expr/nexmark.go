@@ -89,7 +89,7 @@ func resolveRegexpExtract(args []types.Type) (Signature, bool) {
 
 // javaDateFormat formats t by a Java SimpleDateFormat pattern, as Flink's
 // DATE_FORMAT does: yyyy yy MM M dd d HH H hh h mm m ss s SSS a, 'quoted'
-// text ('' a quote); other letters and characters as they are.
+// text (” a quote); other letters and characters as they are.
 func javaDateFormat(t time.Time, pattern string) string {
 	var b strings.Builder
 	num := func(v, width int) {
