@@ -102,17 +102,26 @@ func javaDateFormat(t time.Time, pattern string) string {
 	for i := 0; i < len(pattern); {
 		c := pattern[i]
 		if c == '\'' {
-			j := strings.IndexByte(pattern[i+1:], '\'')
-			switch {
-			case j == 0:
+			// Quoted text, '' a quote inside or out.
+			j := i + 1
+			if j < len(pattern) && pattern[j] == '\'' {
 				b.WriteByte('\'')
-			case j < 0:
-				b.WriteString(pattern[i+1:])
-				return b.String()
-			default:
-				b.WriteString(pattern[i+1 : i+1+j])
+				i = j + 1
+				continue
 			}
-			i += j + 2
+			for j < len(pattern) {
+				if pattern[j] == '\'' {
+					if j+1 < len(pattern) && pattern[j+1] == '\'' {
+						b.WriteByte('\'')
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(pattern[j])
+				j++
+			}
+			i = j + 1
 			continue
 		}
 		n := 1
