@@ -147,7 +147,7 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "window functions",
-		users: "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND) with TUMBLE_START(ts, INTERVAL '10' SECOND); FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND))",
+		users: "GROUP BY TUMBLE(ts, INTERVAL '10' SECOND) with TUMBLE_START(ts, INTERVAL '10' SECOND) (and SESSION, HOP); FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND)) (and HOP, CUMULATE)",
 		reads: "GROUP BY tumble_start(ts, 10000000), tumble_end(ts, 10000000) with tumble_start(ts, 10000000); FROM (SELECT *, tumble_start(ts, 10000000) AS window_start, tumble_end(ts, 10000000) AS window_end FROM bid) AS bid (dialect_window.go)",
 		apply: rewriteWindows,
 	},

@@ -23,9 +23,14 @@ import (
 // session window, GROUP BY k, SESSION(ts, gap) with SESSION_START and
 // SESSION_END, groups by session_start(ts, gap) and session_end(ts, gap), a
 // row's own session, which the planner's session_agg merges. The group
-// window form of HOP and the SESSION table function are not rewritten yet.
+// window HOP(ts, slide, size) of a SELECT over one table becomes the HOP
+// table function over it (rewriteHopGroup). The SESSION table function is
+// not rewritten yet.
 
 func rewriteWindows(stmt []token, _ *dialectFacts) []token {
+	if out, ok := rewriteHopGroup(stmt); ok {
+		return rewriteWindows(out, nil)
+	}
 	for i := 0; i < len(stmt); i++ {
 		t := stmt[i]
 		if t.kind != tokWord {
@@ -234,4 +239,77 @@ func unquote(t token) string {
 		return t.text
 	}
 	return strings.ReplaceAll(t.text[1:len(t.text)-1], "''", "'")
+}
+
+// rewriteHopGroup rewrites the group window HOP(ts, slide, size) of a SELECT
+// over one table, GROUP BY ... HOP(ts, slide, size) with HOP_START(ts, ...)
+// and HOP_END(ts, ...), as the HOP table function over that table grouped by
+// its window_start and window_end: a row is in several hopping windows, so
+// the FROM item itself must change. Only the outermost SELECT's GROUP BY is
+// read, and only a FROM of one table (with or without an alias).
+func rewriteHopGroup(stmt []token) ([]token, bool) {
+	var from, group, hop = -1, -1, -1
+	depth := 0
+	for i, t := range stmt {
+		switch {
+		case t.kind == tokPunct && t.text == "(":
+			depth++
+		case t.kind == tokPunct && t.text == ")":
+			depth--
+		case depth == 0 && t.is("FROM") && from < 0:
+			from = i
+		case depth == 0 && t.is("GROUP") && from >= 0:
+			group = i
+		case depth == 0 && group >= 0 && t.is("HOP") && hop < 0:
+			if o := nextWord(stmt, i+1); o >= 0 && stmt[o].text == "(" {
+				hop = i
+			}
+		}
+	}
+	if hop < 0 {
+		return nil, false
+	}
+	args, closing, ok := callArgs(stmt, nextWord(stmt, hop+1))
+	if !ok || len(args) != 3 {
+		return nil, false
+	}
+	table := nextWord(stmt, from+1)
+	if table < 0 || !isName(stmt[table]) || isKeywordAfterTable(stmt[table]) {
+		return nil, false
+	}
+	// The FROM item is the one table: what follows is an alias, then a clause.
+	k := nextWord(stmt, table+1)
+	if k >= 0 && stmt[k].is("AS") {
+		k = nextWord(stmt, k+1)
+	}
+	if k >= 0 && isName(stmt[k]) && !isKeywordAfterTable(stmt[k]) {
+		k = nextWord(stmt, k+1)
+	}
+	if k < 0 || !(stmt[k].is("WHERE") || stmt[k].is("GROUP")) {
+		return nil, false
+	}
+	ts := args[0]
+	if n := len(ts); n >= 3 && ts[n-2].text == "." { // B.dateTime: the table's column
+		ts = ts[n-1:]
+	}
+	tvf := "TABLE(HOP(TABLE " + stmt[table].text + ", DESCRIPTOR(" + tokensText(ts) + "), " + tokensText(args[1]) + ", " + tokensText(args[2]) + "))"
+	out := append([]token{}, stmt[:hop]...)
+	out = append(out, made(stmt[hop].pos, "window_start, window_end")...)
+	out = append(out, stmt[closing+1:]...)
+	out = splice(out, table, table+1, made(stmt[table].pos, tvf)...)
+	// HOP_START(...) and HOP_END(...) are the window's bounds.
+	for i := 0; i < len(out); i++ {
+		if (out[i].is("HOP_START") || out[i].is("HOP_END")) && nextWord(out, i+1) >= 0 && out[nextWord(out, i+1)].text == "(" {
+			end := matchingParen(out, nextWord(out, i+1))
+			if end < 0 {
+				return nil, false
+			}
+			name := "window_start"
+			if out[i].is("HOP_END") {
+				name = "window_end"
+			}
+			out = splice(out, i, end+1, made(out[i].pos, name)...)
+		}
+	}
+	return out, true
 }

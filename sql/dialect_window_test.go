@@ -15,6 +15,11 @@ func init() {
 			"SELECT * FROM (SELECT *, generate_series(cumulate_first_end(ts, 60000000, 3600000000), tumble_end(ts, 3600000000), 60000000) AS window_end FROM (SELECT *, tumble_start(ts, 3600000000) AS window_start FROM bid) AS bid) AS bid"},
 		{"window functions", "SELECT bidder, SESSION_START(ts, INTERVAL '10' SECOND), count(*) FROM bid GROUP BY bidder, SESSION(ts, INTERVAL '10' SECOND)",
 			"SELECT bidder, session_start(ts, 10000000), count(*) FROM bid GROUP BY bidder, session_start(ts, 10000000), session_end(ts, 10000000)"},
+		{"window functions", "SELECT HOP_START(B.ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND), count(*) FROM bid B GROUP BY B.auction, HOP(B.ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
+			"SELECT window_start, count(*) FROM (SELECT *, window_start + INTERVAL 10000000 MICROSECOND AS window_end FROM (SELECT *, generate_series(hop_first(ts, 2000000, 10000000), tumble_start(ts, 2000000), 2000000) AS window_start FROM bid) AS bid) B GROUP BY B.auction, window_start, window_end"},
+		// A HOP group window over a join is left alone (the parser reports it).
+		{"window functions", "SELECT count(*) FROM a JOIN b ON a.k = b.k GROUP BY HOP(a.ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
+			"SELECT count(*) FROM a JOIN b ON a.k = b.k GROUP BY HOP(a.ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND)"},
 		// Not a window's size: left to the parser, which reports it.
 		{"window functions", "SELECT tumble_start(ts, INTERVAL '-1' SECOND) FROM t", "SELECT tumble_start(ts, INTERVAL '-1' SECOND) FROM t"},
 		{"window functions", "SELECT tumble(a) FROM t", "SELECT tumble(a) FROM t"},
