@@ -60,6 +60,13 @@ var nexmarkPG = map[string]string{
 	count(DISTINCT auction), count(DISTINCT auction) FILTER (WHERE price < 10000),
 	count(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000), count(DISTINCT auction) FILTER (WHERE price >= 1000000)
 	FROM bid GROUP BY 1`,
+	"q16": `SELECT channel, to_char(datetime, 'YYYY-MM-DD') AS day, max(to_char(datetime, 'HH24:MI')), count(*),
+	count(*) FILTER (WHERE price < 10000), count(*) FILTER (WHERE price >= 10000 AND price < 1000000), count(*) FILTER (WHERE price >= 1000000),
+	count(DISTINCT bidder), count(DISTINCT bidder) FILTER (WHERE price < 10000),
+	count(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000), count(DISTINCT bidder) FILTER (WHERE price >= 1000000),
+	count(DISTINCT auction), count(DISTINCT auction) FILTER (WHERE price < 10000),
+	count(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000), count(DISTINCT auction) FILTER (WHERE price >= 1000000)
+	FROM bid GROUP BY channel, 2`,
 	"q17": `SELECT auction, to_char(datetime, 'YYYY-MM-DD') AS day, count(*),
 	count(*) FILTER (WHERE price < 10000), count(*) FILTER (WHERE price >= 10000 AND price < 1000000), count(*) FILTER (WHERE price >= 1000000),
 	min(price), max(price), round(sum(price)::numeric(38, 20) / count(*), 16), sum(price)
