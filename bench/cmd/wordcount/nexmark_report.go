@@ -106,13 +106,16 @@ func (r *nexmarkReport) summarise() {
 		for _, sys := range nexmarkSystems {
 			r.Published = append(r.Published, nexmarkFigure{System: sys, Query: q, PerCore: nexmarkPublished[sys][q], Source: nexmarkSources[sys]})
 		}
-		h := r.nxRow(q, nameNxHummer, 2)
 		target := nexmarkTarget(q)
-		g := nexmarkGoal{Query: q, Name: "Hummer p=2 events/s per core", Target: fmt.Sprintf("≥ %s", kilo(target)), Value: h.PerCore, Pass: h.Runs > 0 && h.PerCore >= target}
-		if h.Runs == 0 {
-			g.Note = "failed"
+		for _, par := range []int{1, 2} {
+			h := r.nxRow(q, nameNxHummer, par)
+			g := nexmarkGoal{Query: q, Name: fmt.Sprintf("Hummer p=%d events/s per core", par), Target: fmt.Sprintf("≥ %s", kilo(target)), Value: h.PerCore, Pass: h.Runs > 0 && h.PerCore >= target}
+			if h.Runs == 0 {
+				g.Note = "failed"
+			}
+			r.Goals = append(r.Goals, g)
 		}
-		r.Goals = append(r.Goals, g)
+		h := r.nxRow(q, nameNxHummer, 2)
 		best, by := 0.0, ""
 		for _, sys := range nexmarkSystems {
 			if v := nexmarkPublished[sys][q]; v > best {
@@ -214,6 +217,10 @@ func (r *nexmarkReport) readme(resultsDir string, p func(string, ...any)) {
 	p("Run of %s on %d x %s: the queries of `bench/nexmark` (the Nexmark suite's texts, the DDL for Hummer) over bounded `ENGINE=nexmark` tables generating as fast as they can (`rate=0`), event time at %s events/s (`event_rate`, the Flink suite's rate), into `ENGINE=blackhole` tables; events per run (all three kinds): %s. Medians of %d interleaved runs per contender, query and parallelism; %.0f s in all. While the runs went on (%.0f s), other processes used %.1f CPU s (load average %.2f just before) and the hypervisor stole %.1f s.",
 		r.Date, r.Machine.CPUs, r.Machine.CPUModel, kilo(r.EventRate), strings.Join(sizes, ", "), r.Reps, r.DurationS, r.RunsS, r.OtherCPUS, r.Machine.LoadAvg, r.StealS)
 	p("")
+	if busy := r.OtherCPUS / (r.RunsS * float64(max(r.Machine.CPUs, 1))); r.RunsS > 0 && busy > 0.2 {
+		p("**The machine was not quiet**: other processes took %.0f%% of its %d cores while the runs went on, so a run at parallelism 2 got well under two cores and its events/s per core (divided by 2) understates it; events per CPU second, which counts only the CPU the server got, is the fairer comparison between the two parallelisms then.", 100*busy, r.Machine.CPUs)
+		p("")
+	}
 	p("Events/s per core, with events/s in the columns of parallelism 2:")
 	p("")
 	p("| query | Hummer p=1 | Hummer p=2 | Hummer p=2, events/s | Hummer p=2, per CPU s | Go program p=1 | Go program p=2 | Hummer / Go, p=2 | Flink | RisingWave | Arroyo |")
