@@ -79,7 +79,7 @@ bench-tables: build
 	@test -x /usr/lib/postgresql/15/bin/pgbench || (apt-get update && apt-get install -y postgresql-15)
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites tables $(TABLES_FLAGS)
 
-# Only the Nexmark suite (issue 24; about 5 minutes): the queries of bench/nexmark
+# Only the Nexmark suite (issue 24; about 7 minutes): the queries of bench/nexmark
 # (q0, q1, q2, q5, q7, q8, q11) as INSERT INTO blackhole tables over bounded
 # ENGINE=nexmark tables at rate=0, through `hummer serve` at parallelism 1 and 2,
 # against a hand-written Go program doing q0 and q5 over the same generator and the
