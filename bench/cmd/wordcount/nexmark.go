@@ -80,8 +80,11 @@ type nexmarkRun struct {
 	WallS       float64 `json:"wall_s"`
 	CPUS        float64 `json:"cpu_s"`
 	PeakRSSMiB  float64 `json:"peak_rss_mib"`
-	Rows        int64   `json:"rows"` // Hummer: the job's rows_out (into the sink); Go: its output rows
-	Error       string  `json:"error,omitempty"`
+	// RSSBeforeMiB is, for Hummer, the server's RSS when the statement was
+	// sent: what the long-lived server held from earlier jobs.
+	RSSBeforeMiB float64 `json:"rss_before_mib,omitempty"`
+	Rows         int64   `json:"rows"` // Hummer: the job's rows_out (into the sink); Go: its output rows
+	Error        string  `json:"error,omitempty"`
 }
 
 // nexmarkRow is the median of one contender's successful runs of a query at
@@ -95,8 +98,10 @@ type nexmarkRow struct {
 	WallS       float64 `json:"wall_s"`
 	CPUS        float64 `json:"cpu_s"`
 	PeakRSSMiB  float64 `json:"peak_rss_mib"`
-	Rows        int64   `json:"rows"`
-	EventsPerS  float64 `json:"events_per_s"`
+	// RSSBeforeMiB is the median of the runs' RSSBeforeMiB.
+	RSSBeforeMiB float64 `json:"rss_before_mib,omitempty"`
+	Rows         int64   `json:"rows"`
+	EventsPerS   float64 `json:"events_per_s"`
 	// PerCore is events/s over the cores used: the parallelism, at most the machine's.
 	PerCore float64 `json:"events_per_s_per_core"`
 	// PerCPUS is events over the CPU seconds the process(es) used, as the
@@ -201,6 +206,9 @@ func runNexmark(ctx context.Context, cfg config, b bins, vers versions, repo, wo
 			m, res.Rows, err = h.runJob(ctx, c.parallelism, inserts[c.query], cfg.nexmarkTimeout)
 		}
 		res.WallS, res.CPUS, res.PeakRSSMiB = round(m.Wall.Seconds(), 4), round(m.CPU.Seconds(), 3), mib(m.PeakRSS)
+		if m.RSSBefore > 0 {
+			res.RSSBeforeMiB = mib(m.RSSBefore)
+		}
 		if err != nil {
 			res.Error = err.Error()
 		}
