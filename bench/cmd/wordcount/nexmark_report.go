@@ -226,10 +226,12 @@ func (r *nexmarkReport) readme(resultsDir string, p func(string, ...any)) {
 	p("")
 	var sizes []string
 	for _, q := range r.queryNames() {
-		sizes = append(sizes, fmt.Sprintf("%s %s", q, kilo(float64(r.Events[q]))))
+		sizes = append(sizes, fmt.Sprintf("%s %s (%.2g s of event time)", q, kilo(float64(r.Events[q])), float64(r.Events[q])/r.EventRate))
 	}
 	p("Run of %s on %d x %s: the queries of `bench/nexmark` (the Nexmark suite's texts, the DDL for Hummer) over bounded `ENGINE=nexmark` tables generating as fast as they can (`rate=0`), event time at %s events/s (`event_rate`, the Flink suite's rate), into `ENGINE=blackhole` tables; events per run (all three kinds): %s. Medians of %d interleaved runs per contender, query and parallelism; %.0f s in all. While the runs went on (%.0f s), other processes used %.1f CPU s (load average %.2f just before) and the hypervisor stole %.1f s.",
 		r.Date, r.Machine.CPUs, r.Machine.CPUModel, kilo(r.EventRate), strings.Join(sizes, ", "), r.Reps, r.DurationS, r.RunsS, r.OtherCPUS, r.Machine.LoadAvg, r.StealS)
+	p("")
+	p("At that rate a run covers seconds of event time, as the Flink suite's 100M events at 10M/s cover 10 s: the windowed queries close few windows (with the default sizes, q5's bids fall in 5 hop windows of 10 s, q7's and q8's in one tumbling window of 10 s, and q11 has one session per bidder), so they hold every auction's, person's or bidder's state until the end of the input. `-nexmark-event-rate` spreads the same events over more event time.")
 	p("")
 	if busy := r.OtherCPUS / (r.RunsS * float64(max(r.Machine.CPUs, 1))); r.RunsS > 0 && busy > 0.2 {
 		p("**The machine was not quiet**: other processes took %.0f%% of its %d cores while the runs went on, so a run at parallelism 2 got well under two cores and its events/s per core (divided by 2) understates it; events per CPU second, which counts only the CPU the server got, is the fairer comparison between the two parallelisms then.", 100*busy, r.Machine.CPUs)
