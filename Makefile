@@ -1,6 +1,8 @@
 # Hummer: the three commands a newcomer needs are `make run` and `make test`
 # (and `make bench` for the benchmarks in bench/, `make bench-latency` for only the
-# Kafka latency one, `make bench-checkpoint` for only the checkpoint one).
+# Kafka latency one, `make bench-checkpoint` for only the checkpoint one, and
+# bench-tpch, bench-tables, bench-image and bench-nexmark for the suites `make bench`
+# leaves out: TPC-H, Hummer's own tables, the VM image and the Nexmark queries).
 
 GO      ?= go
 # Build tags that keep code Hummer never runs out of its binary: 6 MB less, and
@@ -16,7 +18,7 @@ PG_ADDR ?= 127.0.0.1:4566
 # The sample table `make run` declares: the King James Bible, one row per line.
 SAMPLE  := CREATE TABLE IF NOT EXISTS docs (line TEXT) ENGINE=file CONNECTION='file://$(CURDIR)/data/kjv.txt'
 
-.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch bench-tables clean
+.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch bench-tables bench-nexmark clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/hummer
@@ -76,6 +78,16 @@ bench-tpch: build
 bench-tables: build
 	@test -x /usr/lib/postgresql/15/bin/pgbench || (apt-get update && apt-get install -y postgresql-15)
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites tables $(TABLES_FLAGS)
+
+# Only the Nexmark suite (issue 24; about 7 minutes): the queries of bench/nexmark
+# (q0, q1, q2, q5, q7, q8, q11) as INSERT INTO blackhole tables over bounded
+# ENGINE=nexmark tables at rate=0, through `hummer serve` at parallelism 1 and 2,
+# against a hand-written Go program doing q0 and q5 over the same generator and the
+# per-core figures Flink and RisingWave publish; results/nexmark.json, a plot and the
+# README. NEXMARK_FLAGS: e.g. -nexmark-events 2000000 (or q0=2000000,q5=1000000) -nexmark-reps 1
+# -nexmark-queries q0,q5.
+bench-nexmark: build
+	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites nexmark $(NEXMARK_FLAGS)
 
 clean:
 	rm -rf bin hummer-data

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hummer-db/hummer/bench/counts"
 )
@@ -28,6 +29,9 @@ import (
 type hummerServer struct {
 	procs []*proc
 	conn  *pgx.Conn
+	// notice is the message of the last notice the server sent (an INSERT
+	// INTO a connector table names its job in one).
+	notice string
 }
 
 // proc is one hummer process; its stdout and stderr go to its log file.
@@ -181,8 +185,13 @@ func startCluster(ctx context.Context, bin, dir, name string, tms int) (*hummerS
 	}
 }
 
-func (s *hummerServer) connect(ctx context.Context, hostPort string) (err error) {
-	s.conn, err = pgx.Connect(ctx, "postgres://hummer@"+hostPort+"/hummer?sslmode=disable&default_query_exec_mode=simple_protocol")
+func (s *hummerServer) connect(ctx context.Context, hostPort string) error {
+	cc, err := pgx.ParseConfig("postgres://hummer@" + hostPort + "/hummer?sslmode=disable&default_query_exec_mode=simple_protocol")
+	if err != nil {
+		return err
+	}
+	cc.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { s.notice = n.Message }
+	s.conn, err = pgx.ConnectConfig(ctx, cc)
 	return err
 }
 

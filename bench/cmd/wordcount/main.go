@@ -36,7 +36,7 @@ func main() {
 	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
 	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
 	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
-	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+"), "+suiteTPCH+" (TPC-H's 22 queries, Hummer against DuckDB and PostgreSQL; results in "+tpchFile+"; not run by default, make bench-tpch runs it), "+suiteTables+" (\\copy and INSERT into Hummer's own tables against PostgreSQL; results in "+tablesFile+"; make bench-tables runs it)")
+	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+"), "+suiteTPCH+" (TPC-H's 22 queries, Hummer against DuckDB and PostgreSQL; results in "+tpchFile+"; not run by default, make bench-tpch runs it), "+suiteTables+" (\\copy and INSERT into Hummer's own tables against PostgreSQL; results in "+tablesFile+"; make bench-tables runs it), "+suiteNexmark+" (the Nexmark queries at parallelism 1 and 2 against a Go program; results in "+nexmarkFile+"; make bench-nexmark runs it)")
 	flag.IntVar(&cfg.groupByKeys, "groupby-keys", 10_000_000, "distinct keys of the groupby suite's input")
 	flag.IntVar(&cfg.groupByReps, "groupby-reps", 3, "runs per contender of the groupby suite, after one warm-up")
 	flag.Float64Var(&cfg.tpchSF, "tpch-sf", 1, "TPC-H scale factor of the tpch suite")
@@ -45,6 +45,11 @@ func main() {
 	flag.IntVar(&cfg.tablesRows, "tables-rows", 10_000_000, "rows of the tables suite's \\copy")
 	flag.IntVar(&cfg.tablesReps, "tables-reps", 3, "\\copy runs per contender of the tables suite")
 	flag.DurationVar(&cfg.tablesInsert, "tables-insert", 10*time.Second, "how long pgbench inserts, per contender and session count, in the tables suite")
+	nxEvents := flag.String("nexmark-events", nexmarkDefaultEvents, "events (of all three kinds) per run of the nexmark suite: QUERY=N,... (sized for runs of a few seconds here), or one N for every query")
+	flag.Float64Var(&cfg.nexmarkEventRate, "nexmark-event-rate", 10_000_000, "events per second of event time in the nexmark suite's tables (the Flink suite's 10M/s)")
+	flag.IntVar(&cfg.nexmarkReps, "nexmark-reps", 3, "interleaved runs per contender, query and parallelism of the nexmark suite")
+	flag.DurationVar(&cfg.nexmarkTimeout, "nexmark-timeout", 5*time.Minute, "time allowed per job of the nexmark suite")
+	nxQueries := flag.String("nexmark-queries", strings.Join(nexmarkQueries, ","), "the nexmark suite's queries (files of bench/nexmark)")
 	flag.StringVar(&cfg.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "where PostgreSQL's initdb and postgres are, for the tpch suite")
 	render := flag.String("render", "", "only redraw the plot and README from this results JSON")
 	flag.Parse()
@@ -60,10 +65,20 @@ func main() {
 			}
 			cfg.copies = append(cfg.copies, n)
 		}
+		var perr error
+		if cfg.nexmarkEvents, perr = parseNexmarkEvents(*nxEvents); perr != nil {
+			fmt.Fprintf(os.Stderr, "wordcount: -nexmark-events: %v\n", perr)
+			os.Exit(2)
+		}
+		for q := range strings.SplitSeq(*nxQueries, ",") {
+			if q = strings.TrimSpace(q); q != "" {
+				cfg.nexmarkQueries = append(cfg.nexmarkQueries, q)
+			}
+		}
 		cfg.suites = map[string]bool{}
 		for f := range strings.SplitSeq(*suites, ",") {
 			f = strings.TrimSpace(f)
-			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy && f != suiteTPCH && f != suiteTables {
+			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy && f != suiteTPCH && f != suiteTables && f != suiteNexmark {
 				fmt.Fprintf(os.Stderr, "wordcount: -suites: unknown suite %q\n", f)
 				os.Exit(2)
 			}
@@ -89,6 +104,11 @@ type config struct {
 	tablesRows, tablesReps              int
 	tablesInsert                        time.Duration
 	pgBin                               string
+	nexmarkEvents                       map[string]int64 // per query; "" for any other
+	nexmarkEventRate                    float64
+	nexmarkReps                         int
+	nexmarkTimeout                      time.Duration
+	nexmarkQueries                      []string
 }
 
 // The suites of the benchmark, for -suites.
@@ -207,13 +227,20 @@ func run(ctx context.Context, cfg config) error {
 		}
 		failed += n
 	}
+	if cfg.suites[suiteNexmark] {
+		n, err := runNexmark(ctx, cfg, b, rep.Versions, repo, work)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
 	if !wordCount {
 		// The README is redrawn from the WordCount results already there.
 		if err := rerender(filepath.Join(cfg.results, "latest.json"), cfg); err != nil {
 			return err
 		}
 		if failed > 0 {
-			return fmt.Errorf("%d runs failed (see %s and %s)", failed, filepath.Join(cfg.results, groupByFile), filepath.Join(cfg.results, tpchFile))
+			return fmt.Errorf("%d runs failed (see the suites' files in %s)", failed, cfg.results)
 		}
 		return nil
 	}
@@ -353,6 +380,14 @@ func rerender(path string, cfg config) error {
 		return err
 	} else if tp != nil {
 		if err := plotTPCH(tp, filepath.Join(cfg.results, tpchPlot)); err != nil {
+			return err
+		}
+	}
+	// And the Nexmark plot, from its.
+	if nx, err := readNexmark(filepath.Join(cfg.results, nexmarkFile)); err != nil {
+		return err
+	} else if nx != nil {
+		if err := plotNexmark(nx, filepath.Join(cfg.results, nexmarkPlot)); err != nil {
 			return err
 		}
 	}

@@ -159,6 +159,16 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	case tb != nil:
 		tb.readme(resultsDir, p)
 	}
+	// The Nexmark suite's, likewise.
+	switch nx, err := readNexmark(path.Join(resultsDir, nexmarkFile)); {
+	case err != nil:
+		p("## Nexmark (issue 24)")
+		p("")
+		p("%s could not be read: %v", path.Join(resultsDir, nexmarkFile), err)
+		p("")
+	case nx != nil:
+		nx.readme(resultsDir, p)
+	}
 	if lat != nil {
 		b.WriteString(lat.Readme(resultsDir))
 	}
@@ -221,6 +231,9 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	p("make bench                                  # build, run, write results/ and this README (a few minutes)")
 	p("make bench-latency                          # only the latency benchmark (under 2 minutes), then this README")
 	p("make bench-checkpoint                       # only the checkpoint benchmark (under 3 minutes), then this README")
+	p("make bench-tpch                             # only TPC-H against DuckDB and PostgreSQL (about 40 minutes), then this README")
+	p("make bench-tables                           # only \\copy and INSERT into Hummer's tables against PostgreSQL (about 4 minutes), then this README")
+	p("make bench-nexmark                          # only the Nexmark queries at parallelism 1 and 2 against the Go program (about 7 minutes), then this README")
 	p("cd bench && go run ./cmd/wordcount -h        # flags: -reps, -copies, -suites, -groupby-keys, -hummer, -work ...")
 	p("cd bench && go run ./cmd/wordcount -suites groupby   # only the GROUP BY larger than memory (a few minutes), then this README")
 	p("cd bench && go run ./cmd/latency -h          # flags: -rates, -warmup, -measure, -rounds, -hummer ...")
@@ -229,7 +242,7 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	p("cd bench && go test ./...                    # the Go counter, the result checks, the latency and checkpoint statistics")
 	p("```")
 	p("")
-	p("`bench/` is its own Go module (`github.com/hummer-db/hummer/bench`) so that DuckDB's cgo build never enters the engine's: the root module's `go build ./...`, `go vet ./...` and `go test ./...` do not descend into it. It drives the `hummer` binary as a user would and imports none of the engine's packages. `make bench` installs mawk with apt-get when it is missing. "+
+	p("`bench/` is its own Go module (`github.com/hummer-db/hummer/bench`) so that DuckDB's cgo build never enters the engine's: the root module's `go build ./...`, `go vet ./...` and `go test ./...` do not descend into it. It drives the `hummer` binary as a user would; the one engine package it imports is `connectors/nexmark`, the generator the Nexmark suite's Go program runs (a `replace` directive in `bench/go.mod` points at the repository). `make bench` installs mawk with apt-get when it is missing. "+
 		"The latency benchmark (`bench/latency`, `bench/cmd/latency`) writes its own `%s`, and the checkpoint benchmark (`bench/checkpoint`, `bench/cmd/checkpoint`) `%s`; this README takes their sections from there, whichever command regenerates it.",
 		path.Join(resultsDir, latency.ResultsFile), path.Join(resultsDir, checkpoint.ResultsFile))
 	return b.String()

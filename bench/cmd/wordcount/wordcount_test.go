@@ -270,3 +270,40 @@ func TestGroupByInput(t *testing.T) {
 		t.Errorf("%d keys, reported %d groups; sum %d, reported %d; size %d, reported %d", len(seen), groups, total, sum, len(b), size)
 	}
 }
+
+// TestNexmarkEvents: -nexmark-events takes QUERY=N pairs or one N.
+func TestNexmarkEvents(t *testing.T) {
+	got, err := parseNexmarkEvents("q0=10, q5=3")
+	if err != nil || len(got) != 2 || got["q0"] != 10 || got["q5"] != 3 {
+		t.Errorf("QUERY=N pairs: got %v, %v", got, err)
+	}
+	if got, err := parseNexmarkEvents("7"); err != nil || got[""] != 7 {
+		t.Errorf("one N: got %v, %v", got, err)
+	}
+	for _, bad := range []string{"q0=", "q0=-1", "x", "q0=1,,q1=2"} {
+		if _, err := parseNexmarkEvents(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestSplitNexmarkQuery: every file of bench/nexmark is a sink's CREATE TABLE
+// and an INSERT INTO it.
+func TestSplitNexmarkQuery(t *testing.T) {
+	for _, q := range nexmarkQueries {
+		text, err := os.ReadFile(filepath.Join("..", "..", "nexmark", q+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink, insert, err := splitNexmarkQuery(string(text))
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if !strings.HasPrefix(sink, "CREATE TABLE nexmark_"+q+" ") || !strings.HasPrefix(insert, "INSERT INTO nexmark_"+q+"\n") {
+			t.Errorf("%s: got %q and %q", q, sink, insert)
+		}
+	}
+	if _, _, err := splitNexmarkQuery("SELECT 1;"); err == nil {
+		t.Error("a file of one SELECT: no error")
+	}
+}
