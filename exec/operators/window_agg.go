@@ -4,15 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
-
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec"
-	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // WindowAggConfig configures kind "window_agg": the aggregation Agg (a
@@ -39,15 +33,9 @@ type WindowAggConfig struct {
 // that closes it there. It is Checkpointed: the state is every open window's
 // aggregation's, and the watermark.
 type windowAggOp struct {
-	cfg     WindowAggConfig
-	spec    exec.OperatorSpec
-	endCol  int // the input column of the window's end
-	tc      *exec.TaskContext
-	mem     memory.Allocator
-	late    func(n int64)
-	windows map[int64]*hashAggOp
-	mark    int64 // the watermark; math.MinInt64 before the first
-	byEnd   map[int64][]int32
+	cfg    WindowAggConfig
+	endCol int // the input column of the window's end
+	windowed[*hashAggOp]
 }
 
 var (
@@ -67,142 +55,42 @@ func newWindowAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if _, err := newHashAgg(cfg.Agg, spec); err != nil { // check the config once
 		return nil, err
 	}
-	o := &windowAggOp{cfg: cfg, spec: spec, endCol: cfg.Agg.GroupBy[cfg.End], windows: map[int64]*hashAggOp{}, mark: math.MinInt64}
+	o := &windowAggOp{cfg: cfg, endCol: cfg.Agg.GroupBy[cfg.End]}
 	if cfg.Agg.Phase == AggFinal {
 		o.endCol = cfg.End // a final aggregate's input has the keys first
 	}
+	o.windowed = newWindowed("window_agg", func(ctx context.Context, tc *exec.TaskContext) (*hashAggOp, error) {
+		w, err := newHashAgg(cfg.Agg, spec)
+		if err == nil {
+			err = w.Open(ctx, tc)
+		}
+		return w, err
+	})
 	return o, nil
 }
 
 func (o *windowAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
-	o.tc = tc
-	o.mem = vector.TaskAlloc(tc)
-	o.late = func(int64) {}
-	if tc.Metrics != nil {
-		o.late = func(n int64) { tc.Metrics.LateRows.Add(n) }
-	}
+	o.start(tc)
 	return nil
 }
-
-// window returns the aggregation of the window ending at end, opening it.
-func (o *windowAggOp) window(ctx context.Context, end int64) (*hashAggOp, error) {
-	if w := o.windows[end]; w != nil {
-		return w, nil
-	}
-	w, err := newHashAgg(o.cfg.Agg, o.spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Open(ctx, o.tc); err != nil {
-		return nil, err
-	}
-	o.windows[end] = w
-	return w, nil
-}
-
-// closed reports whether the window ending at end has closed: the watermark
-// has reached its last instant.
-func (o *windowAggOp) closed(end int64) bool { return end-1 <= o.mark }
 
 func (o *windowAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
-	n := b.NumRows()
-	if n == 0 {
-		return nil
-	}
-	ends, ok := b.Rec.Column(o.endCol).(*array.Timestamp)
-	if !ok {
-		return fmt.Errorf("window_agg: the window's end is %s, not a timestamp", b.Rec.Column(o.endCol).DataType())
-	}
-	vals := ends.TimestampValues()
-	// The usual batch: every row in one open window.
-	first := int64(vals[0])
-	same := ends.NullN() == 0 && !o.closed(first)
-	for i := 1; same && i < n; i++ {
-		same = int64(vals[i]) == first
-	}
-	if same {
-		w, err := o.window(ctx, first)
-		if err != nil {
-			return err
-		}
-		return w.ProcessBatch(ctx, 0, b, out)
-	}
-	clear(o.byEnd)
-	if o.byEnd == nil {
-		o.byEnd = map[int64][]int32{}
-	}
-	var late int64
-	for i := range n {
-		e := int64(vals[i])
-		if ends.IsNull(i) || o.closed(e) {
-			late++
-			continue
-		}
-		o.byEnd[e] = append(o.byEnd[e], int32(i))
-	}
-	if late > 0 {
-		o.late(late)
-	}
-	for _, e := range slices.Sorted(maps.Keys(o.byEnd)) {
-		idx := o.byEnd[e]
-		rec, err := vector.GatherRecord(o.mem, b.Rec, idx)
-		if err != nil {
-			return err
-		}
-		w, err := o.window(ctx, e)
-		if err == nil {
-			err = w.ProcessBatch(ctx, 0, exec.Batch{Rec: rec, Ops: vector.GatherOps(b.Ops, idx)}, out)
-		}
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.route(ctx, b, o.endCol, func(w *hashAggOp, b exec.Batch) error { return w.ProcessBatch(ctx, 0, b, out) })
 }
-
-// closeUpTo ends the aggregations of the windows that have closed, in order
-// of their ends, emitting their rows.
-func (o *windowAggOp) closeUpTo(ctx context.Context, out exec.Collector) error {
-	var ends []int64
-	for e := range o.windows {
-		if o.closed(e) {
-			ends = append(ends, e)
-		}
-	}
-	slices.Sort(ends)
-	rows := rowsOnly{out}
-	for _, e := range ends {
-		w := o.windows[e]
-		delete(o.windows, e)
-		err := w.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rows)
-		w.Close(ctx)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rowsOnly passes batches on and drops signals: a window's aggregation ends
-// with an end of stream that is not the operator's.
-type rowsOnly struct{ exec.Collector }
-
-func (rowsOnly) CollectSignal(context.Context, exec.Signal) error { return nil }
 
 func (o *windowAggOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	mark := int64(math.MinInt64)
 	switch s.Kind {
 	case exec.Watermark:
-		if s.Watermark <= o.mark {
-			return nil
-		}
-		o.mark = s.Watermark
-		if err := o.closeUpTo(ctx, out); err != nil {
-			return err
-		}
+		mark = s.Watermark
 	case exec.EndOfStream:
-		o.mark = math.MaxInt64
-		if err := o.closeUpTo(ctx, out); err != nil {
+		mark = math.MaxInt64
+	}
+	if mark > math.MinInt64 {
+		news, err := o.advance(ctx, mark, out, func(w *hashAggOp, rows exec.Collector) error {
+			return w.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rows)
+		})
+		if err != nil || !news && s.Kind == exec.Watermark {
 			return err
 		}
 	}
@@ -210,50 +98,14 @@ func (o *windowAggOp) ProcessSignal(ctx context.Context, input int, s exec.Signa
 }
 
 func (o *windowAggOp) Close(ctx context.Context) error {
-	for e, w := range o.windows {
-		w.Close(ctx)
-		delete(o.windows, e)
-	}
+	o.closeAll(ctx)
 	return nil
-}
-
-// windowAggState is what SnapshotState returns, as JSON.
-type windowAggState struct {
-	Mark    int64         `json:"mark"`
-	Windows []windowState `json:"windows"`
-}
-
-type windowState struct {
-	End   int64  `json:"end"`
-	State []byte `json:"state"`
 }
 
 func (o *windowAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
-	st := windowAggState{Mark: o.mark}
-	for _, e := range slices.Sorted(maps.Keys(o.windows)) {
-		b, err := o.windows[e].SnapshotState(ctx, checkpoint)
-		if err != nil {
-			return nil, err
-		}
-		st.Windows = append(st.Windows, windowState{End: e, State: b})
-	}
-	return json.Marshal(st)
+	return o.snapshot(ctx, checkpoint)
 }
 
 func (o *windowAggOp) RestoreState(ctx context.Context, data []byte) error {
-	var st windowAggState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("window_agg: bad checkpoint state: %w", err)
-	}
-	o.mark = st.Mark
-	for _, ws := range st.Windows {
-		w, err := o.window(ctx, ws.End)
-		if err != nil {
-			return err
-		}
-		if err := w.RestoreState(ctx, ws.State); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.restore(ctx, data)
 }
