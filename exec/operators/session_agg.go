@@ -48,6 +48,11 @@ type sessionAggOp struct {
 	late    func(n int64)
 	pending []exec.Batch // retained
 	mark    int64
+	// soonest is a bound below the last instant (end - 1) of every session
+	// held: no session closes before the watermark reaches it, so close does
+	// not sort the rows held at every watermark (a session's end only grows
+	// as rows join it; a new row's own session ends at its End).
+	soonest int64
 	keys    sortKeys
 	order   sortKeys
 }
@@ -66,7 +71,7 @@ func newSessionAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if _, err := newHashAgg(cfg.Agg, spec); err != nil {
 		return nil, err
 	}
-	return &sessionAggOp{cfg: cfg, spec: spec, mark: math.MinInt64}, nil
+	return &sessionAggOp{cfg: cfg, spec: spec, mark: math.MinInt64, soonest: math.MaxInt64}, nil
 }
 
 func (o *sessionAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
@@ -90,8 +95,9 @@ func (o *sessionAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 	}
 	keep := make([]int32, 0, n)
 	for i := range n {
-		if ends.IsValid(i) && int64(ends.Value(i))-1 > o.mark {
+		if e := int64(ends.Value(i)); ends.IsValid(i) && e-1 > o.mark {
 			keep = append(keep, int32(i))
+			o.soonest = min(o.soonest, e-1)
 		}
 	}
 	if late := n - len(keep); late > 0 {
@@ -133,7 +139,7 @@ func (o *sessionAggOp) ProcessSignal(ctx context.Context, input int, s exec.Sign
 // close merges the rows held into sessions and emits the aggregates of the
 // sessions that have closed.
 func (o *sessionAggOp) close(ctx context.Context, out exec.Collector) error {
-	if len(o.pending) == 0 {
+	if len(o.pending) == 0 || o.soonest > o.mark {
 		return nil
 	}
 	rec, ops, err := o.concat()
@@ -161,6 +167,7 @@ func (o *sessionAggOp) close(ctx context.Context, out exec.Collector) error {
 	ends := rec.Column(o.cfg.End).(*array.Timestamp).TimestampValues()
 	var closed, open []int32
 	sStart, sEnd := make([]int64, n), make([]int64, n) // by row: its session's bounds
+	o.soonest = math.MaxInt64
 	for lo := 0; lo < n; {
 		// The session from perm[lo]: rows of the same key starting before its end.
 		first := perm[lo]
@@ -177,6 +184,7 @@ func (o *sessionAggOp) close(ctx context.Context, out exec.Collector) error {
 			closed = append(closed, perm[lo:hi]...)
 		} else {
 			open = append(open, perm[lo:hi]...)
+			o.soonest = min(o.soonest, e-1)
 		}
 		lo = hi
 	}
@@ -315,6 +323,7 @@ func (o *sessionAggOp) RestoreState(ctx context.Context, data []byte) error {
 	}
 	for _, r := range recs {
 		o.pending = append(o.pending, exec.Batch{Rec: r})
+		o.soonest = math.MinInt64 // not known: the next watermark looks
 	}
 	return nil
 }
