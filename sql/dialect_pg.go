@@ -408,11 +408,20 @@ func rewriteArrayAgg(stmt []token, _ *dialectFacts) []token {
 // rewriteAnyArrayValue rewrites x = ANY (array) where array is no list and
 // no subquery.
 func rewriteAnyArrayValue(stmt []token) []token {
+	return rewriteArrayValueTest(stmt, func(op, quant token) bool {
+		return op.text == "=" && (quant.is("ANY") || quant.is("SOME"))
+	}, "IS NOT NULL")
+}
+
+// rewriteArrayValueTest turns x OP QUANT (array), where is(OP, QUANT) and
+// array is an array value (no list, no subquery), into
+// (array_position(array, x) TEST): = ANY is TEST IS NOT NULL, <> ALL IS NULL.
+func rewriteArrayValueTest(stmt []token, is func(op, quant token) bool, test string) []token {
 	for {
 		w := words(stmt)
 		at := -1
 		for k := 0; k+3 < len(w); k++ {
-			if stmt[w[k]].text == "=" && (stmt[w[k+1]].is("ANY") || stmt[w[k+1]].is("SOME")) && stmt[w[k+2]].text == "(" &&
+			if is(stmt[w[k]], stmt[w[k+1]]) && stmt[w[k+2]].text == "(" &&
 				!stmt[w[k+3]].is("SELECT") && !stmt[w[k+3]].is("ARRAY") && !stmt[w[k+3]].is("VALUES") && stmt[w[k+3]].text != "(" {
 				at = k
 				break
@@ -431,7 +440,7 @@ func rewriteAnyArrayValue(stmt []token) []token {
 		with = append(with, trimBlanks(stmt[w[at+2]+1:closing])...)
 		with = append(with, made(pos, ", ")...)
 		with = append(with, trimBlanks(stmt[start:w[at]])...)
-		with = append(with, made(pos, ") IS NOT NULL)")...)
+		with = append(with, made(pos, ") "+test+")")...)
 		stmt = splice(stmt, start, closing+1, with...)
 	}
 }

@@ -126,33 +126,9 @@ func rewriteReservedNames(stmt []token, _ *dialectFacts) []token {
 // subquery), into (array_position(array, x) IS NULL), the elements compared
 // as text: pgjdbc's getSQLKeywords, word <> ALL ('{a,abs,...}'::text[]).
 func rewriteAllArrayValue(stmt []token, _ *dialectFacts) []token {
-	for {
-		w := words(stmt)
-		at := -1
-		for k := 0; k+3 < len(w); k++ {
-			op := stmt[w[k]].text
-			if (op == "<>" || op == "!=") && stmt[w[k+1]].is("ALL") && stmt[w[k+2]].text == "(" &&
-				!stmt[w[k+3]].is("SELECT") && !stmt[w[k+3]].is("ARRAY") && !stmt[w[k+3]].is("VALUES") && stmt[w[k+3]].text != "(" {
-				at = k
-				break
-			}
-		}
-		if at < 0 {
-			return stmt
-		}
-		start := operandStart(stmt, w[at])
-		closing := matchingParen(stmt, w[at+2])
-		if start < 0 || closing < 0 {
-			return stmt
-		}
-		pos := stmt[w[at]].pos
-		with := made(pos, "(array_position(")
-		with = append(with, trimBlanks(stmt[w[at+2]+1:closing])...)
-		with = append(with, made(pos, ", ")...)
-		with = append(with, trimBlanks(stmt[start:w[at]])...)
-		with = append(with, made(pos, ") IS NULL)")...)
-		stmt = splice(stmt, start, closing+1, with...)
-	}
+	return rewriteArrayValueTest(stmt, func(op, quant token) bool {
+		return (op.text == "<>" || op.text == "!=") && quant.is("ALL")
+	}, "IS NULL")
 }
 
 // rewriteTableFunctions turns a call of a set-returning function the

@@ -158,32 +158,10 @@ func nextWord(stmt []token, i int) int {
 // callArgs splits the arguments of the call whose '(' is stmt[open], each
 // without its surrounding blanks, and returns the index of its ')'.
 func callArgs(stmt []token, open int) (args [][]token, closing int, ok bool) {
-	closing = matchingParen(stmt, open)
-	if closing < 0 {
+	if closing = matchingParen(stmt, open); closing < 0 {
 		return nil, -1, false
 	}
-	start, depth := open+1, 0
-	for k := open + 1; k <= closing; k++ {
-		if stmt[k].kind != tokPunct {
-			continue
-		}
-		switch stmt[k].text {
-		case "(":
-			depth++
-		case ")":
-			if k == closing {
-				args = append(args, trimBlanks(stmt[start:k]))
-			} else {
-				depth--
-			}
-		case ",":
-			if depth == 0 {
-				args = append(args, trimBlanks(stmt[start:k]))
-				start = k + 1
-			}
-		}
-	}
-	return args, closing, true
+	return splitTopLevel(stmt, open+1, closing), closing, true
 }
 
 func tokensText(toks []token) string {

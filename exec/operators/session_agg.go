@@ -142,10 +142,15 @@ func (o *sessionAggOp) close(ctx context.Context, out exec.Collector) error {
 	if len(o.pending) == 0 || o.soonest > o.mark {
 		return nil
 	}
-	rec, ops, err := o.concat()
+	held := 0
+	for _, b := range o.pending {
+		held += b.NumRows()
+	}
+	rec, err := concatBatches(o.mem, o.pending, held)
 	if err != nil {
 		return err
 	}
+	ops := batchOps(o.pending)
 	defer rec.Release()
 	keySpecs := make([]SortKeySpec, len(o.cfg.Keys))
 	for i, k := range o.cfg.Keys {
@@ -236,46 +241,6 @@ func (o *sessionAggOp) close(ctx context.Context, out exec.Collector) error {
 		return err
 	}
 	return agg.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rowsOnly{out})
-}
-
-// concat returns the rows held as one record, and their change kinds.
-func (o *sessionAggOp) concat() (arrow.RecordBatch, []exec.ChangeKind, error) {
-	first := o.pending[0].Rec
-	var ops []exec.ChangeKind
-	anyOps := false
-	for _, b := range o.pending {
-		anyOps = anyOps || b.Ops != nil
-	}
-	if anyOps {
-		for _, b := range o.pending {
-			for i := range b.NumRows() {
-				ops = append(ops, b.Op(i))
-			}
-		}
-	}
-	if len(o.pending) == 1 {
-		first.Retain()
-		return first, ops, nil
-	}
-	cols := make([]arrow.Array, 0, first.NumCols())
-	parts := make([]arrow.Array, len(o.pending))
-	rows := 0
-	for _, b := range o.pending {
-		rows += b.NumRows()
-	}
-	for c := range int(first.NumCols()) {
-		for i, b := range o.pending {
-			parts[i] = b.Rec.Column(c)
-		}
-		a, err := array.Concatenate(parts, o.mem)
-		if err != nil {
-			vector.ReleaseArrays(cols)
-			return nil, nil, err
-		}
-		cols = append(cols, a)
-	}
-	rec, err := vector.MakeRecord(first.Schema(), cols, rows)
-	return rec, ops, err
 }
 
 func (o *sessionAggOp) Close(ctx context.Context) error {

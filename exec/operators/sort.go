@@ -40,7 +40,6 @@ type sortOp struct {
 	budget  int64
 	batches []exec.Batch
 	bytes   int64 // of the batches held
-	anyOps  bool
 	rows    int
 	done    bool
 	spill   *sortSpill // nil until the first run is written
@@ -89,7 +88,6 @@ func (o *sortOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 	b.Rec.Retain()
 	if b.Ops != nil {
 		b.Ops = slices.Clone(b.Ops)
-		o.anyOps = true
 	}
 	o.batches = append(o.batches, b)
 	o.rows += n
@@ -171,19 +169,11 @@ func (o *sortOp) emit(ctx context.Context, out exec.Collector) error {
 // change kinds (nil if all are inserts) and their order: perm lists the
 // record's rows in key order.
 func (o *sortOp) sorted() (arrow.RecordBatch, []exec.ChangeKind, []int32, error) {
-	rec, err := o.concat()
+	rec, err := concatBatches(o.mem, o.batches, o.rows)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sort: %w", err)
 	}
-	var ops []exec.ChangeKind
-	if o.anyOps {
-		ops = make([]exec.ChangeKind, 0, o.rows)
-		for _, b := range o.batches {
-			for i := range b.NumRows() {
-				ops = append(ops, b.Op(i))
-			}
-		}
-	}
+	ops := batchOps(o.batches)
 	// Release the inputs early: the sorted copy is all that is needed now.
 	o.release()
 
@@ -249,32 +239,54 @@ func isIdentityRun(idx []int32) bool {
 }
 
 // concat returns all retained rows as one record.
-func (o *sortOp) concat() (arrow.RecordBatch, error) {
-	if len(o.batches) == 1 {
-		r := o.batches[0].Rec
+// concatBatches returns the rows of batches (rows in all) as one record;
+// a single batch is retained, not copied.
+func concatBatches(mem memory.Allocator, batches []exec.Batch, rows int) (arrow.RecordBatch, error) {
+	if len(batches) == 1 {
+		r := batches[0].Rec
 		r.Retain()
 		return r, nil
 	}
-	first := o.batches[0].Rec
+	first := batches[0].Rec
 	ncols := int(first.NumCols())
 	cols := make([]arrow.Array, 0, ncols)
-	parts := make([]arrow.Array, len(o.batches))
+	parts := make([]arrow.Array, len(batches))
 	for c := range ncols {
-		for i, b := range o.batches {
+		for i, b := range batches {
 			if int(b.Rec.NumCols()) != ncols {
 				vector.ReleaseArrays(cols)
 				return nil, fmt.Errorf("batches of %d and %d columns", ncols, b.Rec.NumCols())
 			}
 			parts[i] = b.Rec.Column(c)
 		}
-		a, err := array.Concatenate(parts, o.mem)
+		a, err := array.Concatenate(parts, mem)
 		if err != nil {
 			vector.ReleaseArrays(cols)
 			return nil, err
 		}
 		cols = append(cols, a)
 	}
-	return vector.MakeRecord(first.Schema(), cols, o.rows)
+	return vector.MakeRecord(first.Schema(), cols, rows)
+}
+
+// batchOps returns the change kinds of batches' rows, in order; nil when
+// every row is an insert.
+func batchOps(batches []exec.Batch) []exec.ChangeKind {
+	var ops []exec.ChangeKind
+	for j, b := range batches {
+		if b.Ops == nil {
+			continue
+		}
+		if ops == nil {
+			for _, prev := range batches[:j] {
+				for range prev.NumRows() {
+					ops = append(ops, exec.Insert)
+				}
+			}
+		}
+		ops = append(ops, b.Ops...)
+	}
+	return ops
 }
 
 // sortComparator returns the order of rows i and j of arr under key.
@@ -362,7 +374,7 @@ func (o *sortOp) release() {
 		b.Rec.Release()
 	}
 	o.batches = nil
-	o.rows, o.bytes, o.anyOps = 0, 0, false
+	o.rows, o.bytes = 0, 0
 }
 
 func (o *sortOp) Close(ctx context.Context) error {
