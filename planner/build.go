@@ -48,6 +48,11 @@ type Options struct {
 	// it gets the expression (exec.ConnectorSpec.Watermark), and the
 	// watermark operator after it passes its watermarks on.
 	SourceWatermarks func(connector string) bool
+	// Rows estimates the rows a plan yields (sql.EstimateRows over the
+	// catalog); nil, or ok false, for unknown. A join whose build side is
+	// estimated small copies it to every instance instead of repartitioning
+	// both sides (broadcastRows).
+	Rows func(sql.Plan) (rows float64, ok bool)
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -134,6 +139,26 @@ func in(node int, kind exec.PartitionKind, keys ...int) input {
 }
 
 func (b *builder) par(node int) int { return b.g.Nodes[node].Parallelism }
+
+// broadcastRows is the most rows a join's build side is estimated to have
+// for broadcast to copy it to every instance of the join: each then holds
+// the whole side, in exchange for the probe side staying where it is, in
+// the task that produced it, instead of crossing a repartition.
+const broadcastRows = 1 << 20
+
+// broadcast reports whether join p, whose left side is node left, should
+// take its right (build) side broadcast and its left side forward: a bounded
+// inner or left join (a full join's unmatched build rows would come out of
+// every instance) whose build side is estimated small, with its left side
+// already running in parallel at the join's parallelism.
+func (b *builder) broadcast(p *sql.Join, left int) bool {
+	if b.streaming || b.opts.Rows == nil || p.Kind == sql.FullJoin ||
+		b.par(left) != b.opts.Parallelism || b.opts.Parallelism == 1 {
+		return false
+	}
+	n, ok := b.opts.Rows(p.Right)
+	return ok && n <= broadcastRows
+}
 
 // add appends a node fed by the given inputs (input i of the node is ins[i]).
 func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
@@ -342,6 +367,11 @@ func (b *builder) build(p sql.Plan) (int, error) {
 				in(left, gatherOrForward(b.par(left))), in(right, gatherOrForward(b.par(right))))), nil
 		}
 		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+		if b.broadcast(p, left) {
+			op.Label += " (right side broadcast)"
+			return b.pass(left, b.add(op, b.par(left), 0,
+				in(left, exec.Forward), in(right, exec.Broadcast))), nil
+		}
 		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
 			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
 

@@ -35,6 +35,14 @@ var catalog = testCatalog{
 		Columns: types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "name", Type: types.StringType}}},
 }
 
+// testEstimates is a sql.RowEstimator of given rows per table name.
+type testEstimates map[string]float64
+
+func (e testEstimates) EstimateRows(t *sql.Table) (float64, bool) {
+	n, ok := e[t.Name]
+	return n, ok
+}
+
 // TestPlanner reads testdata/*: each `explain [parallelism=N] [sink=append|upsert]`
 // case plans its query on two TaskManagers of two slots each and prints the
 // three graphs; `dot` prints the Graphviz form. Table clicks is a stream (kafka);
@@ -50,6 +58,13 @@ func TestPlanner(t *testing.T) {
 					opts.Parallelism, _ = strconv.Atoi(arg.Vals[0])
 				case "sink":
 					sink = arg.Vals[0]
+				case "rows": // rows=emp:1000000,dept:10: tables' estimated rows
+					est := testEstimates{}
+					for _, v := range arg.Vals {
+						name, n, _ := strings.Cut(v, ":")
+						est[name], _ = strconv.ParseFloat(n, 64)
+					}
+					opts.Rows = func(p sql.Plan) (float64, bool) { return sql.EstimateRows(p, est) }
 				}
 			}
 			stmts, err := sql.Parse(d.Input)

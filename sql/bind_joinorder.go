@@ -54,9 +54,9 @@ func innerLeaves(node *fromNode) (leaves []*fromNode, conds []*expr.Expr, ok boo
 
 // joinOrder returns the order in which to join leaves under conds, and
 // whether it differs from theirs; est, if not nil, is each leaf's estimated
-// rows after its own conditions, and ndv the distinct values of a FROM
+// rows after its own conditions and base its rows before them, and ndv the distinct values of a FROM
 // position (nil, or 0 for a position: unknown).
-func joinOrder(leaves []*fromNode, conds []*expr.Expr, est []float64, ndv func(pos int) float64) ([]int, bool) {
+func joinOrder(leaves []*fromNode, conds []*expr.Expr, est, base []float64, ndv func(pos int) float64) ([]int, bool) {
 	owner := leafOwners(leaves)
 	// edges[i][j]: the equalities between leaves i and j, as FROM positions
 	// (0 for a side that is not a plain column).
@@ -119,13 +119,24 @@ func joinOrder(leaves []*fromNode, conds []*expr.Expr, est []float64, ndv func(p
 				joined *= est[i]
 			}
 			for _, j := range order {
+				// di and dj: the distinct values of i's and j's sides of
+				// their equalities, taken together (as a composite key's
+				// columns, partsupp's), so at most their rows; and, as a
+				// foreign key's values are among its key's, at most the
+				// other side's rows before its own conditions.
+				di, dj := 1.0, 1.0
 				for _, e := range edges[i][j] {
 					linked = true
 					if est != nil {
 						// e.a is i's side, e.b the joined leaf j's.
-						di, dj := min(distinct(e.a, i), est[j]), min(distinct(e.b, j), est[i])
-						joined /= max(di, dj, 1)
+						di *= distinct(e.a, i)
+						dj *= distinct(e.b, j)
 					}
+				}
+				if est != nil && len(edges[i][j]) > 0 {
+					di = min(di, est[i], base[j])
+					dj = min(dj, est[j], base[i])
+					joined /= max(di, dj, 1)
 				}
 			}
 			better := est != nil && next >= 0 && (joined < nextSize || joined == nextSize && est[i] < est[next])
@@ -157,27 +168,29 @@ func leafOwners(leaves []*fromNode) map[int]int {
 }
 
 // leafEstimates returns each leaf's estimated rows after the conditions that
-// read only its columns, or nil when the catalog cannot estimate one of them.
-func (b *binder) leafEstimates(leaves []*fromNode, conds []*expr.Expr) []float64 {
+// read only its columns, and before them, or nils when the catalog cannot
+// estimate one of them.
+func (b *binder) leafEstimates(leaves []*fromNode, conds []*expr.Expr) (est, base []float64) {
 	re, ok := b.cat.(RowEstimator)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	est := make([]float64, len(leaves))
+	est = make([]float64, len(leaves))
 	for i, l := range leaves {
 		n, ok := planRows(l.plan, re)
 		if !ok {
-			return nil
+			return nil, nil
 		}
 		est[i] = n
 	}
+	base = append([]float64(nil), est...)
 	owner := leafOwners(leaves)
 	for _, c := range conds {
 		if leaf, ok := onlyLeaf(c, owner); ok {
 			est[leaf] *= selectivity(c)
 		}
 	}
-	return est
+	return est, base
 }
 
 // positionDistinct returns the estimated distinct values of a FROM position
@@ -220,6 +233,11 @@ func selectivity(c *expr.Expr) float64 {
 	}
 	return 1.0 / 3
 }
+
+// EstimateRows estimates the rows p yields, as join ordering does (by the
+// catalog's table estimates and guessed selectivities); ok is false when a
+// table's rows cannot be estimated.
+func EstimateRows(p Plan, re RowEstimator) (rows float64, ok bool) { return planRows(p, re) }
 
 // planRows estimates the rows a FROM item's plan yields.
 func planRows(p Plan, re RowEstimator) (float64, bool) {
@@ -307,7 +325,8 @@ func (b *binder) buildReordered(root *fromNode, where *[]*expr.Expr) (Plan, erro
 			rest = append(rest, w)
 		}
 	}
-	order, changed := joinOrder(leaves, conds, b.leafEstimates(leaves, conds), b.positionDistinct(leaves))
+	est, base := b.leafEstimates(leaves, conds)
+	order, changed := joinOrder(leaves, conds, est, base, b.positionDistinct(leaves))
 	if !changed {
 		return nil, nil
 	}

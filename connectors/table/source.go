@@ -86,8 +86,8 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	return nil
 }
 
-// Run emits this subtask's batches, each read from its segment file into
-// memory of the task's allocator (the page cache makes that a copy; the
+// Run emits this subtask's batches, each read from its mapped segment file
+// into memory of the task's allocator, only the projected columns (the
 // batches a subtask skips are not read at all). A following scan emits the
 // version's rows and the changes committed by then before a checkpoint's
 // barrier can pass (it holds the checkpoint lock meanwhile), so a view over
@@ -204,11 +204,17 @@ func (s *source) emitFile(ctx context.Context, path string, first int, del bool,
 		return 0, bad(err)
 	}
 	defer f.Close()
-	r, err := ipc.NewFileReader(f, ipc.WithAllocator(s.alloc))
+	data, unmap, err := mapFile(f)
+	if err != nil {
+		return 0, bad(err)
+	}
+	defer unmap()
+	r, err := ipc.NewMappedFileReader(data)
 	if err != nil {
 		return 0, bad(err)
 	}
 	defer r.Close()
+	seg := mappedSegment{f: f, data: data}
 	n := r.NumRecords()
 	for i := (s.subtask - first%s.n + s.n) % s.n; i < n; i += s.n {
 		if s.skip > 0 {
@@ -220,11 +226,25 @@ func (s *source) emitFile(ctx context.Context, path string, first int, del bool,
 		if err != nil {
 			return 0, bad(err)
 		}
-		cols := make([]arrow.Array, len(s.cols))
-		for j, c := range s.cols {
-			cols[j] = rec.Column(c)
+		cols := make([]arrow.Array, 0, len(s.cols))
+		for _, c := range s.cols {
+			col, err := seg.copyArray(s.alloc, rec.Column(c))
+			if err != nil {
+				err = bad(err)
+			}
+			if err != nil {
+				for _, c := range cols {
+					c.Release()
+				}
+				rec.Release()
+				return 0, err
+			}
+			cols = append(cols, col)
 		}
 		b := exec.Batch{Rec: array.NewRecordBatch(s.out, cols, rec.NumRows())}
+		for _, c := range cols {
+			c.Release()
+		}
 		rec.Release()
 		if del {
 			for len(s.deletes) < int(b.Rec.NumRows()) {

@@ -204,6 +204,9 @@ func arithDecimal(op string, xs, ys vals[num], n int, t, u, res types.Type, vali
 	case "/":
 		natural = scale // the division rounds to it directly
 	}
+	if (op == "+" || op == "-" || op == "*") && natural == scale && arithDecimalSmall(op, xs, ys, out, p) {
+		return buf, nil
+	}
 	var err error
 	for i := range out {
 		var (
@@ -252,6 +255,53 @@ func arithDecimal(op string, xs, ys vals[num], n int, t, u, res types.Type, vali
 		return nil, err
 	}
 	return buf, nil
+}
+
+// arithDecimalSmall is arithDecimal's fast path for +, - and * with no
+// rescaling, when every operand fits in an int64 (as every DECIMAL(18) or
+// narrower does): it fills out and reports true, or reports false as soon as
+// an operand is wider or a result leaves the int64 range or precision p, for
+// the general loop to do the work again (and raise the error if a valid row
+// is out of range).
+func arithDecimalSmall(op string, xs, ys vals[num], out []num, p int) bool {
+	limit := uint64(math.MaxUint64)
+	if p <= 18 {
+		limit = uint64(pow10Int[p])
+	}
+	for i := range out {
+		x, okx := small(xs.at(i))
+		y, oky := small(ys.at(i))
+		if !okx || !oky {
+			return false
+		}
+		var r int64
+		switch op {
+		case "+":
+			r = x + y
+			if (x^r)&(y^r) < 0 {
+				return false
+			}
+		case "-":
+			r = x - y
+			if (x^y)&(x^r) < 0 {
+				return false
+			}
+		case "*":
+			hi, lo := bits.Mul64(absU(x), absU(y))
+			if hi != 0 || lo > math.MaxInt64 {
+				return false
+			}
+			r = int64(lo)
+			if (x < 0) != (y < 0) {
+				r = -r
+			}
+		}
+		if absU(r) >= limit {
+			return false
+		}
+		out[i] = decimal128.FromI64(r)
+	}
+	return true
 }
 
 // evalNumericUnary computes neg and abs; the result has the argument's type.

@@ -53,6 +53,13 @@ func castArray(a arrow.Array, from, to types.Type, mem memory.Allocator) (arrow.
 	if from.ID == types.Null || a.NullN() == n {
 		return array.MakeArrayOfNull(mem, to.Arrow(), n), nil
 	}
+	if from.ID == types.Decimal && to.ID == types.Decimal && from.Scale == to.Scale && from.Precision <= to.Precision {
+		// Widening keeps every value as it is: the same buffers, a new type.
+		d := a.Data()
+		nd := array.NewData(to.Arrow(), n, d.Buffers(), nil, d.NullN(), d.Offset())
+		defer nd.Release()
+		return array.MakeFromData(nd), nil
+	}
 	valid, nulls := validity(mem, n, a)
 	var (
 		out arrow.Array

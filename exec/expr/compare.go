@@ -68,12 +68,7 @@ func compareInto(t types.Type, mask uint8, a, b arrow.Array, n int, out []byte) 
 			}
 		}
 	case types.Decimal:
-		x, y := decimalArg(a), decimalArg(b)
-		for i := range n {
-			if mask>>(x.at(i).Cmp(y.at(i))+1)&1 != 0 {
-				bitutil.SetBit(out, i)
-			}
-		}
+		compareDecimals(mask, decimalArg(a), decimalArg(b), n, out)
 	case types.String:
 		x, y := textOf(a), textOf(b)
 		if mask == cmpMask("=") || mask == cmpMask("<>") {
@@ -158,6 +153,43 @@ func compareOrdered[T cmp.Ordered](mask uint8, x, y vals[T], n int, out []byte) 
 			bitutil.SetBit(out, i)
 		}
 	}
+}
+
+// compareDecimals is compareOrdered for 128-bit decimals of one scale: eight
+// rows to an output byte, each compared as a signed high word then an
+// unsigned low one.
+func compareDecimals(mask uint8, x, y vals[num], n int, out []byte) {
+	lt, eq, gt := mask&1, mask>>1&1, mask>>2&1
+	for j := 0; j < n/8; j++ {
+		var b byte
+		for k := 0; k < 8; k++ {
+			b |= decimalBit(x.at(j*8+k), y.at(j*8+k), lt, eq, gt) << k
+		}
+		out[j] = b
+	}
+	for i := n / 8 * 8; i < n; i++ {
+		if decimalBit(x.at(i), y.at(i), lt, eq, gt) != 0 {
+			bitutil.SetBit(out, i)
+		}
+	}
+}
+
+func decimalBit(a, c num, lt, eq, gt byte) byte {
+	ah, ch := a.HighBits(), c.HighBits()
+	switch {
+	case ah < ch:
+		return lt
+	case ah > ch:
+		return gt
+	}
+	al, cl := a.LowBits(), c.LowBits()
+	switch {
+	case al < cl:
+		return lt
+	case al > cl:
+		return gt
+	}
+	return eq
 }
 
 func cmpFloat(a, b float64) int {
