@@ -150,14 +150,20 @@ const broadcastRows = 1 << 20
 // take its right (build) side broadcast and its left side forward: a bounded
 // inner or left join (a full join's unmatched build rows would come out of
 // every instance) whose build side is estimated small, with its left side
-// already running in parallel at the join's parallelism.
+// already running in parallel at the join's parallelism. Copying the build
+// side to every instance must also cost less than what it saves, moving
+// the probe side: its rows times the parallelism at most the probe side's.
 func (b *builder) broadcast(p *sql.Join, left int) bool {
 	if b.streaming || b.opts.Rows == nil || p.Kind == sql.FullJoin ||
 		b.par(left) != b.opts.Parallelism || b.opts.Parallelism == 1 {
 		return false
 	}
 	n, ok := b.opts.Rows(p.Right)
-	return ok && n <= broadcastRows
+	if !ok || n > broadcastRows {
+		return false
+	}
+	m, ok := b.opts.Rows(p.Left)
+	return ok && n*float64(b.opts.Parallelism) <= m
 }
 
 // add appends a node fed by the given inputs (input i of the node is ins[i]).

@@ -177,7 +177,7 @@ func (b *binder) leafEstimates(leaves []*fromNode, conds []*expr.Expr) (est, bas
 	}
 	est = make([]float64, len(leaves))
 	for i, l := range leaves {
-		n, ok := planRows(l.plan, re)
+		n, ok := planRows(l.plan, re, false)
 		if !ok {
 			return nil, nil
 		}
@@ -234,29 +234,37 @@ func selectivity(c *expr.Expr) float64 {
 	return 1.0 / 3
 }
 
-// EstimateRows estimates the rows p yields, as join ordering does (by the
-// catalog's table estimates and guessed selectivities); ok is false when a
-// table's rows cannot be estimated.
-func EstimateRows(p Plan, re RowEstimator) (rows float64, ok bool) { return planRows(p, re) }
+// EstimateRows estimates the rows p yields by the catalog's table estimates
+// and guessed selectivities, as join ordering does, except that a grouped
+// aggregate counts as many rows as its input: an estimate that decides
+// whether a side is small enough to copy to every task must not guess low
+// where it knows nothing (EXISTS over a big table is a grouped aggregate of
+// about as many keys as rows). ok is false when a table's rows cannot be
+// estimated.
+func EstimateRows(p Plan, re RowEstimator) (rows float64, ok bool) { return planRows(p, re, true) }
 
-// planRows estimates the rows a FROM item's plan yields.
-func planRows(p Plan, re RowEstimator) (float64, bool) {
+// planRows estimates the rows a FROM item's plan yields; upper keeps a
+// grouped aggregate at its input's rows instead of guessing a tenth.
+func planRows(p Plan, re RowEstimator, upper bool) (float64, bool) {
 	switch p := p.(type) {
 	case *Scan:
 		return re.EstimateRows(p.Table)
 	case *Values:
 		return float64(len(p.Rows)), true
 	case *Filter:
-		n, ok := planRows(p.Input, re)
+		n, ok := planRows(p.Input, re, upper)
 		return n * selectivity(p.Cond), ok
 	case *Aggregate:
-		n, ok := planRows(p.Input, re)
-		if len(p.GroupBy) == 0 {
+		n, ok := planRows(p.Input, re, upper)
+		switch {
+		case len(p.GroupBy) == 0:
 			return 1, ok
+		case upper:
+			return n, ok
 		}
 		return n / 10, ok
 	case *Limit:
-		n, ok := planRows(p.Input, re)
+		n, ok := planRows(p.Input, re, upper)
 		if p.Count >= 0 && float64(p.Count) < n {
 			n = float64(p.Count)
 		}
@@ -271,7 +279,7 @@ func planRows(p Plan, re RowEstimator) (float64, bool) {
 	}
 	_, union := p.(*Union)
 	for _, in := range inputs {
-		m, ok := planRows(in, re)
+		m, ok := planRows(in, re, upper)
 		if !ok {
 			return 0, false
 		}
