@@ -32,6 +32,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -122,6 +123,19 @@ type Operator interface {
 type Flusher interface {
 	Flush(ctx context.Context, out Collector) error
 }
+
+// Ticker is an operator that acts on processing time as well as on its input,
+// such as one that says processing time has passed (a watermark of the wall
+// clock) while no rows arrive. Its task calls Tick about every TickInterval,
+// between batches and signals (in a source task, under the lock its batches
+// are emitted under), until its inputs end.
+type Ticker interface {
+	Tick(ctx context.Context, now time.Time, out Collector) error
+}
+
+// TickInterval is how often a task ticks its Tickers: how late a window of
+// processing time closes, at most, after its end.
+const TickInterval = 200 * time.Millisecond
 
 // Source produces the batches of a source task. A bounded source returns nil from
 // Run when it has produced everything; the task then sends EndOfStream. An

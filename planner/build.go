@@ -323,7 +323,13 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		return b.pass(from, b.forward(from, "project", "project "+exprList(p.Exprs), operators.ProjectConfig{Exprs: p.Exprs}, p.Out)), nil
+		node := b.pass(from, b.forward(from, "project", "project "+exprList(p.Exprs), operators.ProjectConfig{Exprs: p.Exprs}, p.Out))
+		if slices.ContainsFunc(p.Exprs, (*expr.Expr).Volatile) {
+			// A column of PROCTIME(): its watermark is the wall clock's time.
+			wm := operators.WatermarkConfig{Proctime: true, Keep: len(p.Out)}
+			node = b.pass(node, b.forward(node, "watermark", "watermark proctime (the wall clock)", wm, p.Out))
+		}
+		return node, nil
 
 	case *sql.Unnest:
 		return b.unnest(p, 0, 0)

@@ -107,7 +107,7 @@ func windowCall(input sql.Plan, e *expr.Expr, fn string) bool {
 }
 
 // eventTime reports whether column col of p's output is a table's column
-// with a watermark, as read.
+// with a watermark, as read, or a column of PROCTIME() (processing time).
 func eventTime(p sql.Plan, col int) bool {
 	switch p := p.(type) {
 	case *sql.Scan:
@@ -121,8 +121,11 @@ func eventTime(p sql.Plan, col int) bool {
 		}
 		return p.Table.Columns[c].Name == wm.Column
 	case *sql.Project:
-		if e := p.Exprs[col]; e.Kind == expr.KindColumn {
+		switch e := p.Exprs[col]; {
+		case e.Kind == expr.KindColumn:
 			return eventTime(p.Input, e.Col)
+		case e.Volatile(): // PROCTIME(), whose watermark is the wall clock
+			return true
 		}
 	case *sql.Filter:
 		return eventTime(p.Input, col)

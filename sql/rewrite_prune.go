@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"slices"
+
 	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
 )
@@ -297,11 +299,21 @@ func canMerge(outer, inner []*expr.Expr) bool {
 		}
 	}
 	for i, e := range inner {
-		if uses[i] > 1 && e.Kind != expr.KindColumn && e.Kind != expr.KindLiteral {
+		if uses[i] > 1 && e.Kind != expr.KindColumn && e.Kind != expr.KindLiteral || uses[i] > 0 && volatile(e) {
 			return false
 		}
 	}
 	return true
+}
+
+// volatile reports whether e calls something Volatile (proctime()): such a
+// column is computed once, where it is, and read by what follows, which
+// also lets the planner see a column of processing time (planner/window.go).
+func volatile(e *expr.Expr) bool {
+	if e.Volatile() {
+		return true
+	}
+	return slices.ContainsFunc(e.Args, volatile)
 }
 
 func isIdentityProject(exprs []*expr.Expr, in Plan) bool {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -355,4 +356,93 @@ func cutPrompt(line string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// TestReadmeProctimeExample runs the README's WordCount per 10 seconds of
+// processing time over `nc -lk 9999` as written: psql runs the statements,
+// the nc block's lines are sent once the view exists, and nothing more; the
+// view's rows come only when the wall clock has passed the window's end
+// (the window closes without input), and what psql prints for the last
+// query must be what the README shows but for the clock's times, which must
+// be ends of 10-second windows.
+func TestReadmeProctimeExample(t *testing.T) {
+	var typed []string
+	for _, line := range strings.Split(strings.TrimRight(readmeBlock(t, "$ nc -lk 9999"), "\n"), "\n") {
+		if !strings.HasPrefix(line, "$ ") {
+			typed = append(typed, line)
+		}
+	}
+	block := readmeBlock(t, "PROCTIME() AS t FROM lines_in")
+	var stmts, outs []string // each statement, and what psql prints for it
+	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		s, ok := cutPrompt(line)
+		switch {
+		case ok && (len(stmts) == 0 || strings.HasSuffix(stmts[len(stmts)-1], ";")):
+			stmts, outs = append(stmts, s), append(outs, "")
+		case ok:
+			stmts[len(stmts)-1] += "\n" + s
+		case len(outs) > 0:
+			outs[len(outs)-1] += line + "\n"
+		}
+	}
+	if len(typed) == 0 || len(stmts) != 3 {
+		t.Fatalf("the README's processing-time example: lines %q, statements %q", typed, stmts)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:9999")
+	if err != nil {
+		t.Skipf("listening on 127.0.0.1:9999, as the README's example names: %v", err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	addr := startTestServer(t)
+	conn := connectPgx(t, ctx, addr)
+	defer conn.Close(context.Background())
+	host, port, _ := net.SplitHostPort(addr)
+	psqlRun := func(script string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, "psql", "-X", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-")
+		cmd.Stdin = strings.NewReader(script)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("psql: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	// psql -f names the script's line before a notice; at a prompt it does not.
+	where := regexp.MustCompile(`(?m)^psql:<stdin>:\d+: `)
+	for i, s := range stmts[:2] {
+		if got := where.ReplaceAllString(psqlRun(s), ""); strings.TrimRight(got, "\n") != strings.TrimRight(outs[i], "\n") {
+			t.Errorf("psql printed for %q:\n%s\nthe README shows:\n%s", s, got, outs[i])
+		}
+	}
+	c, err := ln.Accept() // the view's job connects
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(strings.Join(typed, "\n") + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	words := 0
+	for _, l := range typed {
+		words += len(strings.Fields(l))
+	}
+	waitFor(t, ctx, "the window of processing time to close with no more input", func() bool {
+		var n int64
+		err := conn.QueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM wc10").Scan(&n)
+		return err == nil && n == int64(words)
+	})
+	got := psqlRun(stmts[2])
+	clock := regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
+	for _, s := range clock.FindAllString(got, -1) {
+		until, err := time.Parse(time.DateTime, s)
+		if err != nil || until.Second()%10 != 0 || until.Before(sent.Truncate(time.Second)) || until.After(time.Now().Add(time.Second)) {
+			t.Errorf("window_end %s: not the end of a 10-second window from %s to now (%v)", s, sent.UTC().Format(time.DateTime), err)
+		}
+	}
+	if g, w := clock.ReplaceAllString(got, "CLOCK"), clock.ReplaceAllString(outs[2], "CLOCK"); strings.TrimRight(g, "\n") != strings.TrimRight(w, "\n") {
+		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, outs[2])
+	}
 }

@@ -97,6 +97,10 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalRegexpExtract, literalArgs
 	case "count_char":
 		return evalCountChar, literalArgs
+	case "split_index":
+		return evalSplitIndex, literalArgs
+	case "proctime":
+		return evalProctime, rowsArgs
 	case "split_part":
 		return evalSplitPart, literalArgs
 	case "regexp_replace":

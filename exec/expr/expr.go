@@ -97,9 +97,10 @@ func (e *Expr) Remap(m map[int]int) *Expr {
 	return &c
 }
 
-// IsConstant reports whether e reads no column and no parameter.
+// IsConstant reports whether e reads no column and no parameter and calls
+// nothing Volatile.
 func (e *Expr) IsConstant() bool {
-	if e.Kind == KindColumn || e.Kind == KindParam {
+	if e.Kind == KindColumn || e.Kind == KindParam || e.Volatile() {
 		return false
 	}
 	for _, a := range e.Args {
@@ -109,6 +110,10 @@ func (e *Expr) IsConstant() bool {
 	}
 	return true
 }
+
+// Volatile reports whether e is a call whose value changes from one
+// evaluation to the next however its arguments are: proctime().
+func (e *Expr) Volatile() bool { return e.Kind == KindCall && e.Func == "proctime" }
 
 // String renders e as SQL-like text for EXPLAIN and error messages.
 func (e *Expr) String() string {

@@ -20,6 +20,13 @@ import (
 //	                                     (Go's regular expressions: RE2)
 //	count_char(s, c)                     how many times the character c is in s (the
 //	                                     suite's CountChar function, q14)
+//	proctime()                           processing time: the wall clock when the row
+//	                                     is computed, to the millisecond (TIMESTAMP(3)),
+//	                                     never folded as a constant (Volatile)
+//	split_index(s, sep, i)               field i, from 0, of s split at each sep;
+//	                                     NULL for a negative i, one past the last
+//	                                     field, or an empty s (Flink's SPLIT_INDEX,
+//	                                     q22; split_part counts from 1 and gives '')
 
 // evalRegexpExtract is regexp_extract.
 func evalRegexpExtract(c *call) (arrow.Array, error) {
@@ -74,6 +81,62 @@ func evalCountChar(c *call) (arrow.Array, error) {
 		}
 	}
 	return finish(arrow.PrimitiveTypes.Int64, c.n, nulls, valid, data), nil
+}
+
+// evalProctime is proctime(): every row the current time.
+func evalProctime(c *call) (arrow.Array, error) {
+	now := time.Now().UnixMilli() * 1000
+	data, out := newValues[int64](c.mem, c.n)
+	for i := range out {
+		out[i] = now
+	}
+	return finish(types.TimestampType.Arrow(), c.n, 0, nil, data), nil
+}
+
+// evalSplitIndex is split_index.
+func evalSplitIndex(c *call) (arrow.Array, error) {
+	in, sep := textOf(c.args[0]), textOf(c.args[1])
+	idx := int64Arg(c.args[2])
+	valid, _ := validity(c.mem, c.n, c.args...)
+	sb := newStringBuilder(c.mem, c.n, len(in.all()))
+	out := newBitmap(c.mem, c.n)
+	for i := range c.n {
+		if validAt(valid, i) {
+			if f, ok := splitField(in.row(i), sep.row(i), idx.at(i)); ok {
+				sb.write(f)
+				bitutil.SetBit(out.Bytes(), i)
+			}
+		}
+		sb.end()
+	}
+	releaseBuffer(valid)
+	sb.valid, sb.nulls = out, c.n-bitutil.CountSetBits(out.Bytes(), 0, c.n)
+	return sb.array(), nil
+}
+
+// splitField returns field k (from 0) of s split at every sep, adjacent
+// separators making empty fields, as Flink's splitByWholeSeparatorPreserveAllTokens
+// does (an empty sep: at each whitespace byte); ok is false when there is no
+// such field.
+func splitField(s, sep []byte, k int64) ([]byte, bool) {
+	if k < 0 || len(s) == 0 {
+		return nil, false
+	}
+	for ; ; k-- {
+		var i, n int
+		if len(sep) == 0 {
+			i, n = bytes.IndexAny(s, " \t\n\r\f\v"), 1
+		} else {
+			i, n = bytes.Index(s, sep), len(sep)
+		}
+		if i < 0 {
+			return s, k == 0
+		}
+		if k == 0 {
+			return s[:i], true
+		}
+		s = s[i+n:]
+	}
 }
 
 // resolveRegexpExtract types regexp_extract(s, pattern[, group]).

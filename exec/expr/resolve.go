@@ -47,6 +47,8 @@ var catalog = map[string]resolver{
 	"split_part":         fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
 	"regexp_extract":     resolveRegexpExtract,
 	"count_char":         fixed(types.Int64Type, types.StringType, types.StringType),
+	"split_index":        fixed(types.StringType, types.StringType, types.StringType, types.Int64Type),
+	"proctime":           fixed(types.TimestampType),
 	"regexp_replace":     resolveRegexpReplace,
 	"regexp_like":        resolveRegexpLike,
 	"array_element":      resolveAnyToText,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,6 +29,12 @@ type WatermarkConfig struct {
 	// FromSource says the source emits the watermarks itself (a Kafka
 	// table's, per partition): the operator passes them on and computes none.
 	FromSource bool `json:"from_source,omitempty"`
+	// Proctime says the operator follows a projection of PROCTIME(), whose
+	// time is the wall clock's: the watermark is the current time, said
+	// after each batch and at each tick (exec.Ticker), rows or not, so that
+	// windows of processing time close when the clock passes their end.
+	// Watermarks and idleness from upstream (event time) are dropped.
+	Proctime bool `json:"proctime,omitempty"`
 }
 
 // watermarkOp is kind "watermark" (see WatermarkConfig). Its watermark is
@@ -47,6 +54,7 @@ type watermarkOp struct {
 var (
 	_ exec.Operator     = (*watermarkOp)(nil)
 	_ exec.Checkpointed = (*watermarkOp)(nil)
+	_ exec.Ticker       = (*watermarkOp)(nil)
 )
 
 func newWatermarkOp(spec exec.OperatorSpec) (exec.Operator, error) {
@@ -54,7 +62,7 @@ func newWatermarkOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("watermark: bad config: %w", err)
 	}
-	if cfg.Expr == nil {
+	if cfg.Expr == nil && !cfg.Proctime {
 		return nil, fmt.Errorf("watermark: no expression")
 	}
 	return &watermarkOp{cfg: cfg, mark: math.MinInt64}, nil
@@ -74,6 +82,12 @@ func (o *watermarkOp) ProcessBatch(ctx context.Context, input int, b exec.Batch,
 	}
 	if o.cfg.FromSource {
 		return o.pass(ctx, b, out)
+	}
+	if o.cfg.Proctime {
+		if err := o.pass(ctx, b, out); err != nil {
+			return err
+		}
+		return o.Tick(ctx, time.Now(), out)
 	}
 	res, err := expr.Eval(o.cfg.Expr, b.Rec, o.mem)
 	if err != nil {
@@ -128,7 +142,21 @@ func maxTimestamp(a arrow.Array) (high int64, ok bool) {
 	return high, ok
 }
 
+// Tick says, in Proctime mode, that processing time has reached now.
+func (o *watermarkOp) Tick(ctx context.Context, now time.Time, out exec.Collector) error {
+	us := now.UnixMicro()
+	if !o.cfg.Proctime || us <= o.mark {
+		return nil
+	}
+	o.mark = us
+	o.m.Watermark.Store(o.mark)
+	return out.CollectSignal(ctx, exec.Signal{Kind: exec.Watermark, Watermark: o.mark})
+}
+
 func (o *watermarkOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	if o.cfg.Proctime && (s.Kind == exec.Watermark || s.Kind == exec.Idle) {
+		return nil
+	}
 	switch s.Kind {
 	case exec.Watermark:
 		if s.Watermark <= o.mark {

@@ -60,3 +60,45 @@ func TestWatermark(t *testing.T) {
 		t.Errorf("an older watermark after the restore: %v, %v", sink.Signals, err)
 	}
 }
+
+// TestWatermarkProctime: after a PROCTIME() projection the watermark is the
+// wall clock, said after each batch and at each tick, never going back;
+// event-time watermarks and idleness from upstream are dropped.
+func TestWatermarkProctime(t *testing.T) {
+	ctx := context.Background()
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	in := types.Schema{{Name: "x", Type: types.Int64Type}}
+	op := opTestNew(t, "watermark", WatermarkConfig{Proctime: true, Keep: 1}, in)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	var sink testkit.Collector
+	tk := op.(exec.Ticker)
+	t0 := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	for _, now := range []time.Time{t0, t0.Add(-time.Second), t0, t0.Add(time.Second)} {
+		if err := tk.Tick(ctx, now, &sink); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []exec.Signal{{Kind: exec.Watermark, Watermark: t0.Add(time.Hour).UnixMicro()}, {Kind: exec.Idle}} {
+		if err := op.ProcessSignal(ctx, 0, s, &sink); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []exec.Signal{{Kind: exec.Watermark, Watermark: t0.UnixMicro()}, {Kind: exec.Watermark, Watermark: t0.Add(time.Second).UnixMicro()}}
+	if len(sink.Signals) != len(want) || sink.Signals[0] != want[0] || sink.Signals[1] != want[1] {
+		t.Errorf("signals after ticks and upstream signals: %v, want %v", sink.Signals, want)
+	}
+	bs := testkit.Batches(t, mem, in, `[{"x": 1}, {"x": 2}]`)
+	defer testkit.Release(bs)
+	before := time.Now().UnixMicro()
+	sink.Signals = nil
+	if err := op.ProcessBatch(ctx, 0, bs[0], &sink); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.Signals) != 1 || sink.Signals[0].Kind != exec.Watermark || sink.Signals[0].Watermark < before {
+		t.Errorf("after a batch: %v, want a watermark of the clock (at least %d)", sink.Signals, before)
+	}
+	testkit.Equal(t, "rows", sink.Rows, []string{"[1]", "[2]"})
+}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/hummer-db/hummer/exec"
@@ -218,7 +219,8 @@ func (t *StreamTask) runSource(ctx context.Context) error {
 		// A source's batch is its own mini-batch: what it read at once.
 		head = &flushingCollector{Collector: head, flushers: fs}
 	}
-	if t.ckpt == nil {
+	ticks := t.tickers()
+	if t.ckpt == nil && len(ticks) == 0 {
 		if err := t.source.Run(ctx, head); err != nil {
 			return err
 		}
@@ -229,19 +231,41 @@ func (t *StreamTask) runSource(ctx context.Context) error {
 	}
 	// With checkpoints, barriers are injected beside Run, between its batches:
 	// a Checkpointed source emits under the checkpoint lock itself; the batches
-	// of any other are emitted under it here.
+	// of any other are emitted under it here. Ticks go in the same way, under
+	// the checkpoint lock or, without checkpoints, a lock of their own.
 	emit := t.tc.CheckpointLock
+	if t.ckpt == nil {
+		emit = new(sync.Mutex)
+	}
 	ended := false
-	ckCtx, stop := context.WithCancel(ctx)
-	ckErr := make(chan error, 1)
-	go func() { ckErr <- t.sourceCheckpoints(ckCtx, emit, head, &ended) }()
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	sideCtx, stop := context.WithCancel(ctx)
+	var sides []chan error
+	side := func(f func() error) {
+		c := make(chan error, 1)
+		sides = append(sides, c)
+		go func() {
+			err := f()
+			if err != nil {
+				cancelRun(err)
+			}
+			c <- err
+		}()
+	}
+	if t.ckpt != nil {
+		side(func() error { return t.sourceCheckpoints(sideCtx, emit, head, &ended) })
+	}
+	if len(ticks) > 0 {
+		side(func() error { return sourceTicks(sideCtx, emit, ticks, &ended) })
+	}
 	out := head
-	if _, ok := t.source.(exec.Checkpointed); !ok {
+	if _, ok := t.source.(exec.Checkpointed); !ok || t.ckpt == nil {
 		out = &lockedCollector{mu: emit, next: head}
 	}
-	err := t.source.Run(ctx, out)
-	if err == nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
+	err := t.source.Run(runCtx, out)
+	if err == nil && runCtx.Err() != nil {
+		err = context.Cause(runCtx)
 	}
 	emit.Lock()
 	ended = true
@@ -250,10 +274,57 @@ func (t *StreamTask) runSource(ctx context.Context) error {
 	}
 	emit.Unlock()
 	stop()
-	if cerr := <-ckErr; err == nil {
-		err = cerr
+	for _, c := range sides {
+		if serr := <-c; err == nil {
+			err = serr
+		}
 	}
 	return err
+}
+
+// tickers returns the chain's Tickers, each with the collector after it.
+func (t *StreamTask) tickers() []chainLink {
+	var ts []chainLink
+	cs := t.collectors()
+	for i, op := range t.chain {
+		if _, ok := op.(exec.Ticker); ok {
+			ts = append(ts, chainLink{op: op, next: cs[i]})
+		}
+	}
+	return ts
+}
+
+// tick ticks ts in chain order.
+func tick(ctx context.Context, ts []chainLink, now time.Time) error {
+	for _, l := range ts {
+		if err := l.op.(exec.Ticker).Tick(ctx, now, l.next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceTicks ticks the Tickers of a source task's chain every
+// exec.TickInterval under emit, until ctx ends or the source has ended.
+func sourceTicks(ctx context.Context, emit *sync.Mutex, ts []chainLink, ended *bool) error {
+	tk := time.NewTicker(exec.TickInterval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-tk.C:
+			emit.Lock()
+			var err error
+			if !*ended {
+				err = tick(ctx, ts, now)
+			}
+			emit.Unlock()
+			if err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // runInbox processes messages until every channel of every input has ended.
@@ -267,6 +338,13 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 	op := t.chain[0]
 	next := t.collectors()[0]
 	fs := t.flushers()
+	ticks := t.tickers()
+	var tickC <-chan time.Time // nil, never ready, without Tickers
+	if len(ticks) > 0 {
+		tk := time.NewTicker(exec.TickInterval)
+		defer tk.Stop()
+		tickC = tk.C
+	}
 	lastFlush := time.Now()
 	var flushTimer <-chan time.Time // armed while a flush waits for minFlushInterval
 	doFlush := func() error {
@@ -336,6 +414,11 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 				continue
 			case <-flushTimer:
 				if err := doFlush(); err != nil {
+					return err
+				}
+				continue
+			case now := <-tickC:
+				if err := tick(ctx, ticks, now); err != nil {
 					return err
 				}
 				continue
