@@ -602,10 +602,7 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	if b.streaming {
 		emit = operators.AggEmitUpdates
 		for _, a := range p.Aggs {
-			switch {
-			case a.Distinct:
-				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s(DISTINCT ...) over a stream is not supported", strings.ToUpper(a.Func))
-			case b.updates[from] && (a.Func == "min" || a.Func == "max" || a.Func == "string_agg"):
+			if b.updates[from] && (a.Func == "min" || a.Func == "max" || a.Func == "string_agg") {
 				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s over rows that are updated or deleted (an aggregation over an aggregation of a stream) is not supported", strings.ToUpper(a.Func))
 			}
 		}

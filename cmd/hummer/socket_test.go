@@ -247,3 +247,49 @@ func TestSocketCSVBadRecords(t *testing.T) {
 		return bad == 2
 	})
 }
+
+// TestSocketCountDistinct: COUNT(DISTINCT) over a stream, in a view that
+// follows it: its counts equal a hand count of the lines sent so far, and
+// change as lines with new values come, not with repeated ones.
+func TestSocketCountDistinct(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := listenLines(t, "127.0.0.1:0")
+	pg := startTestServer(t)
+	conn := connectPgx(t, ctx, pg)
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		fmt.Sprintf("CREATE TABLE kv (k TEXT, v TEXT) ENGINE=socket CONNECTION='socket://%s?format=csv'", srv.ln.Addr()),
+		"CREATE VIEW dv AS SELECT k, count(DISTINCT v) AS d, count(*) AS n FROM kv GROUP BY k",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	view := func() string {
+		rows, err := conn.Query(ctx, "SELECT k, d, n FROM dv ORDER BY k")
+		if err != nil {
+			return err.Error()
+		}
+		defer rows.Close()
+		var b strings.Builder
+		for rows.Next() {
+			var k string
+			var d, n int64
+			if err := rows.Scan(&k, &d, &n); err != nil {
+				return err.Error()
+			}
+			fmt.Fprintf(&b, "%s %d %d;", k, d, n)
+		}
+		return b.String()
+	}
+	c := srv.accept(t, ctx)
+	if _, err := c.Write([]byte("a,x\na,y\na,x\nb,z\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the view's distinct counts of the first lines", func() bool { return view() == "a 2 3;b 1 1;" })
+	if _, err := c.Write([]byte("b,z\nb,w\na,y\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the view's distinct counts after more lines", func() bool { return view() == "a 2 4;b 2 3;" })
+}

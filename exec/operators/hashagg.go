@@ -99,13 +99,7 @@ func newHashAgg(cfg HashAggConfig, spec exec.OperatorSpec) (*hashAggOp, error) {
 		return nil, fmt.Errorf("hash_agg: unknown phase %q", cfg.Phase)
 	}
 	switch cfg.Emit {
-	case "", AggEmitFinal:
-	case AggEmitUpdates:
-		for _, a := range cfg.Aggs {
-			if a.Distinct {
-				return nil, fmt.Errorf("hash_agg: %s(DISTINCT) cannot emit updates", a.Func)
-			}
-		}
+	case "", AggEmitFinal, AggEmitUpdates:
 	default:
 		return nil, fmt.Errorf("hash_agg: unknown emit mode %q", cfg.Emit)
 	}
