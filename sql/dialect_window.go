@@ -24,8 +24,12 @@ import (
 // SESSION_END, groups by session_start(ts, gap) and session_end(ts, gap), a
 // row's own session, which the planner's session_agg merges. The group
 // window HOP(ts, slide, size) of a SELECT over one table becomes the HOP
-// table function over it (rewriteHopGroup). The SESSION table function is
-// not rewritten yet.
+// table function over it (rewriteHopGroup). The SESSION table function,
+// TABLE(SESSION(TABLE t [PARTITION BY k, ...], DESCRIPTOR(ts), gap)), is the
+// same per-row session as a derived table's window_start and window_end, so
+// GROUP BY window_start, window_end, k is a session window by k. Its
+// PARTITION BY keys are dropped: sessions are per the GROUP BY's other keys,
+// which in Flink must include them.
 
 func rewriteWindows(stmt []token, _ *dialectFacts) []token {
 	if out, ok := rewriteHopGroup(stmt); ok {
@@ -70,7 +74,7 @@ func rewriteWindows(stmt []token, _ *dialectFacts) []token {
 // isTVF reports whether TABLE( at open is a window table function: TABLE(TUMBLE(TABLE ...
 func isTVF(stmt []token, open int) bool {
 	fn := nextWord(stmt, open+1)
-	if fn < 0 || !stmt[fn].is("TUMBLE") && !stmt[fn].is("HOP") && !stmt[fn].is("CUMULATE") {
+	if fn < 0 || !stmt[fn].is("TUMBLE") && !stmt[fn].is("HOP") && !stmt[fn].is("CUMULATE") && !stmt[fn].is("SESSION") {
 		return false
 	}
 	p := nextWord(stmt, fn+1)
@@ -89,10 +93,16 @@ func rewriteWindowTable(stmt []token, at, open int) ([]token, bool) {
 	fopen := nextWord(stmt, fn+1)
 	args, fclose, ok := callArgs(stmt, fopen)
 	kind := strings.ToLower(stmt[fn].text)
-	if want := map[string]int{"tumble": 3, "hop": 4, "cumulate": 4}[kind]; !ok || closing < 0 || nextWord(stmt, fclose+1) != closing || len(args) != want {
+	if want := map[string]int{"tumble": 3, "hop": 4, "cumulate": 4, "session": 3}[kind]; !ok || closing < 0 || nextWord(stmt, fclose+1) != closing || len(args) != want {
 		return nil, false
 	}
-	// TABLE t
+	// TABLE t, or for a session TABLE t PARTITION BY k, ...
+	if kind == "session" && len(args[0]) > 3 {
+		if by := nextWord(args[0], 3); by < 0 || !args[0][by].is("PARTITION") {
+			return nil, false
+		}
+		args[0] = args[0][:3]
+	}
 	if len(args[0]) != 3 || !args[0][0].is("TABLE") || !isName(args[0][2]) {
 		return nil, false
 	}
@@ -118,8 +128,8 @@ func rewriteWindowTable(stmt []token, at, open int) ([]token, bool) {
 	}
 	var text string
 	switch size := sizes[len(sizes)-1]; kind {
-	case "tumble":
-		text = "(SELECT *, tumble_start(" + ts + ", " + size + ") AS window_start, tumble_end(" + ts + ", " + size + ") AS window_end FROM " + table + ")"
+	case "tumble", "session":
+		text = "(SELECT *, " + kind + "_start(" + ts + ", " + size + ") AS window_start, " + kind + "_end(" + ts + ", " + size + ") AS window_end FROM " + table + ")"
 	case "hop": // HOP(TABLE t, DESCRIPTOR(ts), slide, size): a row in each window that holds it
 		slide := sizes[0]
 		text = "(SELECT *, window_start + INTERVAL " + size + " MICROSECOND AS window_end FROM (SELECT *, generate_series(hop_first(" + ts + ", " + slide + ", " + size +

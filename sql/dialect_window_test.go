@@ -13,6 +13,13 @@ func init() {
 			"SELECT * FROM (SELECT *, window_start + INTERVAL 10000000 MICROSECOND AS window_end FROM (SELECT *, generate_series(hop_first(ts, 2000000, 10000000), tumble_start(ts, 2000000), 2000000) AS window_start FROM bid) AS bid) h"},
 		{"window functions", "SELECT * FROM TABLE(CUMULATE(TABLE bid, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR))",
 			"SELECT * FROM (SELECT *, generate_series(cumulate_first_end(ts, 60000000, 3600000000), tumble_end(ts, 3600000000), 60000000) AS window_end FROM (SELECT *, tumble_start(ts, 3600000000) AS window_start FROM bid) AS bid) AS bid"},
+		{"window functions", "SELECT bidder, window_start, count(*) FROM TABLE(SESSION(TABLE bid PARTITION BY bidder, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY bidder, window_start, window_end",
+			"SELECT bidder, window_start, count(*) FROM (SELECT *, session_start(ts, 10000000) AS window_start, session_end(ts, 10000000) AS window_end FROM bid) AS bid GROUP BY bidder, window_start, window_end"},
+		{"window functions", "SELECT window_end, count(*) FROM TABLE(SESSION(TABLE bid, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) s GROUP BY window_start, window_end",
+			"SELECT window_end, count(*) FROM (SELECT *, session_start(ts, 60000000) AS window_start, session_end(ts, 60000000) AS window_end FROM bid) s GROUP BY window_start, window_end"},
+		// Not a partition clause after the table: left alone (the parser reports it).
+		{"window functions", "SELECT * FROM TABLE(SESSION(TABLE bid ORDER BY k, DESCRIPTOR(ts), INTERVAL '1' MINUTE))",
+			"SELECT * FROM TABLE(SESSION(TABLE bid ORDER BY k, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"},
 		{"window functions", "SELECT bidder, SESSION_START(ts, INTERVAL '10' SECOND), count(*) FROM bid GROUP BY bidder, SESSION(ts, INTERVAL '10' SECOND)",
 			"SELECT bidder, session_start(ts, 10000000), count(*) FROM bid GROUP BY bidder, session_start(ts, 10000000), session_end(ts, 10000000)"},
 		{"window functions", "SELECT HOP_START(B.ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND), count(*) FROM bid B GROUP BY B.auction, HOP(B.ts, INTERVAL '2' SECOND, INTERVAL '10' SECOND)",
