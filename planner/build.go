@@ -49,10 +49,11 @@ type Options struct {
 	// watermark operator after it passes its watermarks on.
 	SourceWatermarks func(connector string) bool
 	// Rows estimates the rows a plan yields (sql.EstimateRows over the
-	// catalog); nil, or ok false, for unknown. A join whose build side is
-	// estimated small copies it to every instance instead of repartitioning
-	// both sides (broadcastRows).
-	Rows func(sql.Plan) (rows float64, ok bool)
+	// catalog), high where it guesses when upper; nil, or ok false, for
+	// unknown. A join whose build side is estimated small copies it to every
+	// instance instead of repartitioning both sides (broadcastRows); one
+	// whose left side is estimated much smaller builds on it (buildLeft).
+	Rows func(p sql.Plan, upper bool) (rows float64, ok bool)
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -158,12 +159,69 @@ func (b *builder) broadcast(p *sql.Join, left int) bool {
 		b.par(left) != b.opts.Parallelism || b.opts.Parallelism == 1 {
 		return false
 	}
-	n, ok := b.opts.Rows(p.Right)
+	n, ok := b.opts.Rows(p.Right, true)
 	if !ok || n > broadcastRows {
 		return false
 	}
-	m, ok := b.opts.Rows(p.Left)
+	m, ok := b.opts.Rows(p.Left, false)
 	return ok && n*float64(b.opts.Parallelism) <= m
+}
+
+// buildLeft reports whether bounded join p, inner or left, with keys, should
+// build its hash table on its left side: when that side is estimated at
+// less than half the right one's rows, the smaller table to build and hold,
+// estimating the left side high and the right one low.
+func (b *builder) buildLeft(p *sql.Join) bool {
+	if b.streaming || b.opts.Rows == nil || len(p.LeftKeys) == 0 || p.Kind == sql.FullJoin {
+		return false
+	}
+	l, okL := b.opts.Rows(p.Left, true)
+	r, okR := b.opts.Rows(p.Right, false)
+	return okL && okR && r > 2*l
+}
+
+// leftBuiltJoin plans join p with its sides swapped for the operator, which
+// builds on its input 1: the right side probes the left's table (a left
+// join runs as the operator's right join, which emits the build rows no
+// probe row matched at the end), and a projection puts the columns back in
+// p's order.
+func (b *builder) leftBuiltJoin(p *sql.Join, left, right int) int {
+	ls, rs := p.Left.Schema(), p.Right.Schema()
+	nl, nr := len(ls), len(rs)
+	kind := "inner"
+	if p.Kind == sql.LeftJoin {
+		kind = "right"
+	}
+	var extra *expr.Expr
+	if p.Extra != nil {
+		m := map[int]int{}
+		for _, c := range p.Extra.Columns(nil) {
+			if c < nl {
+				m[c] = nr + c
+			} else {
+				m[c] = c - nl
+			}
+		}
+		extra = p.Extra.Remap(m)
+	}
+	cfg := operators.JoinConfig{Kind: kind, LeftKeys: p.RightKeys, RightKeys: p.LeftKeys, Extra: extra,
+		Left: rs, Right: ls, MemoryLimit: b.opts.WorkMem}
+	label := fmt.Sprintf("hash_join %s on %s (left side built)", p.Kind, joinKeys(p))
+	if p.Extra != nil {
+		label += " and " + p.Extra.String()
+	}
+	out := append(append(types.Schema{}, rs...), ls...)
+	op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: out}
+	node := b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
+	exprs := make([]*expr.Expr, len(p.Out))
+	for i, f := range p.Out {
+		src := i - nl
+		if i < nl {
+			src = nr + i
+		}
+		exprs[i] = expr.Column(src, f.Type, f.Name)
+	}
+	return b.forward(node, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Out)
 }
 
 // add appends a node fed by the given inputs (input i of the node is ins[i]).
@@ -383,6 +441,9 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			op.Label += " (right side broadcast)"
 			return b.pass(left, b.add(op, b.par(left), 0,
 				in(left, exec.Forward), in(right, exec.Broadcast))), nil
+		}
+		if b.buildLeft(p) {
+			return b.pass(left, b.leftBuiltJoin(p, left, right)), nil
 		}
 		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
 			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil

@@ -64,7 +64,7 @@ func TestPlanner(t *testing.T) {
 						name, n, _ := strings.Cut(v, ":")
 						est[name], _ = strconv.ParseFloat(n, 64)
 					}
-					opts.Rows = func(p sql.Plan) (float64, bool) { return sql.EstimateRows(p, est) }
+					opts.Rows = func(p sql.Plan, upper bool) (float64, bool) { return sql.EstimateRows(p, est, upper) }
 				}
 			}
 			stmts, err := sql.Parse(d.Input)

@@ -63,7 +63,7 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 			}
 			return s.e.snapshot(ctx, name, wait)
 		}}
-	opts.Rows = func(p sql.Plan) (float64, bool) { return sql.EstimateRows(p, s.e.catalog) }
+	opts.Rows = func(p sql.Plan, upper bool) (float64, bool) { return sql.EstimateRows(p, s.e.catalog, upper) }
 	if v := s.vars["parallelism"]; v != "auto" {
 		opts.Parallelism = s.intVar("parallelism")
 	}

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"slices"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"github.com/hummer-db/hummer/exec/expr"
@@ -92,7 +94,24 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 			return nil, nil, err
 		}
 	}
-	// The subqueries' columns come after the FROM's: WHERE reads them.
+	// The subqueries' columns come after the FROM's: WHERE reads them. The
+	// conditions that read none go first, so that a correlated subquery's
+	// domain is that of the rows they keep (TPC-H q17: the parts of one
+	// brand and container, not every part).
+	if subs != nil && len(subs.joins) > 0 {
+		var early, late []*expr.Expr
+		for _, c := range where {
+			if slices.ContainsFunc(c.Columns(nil), func(col int) bool { return col >= root.n }) {
+				late = append(late, c)
+			} else {
+				early = append(early, c)
+			}
+		}
+		if len(early) > 0 {
+			p = &Filter{Input: p, Cond: and(early...)}
+		}
+		where = late
+	}
 	p = applySubqueries(p, subs)
 	if len(where) > 0 {
 		p = &Filter{Input: p, Cond: and(where...)}

@@ -235,13 +235,16 @@ func selectivity(c *expr.Expr) float64 {
 }
 
 // EstimateRows estimates the rows p yields by the catalog's table estimates
-// and guessed selectivities, as join ordering does, except that a grouped
+// and guessed selectivities, as join ordering does; with upper, a grouped
 // aggregate counts as many rows as its input: an estimate that decides
-// whether a side is small enough to copy to every task must not guess low
-// where it knows nothing (EXISTS over a big table is a grouped aggregate of
-// about as many keys as rows). ok is false when a table's rows cannot be
+// whether a side is small enough to copy to every task, or to build a hash
+// table of, must not guess low where it knows nothing (EXISTS over a big
+// table is a grouped aggregate of about as many keys as rows), and one that
+// decides a side is big not high. ok is false when a table's rows cannot be
 // estimated.
-func EstimateRows(p Plan, re RowEstimator) (rows float64, ok bool) { return planRows(p, re, true) }
+func EstimateRows(p Plan, re RowEstimator, upper bool) (rows float64, ok bool) {
+	return planRows(p, re, upper)
+}
 
 // planRows estimates the rows a FROM item's plan yields; upper keeps a
 // grouped aggregate at its input's rows instead of guessing a tenth.
@@ -269,6 +272,25 @@ func planRows(p Plan, re RowEstimator, upper bool) (float64, bool) {
 			n = float64(p.Count)
 		}
 		return n, ok
+	case *Join:
+		l, okL := planRows(p.Left, re, upper)
+		r, okR := planRows(p.Right, re, upper)
+		if !okL || !okR {
+			return 0, false
+		}
+		// As big as its bigger input (a join along a foreign key), unless
+		// its keys' distinct values are known: then |L| |R| / distinct.
+		n := max(l, r)
+		if d := keyDistinct(p, re); d > 0 {
+			n = l * r / d
+		}
+		switch p.Kind {
+		case LeftJoin:
+			n = max(n, l)
+		case FullJoin:
+			n = max(n, l, r)
+		}
+		return n, true
 	}
 	// Projections, sorts, joins (as big as their biggest input, which holds
 	// for joins along foreign keys), unions (their sum).
@@ -290,6 +312,59 @@ func planRows(p Plan, re RowEstimator, upper bool) (float64, bool) {
 		}
 	}
 	return n, true
+}
+
+// keyDistinct estimates the distinct values of join p's keys: the most of
+// any one key's, on either side (0: unknown).
+func keyDistinct(p *Join, re RowEstimator) float64 {
+	d := 0.0
+	for i, l := range p.LeftKeys {
+		d = max(d, columnDistinct(p.Left, l, re), columnDistinct(p.Right, p.RightKeys[i], re))
+	}
+	return d
+}
+
+// columnDistinct estimates the distinct values of column col of p's output
+// by the table column it is (0: unknown, or not a table's column).
+func columnDistinct(p Plan, col int, re RowEstimator) float64 {
+	switch p := p.(type) {
+	case *Scan:
+		de, ok := re.(DistinctEstimator)
+		if !ok {
+			return 0
+		}
+		c := col
+		if p.Columns != nil {
+			c = p.Columns[col]
+		}
+		if n, ok := de.EstimateDistinct(p.Table, c); ok {
+			return n
+		}
+	case *Filter:
+		return columnDistinct(p.Input, col, re)
+	case *Sort:
+		return columnDistinct(p.Input, col, re)
+	case *Limit:
+		return columnDistinct(p.Input, col, re)
+	case *Project:
+		e := p.Exprs[col]
+		if e.Kind == expr.KindCall && e.Func == "coalesce" && len(e.Args) > 0 { // a NULL-safe key
+			e = e.Args[0]
+		}
+		if e.Kind == expr.KindColumn {
+			return columnDistinct(p.Input, e.Col, re)
+		}
+	case *Join:
+		if n := len(p.Left.Schema()); col >= n {
+			return columnDistinct(p.Right, col-n, re)
+		}
+		return columnDistinct(p.Left, col, re)
+	case *Aggregate:
+		if col < len(p.GroupBy) {
+			return columnDistinct(p.Input, p.GroupBy[col], re)
+		}
+	}
+	return 0
 }
 
 // onlyLeaf returns the one leaf all of e's columns belong to.

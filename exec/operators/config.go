@@ -146,7 +146,9 @@ type SnapshotConfig struct {
 // match) and Extra (over left columns then right columns), if set, is true.
 // Without keys every pair of rows is a candidate (a nested-loop join), which
 // needs all rows of both sides in one instance.
-// Kind is "inner", "left" or "full". Output: left columns then right columns.
+// Kind is "inner", "left", "right" (also the right rows no left row matched,
+// NULL-extended, once both inputs ended) or "full". Output: left columns then
+// right columns.
 // MemoryLimit bounds the rows it holds before it partitions both inputs to disk
 // (SET work_mem; join_hash_spill.go); 0 means the task's TaskContext.WorkMem, -1
 // never to spill (a join over a stream, whose left side never ends).

@@ -16,7 +16,7 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// hashJoinOp is kind "hash_join" (see JoinConfig), inner, left or full, for bounded
+// hashJoinOp is kind "hash_join" (see JoinConfig), inner, left, right or full, for bounded
 // inputs. Input 1 (right) is the build side: its batches are retained until its
 // end of stream, then concatenated and indexed by a state.KeyTable with a
 // chain of rows per key. Input 0 (left) probes: batches that arrive before the
@@ -40,8 +40,8 @@ type hashJoinOp struct {
 	cfg  JoinConfig
 	spec exec.OperatorSpec
 	left bool
-	// full: a full join, which also emits, once both inputs ended, the right
-	// rows no left row matched (rightMatched marks the others).
+	// full: a full or right join, which also emits, once both inputs ended,
+	// the right rows no left row matched (rightMatched marks the others).
 	full         bool
 	rightMatched []bool
 	out          *arrow.Schema
@@ -83,6 +83,8 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		o.left = true
 	case "full":
 		o.left, o.full = true, true
+	case "right":
+		o.full = true
 	default:
 		return nil, fmt.Errorf("hash_join: unsupported join kind %q", cfg.Kind)
 	}

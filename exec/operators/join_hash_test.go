@@ -141,6 +141,11 @@ func TestHashJoin(t *testing.T) {
 			joinRows("L1-R1", "L1-R2", "L2-R4", "L3", "L4-R1", "L4-R2", "L5", "L6-R6", "-R3", "-R5")},
 		{"full with extra", JoinConfig{Kind: "full", LeftKeys: []int{0}, RightKeys: []int{0}, Extra: neq},
 			joinRows("L1-R2", "L2", "L3", "L4-R1", "L4-R2", "L5", "L6", "-R3", "-R4", "-R5", "-R6")},
+		// A right join: the full join without the left rows nothing matched.
+		{"right on bigint", JoinConfig{Kind: "right", LeftKeys: []int{0}, RightKeys: []int{0}},
+			joinRows("L1-R1", "L1-R2", "L2-R4", "L4-R1", "L4-R2", "L6-R6", "-R3", "-R5")},
+		{"right with extra", JoinConfig{Kind: "right", LeftKeys: []int{0}, RightKeys: []int{0}, Extra: neq},
+			joinRows("L1-R2", "L4-R1", "L4-R2", "-R3", "-R4", "-R5", "-R6")},
 	}
 	// Without keys (a nested-loop join): every pair, then the condition.
 	lt := expr.Call("<", types.BoolType, expr.Column(0, types.Int64Type, "lk"), expr.Column(3, types.Int64Type, "rk"))
@@ -161,6 +166,7 @@ func TestHashJoin(t *testing.T) {
 		{"inner on lk < rk", JoinConfig{Kind: "inner", Extra: lt}, joinRows(ltPairs...)},
 		{"left on lk < rk", JoinConfig{Kind: "left", Extra: lt}, joinRows(append(ltPairs, "L3", "L6")...)},
 		{"full on lk < rk", JoinConfig{Kind: "full", Extra: lt}, joinRows(append(ltPairs, "L3", "L6", "-R1", "-R2", "-R3")...)},
+		{"right on lk < rk", JoinConfig{Kind: "right", Extra: lt}, joinRows(append(ltPairs, "-R1", "-R2", "-R3")...)},
 	}...)
 	orders := []string{"RRrLLl", "LLRRlr", "LRLlRr", "RLRrLl"}
 	for _, tc := range tests {
