@@ -36,6 +36,9 @@ type exprCtx struct {
 	// allowed; inWindow: binding a window call's arguments or window.
 	wins     *winState
 	inWindow bool
+	// conjuncts are the top-level conjuncts of a WHERE (topConjuncts), where
+	// NULL and FALSE both drop the row; nil elsewhere.
+	conjuncts map[ast.ExprNode]bool
 }
 
 // bindExpr binds one expression: names become column positions of ctx.scope,

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 
 	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
@@ -120,11 +121,29 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 }
 
 func (b *binder) bindWhere(sc *scope, n ast.ExprNode, subs *subqueries) (*expr.Expr, error) {
-	w, err := b.bindExpr(&exprCtx{scope: sc, clause: "WHERE", subs: subs}, n)
+	conj := map[ast.ExprNode]bool{}
+	topConjuncts(n, conj)
+	w, err := b.bindExpr(&exprCtx{scope: sc, clause: "WHERE", subs: subs, conjuncts: conj}, n)
 	if err != nil {
 		return nil, err
 	}
 	return b.boolean(w, "WHERE", n)
+}
+
+// topConjuncts marks the conjuncts of condition n as written: the operands
+// of its top-level ANDs, through parentheses. Such a conjunct filters: where
+// it is NULL its row goes as where it is FALSE.
+func topConjuncts(n ast.ExprNode, into map[ast.ExprNode]bool) {
+	into[n] = true
+	switch x := n.(type) {
+	case *ast.BinaryOperationExpr:
+		if x.Op == opcode.LogicAnd {
+			topConjuncts(x.L, into)
+			topConjuncts(x.R, into)
+		}
+	case *ast.ParenthesesExpr:
+		topConjuncts(x.Expr, into)
+	}
 }
 
 // bindFrom binds one FROM item whose columns start at FROM position off.

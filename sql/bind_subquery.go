@@ -318,6 +318,12 @@ func (b *binder) bindInSubquery(ctx *exprCtx, n *ast.PatternInExpr) (*expr.Expr,
 	marked := &Project{Input: distinct, Exprs: mexprs, Out: mout}
 	at := ctx.subs.add(subqueryJoin{right: marked, outerKeys: []*expr.Expr{x}, innerKeys: []int{0}, domain: corr})
 	found := expr.Column(at+1, types.BoolType, "found")
+	if !n.Not && ctx.conjuncts[n] {
+		// A conjunct of WHERE keeps only the rows for which it is true:
+		// whether it is false or NULL need not be told apart, nor the
+		// subquery's rows counted for it.
+		return b.call(n, "coalesce", found, boolLit(false))
+	}
 	stats, err := b.subqueryStats(n, p, y, dom, corr, ctx.subs)
 	if err != nil {
 		return nil, err
