@@ -253,6 +253,9 @@ func (o *hashJoinOp) buildTable() error {
 		return fmt.Errorf("hash_join: %w", err)
 	}
 	gids := make([]uint32, n)
+	// Room for every row's key at once (a key is as often unique as not):
+	// no doubling of the table on the way.
+	o.table.Reserve(n, o.keys.Bytes())
 	o.table.InsertRows(&o.keys, gids)
 	o.head = make([]int32, o.table.Len())
 	for i := range o.head {
