@@ -32,6 +32,9 @@ type fromNode struct {
 	left, right *fromNode
 	kind        fromJoinKind
 	conds       []*expr.Expr // ON and USING conjuncts, over FROM positions
+	// merged are a FULL JOIN's USING columns, COALESCE(left, right) over FROM
+	// positions, output after the two sides' columns (bindUsing).
+	merged []*expr.Expr
 	on          ast.Node     // where the join is written, for errors
 
 	off, n int    // the FROM positions [off, off+n) this item outputs
@@ -227,11 +230,27 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	}
 	node.scope = sc
 
+	// A FULL JOIN comes as a LEFT JOIN whose ON condition the dialect layer
+	// marked; its USING (or NATURAL), as a fact about that condition.
+	var full *joinUsing
+	if n.On != nil && b.fullJoin(n.On.Expr) {
+		if node.kind != fromLeft || len(n.Using) > 0 || n.NaturalJoin {
+			return nil, b.errorf(ErrUnsupported, n.On.Expr, "this form of FULL JOIN is not supported")
+		}
+		node.kind = fromFull
+		full = &joinUsing{}
+		if u, ok := b.facts.joinUsing[n.On.Expr.OriginTextPosition()]; ok {
+			full = &u
+		}
+	}
 	var using []string
 	for _, c := range n.Using {
 		using = append(using, c.Name.L)
 	}
-	if n.NaturalJoin {
+	if full != nil {
+		using = append(using, full.names...)
+	}
+	if n.NaturalJoin || full != nil && full.natural {
 		for _, i := range left.scope.star {
 			c := left.scope.cols[i]
 			if !c.hidden && len(right.scope.lookup("", c.name)) > 0 {
@@ -244,7 +263,7 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 			return nil, err
 		}
 	}
-	if n.On != nil {
+	if n.On != nil && (full == nil || len(full.names) == 0 && !full.natural) {
 		e, err := b.bindExpr(&exprCtx{scope: sc, clause: "JOIN conditions"}, n.On.Expr)
 		if err != nil {
 			return nil, err
@@ -254,12 +273,6 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 		}
 		node.conds = append(node.conds, conjuncts(e)...)
 		node.on = n.On.Expr
-		if b.fullJoin(n.On.Expr) {
-			if node.kind != fromLeft || len(using) > 0 {
-				return nil, b.errorf(ErrUnsupported, n.On.Expr, "this form of FULL JOIN is not supported")
-			}
-			node.kind = fromFull
-		}
 	}
 	return node, nil
 }
@@ -267,7 +280,10 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 // bindUsing turns JOIN ... USING (a, ...) into equality conditions. As in
 // PostgreSQL, the pair shows as one column, first in SELECT *; it is the left
 // one (the right one for a RIGHT JOIN, the side that is never NULL-extended),
-// and the other is reachable only qualified.
+// and the other is reachable only qualified. Of a FULL JOIN, where either side
+// may be NULL-extended, it is a column of its own, COALESCE(left, right), at
+// the FROM positions after the two sides' (node.merged), and both sides'
+// columns are reachable only qualified.
 func (b *binder) bindUsing(node *fromNode, names []string) error {
 	nl := len(node.left.scope.cols)
 	find := func(s *scope, name, side string) (int, error) {
@@ -297,13 +313,25 @@ func (b *binder) bindUsing(node *fromNode, names []string) error {
 			return err
 		}
 		node.conds = append(node.conds, eq)
+		usedL[li], usedR[ri] = true, true
+		if node.kind == fromFull {
+			merged, err := b.call(nil, "coalesce", eq.Args[0], eq.Args[1])
+			if err != nil {
+				return err
+			}
+			node.scope.cols[li].hidden, node.scope.cols[nl+ri].hidden = true, true
+			node.scope.cols = append(node.scope.cols, column{name: name, typ: merged.Type, idx: node.off + node.n})
+			node.merged = append(node.merged, merged)
+			node.n++
+			star = append(star, len(node.scope.cols)-1)
+			continue
+		}
 		keep, hide := li, nl+ri
 		if node.kind == fromRight {
 			keep, hide = hide, keep
 		}
 		node.scope.cols[hide].hidden = true
 		star = append(star, keep)
-		usedL[li], usedR[ri] = true, true
 	}
 	for _, i := range node.left.scope.star {
 		if !usedL[i] {
@@ -327,6 +355,25 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	if node.plan != nil {
 		return node.plan, nil
 	}
+	p, err := b.buildJoin(node, where, nullable)
+	if err != nil || len(node.merged) == 0 {
+		return p, err
+	}
+	merged := make([]*expr.Expr, len(node.merged))
+	for i, e := range node.merged {
+		merged[i] = shift(e, -node.off)
+	}
+	proj := appendColumns(p, merged).(*Project)
+	nj := node.left.n + node.right.n
+	for i := range merged {
+		proj.Out[nj+i].Name = node.scope.cols[len(node.scope.cols)-len(merged)+i].name
+	}
+	return proj, nil
+}
+
+// buildJoin builds the join of node's two sides, their columns in FROM order
+// (without a FULL JOIN's merged USING columns).
+func (b *binder) buildJoin(node *fromNode, where *[]*expr.Expr, nullable bool) (Plan, error) {
 	lp, err := b.buildFrom(node.left, where, nullable || node.kind == fromRight || node.kind == fromFull)
 	if err != nil {
 		return nil, err
@@ -336,11 +383,12 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 		return nil, err
 	}
 	nl, nr := node.left.n, node.right.n
+	n := nl + nr
 	conds := append([]*expr.Expr{}, node.conds...)
 	if node.kind == fromInner && !nullable {
 		var kept []*expr.Expr
 		for _, w := range *where {
-			if _, _, ok := equiSides(w, node.off, node.off+nl, node.off+node.n); ok {
+			if _, _, ok := equiSides(w, node.off, node.off+nl, node.off+n); ok {
 				conds = append(conds, w)
 			} else {
 				kept = append(kept, w)
@@ -356,8 +404,8 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	if swapped {
 		physL, physR, nL = rp, lp, nr
 	}
-	phys := make(map[int]int, node.n)
-	for i := 0; i < node.n; i++ {
+	phys := make(map[int]int, n)
+	for i := 0; i < n; i++ {
 		switch {
 		case !swapped:
 			phys[node.off+i] = i
@@ -370,7 +418,7 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	var keysL, keysR, extra []*expr.Expr
 	for _, c := range conds {
 		c = c.Remap(phys)
-		if l, r, ok := equiSides(c, 0, nL, node.n); ok {
+		if l, r, ok := equiSides(c, 0, nL, n); ok {
 			keysL = append(keysL, l)
 			keysR = append(keysR, shift(r, -nL))
 		} else {
@@ -380,7 +428,7 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	// Keys that are not plain columns (a cast to the common type, an expression)
 	// are computed by a Project below the join and dropped above it.
 	lCols, lExtra := keyColumns(keysL, nL)
-	rCols, rExtra := keyColumns(keysR, node.n-nL)
+	rCols, rExtra := keyColumns(keysR, n-nL)
 	if len(lExtra) > 0 {
 		physL = appendColumns(physL, lExtra)
 		for i, c := range extra {
@@ -404,7 +452,7 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	}
 	// Back to this item's columns in FROM order.
 	names := append(append(types.Schema{}, lp.Schema()...), rp.Schema()...)
-	exprs := make([]*expr.Expr, node.n)
+	exprs := make([]*expr.Expr, n)
 	for i := range exprs {
 		p := phys[node.off+i]
 		if p >= nL {

@@ -195,8 +195,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "FULL [OUTER] JOIN",
-		users: "a FULL JOIN b ON a.k = b.k",
-		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL)",
+		users: "a FULL JOIN b ON a.k = b.k; a FULL JOIN b USING (k); a NATURAL FULL JOIN b",
+		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL); a LEFT JOIN b ON TRUE (told: FULL, USING (k)); a LEFT JOIN b ON TRUE (told: FULL, NATURAL)",
 		apply: rewriteFullJoin,
 	},
 	{
@@ -267,6 +267,9 @@ type dialectFacts struct {
 	// fullJoin: a FULL JOIN, written as LEFT JOIN for the parser, by the
 	// offset of its ON condition.
 	fullJoin map[int]bool
+	// joinUsing: the USING columns (or NATURAL) of a FULL JOIN written
+	// LEFT JOIN ... ON TRUE, by the offset of that TRUE.
+	joinUsing map[int]joinUsing
 	// quoted: the names written as quoted identifiers ("Schema"), which keep
 	// their case as an output column's name; the parser does not tell a
 	// quoted identifier from an unquoted one.
@@ -301,7 +304,7 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{},
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, joinUsing: map[int]joinUsing{}, groupingSets: map[int]groupingSets{},
 		params: map[int]int{}, quoted: map[string]bool{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{},
 		session: map[int]*sessionCommand{}}
 	for _, t := range toks {

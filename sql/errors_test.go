@@ -66,8 +66,9 @@ func TestErrors(t *testing.T) {
 		{query: "CREATE TABLE docs (a INT) ENGINE=file", kind: ErrDuplicateTable, at: "docs"},
 		{query: "DROP TABLE nope", kind: ErrUnknownTable, at: "nope", msg: `table "nope" does not exist`},
 		// Not read as an inner join with FULL for docs' alias.
-		{query: "SELECT * FROM docs FULL JOIN docs d2 USING (line)", kind: ErrUnsupported, at: "FULL", msg: "this form of FULL JOIN is not supported"},
-		{query: "SELECT * FROM docs NATURAL FULL JOIN docs d2", kind: ErrSyntax, at: "FULL"},
+		{query: "SELECT * FROM docs FULL JOIN docs d2", kind: ErrUnsupported, at: "FULL", msg: "this form of FULL JOIN is not supported"},
+		{query: "SELECT * FROM docs FULL JOIN docs d2 USING (line + 1)", kind: ErrSyntax, at: "+"},
+		{query: "SELECT * FROM docs NATURAL FULL JOIN docs d2 ON true", kind: ErrSyntax, at: "FULL"},
 	}
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {
