@@ -500,8 +500,16 @@ func (b *binder) bindGroupBy(sc *scope, gb *ast.GroupByClause, items []selectIte
 	return groups, itemGroup, nil
 }
 
-// ordinal recognises a select list position: ORDER BY 2, GROUP BY 1.
+// ordinal recognises a select list position: ORDER BY 2, GROUP BY 1, and
+// as in PostgreSQL, whose grammar drops parentheses, ORDER BY (2).
 func ordinal(n ast.ExprNode) (int, bool) {
+	for {
+		p, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		n = p.Expr
+	}
 	switch n := n.(type) {
 	case *ast.PositionExpr:
 		if n.P == nil {

@@ -201,8 +201,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "NULLS FIRST|LAST",
-		users: "ORDER BY score DESC NULLS LAST",
-		reads: "ORDER BY score DESC (the binder is told: NULLS LAST)",
+		users: "ORDER BY score DESC NULLS LAST; ORDER BY 2 NULLS FIRST",
+		reads: "ORDER BY score DESC (the binder is told: NULLS LAST); ORDER BY (2) (told: NULLS FIRST; the parser keeps the offset of (2), not of a position 2)",
 		apply: rewriteNullsOrder,
 	},
 	{
@@ -488,8 +488,8 @@ func (b *binder) fullJoin(on ast.ExprNode) bool {
 }
 
 // unusedFacts refuses the statement if a fact about its text was not
-// applied: NULLS FIRST after an item the binder found no position for (an
-// ORDER BY position, 1 NULLS FIRST), rather than ignore it.
+// applied (NULLS FIRST after an item the binder found no offset for), rather
+// than ignore it.
 func (b *binder) unusedFacts() error {
 	if b.facts.empty() {
 		return nil
@@ -511,7 +511,7 @@ func (b *binder) unusedFacts() error {
 	}
 	for off := range b.facts.nullsFirst {
 		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
-			return Errorf(ErrUnsupported, charPos(b.query, off), "NULLS FIRST and NULLS LAST are supported after an expression, not an ORDER BY position")
+			return Errorf(ErrUnsupported, charPos(b.query, off), "NULLS FIRST and NULLS LAST are not supported here")
 		}
 	}
 	return nil

@@ -384,6 +384,16 @@ func rewriteNullsOrder(stmt []token, f *dialectFacts) []token {
 		}
 		stmt = splice(stmt, from, j+1)
 		i = from
+		// An ORDER BY position (ORDER BY 2 DESC NULLS LAST), which the
+		// parser keeps no offset of, is written (2), a position still for
+		// the binder as for PostgreSQL.
+		if w := words(stmt[start:i]); stmt[start].kind == tokNumber && strings.Trim(stmt[start].text, "0123456789") == "" &&
+			(len(w) == 1 || len(w) == 2 && (stmt[start+w[1]].is("ASC") || stmt[start+w[1]].is("DESC"))) {
+			pos := stmt[start].pos
+			with := append(append(made(pos, "("), stmt[start]), made(pos, ")")...)
+			stmt = splice(stmt, start, start+1, with...)
+			i += 2
+		}
 	}
 	return stmt
 }

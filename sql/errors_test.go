@@ -27,7 +27,7 @@ func TestErrors(t *testing.T) {
 		{query: "SELECT * FROM docs WHERE", kind: ErrSyntax, msg: "syntax error at end of input"},
 		{query: "SELECT 1;\nSELECT line FROM docs WHER line = 'é'", kind: ErrSyntax, at: "line = ", msg: `syntax error at or near "line"`},
 		{query: "SELECT 'é', (  FROM t", kind: ErrSyntax, at: "FROM", msg: `syntax error at or near "FROM"`},
-		{query: "SELECT id FROM orders ORDER BY 1 NULLS FIRST", kind: ErrUnsupported, at: "1 NULLS", msg: "NULLS FIRST and NULLS LAST are supported after an expression, not an ORDER BY position"},
+		{query: "SELECT id FROM orders ORDER BY 2 NULLS FIRST", kind: ErrInvalidColumnReference, at: "2 NULLS", msg: "ORDER BY position 2 is not in select list"},
 
 		{query: "SELECT * FROM nope", kind: ErrUnknownTable, at: "nope", msg: `relation "nope" does not exist`},
 		{query: "SELECT nope FROM nope", kind: ErrUnknownTable, at: "nope", skip: 10},
