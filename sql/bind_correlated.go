@@ -22,11 +22,14 @@ import (
 //
 // Supported: correlation through S's WHERE (any condition: an equality
 // becomes a hash join's key, anything else a nested-loop join's condition) and
-// its select list, one level deep, in scalar subqueries (one that does not
-// aggregate is checked to have at most one row per D value), EXISTS, IN and
-// op ANY|ALL (and their negations). Refused with a message: LIMIT in a
-// correlated subquery, subqueries inside its WHERE, references two levels up,
-// and correlation in a subquery computed after an aggregation (HAVING).
+// its select list, in scalar subqueries (one that does not aggregate is
+// checked to have at most one row per D value), EXISTS, IN and op ANY|ALL
+// (and their negations). A subquery S2 inside S that reads a column c of the
+// query enclosing S makes S correlated on c too (needOuter), so that S2 reads
+// c from S's D as it reads S's own columns: references any number of levels
+// out. Refused with a message: LIMIT in a correlated subquery, correlation
+// in a set operation's branches, and correlation in a subquery computed
+// after an aggregation (HAVING).
 
 // corrKind is what a correlated subquery is used as.
 type corrKind int
@@ -43,10 +46,27 @@ type correlation struct {
 	kind  corrKind
 	cols  []column // the enclosing columns the subquery reads, as the enclosing scope has them
 	at    int      // where D's columns are in the subquery's scope
+	// forced are enclosing columns a subquery nested in this one reads
+	// (needOuter): columns of D whether or not this one names them.
+	forced []column
 	// aggregated: the subquery aggregates, so it has one row per D value
 	aggregated bool
 	domain     *Domain // stands for D in the subquery's plan until the join (applySubqueries)
 }
+
+// needOuter is the error of a column reference, in a subquery nested in a
+// correlated one, to a query enclosing both: the correlated subquery whose
+// enclosing scope is scope catches it and is bound again with col in its D,
+// which makes col an enclosing column the nested one reads as any other.
+// Uncaught, it is err.
+type needOuter struct {
+	err   *Error
+	scope *scope
+	col   column
+}
+
+func (e *needOuter) Error() string { return e.err.Error() }
+func (e *needOuter) Unwrap() error { return e.err }
 
 // Domain stands for the distinct values of the enclosing columns a correlated
 // subquery reads, in the subquery's plan until it is joined to the enclosing
@@ -57,6 +77,16 @@ type Domain struct {
 
 func (p *Domain) Schema() types.Schema { return p.Out }
 func (p *Domain) Inputs() []Plan       { return nil }
+
+// hasColumn reports whether cols has the enclosing column c.
+func hasColumn(cols []column, c column) bool {
+	for _, d := range cols {
+		if d.idx == c.idx {
+			return true
+		}
+	}
+	return false
+}
 
 // freeColumns lists the enclosing columns sel reads: names in its WHERE and
 // select list that its own FROM (sc) does not have and outer does, in the
@@ -147,17 +177,25 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	if outerJoin {
 		ext.countRows = marker
 	}
-	var where []*expr.Expr
+	// late: the conjuncts of WHERE that read its own subqueries' columns,
+	// which come after D's.
+	var where, late []*expr.Expr
+	subs := &subqueries{base: n + 1 + k}
 	if sel.Where != nil {
-		subs := &subqueries{base: n + 1 + k}
 		w, err := b.bindWhere(ext, sel.Where, subs)
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(subs.joins) > 0 {
-			return nil, nil, b.errorf(ErrUnsupported, sel.Where, "subqueries inside a correlated subquery's WHERE are not supported yet")
+		if len(subs.joins) > 0 && len(b.laterals) > 0 {
+			return nil, nil, b.errorf(ErrUnsupported, sel.Where, "subqueries inside the WHERE of a correlated subquery with a LATERAL item are not supported yet")
 		}
-		where = conjuncts(w)
+		for _, c := range conjuncts(w) {
+			if len(subs.joins) > 0 && readsFrom(c, n+1+k) {
+				late = append(late, c)
+			} else {
+				where = append(where, c)
+			}
+		}
 	}
 	if len(b.laterals) > 0 {
 		// JOIN ... ON or USING conditions on a lateral item's columns
@@ -167,6 +205,10 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	from, err := b.buildFrom(root, &where, false)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(subs.joins) > 0 {
+		p, err := b.correlatedWithSubqueries(from, where, late, subs, n, k, corr.domain, outerJoin, ext)
+		return p, ext, err
 	}
 	if !outerJoin && len(b.laterals) == 0 {
 		if p, ok := b.withoutDomain(from, where, n, k); ok {
@@ -195,6 +237,69 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 		p = nullUnmatchedSeries(p, marker, n+1+k)
 	}
 	return p, ext, nil
+}
+
+// correlatedWithSubqueries is bindCorrelatedFromWhere's plan for a WHERE with
+// subqueries of its own, which read S's columns and D's (a reference two
+// levels out is one to D): S's FROM (from, n columns) joined to D on the
+// conjuncts where, an inner join, the subqueries joined to that, and the
+// conjuncts late that read them applied after. For an aggregate S, whose D
+// values must all reach the aggregation, that result is outer-joined to D
+// again, NULL-safely on D's k columns: the layout is S's columns, the marker,
+// D's.
+func (b *binder) correlatedWithSubqueries(from Plan, where, late []*expr.Expr, subs *subqueries, n, k int, domain *Domain, outerJoin bool, ext *scope) (Plan, error) {
+	p, ok := Plan(nil), false
+	if !outerJoin {
+		p, ok = b.withoutDomain(from, where, n, k)
+	}
+	if !ok {
+		side := &fromNode{plan: appendColumns(from, []*expr.Expr{boolLit(true)}), off: 0, n: n + 1, scope: ext}
+		dom := &fromNode{plan: domain, off: n + 1, n: k, scope: ext}
+		node := &fromNode{left: side, right: dom, off: 0, n: n + 1 + k, conds: where, scope: ext}
+		var none []*expr.Expr
+		var err error
+		if p, err = b.buildFrom(node, &none, false); err != nil {
+			return nil, err
+		}
+	}
+	p = applySubqueries(p, subs)
+	if len(late) > 0 {
+		p = &Filter{Input: p, Cond: and(late...)}
+	}
+	s := p.Schema()
+	layout := make([]*expr.Expr, n+1+k)
+	for i := range layout {
+		layout[i] = expr.Column(i, s[i].Type, s[i].Name)
+	}
+	p = &Project{Input: p, Exprs: layout, Out: s[:n+1+k]}
+	if !outerJoin {
+		return p, nil
+	}
+	var dkeys, pkeys []*expr.Expr
+	for j, f := range domain.Out {
+		dkeys = append(dkeys, expr.Column(j, f.Type, f.Name))
+		pkeys = append(pkeys, expr.Column(n+1+j, s[n+1+j].Type, s[n+1+j].Name))
+	}
+	j := leftJoin(domain, p, nullSafeKeys(dkeys), nullSafeKeys(pkeys))
+	exprs := make([]*expr.Expr, n+1+k)
+	out := make(types.Schema, n+1+k)
+	for i := 0; i < n+1; i++ {
+		exprs[i], out[i] = expr.Column(k+i, s[i].Type, s[i].Name), s[i]
+	}
+	for j, f := range domain.Out {
+		exprs[n+1+j], out[n+1+j] = expr.Column(j, f.Type, f.Name), f
+	}
+	return &Project{Input: j, Exprs: exprs, Out: out}, nil
+}
+
+// readsFrom reports whether e reads a column at or past position from.
+func readsFrom(e *expr.Expr, from int) bool {
+	for _, c := range e.Columns(nil) {
+		if c >= from {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutDomain is S's side without the join to D, when it needs none: when

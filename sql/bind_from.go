@@ -44,7 +44,7 @@ type fromNode struct {
 // bindFromWhere binds FROM and WHERE: the plan that yields the filtered rows and
 // the scope naming its columns.
 func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
-	if sel.From == nil {
+	if sel.From == nil && b.pendingCorr == nil {
 		// SELECT without FROM reads one row of no columns.
 		var p Plan = &Values{Rows: [][]*expr.Expr{{}}, Out: types.Schema{}}
 		sc := &scope{}
@@ -63,13 +63,26 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 	savedFrom, savedLaterals := b.corrFrom, b.laterals
 	b.corrFrom, b.laterals = corr, nil
 	defer func() { b.corrFrom, b.laterals = savedFrom, savedLaterals }()
-	root, err := b.bindFrom(sel.From.TableRefs, 0)
+	var root *fromNode
+	var err error
+	if sel.From == nil {
+		// A subquery without FROM, which may read the enclosing query's
+		// columns: one row of no columns.
+		root = &fromNode{plan: &Values{Rows: [][]*expr.Expr{{}}, Out: types.Schema{}}, scope: &scope{}}
+	} else {
+		root, err = b.bindFrom(sel.From.TableRefs, 0)
+	}
 	b.corrFrom = nil
 	if err != nil {
 		return nil, nil, err
 	}
 	if corr != nil {
 		corr.cols = freeColumns(sel, root.scope, corr.outer)
+		for _, c := range corr.forced {
+			if !hasColumn(corr.cols, c) {
+				corr.cols = append(corr.cols, c)
+			}
+		}
 		for _, l := range b.laterals {
 			corr.cols = appendFree(corr.cols, l.call, root.scope, corr.outer)
 		}

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"errors"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 
@@ -132,15 +134,25 @@ func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kin
 	var corr *correlation
 	switch q := q.(type) {
 	case *ast.SelectStmt:
-		if kind != nil && ctx.scope != nil && !ctx.subs.post {
-			corr = &correlation{outer: ctx.scope, kind: *kind}
-			b.pendingCorr = corr
+		var forced []column
+		for {
+			if kind != nil && ctx.scope != nil && !ctx.subs.post {
+				corr = &correlation{outer: ctx.scope, kind: *kind, forced: forced}
+				b.pendingCorr = corr
+			}
+			p, err := b.bindQuery(q)
+			// A subquery nested in this one read a column of ctx's scope:
+			// this one is correlated on it too, and is bound again.
+			var need *needOuter
+			if corr != nil && errors.As(err, &need) && need.scope == ctx.scope && len(forced) <= len(ctx.scope.cols) {
+				forced = append(forced, need.col)
+				continue
+			}
+			if err != nil || corr == nil || len(corr.cols) == 0 {
+				return p, nil, err
+			}
+			return p, corr, nil
 		}
-		p, err := b.bindQuery(q)
-		if err != nil || corr == nil || len(corr.cols) == 0 {
-			return p, nil, err
-		}
-		return p, corr, nil
 	case *ast.SetOprStmt:
 		p, err := b.bindSetOpr(q)
 		return p, nil, err
