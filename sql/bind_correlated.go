@@ -27,9 +27,10 @@ import (
 // (and their negations). A subquery S2 inside S that reads a column c of the
 // query enclosing S makes S correlated on c too (needOuter), so that S2 reads
 // c from S's D as it reads S's own columns: references any number of levels
-// out. Refused with a message: LIMIT in a correlated subquery, correlation
-// in a set operation's branches, and correlation in a subquery computed
-// after an aggregation (HAVING).
+// out. In HAVING and in the select list of a query that aggregates, S reads
+// the enclosing query's group keys from the aggregation's output
+// (postDomains). Refused with a message: LIMIT in a correlated subquery,
+// correlation in a set operation's branches and in an aggregate's argument.
 
 // corrKind is what a correlated subquery is used as.
 type corrKind int
@@ -45,6 +46,10 @@ type correlation struct {
 	outer *scope
 	kind  corrKind
 	cols  []column // the enclosing columns the subquery reads, as the enclosing scope has them
+	// outerExprs, for a subquery computed after the enclosing query's
+	// aggregation (HAVING), are cols over the aggregation's output: its
+	// group keys (postDomains).
+	outerExprs []*expr.Expr
 	at    int      // where D's columns are in the subquery's scope
 	// forced are enclosing columns a subquery nested in this one reads
 	// (needOuter): columns of D whether or not this one names them.
@@ -386,11 +391,41 @@ func domainKeys(right Plan, corr *correlation) (outer, inner []*expr.Expr) {
 	rs := right.Schema()
 	k := len(corr.cols)
 	for i, c := range corr.cols {
-		outer = append(outer, expr.Column(c.idx, c.typ, c.name))
+		outer = append(outer, corr.outerCol(i, c))
 		f := rs[len(rs)-k+i]
 		inner = append(inner, expr.Column(len(rs)-k+i, f.Type, f.Name))
 	}
 	return outer, inner
+}
+
+// outerCol is the enclosing column c, the i-th of corr.cols, over the input
+// the subquery is joined to.
+func (corr *correlation) outerCol(i int, c column) *expr.Expr {
+	if corr.outerExprs != nil {
+		return corr.outerExprs[i]
+	}
+	return expr.Column(c.idx, c.typ, c.name)
+}
+
+// postDomains maps the enclosing columns of the correlated subqueries subs
+// joins after an aggregation (groups, its output out) to that output: each
+// must be a group key, as in PostgreSQL.
+func (b *binder) postDomains(subs *subqueries, groups []*expr.Expr, out types.Schema) error {
+	for _, j := range subs.joins {
+		corr := j.domain
+		if corr == nil {
+			continue
+		}
+		corr.outerExprs = make([]*expr.Expr, len(corr.cols))
+		for i, c := range corr.cols {
+			e, err := b.toAggSpace(expr.Column(c.idx, c.typ, c.name), groups, out)
+			if err != nil {
+				return Errorf(ErrGrouping, b.identPos(c.name), "subquery uses ungrouped column \"%s\" from outer query", c.qualified())
+			}
+			corr.outerExprs[i] = e
+		}
+	}
+	return nil
 }
 
 // withDomain gives a correlated subquery's plan its domain: the distinct
@@ -398,7 +433,7 @@ func domainKeys(right Plan, corr *correlation) (outer, inner []*expr.Expr) {
 func withDomain(right, input Plan, corr *correlation) Plan {
 	exprs := make([]*expr.Expr, len(corr.cols))
 	for i, c := range corr.cols {
-		exprs[i] = expr.Column(c.idx, c.typ, c.name)
+		exprs[i] = corr.outerCol(i, c)
 	}
 	vals := &Project{Input: input, Exprs: exprs, Out: corr.domain.Out}
 	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: corr.domain.Out}

@@ -32,6 +32,9 @@ type exprCtx struct {
 	// subs collects the clause's subqueries (bind_subquery.go); nil where
 	// they are not allowed.
 	subs *subqueries
+	// preSubs, in a query that aggregates, collects the subqueries of
+	// aggregates' arguments, joined to the aggregation's input.
+	preSubs *subqueries
 	// wins collects window calls (bind_window.go), nil where they are not
 	// allowed; inWindow: binding a window call's arguments or window.
 	wins     *winState

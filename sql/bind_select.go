@@ -66,6 +66,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 		// Subqueries of the select list and HAVING join the aggregation's
 		// output: their columns are numbered from postBase until it is built.
 		ctx.subs = &subqueries{base: postBase, post: true}
+		ctx.preSubs = &subqueries{base: len(input.Schema())}
 	} else {
 		// Subqueries of the select list add their columns after the input's.
 		ctx.subs = &subqueries{base: len(input.Schema())}
@@ -119,7 +120,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	}
 	var having *expr.Expr
 	if sel.Having != nil {
-		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs, subs: ctx.subs}, sel.Having.Expr)
+		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs, subs: ctx.subs, preSubs: ctx.preSubs}, sel.Having.Expr)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +152,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 				return b.buildGroupingSets(input, groups, sets, aggs, post)
 			}
 		}
+		input = applySubqueries(input, ctx.preSubs)
 		agg, conv, err := build(input, groups, ctx.aggs, post)
 		if err != nil {
 			return nil, err
@@ -166,6 +168,9 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 				}
 			}
 			subs.base = len(out)
+			if err := b.postDomains(subs, groups, out); err != nil {
+				return nil, err
+			}
 			input = applySubqueries(agg, subs)
 		}
 		for i := range items {

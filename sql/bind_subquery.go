@@ -136,7 +136,7 @@ func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kin
 	case *ast.SelectStmt:
 		var forced []column
 		for {
-			if kind != nil && ctx.scope != nil && !ctx.subs.post {
+			if kind != nil && ctx.scope != nil && !(ctx.subs.post && ctx.inAgg) {
 				corr = &correlation{outer: ctx.scope, kind: *kind, forced: forced}
 				b.pendingCorr = corr
 			}
