@@ -50,7 +50,7 @@ type correlation struct {
 	// aggregation (HAVING), are cols over the aggregation's output: its
 	// group keys (postDomains).
 	outerExprs []*expr.Expr
-	at    int      // where D's columns are in the subquery's scope
+	at         int // where D's columns are in the subquery's scope
 	// forced are enclosing columns a subquery nested in this one reads
 	// (needOuter): columns of D whether or not this one names them.
 	forced []column

@@ -35,7 +35,7 @@ type fromNode struct {
 	// merged are a FULL JOIN's USING columns, COALESCE(left, right) over FROM
 	// positions, output after the two sides' columns (bindUsing).
 	merged []*expr.Expr
-	on          ast.Node     // where the join is written, for errors
+	on     ast.Node // where the join is written, for errors
 
 	off, n int    // the FROM positions [off, off+n) this item outputs
 	scope  *scope // its columns, idx = FROM position

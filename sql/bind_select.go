@@ -194,9 +194,11 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 					return nil, err
 				}
 			}
-			if c.dflt != nil {
-				if c.dflt, err = b.toAggSpace(c.dflt, groups, agg.Schema()); err != nil {
-					return nil, err
+			for _, e := range []**expr.Expr{&c.dflt, &c.rangeKey, &c.startBound, &c.endBound} {
+				if *e != nil {
+					if *e, err = b.toAggSpace(*e, groups, agg.Schema()); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}

@@ -44,6 +44,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteMaterialized,
 	},
 	{
+		name:  "INTERVAL 'n unit'",
+		users: "ts - INTERVAL '1 day'; RANGE BETWEEN INTERVAL '3 hours' PRECEDING AND CURRENT ROW",
+		reads: "ts - INTERVAL '1' DAY; RANGE BETWEEN INTERVAL '3' HOUR PRECEDING AND CURRENT ROW",
+		apply: rewriteIntervalLiterals,
+	},
+	{
 		name:  "WATERMARK FOR",
 		users: "CREATE TABLE bid (..., date_time TIMESTAMP, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) ...",
 		reads: "CREATE TABLE bid (..., date_time TIMESTAMP, CONSTRAINT `$watermark for date_time` CHECK (date_time - INTERVAL '4' SECOND)) ... (the binder makes it the table's watermark: dialect_watermark.go)",
