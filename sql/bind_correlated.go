@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"math"
+
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -29,8 +31,9 @@ import (
 // c from S's D as it reads S's own columns: references any number of levels
 // out. In HAVING and in the select list of a query that aggregates, S reads
 // the enclosing query's group keys from the aggregation's output
-// (postDomains). Refused with a message: LIMIT in a correlated subquery,
-// correlation in a set operation's branches and in an aggregate's argument.
+// (postDomains). ORDER BY ... LIMIT in S is a Top-N per D value
+// (topPerDomain). Refused with a message: correlation in a set operation's
+// branches.
 
 // corrKind is what a correlated subquery is used as.
 type corrKind int
@@ -39,6 +42,7 @@ const (
 	corrScalar corrKind = iota // (SELECT agg(...) ...)
 	corrExists                 // EXISTS (SELECT ...)
 	corrIn                     // x IN (SELECT y ...), x op ANY|ALL (SELECT y ...)
+	corrLateral                // FROM t, LATERAL (SELECT ...) (bind_lateral_join.go)
 )
 
 // correlation is a correlated subquery being bound.
@@ -179,6 +183,11 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	// An aggregate over no rows still has a row: every D value must reach
 	// it, through an outer join, and COUNT(*) counts S's side only.
 	outerJoin := corr.kind == corrScalar || hasAggregate(sel) || sel.GroupBy != nil || sel.Having != nil
+	if corr.kind == corrLateral {
+		// A LATERAL item's rows: one per D value for an aggregate without
+		// GROUP BY, none for a D value without rows otherwise.
+		outerJoin = (hasAggregate(sel) || sel.Having != nil) && sel.GroupBy == nil
+	}
 	if outerJoin {
 		ext.countRows = marker
 	}
@@ -295,6 +304,42 @@ func (b *binder) correlatedWithSubqueries(from Plan, where, late []*expr.Expr, s
 		exprs[n+1+j], out[n+1+j] = expr.Column(j, f.Type, f.Name), f
 	}
 	return &Project{Input: j, Exprs: exprs, Out: out}, nil
+}
+
+// topPerDomain applies a correlated subquery's ORDER BY keys and LIMIT to
+// each domain value's rows of top (whose first n columns are its items, D's
+// the last k of them): the rows numbered by ROW_NUMBER() OVER (PARTITION BY
+// D ORDER BY keys) past the offset and within the count, a Top-N per key.
+func (b *binder) topPerDomain(l *ast.Limit, top Plan, keys []SortKey, n int, corr *correlation) (Plan, error) {
+	lim, err := b.bindLimit(l)
+	if err != nil {
+		return nil, err
+	}
+	if lim.CountParam > 0 || lim.OffsetParam > 0 {
+		return nil, b.errorf(ErrUnsupported, l.Count, "a parameter as the LIMIT of a correlated subquery is not supported")
+	}
+	out := top.Schema()
+	k := len(corr.cols)
+	part := make([]int, k)
+	for j := range part {
+		part[j] = n - k + j
+	}
+	wout := append(append(types.Schema{}, out...), types.Field{Name: "row_number", Type: types.Int64Type})
+	w := &Window{Input: top, Partition: part, Order: keys, Out: wout,
+		Funcs: []WindowCall{{Func: "row_number", Default: -1, Frame: WindowFrame{StartUnbounded: true, EndUnbounded: true}, Type: types.Int64Type}}}
+	rn := expr.Column(len(out), types.Int64Type, "row_number")
+	var conds []*expr.Expr
+	if lim.Offset > 0 {
+		conds = append(conds, expr.Call(">", types.BoolType, rn, expr.Literal(types.IntValue(lim.Offset))))
+	}
+	if lim.Count >= 0 && lim.Count <= math.MaxInt64-lim.Offset {
+		conds = append(conds, expr.Call("<=", types.BoolType, rn, expr.Literal(types.IntValue(lim.Offset+lim.Count))))
+	}
+	var p Plan = w
+	if len(conds) > 0 {
+		p = &Filter{Input: w, Cond: and(conds...)}
+	}
+	return &Project{Input: p, Exprs: columnsOf(out), Out: out}, nil
 }
 
 // readsFrom reports whether e reads a column at or past position from.

@@ -35,6 +35,9 @@ type fromNode struct {
 	// merged are a FULL JOIN's USING columns, COALESCE(left, right) over FROM
 	// positions, output after the two sides' columns (bindUsing).
 	merged []*expr.Expr
+	// lateral is a LATERAL derived table's correlation with the items on its
+	// left (bind_lateral_join.go).
+	lateral *correlation
 	on     ast.Node // where the join is written, for errors
 
 	off, n int    // the FROM positions [off, off+n) this item outputs
@@ -99,9 +102,11 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		}
 		where = conjuncts(w)
 	}
-	p, err := b.buildReordered(root, &where)
-	if err != nil {
-		return nil, nil, err
+	var p Plan
+	if !root.hasLateral() {
+		if p, err = b.buildReordered(root, &where); err != nil {
+			return nil, nil, err
+		}
 	}
 	if p == nil {
 		if p, err = b.buildFrom(root, &where, false); err != nil {
@@ -224,7 +229,16 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	right, err := b.bindFrom(n.Right, off+left.n)
+	var right *fromNode
+	if ts, ok := n.Right.(*ast.TableSource); ok && ts.Lateral {
+		sel, ok := ts.Source.(*ast.SelectStmt)
+		if !ok {
+			return nil, b.errorf(ErrUnsupported, nil, "LATERAL is supported before a SELECT only")
+		}
+		right, err = b.bindLateral(ts, sel, left, off+left.n)
+	} else {
+		right, err = b.bindFrom(n.Right, off+left.n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +248,19 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 		node.kind = fromLeft
 	case ast.RightJoin:
 		node.kind = fromRight
+	}
+	if corr := right.lateral; corr != nil {
+		if node.kind == fromRight || n.On != nil && b.fullJoin(n.On.Expr) {
+			c := corr.cols[0]
+			err := Errorf(ErrInvalidColumnReference, b.identPos("lateral"), "invalid reference to FROM-clause entry for table \"%s\"", c.table)
+			err.Detail = "The combining JOIN type must be INNER or LEFT for a LATERAL reference."
+			return nil, err
+		}
+		conds, err := b.lateralConds(right, corr)
+		if err != nil {
+			return nil, err
+		}
+		node.conds = append(node.conds, conds...)
 	}
 	// Copy the columns: USING hides some in this scope, not in the children's.
 	sc := &scope{cols: append(append([]column{}, left.scope.cols...), right.scope.cols...)}
@@ -394,6 +421,9 @@ func (b *binder) buildJoin(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	rp, err := b.buildFrom(node.right, where, nullable || node.kind == fromLeft || node.kind == fromFull)
 	if err != nil {
 		return nil, err
+	}
+	if node.right.lateral != nil {
+		rp = lateralDomainOf(rp, lp, node.left, node.right)
 	}
 	nl, nr := node.left.n, node.right.n
 	n := nl + nr

@@ -100,10 +100,6 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	}
 	if corr := sc.corr; corr != nil {
 		// A correlated subquery carries its domain along, grouped by it.
-		switch {
-		case sel.Limit != nil:
-			return nil, b.errorf(ErrUnsupported, sel.Limit.Count, "LIMIT in a correlated subquery is not supported yet")
-		}
 		if sets != nil {
 			return nil, b.errorf(ErrUnsupported, sel.GroupBy.Items[0].Expr, "grouping sets in a correlated subquery are not supported")
 		}
@@ -223,7 +219,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	if sel.Distinct && len(hidden) > 0 {
 		return nil, b.errorf(ErrInvalidColumnReference, hiddenAt, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
 	}
-	return b.buildOutput(sel, input, items, hidden, keys)
+	return b.buildOutput(sel, input, items, hidden, keys, sc.corr)
 }
 
 // checkSelect refuses the SELECT features the engine does not have.
@@ -599,7 +595,7 @@ func (b *binder) bindOrderBy(ctx *exprCtx, ob *ast.OrderByClause, items []select
 // buildOutput builds the select list's Project (plus Unnest for a set-returning
 // item), DISTINCT, ORDER BY, LIMIT, and the Project that drops hidden ORDER BY
 // columns.
-func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem, hidden []*expr.Expr, keys []SortKey) (Plan, error) {
+func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem, hidden []*expr.Expr, keys []SortKey, corr *correlation) (Plan, error) {
 	exprs := make([]*expr.Expr, 0, len(items)+len(hidden))
 	out := make(types.Schema, 0, len(items)+len(hidden))
 	srf := -1
@@ -656,16 +652,27 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 		}
 		top = &Aggregate{Input: top, GroupBy: groupBy, Out: out}
 	}
-	if len(keys) > 0 {
-		top = &Sort{Input: top, Keys: keys}
-	}
-	if sel.Limit != nil {
-		l, err := b.bindLimit(sel.Limit)
-		if err != nil {
+	switch {
+	case corr != nil && sel.Limit != nil:
+		// A correlated subquery's LIMIT is per domain value (bind_correlated.go).
+		var err error
+		if top, err = b.topPerDomain(sel.Limit, top, keys, len(items), corr); err != nil {
 			return nil, err
 		}
-		l.Input = top
-		top = l
+	case corr != nil:
+		// Its rows are joined to the enclosing query's: their order is lost.
+	default:
+		if len(keys) > 0 {
+			top = &Sort{Input: top, Keys: keys}
+		}
+		if sel.Limit != nil {
+			l, err := b.bindLimit(sel.Limit)
+			if err != nil {
+				return nil, err
+			}
+			l.Input = top
+			top = l
+		}
 	}
 	if len(hidden) > 0 {
 		n := len(items)

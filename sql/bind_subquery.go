@@ -161,9 +161,10 @@ func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kin
 }
 
 var (
-	asScalar = corrScalar
-	asExists = corrExists
-	asIn     = corrIn
+	asScalar  = corrScalar
+	asExists  = corrExists
+	asIn      = corrIn
+	asLateral = corrLateral
 )
 
 // subqueryOf unwraps the subquery of an EXISTS or IN.

@@ -1,0 +1,83 @@
+package sql
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/hummer-db/hummer/exec/expr"
+)
+
+// LATERAL derived tables (FROM t, LATERAL (SELECT ... WHERE x = t.a ORDER BY
+// y LIMIT 3) s; JOIN LATERAL ... ON; LEFT JOIN LATERAL ... ON), decorrelated
+// as a correlated subquery is (bind_correlated.go): the derived table S is
+// bound with the FROM items to its left as its enclosing scope, so its rows
+// are computed once for each distinct value D of the columns of theirs it
+// reads, carrying D along (its ORDER BY and LIMIT a Top-N per D value:
+// topPerDomain), and the join of the left items to S is on D, NULL-safely,
+// with the join's ON condition, an inner or a left join as written. S's D is
+// the distinct values of those columns from the left items' plan.
+
+// bindLateral binds ts, a LATERAL derived table of query sel (alias its
+// name) to the right of the FROM item left, at FROM position off. Without
+// references to left it is any derived table.
+func (b *binder) bindLateral(ts *ast.TableSource, sel *ast.SelectStmt, left *fromNode, off int) (*fromNode, error) {
+	ctx := &exprCtx{scope: left.scope, clause: "FROM", subs: &subqueries{}}
+	p, corr, err := b.bindSubquery(ctx, ts, sel, &asLateral)
+	if err != nil {
+		return nil, err
+	}
+	s := p.Schema()
+	sc := schemaScope(s, ts.AsName.L, off)
+	node := &fromNode{plan: p, off: off, n: len(s), scope: sc}
+	if corr == nil {
+		return node, nil
+	}
+	// D's columns, last: reachable by no name.
+	m := len(s) - len(corr.cols)
+	for j := m; j < len(s); j++ {
+		sc.cols[j].hidden, sc.cols[j].table = true, ""
+	}
+	sc.star = sc.star[:m]
+	node.lateral = corr
+	return node, nil
+}
+
+// lateralConds are the conditions joining a LATERAL item (right, its
+// correlation corr) to the items on its left: each column of D NULL-safely
+// equal to the left's column it stands for.
+func (b *binder) lateralConds(right *fromNode, corr *correlation) ([]*expr.Expr, error) {
+	var conds []*expr.Expr
+	m := right.n - len(corr.cols)
+	for j, c := range corr.cols {
+		f := right.plan.Schema()[m+j]
+		outer := nullSafeKeys([]*expr.Expr{expr.Column(c.idx, c.typ, c.name)})
+		inner := nullSafeKeys([]*expr.Expr{expr.Column(right.off+m+j, f.Type, f.Name)})
+		for i := range outer {
+			eq, err := b.call(nil, "=", outer[i], inner[i])
+			if err != nil {
+				return nil, err
+			}
+			conds = append(conds, eq)
+		}
+	}
+	return conds, nil
+}
+
+// lateralDomainOf gives the LATERAL item right (its plan rp) its domain: the
+// distinct values of the columns of left it reads, from left's plan lp.
+func lateralDomainOf(rp, lp Plan, left, right *fromNode) Plan {
+	corr := right.lateral
+	corr.outerExprs = make([]*expr.Expr, len(corr.cols))
+	for i, c := range corr.cols {
+		corr.outerExprs[i] = expr.Column(c.idx-left.off, c.typ, c.name)
+	}
+	return withDomain(rp, lp, corr)
+}
+
+// hasLateral reports whether a LATERAL item is in node's tree, which must
+// then be joined in its order.
+func (n *fromNode) hasLateral() bool {
+	if n == nil {
+		return false
+	}
+	return n.lateral != nil || n.left.hasLateral() || n.right.hasLateral()
+}
