@@ -39,10 +39,10 @@ import (
 type corrKind int
 
 const (
-	corrScalar corrKind = iota // (SELECT agg(...) ...)
-	corrExists                 // EXISTS (SELECT ...)
-	corrIn                     // x IN (SELECT y ...), x op ANY|ALL (SELECT y ...)
-	corrLateral                // FROM t, LATERAL (SELECT ...) (bind_lateral_join.go)
+	corrScalar  corrKind = iota // (SELECT agg(...) ...)
+	corrExists                  // EXISTS (SELECT ...)
+	corrIn                      // x IN (SELECT y ...), x op ANY|ALL (SELECT y ...)
+	corrLateral                 // FROM t, LATERAL (SELECT ...) (bind_lateral_join.go)
 )
 
 // correlation is a correlated subquery being bound.

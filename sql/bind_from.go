@@ -38,7 +38,7 @@ type fromNode struct {
 	// lateral is a LATERAL derived table's correlation with the items on its
 	// left (bind_lateral_join.go).
 	lateral *correlation
-	on     ast.Node // where the join is written, for errors
+	on      ast.Node // where the join is written, for errors
 
 	off, n int    // the FROM positions [off, off+n) this item outputs
 	scope  *scope // its columns, idx = FROM position
