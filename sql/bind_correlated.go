@@ -465,12 +465,27 @@ func (b *binder) postDomains(subs *subqueries, groups []*expr.Expr, out types.Sc
 		for i, c := range corr.cols {
 			e, err := b.toAggSpace(expr.Column(c.idx, c.typ, c.name), groups, out)
 			if err != nil {
-				return Errorf(ErrGrouping, b.identPos(c.name), "subquery uses ungrouped column \"%s\" from outer query", c.qualified())
+				return Errorf(ErrGrouping, b.refPos(c.qualified(), c.name), "subquery uses ungrouped column \"%s\" from outer query", c.qualified())
 			}
 			corr.outerExprs[i] = e
 		}
 	}
 	return nil
+}
+
+// refPos is the position of the first reference bound to the column called
+// qualified, else of the first identifier name.
+func (b *binder) refPos(qualified, name string) int {
+	pos := 0
+	for _, r := range b.refs {
+		if r.name == qualified && r.pos > 0 && (pos == 0 || r.pos < pos) {
+			pos = r.pos
+		}
+	}
+	if pos == 0 {
+		pos = b.identPos(name)
+	}
+	return pos
 }
 
 // withDomain gives a correlated subquery's plan its domain: the distinct

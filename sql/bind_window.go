@@ -317,17 +317,21 @@ func (b *binder) rangeBound(n ast.Node, fb ast.FrameBound, start bool, call *win
 		return b.errorf(ErrWindowing, n, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
 	}
 	key := call.order[0]
+	at := ast.Node(fb.Expr) // where errors point: the offset, else the call
+	if fb.Expr.OriginTextPosition() == 0 {
+		at = n
+	}
 	off, err := bindArg(fb.Expr)
 	if err != nil {
 		return err
 	}
 	if len(off.Columns(nil)) > 0 {
-		return b.errorf(ErrSyntax, fb.Expr, "argument of RANGE must not contain variables")
+		return b.errorf(ErrSyntax, at, "argument of RANGE must not contain variables")
 	}
 	if id := off.Type.ID; id == types.Int64 || id == types.Decimal || id == types.Float64 {
 		if neg, err := b.call(fb.Expr, "<", off, expr.Literal(types.Value{Type: off.Type})); err == nil {
 			if v, err := expr.EvalConst(neg); err == nil && v.Bool {
-				return b.errorf(ErrFrameSize, fb.Expr, "invalid preceding or following size in window function")
+				return b.errorf(ErrFrameSize, at, "invalid preceding or following size in window function")
 			}
 		}
 	}
@@ -341,7 +345,7 @@ func (b *binder) rangeBound(n ast.Node, fb ast.FrameBound, start bool, call *win
 			count = expr.Cast(count, types.Int64Type) // INTERVAL '3' DAY
 		}
 		if count.Type.ID != types.Int64 {
-			return b.errorf(ErrUnsupported, fb.Expr, "an interval of %s is not supported: use a whole number", count.Type)
+			return b.errorf(ErrUnsupported, at, "an interval of %s is not supported: use a whole number", count.Type)
 		}
 		if bound, err = b.addInterval(fb.Expr, expr.Cast(key.e, types.TimestampType), count, fb.Unit, sub); err != nil {
 			return err
@@ -361,7 +365,7 @@ func (b *binder) rangeBound(n ast.Node, fb ast.FrameBound, start bool, call *win
 		if fb.Unit != 0 {
 			offType = "interval"
 		}
-		return b.errorf(ErrUnsupported, fb.Expr, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", key.e.Type, offType)
+		return b.errorf(ErrUnsupported, at, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", key.e.Type, offType)
 	}
 	if start {
 		call.startBound = bound
