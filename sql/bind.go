@@ -155,6 +155,8 @@ type binder struct {
 	// next SELECT's FROM takes (bind_correlated.go).
 	outer       []*scope
 	pendingCorr *correlation
+	// setCorr is the correlation the next set operation's SELECTs take.
+	setCorr *setCorrelation
 	// corrFrom is the correlation whose subquery's FROM is being bound, and
 	// laterals its set-returning items that read the enclosing query
 	// (bind_lateral.go).

@@ -61,6 +61,61 @@ type correlation struct {
 	// aggregated: the subquery aggregates, so it has one row per D value
 	aggregated bool
 	domain     *Domain // stands for D in the subquery's plan until the join (applySubqueries)
+	// domains, of a subquery of set operations, are its SELECTs' (domain is
+	// nil): D stands in each of them (setCorrelation).
+	domains []*Domain
+}
+
+// setCorrelation is a correlated subquery of set operations being bound:
+// each of its SELECTs is bound as a correlated subquery (a branch), all on
+// the same enclosing columns in one order (forced on those that do not read
+// them), so that each yields its items then D's columns, which the set
+// operations take as any other: UNION, INTERSECT and EXCEPT per D value.
+type setCorrelation struct {
+	outer    *scope
+	kind     corrKind
+	forced   []column
+	branches []*correlation
+}
+
+// setRetry is the error of a set operation whose SELECTs are not all
+// correlated on cols: bindSubquery binds it again with them forced.
+type setRetry struct{ cols []column }
+
+func (e *setRetry) Error() string {
+	return "correlated SELECTs of a set operation on different columns"
+}
+
+// branch is the correlation of the next SELECT.
+func (sc *setCorrelation) branch() *correlation {
+	c := &correlation{outer: sc.outer, kind: sc.kind, forced: sc.forced}
+	sc.branches = append(sc.branches, c)
+	return c
+}
+
+// combined is the correlation of the whole: the enclosing columns any SELECT
+// reads; ok is false if not every SELECT is correlated on them in that order.
+func (sc *setCorrelation) combined() (*correlation, bool) {
+	corr := &correlation{outer: sc.outer, kind: sc.kind}
+	for _, c := range sc.branches {
+		for _, col := range c.cols {
+			if !hasColumn(corr.cols, col) {
+				corr.cols = append(corr.cols, col)
+			}
+		}
+	}
+	for _, c := range sc.branches {
+		if len(c.cols) != len(corr.cols) {
+			return corr, len(corr.cols) == 0
+		}
+		for i := range c.cols {
+			if c.cols[i].idx != corr.cols[i].idx {
+				return corr, false
+			}
+		}
+		corr.domains = append(corr.domains, c.domain)
+	}
+	return corr, true
 }
 
 // needOuter is the error of a column reference, in a subquery nested in a
@@ -495,9 +550,16 @@ func withDomain(right, input Plan, corr *correlation) Plan {
 	for i, c := range corr.cols {
 		exprs[i] = corr.outerCol(i, c)
 	}
-	vals := &Project{Input: input, Exprs: exprs, Out: corr.domain.Out}
-	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: corr.domain.Out}
-	return replacePlan(right, corr.domain, d)
+	domains := corr.domains
+	if corr.domain != nil {
+		domains = append(domains, corr.domain)
+	}
+	vals := &Project{Input: input, Exprs: exprs, Out: domains[0].Out}
+	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: domains[0].Out}
+	for _, dom := range domains {
+		right = replacePlan(right, dom, d)
+	}
+	return right
 }
 
 // nullSafeKeys turns join keys into ones under which NULL equals NULL:

@@ -80,8 +80,10 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		return nil, nil, err
 	}
 	if corr != nil {
-		corr.cols = freeColumns(sel, root.scope, corr.outer)
-		for _, c := range corr.forced {
+		// The forced columns first: the SELECTs of a set operation must
+		// carry them in one order.
+		corr.cols = append([]column{}, corr.forced...)
+		for _, c := range freeColumns(sel, root.scope, corr.outer) {
 			if !hasColumn(corr.cols, c) {
 				corr.cols = append(corr.cols, c)
 			}
@@ -231,11 +233,7 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	}
 	var right *fromNode
 	if ts, ok := n.Right.(*ast.TableSource); ok && ts.Lateral {
-		sel, ok := ts.Source.(*ast.SelectStmt)
-		if !ok {
-			return nil, b.errorf(ErrUnsupported, nil, "LATERAL is supported before a SELECT only")
-		}
-		right, err = b.bindLateral(ts, sel, left, off+left.n)
+		right, err = b.bindLateral(ts, ts.Source, left, off+left.n)
 	} else {
 		right, err = b.bindFrom(n.Right, off+left.n)
 	}

@@ -19,7 +19,7 @@ import (
 // bindLateral binds ts, a LATERAL derived table of query sel (alias its
 // name) to the right of the FROM item left, at FROM position off. Without
 // references to left it is any derived table.
-func (b *binder) bindLateral(ts *ast.TableSource, sel *ast.SelectStmt, left *fromNode, off int) (*fromNode, error) {
+func (b *binder) bindLateral(ts *ast.TableSource, sel ast.ResultSetNode, left *fromNode, off int) (*fromNode, error) {
 	ctx := &exprCtx{scope: left.scope, clause: "FROM", subs: &subqueries{}}
 	p, corr, err := b.bindSubquery(ctx, ts, sel, &asLateral)
 	if err != nil {
