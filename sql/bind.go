@@ -162,6 +162,9 @@ type binder struct {
 	// (bind_lateral.go).
 	corrFrom *correlation
 	laterals []lateralSeries
+	// corrTables are the derived tables of corrFrom's FROM that read the
+	// enclosing query (bindOuterDerived).
+	corrTables []*fromNode
 	// lateralCond is the join condition lateralDomain adds (its series row
 	// is a real one).
 	lateralCond *expr.Expr

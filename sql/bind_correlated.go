@@ -64,6 +64,17 @@ type correlation struct {
 	// domains, of a subquery of set operations, are its SELECTs' (domain is
 	// nil): D stands in each of them (setCorrelation).
 	domains []*Domain
+	// subDomains are the domains of derived tables in the subquery's FROM
+	// that read the enclosing query too (bindOuterDerived): the distinct
+	// values of some of D's columns.
+	subDomains []subDomain
+}
+
+// subDomain is the domain of a derived table of a correlated subquery's
+// FROM: the distinct values of D's columns cols (positions in its cols).
+type subDomain struct {
+	domains []*Domain
+	cols    []int
 }
 
 // setCorrelation is a correlated subquery of set operations being bound:
@@ -271,6 +282,11 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 		// (bind_lateral_arrays.go).
 		where = append(where, b.lateralJoinConds(root, n+1+k)...)
 	}
+	conds, err := b.outerConds(corr, n+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	where = append(where, conds...)
 	from, err := b.buildFrom(root, &where, false)
 	if err != nil {
 		return nil, nil, err
@@ -558,6 +574,20 @@ func withDomain(right, input Plan, corr *correlation) Plan {
 	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: domains[0].Out}
 	for _, dom := range domains {
 		right = replacePlan(right, dom, d)
+	}
+	for _, sub := range corr.subDomains {
+		exprs := make([]*expr.Expr, len(sub.cols))
+		out := make(types.Schema, len(sub.cols))
+		for i, c := range sub.cols {
+			f := domains[0].Out[c]
+			exprs[i], out[i] = expr.Column(c, f.Type, f.Name), f
+		}
+		sd := &Aggregate{Input: &Project{Input: d, Exprs: exprs, Out: out}, GroupBy: identity(len(exprs)), Out: out}
+		for _, dom := range sub.domains {
+			if dom != nil {
+				right = replacePlan(right, dom, sd)
+			}
+		}
 	}
 	return right
 }

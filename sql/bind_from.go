@@ -38,7 +38,11 @@ type fromNode struct {
 	// lateral is a LATERAL derived table's correlation with the items on its
 	// left (bind_lateral_join.go).
 	lateral *correlation
-	on      ast.Node // where the join is written, for errors
+	// outerCorr is the correlation of a derived table of a correlated
+	// subquery's FROM with the query enclosing that subquery
+	// (bindOuterDerived).
+	outerCorr *correlation
+	on        ast.Node // where the join is written, for errors
 
 	off, n int    // the FROM positions [off, off+n) this item outputs
 	scope  *scope // its columns, idx = FROM position
@@ -63,9 +67,9 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 	}
 	corr := b.pendingCorr
 	b.pendingCorr = nil
-	savedFrom, savedLaterals := b.corrFrom, b.laterals
-	b.corrFrom, b.laterals = corr, nil
-	defer func() { b.corrFrom, b.laterals = savedFrom, savedLaterals }()
+	savedFrom, savedLaterals, savedTables := b.corrFrom, b.laterals, b.corrTables
+	b.corrFrom, b.laterals, b.corrTables = corr, nil, nil
+	defer func() { b.corrFrom, b.laterals, b.corrTables = savedFrom, savedLaterals, savedTables }()
 	var root *fromNode
 	var err error
 	if sel.From == nil {
@@ -90,6 +94,13 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		}
 		for _, l := range b.laterals {
 			corr.cols = appendFree(corr.cols, l.call, root.scope, corr.outer)
+		}
+		for _, t := range b.corrTables {
+			for _, c := range t.outerCorr.cols {
+				if !hasColumn(corr.cols, c) {
+					corr.cols = append(corr.cols, c)
+				}
+			}
 		}
 		if len(corr.cols) > 0 {
 			return b.bindCorrelatedFromWhere(sel, root, corr)
@@ -181,6 +192,9 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 				node.scope = schemaScope(node.plan.Schema(), alias, off)
 				return node, nil
 			}
+			if b.corrFrom != nil {
+				return b.bindOuterDerived(src, alias, off)
+			}
 			q, err := b.bindQuery(src)
 			if err != nil {
 				return nil, err
@@ -189,6 +203,9 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 		case *ast.Join:
 			return b.bindFrom(src, off)
 		case *ast.SetOprStmt:
+			if b.corrFrom != nil {
+				return b.bindOuterDerived(src, alias, off)
+			}
 			q, err := b.bindSetOpr(src)
 			if err != nil {
 				return nil, err

@@ -41,6 +41,68 @@ func (b *binder) bindLateral(ts *ast.TableSource, sel ast.ResultSetNode, left *f
 	return node, nil
 }
 
+// bindOuterDerived binds the derived table sel (alias its name, at FROM
+// position off) of the FROM of a correlated subquery S, which may read the
+// query enclosing S as S's WHERE may: it is bound correlated on those
+// columns, as a LATERAL item is, its rows carrying them (hidden); S is then
+// correlated on them too, its join to D equates them with D's (outerConds),
+// and D's distinct values of them are the derived table's domain
+// (withDomain). Without such references it is any derived table.
+func (b *binder) bindOuterDerived(sel ast.ResultSetNode, alias string, off int) (*fromNode, error) {
+	outer := b.corrFrom
+	ctx := &exprCtx{scope: outer.outer, clause: "FROM", subs: &subqueries{}}
+	p, corr, err := b.bindSubquery(ctx, sel, sel, &asLateral)
+	if err != nil {
+		return nil, err
+	}
+	s := p.Schema()
+	sc := schemaScope(s, alias, off)
+	node := &fromNode{plan: p, off: off, n: len(s), scope: sc}
+	if corr == nil {
+		return node, nil
+	}
+	m := len(s) - len(corr.cols)
+	for j := m; j < len(s); j++ {
+		sc.cols[j].hidden, sc.cols[j].table = true, ""
+	}
+	sc.star = sc.star[:m]
+	node.outerCorr = corr
+	b.corrTables = append(b.corrTables, node)
+	return node, nil
+}
+
+// outerConds are the conditions of a correlated subquery's join to its D
+// (corr's columns at position at) that give each derived table of its FROM
+// read by the enclosing query (b.corrTables) its D values, NULL-safely; each
+// such table's domain is registered as a part of corr's.
+func (b *binder) outerConds(corr *correlation, at int) ([]*expr.Expr, error) {
+	var conds []*expr.Expr
+	for _, t := range b.corrTables {
+		tc := t.outerCorr
+		m := t.n - len(tc.cols)
+		sub := subDomain{domains: append(append([]*Domain{}, tc.domains...), tc.domain)}
+		for j, c := range tc.cols {
+			i := 0
+			for corr.cols[i].idx != c.idx {
+				i++
+			}
+			sub.cols = append(sub.cols, i)
+			f := t.plan.Schema()[m+j]
+			mine := nullSafeKeys([]*expr.Expr{expr.Column(t.off+m+j, f.Type, f.Name)})
+			d := nullSafeKeys([]*expr.Expr{expr.Column(at+i, c.typ, c.name)})
+			for k := range mine {
+				eq, err := b.call(nil, "=", mine[k], d[k])
+				if err != nil {
+					return nil, err
+				}
+				conds = append(conds, eq)
+			}
+		}
+		corr.subDomains = append(corr.subDomains, sub)
+	}
+	return conds, nil
+}
+
 // lateralConds are the conditions joining a LATERAL item (right, its
 // correlation corr) to the items on its left: each column of D NULL-safely
 // equal to the left's column it stands for.
