@@ -32,8 +32,11 @@ import (
 // out. In HAVING and in the select list of a query that aggregates, S reads
 // the enclosing query's group keys from the aggregation's output
 // (postDomains). ORDER BY ... LIMIT in S is a Top-N per D value
-// (topPerDomain). Refused with a message: correlation in a set operation's
-// branches.
+// (topPerDomain). S of set operations has each SELECT correlated on the same
+// columns (setCorrelation); a derived table of S's FROM that reads the
+// enclosing query is correlated on those columns too (bindOuterDerived).
+// Refused with a message: correlation inside a WITH query of S, LIMIT after
+// S's set operations.
 
 // corrKind is what a correlated subquery is used as.
 type corrKind int

@@ -20,55 +20,49 @@ import (
 // name) to the right of the FROM item left, at FROM position off. Without
 // references to left it is any derived table.
 func (b *binder) bindLateral(ts *ast.TableSource, sel ast.ResultSetNode, left *fromNode, off int) (*fromNode, error) {
-	ctx := &exprCtx{scope: left.scope, clause: "FROM", subs: &subqueries{}}
-	p, corr, err := b.bindSubquery(ctx, ts, sel, &asLateral)
-	if err != nil {
-		return nil, err
+	node, corr, err := b.correlatedTable(sel, ts.AsName.L, left.scope, off)
+	if err == nil {
+		node.lateral = corr
 	}
-	s := p.Schema()
-	sc := schemaScope(s, ts.AsName.L, off)
-	node := &fromNode{plan: p, off: off, n: len(s), scope: sc}
-	if corr == nil {
-		return node, nil
-	}
-	// D's columns, last: reachable by no name.
-	m := len(s) - len(corr.cols)
-	for j := m; j < len(s); j++ {
-		sc.cols[j].hidden, sc.cols[j].table = true, ""
-	}
-	sc.star = sc.star[:m]
-	node.lateral = corr
-	return node, nil
+	return node, err
 }
 
 // bindOuterDerived binds the derived table sel (alias its name, at FROM
 // position off) of the FROM of a correlated subquery S, which may read the
 // query enclosing S as S's WHERE may: it is bound correlated on those
-// columns, as a LATERAL item is, its rows carrying them (hidden); S is then
-// correlated on them too, its join to D equates them with D's (outerConds),
-// and D's distinct values of them are the derived table's domain
-// (withDomain). Without such references it is any derived table.
+// columns, as a LATERAL item is; S is then correlated on them too, its join
+// to D equates them with D's (outerConds), and D's distinct values of them
+// are the derived table's domain (withDomain). Without such references it is
+// any derived table.
 func (b *binder) bindOuterDerived(sel ast.ResultSetNode, alias string, off int) (*fromNode, error) {
-	outer := b.corrFrom
-	ctx := &exprCtx{scope: outer.outer, clause: "FROM", subs: &subqueries{}}
+	node, corr, err := b.correlatedTable(sel, alias, b.corrFrom.outer, off)
+	if err == nil && corr != nil {
+		node.outerCorr = corr
+		b.corrTables = append(b.corrTables, node)
+	}
+	return node, err
+}
+
+// correlatedTable binds sel, a derived table at FROM position off (alias its
+// name), as a correlated subquery of the scope outer: its rows carry the
+// values of the columns of outer it reads, D's, which its node has last and
+// reachable by no name. corr is nil when it reads none.
+func (b *binder) correlatedTable(sel ast.ResultSetNode, alias string, outer *scope, off int) (*fromNode, *correlation, error) {
+	ctx := &exprCtx{scope: outer, clause: "FROM", subs: &subqueries{}}
 	p, corr, err := b.bindSubquery(ctx, sel, sel, &asLateral)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := p.Schema()
 	sc := schemaScope(s, alias, off)
-	node := &fromNode{plan: p, off: off, n: len(s), scope: sc}
-	if corr == nil {
-		return node, nil
+	if corr != nil {
+		m := len(s) - len(corr.cols)
+		for j := m; j < len(s); j++ {
+			sc.cols[j].hidden, sc.cols[j].table = true, ""
+		}
+		sc.star = sc.star[:m]
 	}
-	m := len(s) - len(corr.cols)
-	for j := m; j < len(s); j++ {
-		sc.cols[j].hidden, sc.cols[j].table = true, ""
-	}
-	sc.star = sc.star[:m]
-	node.outerCorr = corr
-	b.corrTables = append(b.corrTables, node)
-	return node, nil
+	return &fromNode{plan: p, off: off, n: len(s), scope: sc}, corr, nil
 }
 
 // outerConds are the conditions of a correlated subquery's join to its D
