@@ -465,7 +465,8 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		for _, f := range p.Funcs {
 			cfg.Funcs = append(cfg.Funcs, operators.WindowFuncSpec{Func: f.Func, Args: f.Args, N: f.N, Default: f.Default, Type: f.Type,
 				Frame: operators.WindowFrame{Rows: f.Frame.Rows, StartUnbounded: f.Frame.StartUnbounded, EndUnbounded: f.Frame.EndUnbounded,
-					Start: f.Frame.Start, End: f.Frame.End}})
+					Start: f.Frame.Start, End: f.Frame.End, StartOffset: f.Frame.StartOffset, EndOffset: f.Frame.EndOffset,
+					RangeKey: f.Frame.RangeKey, StartBound: f.Frame.StartBound, EndBound: f.Frame.EndBound}})
 			fns = append(fns, f.Func)
 		}
 		op := exec.OperatorSpec{Kind: "window", Label: "window " + strings.Join(fns, ", "), Config: exec.MustConfig(cfg), Out: p.Out}

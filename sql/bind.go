@@ -155,11 +155,16 @@ type binder struct {
 	// next SELECT's FROM takes (bind_correlated.go).
 	outer       []*scope
 	pendingCorr *correlation
+	// setCorr is the correlation the next set operation's SELECTs take.
+	setCorr *setCorrelation
 	// corrFrom is the correlation whose subquery's FROM is being bound, and
 	// laterals its set-returning items that read the enclosing query
 	// (bind_lateral.go).
 	corrFrom *correlation
 	laterals []lateralSeries
+	// corrTables are the derived tables of corrFrom's FROM that read the
+	// enclosing query (bindOuterDerived).
+	corrTables []*fromNode
 	// lateralCond is the join condition lateralDomain adds (its series row
 	// is a real one).
 	lateralCond *expr.Expr

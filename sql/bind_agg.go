@@ -95,6 +95,9 @@ func (b *binder) bindAggregate(ctx *exprCtx, n *ast.AggregateFuncExpr) (*expr.Ex
 	} else if fn != "count" || n.Distinct || !isRowCount(n.Args[0]) {
 		inner := *ctx
 		inner.inAgg = true
+		if ctx.preSubs != nil {
+			inner.subs = ctx.preSubs
+		}
 		a, err := b.bindExpr(&inner, n.Args[0])
 		if err != nil {
 			return nil, err

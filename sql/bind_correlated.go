@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"math"
+
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -22,19 +24,28 @@ import (
 //
 // Supported: correlation through S's WHERE (any condition: an equality
 // becomes a hash join's key, anything else a nested-loop join's condition) and
-// its select list, one level deep, in scalar subqueries (one that does not
-// aggregate is checked to have at most one row per D value), EXISTS, IN and
-// op ANY|ALL (and their negations). Refused with a message: LIMIT in a
-// correlated subquery, subqueries inside its WHERE, references two levels up,
-// and correlation in a subquery computed after an aggregation (HAVING).
+// its select list, in scalar subqueries (one that does not aggregate is
+// checked to have at most one row per D value), EXISTS, IN and op ANY|ALL
+// (and their negations). A subquery S2 inside S that reads a column c of the
+// query enclosing S makes S correlated on c too (needOuter), so that S2 reads
+// c from S's D as it reads S's own columns: references any number of levels
+// out. In HAVING and in the select list of a query that aggregates, S reads
+// the enclosing query's group keys from the aggregation's output
+// (postDomains). ORDER BY ... LIMIT in S is a Top-N per D value
+// (topPerDomain). S of set operations has each SELECT correlated on the same
+// columns (setCorrelation); a derived table of S's FROM that reads the
+// enclosing query is correlated on those columns too (bindOuterDerived).
+// Refused with a message: correlation inside a WITH query of S, LIMIT after
+// S's set operations.
 
 // corrKind is what a correlated subquery is used as.
 type corrKind int
 
 const (
-	corrScalar corrKind = iota // (SELECT agg(...) ...)
-	corrExists                 // EXISTS (SELECT ...)
-	corrIn                     // x IN (SELECT y ...), x op ANY|ALL (SELECT y ...)
+	corrScalar  corrKind = iota // (SELECT agg(...) ...)
+	corrExists                  // EXISTS (SELECT ...)
+	corrIn                      // x IN (SELECT y ...), x op ANY|ALL (SELECT y ...)
+	corrLateral                 // FROM t, LATERAL (SELECT ...) (bind_lateral_join.go)
 )
 
 // correlation is a correlated subquery being bound.
@@ -42,11 +53,98 @@ type correlation struct {
 	outer *scope
 	kind  corrKind
 	cols  []column // the enclosing columns the subquery reads, as the enclosing scope has them
-	at    int      // where D's columns are in the subquery's scope
+	// outerExprs, for a subquery computed after the enclosing query's
+	// aggregation (HAVING), are cols over the aggregation's output: its
+	// group keys (postDomains).
+	outerExprs []*expr.Expr
+	at         int // where D's columns are in the subquery's scope
+	// forced are enclosing columns a subquery nested in this one reads
+	// (needOuter): columns of D whether or not this one names them.
+	forced []column
 	// aggregated: the subquery aggregates, so it has one row per D value
 	aggregated bool
 	domain     *Domain // stands for D in the subquery's plan until the join (applySubqueries)
+	// domains, of a subquery of set operations, are its SELECTs' (domain is
+	// nil): D stands in each of them (setCorrelation).
+	domains []*Domain
+	// subDomains are the domains of derived tables in the subquery's FROM
+	// that read the enclosing query too (bindOuterDerived): the distinct
+	// values of some of D's columns.
+	subDomains []subDomain
 }
+
+// subDomain is the domain of a derived table of a correlated subquery's
+// FROM: the distinct values of D's columns cols (positions in its cols).
+type subDomain struct {
+	domains []*Domain
+	cols    []int
+}
+
+// setCorrelation is a correlated subquery of set operations being bound:
+// each of its SELECTs is bound as a correlated subquery (a branch), all on
+// the same enclosing columns in one order (forced on those that do not read
+// them), so that each yields its items then D's columns, which the set
+// operations take as any other: UNION, INTERSECT and EXCEPT per D value.
+type setCorrelation struct {
+	outer    *scope
+	kind     corrKind
+	forced   []column
+	branches []*correlation
+}
+
+// setRetry is the error of a set operation whose SELECTs are not all
+// correlated on cols: bindSubquery binds it again with them forced.
+type setRetry struct{ cols []column }
+
+func (e *setRetry) Error() string {
+	return "correlated SELECTs of a set operation on different columns"
+}
+
+// branch is the correlation of the next SELECT.
+func (sc *setCorrelation) branch() *correlation {
+	c := &correlation{outer: sc.outer, kind: sc.kind, forced: sc.forced}
+	sc.branches = append(sc.branches, c)
+	return c
+}
+
+// combined is the correlation of the whole: the enclosing columns any SELECT
+// reads; ok is false if not every SELECT is correlated on them in that order.
+func (sc *setCorrelation) combined() (*correlation, bool) {
+	corr := &correlation{outer: sc.outer, kind: sc.kind}
+	for _, c := range sc.branches {
+		for _, col := range c.cols {
+			if !hasColumn(corr.cols, col) {
+				corr.cols = append(corr.cols, col)
+			}
+		}
+	}
+	for _, c := range sc.branches {
+		if len(c.cols) != len(corr.cols) {
+			return corr, len(corr.cols) == 0
+		}
+		for i := range c.cols {
+			if c.cols[i].idx != corr.cols[i].idx {
+				return corr, false
+			}
+		}
+		corr.domains = append(corr.domains, c.domain)
+	}
+	return corr, true
+}
+
+// needOuter is the error of a column reference, in a subquery nested in a
+// correlated one, to a query enclosing both: the correlated subquery whose
+// enclosing scope is scope catches it and is bound again with col in its D,
+// which makes col an enclosing column the nested one reads as any other.
+// Uncaught, it is err.
+type needOuter struct {
+	err   *Error
+	scope *scope
+	col   column
+}
+
+func (e *needOuter) Error() string { return e.err.Error() }
+func (e *needOuter) Unwrap() error { return e.err }
 
 // Domain stands for the distinct values of the enclosing columns a correlated
 // subquery reads, in the subquery's plan until it is joined to the enclosing
@@ -57,6 +155,16 @@ type Domain struct {
 
 func (p *Domain) Schema() types.Schema { return p.Out }
 func (p *Domain) Inputs() []Plan       { return nil }
+
+// hasColumn reports whether cols has the enclosing column c.
+func hasColumn(cols []column, c column) bool {
+	for _, d := range cols {
+		if d.idx == c.idx {
+			return true
+		}
+	}
+	return false
+}
 
 // freeColumns lists the enclosing columns sel reads: names in its WHERE and
 // select list that its own FROM (sc) does not have and outer does, in the
@@ -144,29 +252,51 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	// An aggregate over no rows still has a row: every D value must reach
 	// it, through an outer join, and COUNT(*) counts S's side only.
 	outerJoin := corr.kind == corrScalar || hasAggregate(sel) || sel.GroupBy != nil || sel.Having != nil
+	if corr.kind == corrLateral {
+		// A LATERAL item's rows: one per D value for an aggregate without
+		// GROUP BY, none for a D value without rows otherwise.
+		outerJoin = (hasAggregate(sel) || sel.Having != nil) && sel.GroupBy == nil
+	}
 	if outerJoin {
 		ext.countRows = marker
 	}
-	var where []*expr.Expr
+	// late: the conjuncts of WHERE that read its own subqueries' columns,
+	// which come after D's.
+	var where, late []*expr.Expr
+	subs := &subqueries{base: n + 1 + k}
 	if sel.Where != nil {
-		subs := &subqueries{base: n + 1 + k}
 		w, err := b.bindWhere(ext, sel.Where, subs)
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(subs.joins) > 0 {
-			return nil, nil, b.errorf(ErrUnsupported, sel.Where, "subqueries inside a correlated subquery's WHERE are not supported yet")
+		if len(subs.joins) > 0 && len(b.laterals) > 0 {
+			return nil, nil, b.errorf(ErrUnsupported, sel.Where, "subqueries inside the WHERE of a correlated subquery with a LATERAL item are not supported yet")
 		}
-		where = conjuncts(w)
+		for _, c := range conjuncts(w) {
+			if len(subs.joins) > 0 && readsFrom(c, n+1+k) {
+				late = append(late, c)
+			} else {
+				where = append(where, c)
+			}
+		}
 	}
 	if len(b.laterals) > 0 {
 		// JOIN ... ON or USING conditions on a lateral item's columns
 		// (bind_lateral_arrays.go).
 		where = append(where, b.lateralJoinConds(root, n+1+k)...)
 	}
+	conds, err := b.outerConds(corr, n+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	where = append(where, conds...)
 	from, err := b.buildFrom(root, &where, false)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(subs.joins) > 0 {
+		p, err := b.correlatedWithSubqueries(from, where, late, subs, n, k, corr.domain, outerJoin, ext)
+		return p, ext, err
 	}
 	if !outerJoin && len(b.laterals) == 0 {
 		if p, ok := b.withoutDomain(from, where, n, k); ok {
@@ -195,6 +325,105 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 		p = nullUnmatchedSeries(p, marker, n+1+k)
 	}
 	return p, ext, nil
+}
+
+// correlatedWithSubqueries is bindCorrelatedFromWhere's plan for a WHERE with
+// subqueries of its own, which read S's columns and D's (a reference two
+// levels out is one to D): S's FROM (from, n columns) joined to D on the
+// conjuncts where, an inner join, the subqueries joined to that, and the
+// conjuncts late that read them applied after. For an aggregate S, whose D
+// values must all reach the aggregation, that result is outer-joined to D
+// again, NULL-safely on D's k columns: the layout is S's columns, the marker,
+// D's.
+func (b *binder) correlatedWithSubqueries(from Plan, where, late []*expr.Expr, subs *subqueries, n, k int, domain *Domain, outerJoin bool, ext *scope) (Plan, error) {
+	p, ok := Plan(nil), false
+	if !outerJoin {
+		p, ok = b.withoutDomain(from, where, n, k)
+	}
+	if !ok {
+		side := &fromNode{plan: appendColumns(from, []*expr.Expr{boolLit(true)}), off: 0, n: n + 1, scope: ext}
+		dom := &fromNode{plan: domain, off: n + 1, n: k, scope: ext}
+		node := &fromNode{left: side, right: dom, off: 0, n: n + 1 + k, conds: where, scope: ext}
+		var none []*expr.Expr
+		var err error
+		if p, err = b.buildFrom(node, &none, false); err != nil {
+			return nil, err
+		}
+	}
+	p = applySubqueries(p, subs)
+	if len(late) > 0 {
+		p = &Filter{Input: p, Cond: and(late...)}
+	}
+	s := p.Schema()
+	layout := make([]*expr.Expr, n+1+k)
+	for i := range layout {
+		layout[i] = expr.Column(i, s[i].Type, s[i].Name)
+	}
+	p = &Project{Input: p, Exprs: layout, Out: s[:n+1+k]}
+	if !outerJoin {
+		return p, nil
+	}
+	var dkeys, pkeys []*expr.Expr
+	for j, f := range domain.Out {
+		dkeys = append(dkeys, expr.Column(j, f.Type, f.Name))
+		pkeys = append(pkeys, expr.Column(n+1+j, s[n+1+j].Type, s[n+1+j].Name))
+	}
+	j := leftJoin(domain, p, nullSafeKeys(dkeys), nullSafeKeys(pkeys))
+	exprs := make([]*expr.Expr, n+1+k)
+	out := make(types.Schema, n+1+k)
+	for i := 0; i < n+1; i++ {
+		exprs[i], out[i] = expr.Column(k+i, s[i].Type, s[i].Name), s[i]
+	}
+	for j, f := range domain.Out {
+		exprs[n+1+j], out[n+1+j] = expr.Column(j, f.Type, f.Name), f
+	}
+	return &Project{Input: j, Exprs: exprs, Out: out}, nil
+}
+
+// topPerDomain applies a correlated subquery's ORDER BY keys and LIMIT to
+// each domain value's rows of top (whose first n columns are its items, D's
+// the last k of them): the rows numbered by ROW_NUMBER() OVER (PARTITION BY
+// D ORDER BY keys) past the offset and within the count, a Top-N per key.
+func (b *binder) topPerDomain(l *ast.Limit, top Plan, keys []SortKey, n int, corr *correlation) (Plan, error) {
+	lim, err := b.bindLimit(l)
+	if err != nil {
+		return nil, err
+	}
+	if lim.CountParam > 0 || lim.OffsetParam > 0 {
+		return nil, b.errorf(ErrUnsupported, l.Count, "a parameter as the LIMIT of a correlated subquery is not supported")
+	}
+	out := top.Schema()
+	k := len(corr.cols)
+	part := make([]int, k)
+	for j := range part {
+		part[j] = n - k + j
+	}
+	wout := append(append(types.Schema{}, out...), types.Field{Name: "row_number", Type: types.Int64Type})
+	w := &Window{Input: top, Partition: part, Order: keys, Out: wout,
+		Funcs: []WindowCall{{Func: "row_number", Default: -1, Frame: WindowFrame{StartUnbounded: true, EndUnbounded: true}, Type: types.Int64Type}}}
+	rn := expr.Column(len(out), types.Int64Type, "row_number")
+	var conds []*expr.Expr
+	if lim.Offset > 0 {
+		conds = append(conds, expr.Call(">", types.BoolType, rn, expr.Literal(types.IntValue(lim.Offset))))
+	}
+	if lim.Count >= 0 && lim.Count <= math.MaxInt64-lim.Offset {
+		conds = append(conds, expr.Call("<=", types.BoolType, rn, expr.Literal(types.IntValue(lim.Offset+lim.Count))))
+	}
+	var p Plan = w
+	if len(conds) > 0 {
+		p = &Filter{Input: w, Cond: and(conds...)}
+	}
+	return &Project{Input: p, Exprs: columnsOf(out), Out: out}, nil
+}
+
+// readsFrom reports whether e reads a column at or past position from.
+func readsFrom(e *expr.Expr, from int) bool {
+	for _, c := range e.Columns(nil) {
+		if c >= from {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutDomain is S's side without the join to D, when it needs none: when
@@ -281,11 +510,56 @@ func domainKeys(right Plan, corr *correlation) (outer, inner []*expr.Expr) {
 	rs := right.Schema()
 	k := len(corr.cols)
 	for i, c := range corr.cols {
-		outer = append(outer, expr.Column(c.idx, c.typ, c.name))
+		outer = append(outer, corr.outerCol(i, c))
 		f := rs[len(rs)-k+i]
 		inner = append(inner, expr.Column(len(rs)-k+i, f.Type, f.Name))
 	}
 	return outer, inner
+}
+
+// outerCol is the enclosing column c, the i-th of corr.cols, over the input
+// the subquery is joined to.
+func (corr *correlation) outerCol(i int, c column) *expr.Expr {
+	if corr.outerExprs != nil {
+		return corr.outerExprs[i]
+	}
+	return expr.Column(c.idx, c.typ, c.name)
+}
+
+// postDomains maps the enclosing columns of the correlated subqueries subs
+// joins after an aggregation (groups, its output out) to that output: each
+// must be a group key, as in PostgreSQL.
+func (b *binder) postDomains(subs *subqueries, groups []*expr.Expr, out types.Schema) error {
+	for _, j := range subs.joins {
+		corr := j.domain
+		if corr == nil {
+			continue
+		}
+		corr.outerExprs = make([]*expr.Expr, len(corr.cols))
+		for i, c := range corr.cols {
+			e, err := b.toAggSpace(expr.Column(c.idx, c.typ, c.name), groups, out)
+			if err != nil {
+				return Errorf(ErrGrouping, b.refPos(c.qualified(), c.name), "subquery uses ungrouped column \"%s\" from outer query", c.qualified())
+			}
+			corr.outerExprs[i] = e
+		}
+	}
+	return nil
+}
+
+// refPos is the position of the first reference bound to the column called
+// qualified, else of the first identifier name.
+func (b *binder) refPos(qualified, name string) int {
+	pos := 0
+	for _, r := range b.refs {
+		if r.name == qualified && r.pos > 0 && (pos == 0 || r.pos < pos) {
+			pos = r.pos
+		}
+	}
+	if pos == 0 {
+		pos = b.identPos(name)
+	}
+	return pos
 }
 
 // withDomain gives a correlated subquery's plan its domain: the distinct
@@ -293,11 +567,32 @@ func domainKeys(right Plan, corr *correlation) (outer, inner []*expr.Expr) {
 func withDomain(right, input Plan, corr *correlation) Plan {
 	exprs := make([]*expr.Expr, len(corr.cols))
 	for i, c := range corr.cols {
-		exprs[i] = expr.Column(c.idx, c.typ, c.name)
+		exprs[i] = corr.outerCol(i, c)
 	}
-	vals := &Project{Input: input, Exprs: exprs, Out: corr.domain.Out}
-	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: corr.domain.Out}
-	return replacePlan(right, corr.domain, d)
+	domains := corr.domains
+	if corr.domain != nil {
+		domains = append(domains, corr.domain)
+	}
+	vals := &Project{Input: input, Exprs: exprs, Out: domains[0].Out}
+	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: domains[0].Out}
+	for _, dom := range domains {
+		right = replacePlan(right, dom, d)
+	}
+	for _, sub := range corr.subDomains {
+		exprs := make([]*expr.Expr, len(sub.cols))
+		out := make(types.Schema, len(sub.cols))
+		for i, c := range sub.cols {
+			f := domains[0].Out[c]
+			exprs[i], out[i] = expr.Column(c, f.Type, f.Name), f
+		}
+		sd := &Aggregate{Input: &Project{Input: d, Exprs: exprs, Out: out}, GroupBy: identity(len(exprs)), Out: out}
+		for _, dom := range sub.domains {
+			if dom != nil {
+				right = replacePlan(right, dom, sd)
+			}
+		}
+	}
+	return right
 }
 
 // nullSafeKeys turns join keys into ones under which NULL equals NULL:

@@ -34,6 +34,30 @@ var microsPer = map[ast.TimeUnitType]int64{
 // monthsPer is the length of the calendar interval units, in months.
 var monthsPer = map[ast.TimeUnitType]int64{ast.TimeUnitMonth: 1, ast.TimeUnitQuarter: 3, ast.TimeUnitYear: 12}
 
+// addInterval is ts + INTERVAL count unit (ts - ..., with sub): count a
+// bigint, ts a timestamp.
+func (b *binder) addInterval(n ast.Node, ts, count *expr.Expr, unit ast.TimeUnitType, sub bool) (*expr.Expr, error) {
+	var err error
+	if sub {
+		if count, err = b.call(n, "neg", count); err != nil {
+			return nil, err
+		}
+	}
+	fn, per := "$add_micros", microsPer[unit]
+	if m := monthsPer[unit]; m > 0 {
+		fn, per = "$add_months", m
+	}
+	if per == 0 {
+		return nil, b.errorf(ErrUnsupported, n, "INTERVAL ... %s is not supported", unit)
+	}
+	if per != 1 {
+		if count, err = b.call(n, "*", count, expr.Literal(types.IntValue(per))); err != nil {
+			return nil, err
+		}
+	}
+	return b.call(n, fn, ts, count)
+}
+
 // bindDateTime binds the date and time forms above; ok is false for a form
 // it does not know (the caller goes on as for any function).
 func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*expr.Expr, bool, error) {
@@ -95,24 +119,7 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if count.Type.ID != types.Int64 {
 			return nil, true, b.errorf(ErrType, n.Args[1], "an interval of %s is not supported: use a whole number", count.Type)
 		}
-		if name == "date_sub" || name == "subdate" {
-			if count, err = b.call(n, "neg", count); err != nil {
-				return nil, true, err
-			}
-		}
-		fn, per := "$add_micros", microsPer[unit.Unit]
-		if m := monthsPer[unit.Unit]; m > 0 {
-			fn, per = "$add_months", m
-		}
-		if per == 0 {
-			return nil, true, b.errorf(ErrUnsupported, n, "INTERVAL ... %s is not supported", unit.Unit)
-		}
-		if per != 1 {
-			if count, err = b.call(n, "*", count, expr.Literal(types.IntValue(per))); err != nil {
-				return nil, true, err
-			}
-		}
-		r, err := b.call(n, fn, ts, count)
+		r, err := b.addInterval(n, ts, count, unit.Unit, name == "date_sub" || name == "subdate")
 		return r, true, err
 	}
 	if name == "datediff" && len(n.Args) == 2 {

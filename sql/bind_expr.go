@@ -32,6 +32,9 @@ type exprCtx struct {
 	// subs collects the clause's subqueries (bind_subquery.go); nil where
 	// they are not allowed.
 	subs *subqueries
+	// preSubs, in a query that aggregates, collects the subqueries of
+	// aggregates' arguments, joined to the aggregation's input.
+	preSubs *subqueries
 	// wins collects window calls (bind_window.go), nil where they are not
 	// allowed; inWindow: binding a window call's arguments or window.
 	wins     *winState
@@ -162,13 +165,24 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 	}
 	found := sc.lookup(table, name)
 	if len(found) == 0 {
-		for _, outer := range b.outer {
-			if outer != nil && len(outer.lookup(table, name)) > 0 {
+		// The nearest enclosing query that has the column: the immediate one
+		// would have made this subquery correlated if it could be; one further
+		// out makes the subquery between them correlated too (needOuter).
+		for i := len(b.outer) - 1; i >= 0; i-- {
+			outer := b.outer[i]
+			if outer == nil {
+				continue
+			}
+			if at := outer.lookup(table, name); len(at) > 0 {
 				ref := cn.Name.O
 				if cn.Table.O != "" {
 					ref = cn.Table.O + "." + ref
 				}
-				return nil, b.errorf(ErrUnsupported, n, "correlated subqueries are not supported yet: %s refers to a column of an enclosing query", ref)
+				err := b.errorf(ErrUnsupported, n, "correlated subqueries are not supported yet: %s refers to a column of an enclosing query", ref)
+				if i < len(b.outer)-1 && len(at) == 1 {
+					return nil, &needOuter{err: err, scope: outer, col: outer.cols[at[0]]}
+				}
+				return nil, err
 			}
 		}
 	}

@@ -35,7 +35,17 @@ type fromNode struct {
 	left, right *fromNode
 	kind        fromJoinKind
 	conds       []*expr.Expr // ON and USING conjuncts, over FROM positions
-	on          ast.Node     // where the join is written, for errors
+	// merged are a FULL JOIN's USING columns, COALESCE(left, right) over FROM
+	// positions, output after the two sides' columns (bindUsing).
+	merged []*expr.Expr
+	// lateral is a LATERAL derived table's correlation with the items on its
+	// left (bind_lateral_join.go).
+	lateral *correlation
+	// outerCorr is the correlation of a derived table of a correlated
+	// subquery's FROM with the query enclosing that subquery
+	// (bindOuterDerived).
+	outerCorr *correlation
+	on        ast.Node // where the join is written, for errors
 
 	off, n int    // the FROM positions [off, off+n) this item outputs
 	scope  *scope // its columns, idx = FROM position
@@ -44,7 +54,7 @@ type fromNode struct {
 // bindFromWhere binds FROM and WHERE: the plan that yields the filtered rows and
 // the scope naming its columns.
 func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
-	if sel.From == nil {
+	if sel.From == nil && b.pendingCorr == nil {
 		// SELECT without FROM reads one row of no columns.
 		var p Plan = &Values{Rows: [][]*expr.Expr{{}}, Out: types.Schema{}}
 		sc := &scope{}
@@ -60,18 +70,40 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 	}
 	corr := b.pendingCorr
 	b.pendingCorr = nil
-	savedFrom, savedLaterals := b.corrFrom, b.laterals
-	b.corrFrom, b.laterals = corr, nil
-	defer func() { b.corrFrom, b.laterals = savedFrom, savedLaterals }()
-	root, err := b.bindFrom(sel.From.TableRefs, 0)
+	savedFrom, savedLaterals, savedTables := b.corrFrom, b.laterals, b.corrTables
+	b.corrFrom, b.laterals, b.corrTables = corr, nil, nil
+	defer func() { b.corrFrom, b.laterals, b.corrTables = savedFrom, savedLaterals, savedTables }()
+	var root *fromNode
+	var err error
+	if sel.From == nil {
+		// A subquery without FROM, which may read the enclosing query's
+		// columns: one row of no columns.
+		root = &fromNode{plan: &Values{Rows: [][]*expr.Expr{{}}, Out: types.Schema{}}, scope: &scope{}}
+	} else {
+		root, err = b.bindFrom(sel.From.TableRefs, 0)
+	}
 	b.corrFrom = nil
 	if err != nil {
 		return nil, nil, err
 	}
 	if corr != nil {
-		corr.cols = freeColumns(sel, root.scope, corr.outer)
+		// The forced columns first: the SELECTs of a set operation must
+		// carry them in one order.
+		corr.cols = append([]column{}, corr.forced...)
+		for _, c := range freeColumns(sel, root.scope, corr.outer) {
+			if !hasColumn(corr.cols, c) {
+				corr.cols = append(corr.cols, c)
+			}
+		}
 		for _, l := range b.laterals {
 			corr.cols = appendFree(corr.cols, l.call, root.scope, corr.outer)
+		}
+		for _, t := range b.corrTables {
+			for _, c := range t.outerCorr.cols {
+				if !hasColumn(corr.cols, c) {
+					corr.cols = append(corr.cols, c)
+				}
+			}
 		}
 		if len(corr.cols) > 0 {
 			return b.bindCorrelatedFromWhere(sel, root, corr)
@@ -86,9 +118,11 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		}
 		where = conjuncts(w)
 	}
-	p, err := b.buildReordered(root, &where)
-	if err != nil {
-		return nil, nil, err
+	var p Plan
+	if !root.hasLateral() {
+		if p, err = b.buildReordered(root, &where); err != nil {
+			return nil, nil, err
+		}
 	}
 	if p == nil {
 		if p, err = b.buildFrom(root, &where, false); err != nil {
@@ -196,6 +230,9 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 				node.scope = schemaScope(node.plan.Schema(), alias, off)
 				return node, nil
 			}
+			if b.corrFrom != nil {
+				return b.bindOuterDerived(src, alias, off)
+			}
 			q, err := b.bindQuery(src)
 			if err != nil {
 				return nil, err
@@ -204,6 +241,9 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 		case *ast.Join:
 			return b.bindFrom(src, off)
 		case *ast.SetOprStmt:
+			if b.corrFrom != nil {
+				return b.bindOuterDerived(src, alias, off)
+			}
 			q, err := b.bindSetOpr(src)
 			if err != nil {
 				return nil, err
@@ -246,7 +286,12 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	right, err := b.bindFrom(n.Right, off+left.n)
+	var right *fromNode
+	if ts, ok := n.Right.(*ast.TableSource); ok && ts.Lateral {
+		right, err = b.bindLateral(ts, ts.Source, left, off+left.n)
+	} else {
+		right, err = b.bindFrom(n.Right, off+left.n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +302,19 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	case ast.RightJoin:
 		node.kind = fromRight
 	}
+	if corr := right.lateral; corr != nil {
+		if node.kind == fromRight || n.On != nil && b.fullJoin(n.On.Expr) {
+			c := corr.cols[0]
+			err := Errorf(ErrInvalidColumnReference, b.identPos("lateral"), "invalid reference to FROM-clause entry for table \"%s\"", c.table)
+			err.Detail = "The combining JOIN type must be INNER or LEFT for a LATERAL reference."
+			return nil, err
+		}
+		conds, err := b.lateralConds(right, corr)
+		if err != nil {
+			return nil, err
+		}
+		node.conds = append(node.conds, conds...)
+	}
 	// Copy the columns: USING hides some in this scope, not in the children's.
 	sc := &scope{cols: append(append([]column{}, left.scope.cols...), right.scope.cols...)}
 	sc.star = append([]int{}, left.scope.star...)
@@ -265,11 +323,27 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	}
 	node.scope = sc
 
+	// A FULL JOIN comes as a LEFT JOIN whose ON condition the dialect layer
+	// marked; its USING (or NATURAL), as a fact about that condition.
+	var full *joinUsing
+	if n.On != nil && b.fullJoin(n.On.Expr) {
+		if node.kind != fromLeft || len(n.Using) > 0 || n.NaturalJoin {
+			return nil, b.errorf(ErrUnsupported, n.On.Expr, "this form of FULL JOIN is not supported")
+		}
+		node.kind = fromFull
+		full = &joinUsing{}
+		if u, ok := b.facts.joinUsing[n.On.Expr.OriginTextPosition()]; ok {
+			full = &u
+		}
+	}
 	var using []string
 	for _, c := range n.Using {
 		using = append(using, c.Name.L)
 	}
-	if n.NaturalJoin {
+	if full != nil {
+		using = append(using, full.names...)
+	}
+	if n.NaturalJoin || full != nil && full.natural {
 		for _, i := range left.scope.star {
 			c := left.scope.cols[i]
 			if !c.hidden && len(right.scope.lookup("", c.name)) > 0 {
@@ -282,7 +356,7 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 			return nil, err
 		}
 	}
-	if n.On != nil {
+	if n.On != nil && (full == nil || len(full.names) == 0 && !full.natural) {
 		e, err := b.bindExpr(&exprCtx{scope: sc, clause: "JOIN conditions"}, n.On.Expr)
 		if err != nil {
 			return nil, err
@@ -292,12 +366,6 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 		}
 		node.conds = append(node.conds, conjuncts(e)...)
 		node.on = n.On.Expr
-		if b.fullJoin(n.On.Expr) {
-			if node.kind != fromLeft || len(using) > 0 {
-				return nil, b.errorf(ErrUnsupported, n.On.Expr, "this form of FULL JOIN is not supported")
-			}
-			node.kind = fromFull
-		}
 	}
 	return node, nil
 }
@@ -305,7 +373,10 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 // bindUsing turns JOIN ... USING (a, ...) into equality conditions. As in
 // PostgreSQL, the pair shows as one column, first in SELECT *; it is the left
 // one (the right one for a RIGHT JOIN, the side that is never NULL-extended),
-// and the other is reachable only qualified.
+// and the other is reachable only qualified. Of a FULL JOIN, where either side
+// may be NULL-extended, it is a column of its own, COALESCE(left, right), at
+// the FROM positions after the two sides' (node.merged), and both sides'
+// columns are reachable only qualified.
 func (b *binder) bindUsing(node *fromNode, names []string) error {
 	nl := len(node.left.scope.cols)
 	find := func(s *scope, name, side string) (int, error) {
@@ -335,13 +406,25 @@ func (b *binder) bindUsing(node *fromNode, names []string) error {
 			return err
 		}
 		node.conds = append(node.conds, eq)
+		usedL[li], usedR[ri] = true, true
+		if node.kind == fromFull {
+			merged, err := b.call(nil, "coalesce", eq.Args[0], eq.Args[1])
+			if err != nil {
+				return err
+			}
+			node.scope.cols[li].hidden, node.scope.cols[nl+ri].hidden = true, true
+			node.scope.cols = append(node.scope.cols, column{name: name, typ: merged.Type, idx: node.off + node.n})
+			node.merged = append(node.merged, merged)
+			node.n++
+			star = append(star, len(node.scope.cols)-1)
+			continue
+		}
 		keep, hide := li, nl+ri
 		if node.kind == fromRight {
 			keep, hide = hide, keep
 		}
 		node.scope.cols[hide].hidden = true
 		star = append(star, keep)
-		usedL[li], usedR[ri] = true, true
 	}
 	for _, i := range node.left.scope.star {
 		if !usedL[i] {
@@ -365,6 +448,25 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	if node.plan != nil {
 		return node.plan, nil
 	}
+	p, err := b.buildJoin(node, where, nullable)
+	if err != nil || len(node.merged) == 0 {
+		return p, err
+	}
+	merged := make([]*expr.Expr, len(node.merged))
+	for i, e := range node.merged {
+		merged[i] = shift(e, -node.off)
+	}
+	proj := appendColumns(p, merged).(*Project)
+	nj := node.left.n + node.right.n
+	for i := range merged {
+		proj.Out[nj+i].Name = node.scope.cols[len(node.scope.cols)-len(merged)+i].name
+	}
+	return proj, nil
+}
+
+// buildJoin builds the join of node's two sides, their columns in FROM order
+// (without a FULL JOIN's merged USING columns).
+func (b *binder) buildJoin(node *fromNode, where *[]*expr.Expr, nullable bool) (Plan, error) {
 	lp, err := b.buildFrom(node.left, where, nullable || node.kind == fromRight || node.kind == fromFull)
 	if err != nil {
 		return nil, err
@@ -373,12 +475,16 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	if err != nil {
 		return nil, err
 	}
+	if node.right.lateral != nil {
+		rp = lateralDomainOf(rp, lp, node.left, node.right)
+	}
 	nl, nr := node.left.n, node.right.n
+	n := nl + nr
 	conds := append([]*expr.Expr{}, node.conds...)
 	if node.kind == fromInner && !nullable {
 		var kept []*expr.Expr
 		for _, w := range *where {
-			if _, _, ok := equiSides(w, node.off, node.off+nl, node.off+node.n); ok {
+			if _, _, ok := equiSides(w, node.off, node.off+nl, node.off+n); ok {
 				conds = append(conds, w)
 			} else {
 				kept = append(kept, w)
@@ -394,8 +500,8 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	if swapped {
 		physL, physR, nL = rp, lp, nr
 	}
-	phys := make(map[int]int, node.n)
-	for i := 0; i < node.n; i++ {
+	phys := make(map[int]int, n)
+	for i := 0; i < n; i++ {
 		switch {
 		case !swapped:
 			phys[node.off+i] = i
@@ -408,7 +514,7 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	var keysL, keysR, extra []*expr.Expr
 	for _, c := range conds {
 		c = c.Remap(phys)
-		if l, r, ok := equiSides(c, 0, nL, node.n); ok {
+		if l, r, ok := equiSides(c, 0, nL, n); ok {
 			keysL = append(keysL, l)
 			keysR = append(keysR, shift(r, -nL))
 		} else {
@@ -418,7 +524,7 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	// Keys that are not plain columns (a cast to the common type, an expression)
 	// are computed by a Project below the join and dropped above it.
 	lCols, lExtra := keyColumns(keysL, nL)
-	rCols, rExtra := keyColumns(keysR, node.n-nL)
+	rCols, rExtra := keyColumns(keysR, n-nL)
 	if len(lExtra) > 0 {
 		physL = appendColumns(physL, lExtra)
 		for i, c := range extra {
@@ -442,7 +548,7 @@ func (b *binder) buildFrom(node *fromNode, where *[]*expr.Expr, nullable bool) (
 	}
 	// Back to this item's columns in FROM order.
 	names := append(append(types.Schema{}, lp.Schema()...), rp.Schema()...)
-	exprs := make([]*expr.Expr, node.n)
+	exprs := make([]*expr.Expr, n)
 	for i := range exprs {
 		p := phys[node.off+i]
 		if p >= nL {

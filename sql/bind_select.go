@@ -66,6 +66,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 		// Subqueries of the select list and HAVING join the aggregation's
 		// output: their columns are numbered from postBase until it is built.
 		ctx.subs = &subqueries{base: postBase, post: true}
+		ctx.preSubs = &subqueries{base: len(input.Schema())}
 	} else {
 		// Subqueries of the select list add their columns after the input's.
 		ctx.subs = &subqueries{base: len(input.Schema())}
@@ -99,10 +100,6 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	}
 	if corr := sc.corr; corr != nil {
 		// A correlated subquery carries its domain along, grouped by it.
-		switch {
-		case sel.Limit != nil:
-			return nil, b.errorf(ErrUnsupported, sel.Limit.Count, "LIMIT in a correlated subquery is not supported yet")
-		}
 		if sets != nil {
 			return nil, b.errorf(ErrUnsupported, sel.GroupBy.Items[0].Expr, "grouping sets in a correlated subquery are not supported")
 		}
@@ -119,7 +116,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	}
 	var having *expr.Expr
 	if sel.Having != nil {
-		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs, subs: ctx.subs}, sel.Having.Expr)
+		h, err := b.bindExpr(&exprCtx{scope: sc, clause: "HAVING", aggs: ctx.aggs, subs: ctx.subs, preSubs: ctx.preSubs}, sel.Having.Expr)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +148,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 				return b.buildGroupingSets(input, groups, sets, aggs, post)
 			}
 		}
+		input = applySubqueries(input, ctx.preSubs)
 		agg, conv, err := build(input, groups, ctx.aggs, post)
 		if err != nil {
 			return nil, err
@@ -166,6 +164,9 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 				}
 			}
 			subs.base = len(out)
+			if err := b.postDomains(subs, groups, out); err != nil {
+				return nil, err
+			}
 			input = applySubqueries(agg, subs)
 		}
 		for i := range items {
@@ -189,9 +190,11 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 					return nil, err
 				}
 			}
-			if c.dflt != nil {
-				if c.dflt, err = b.toAggSpace(c.dflt, groups, agg.Schema()); err != nil {
-					return nil, err
+			for _, e := range []**expr.Expr{&c.dflt, &c.rangeKey, &c.startBound, &c.endBound} {
+				if *e != nil {
+					if *e, err = b.toAggSpace(*e, groups, agg.Schema()); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -216,7 +219,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 	if sel.Distinct && len(hidden) > 0 {
 		return nil, b.errorf(ErrInvalidColumnReference, hiddenAt, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
 	}
-	return b.buildOutput(sel, input, items, hidden, keys)
+	return b.buildOutput(sel, input, items, hidden, keys, sc.corr)
 }
 
 // checkSelect refuses the SELECT features the engine does not have.
@@ -500,8 +503,16 @@ func (b *binder) bindGroupBy(sc *scope, gb *ast.GroupByClause, items []selectIte
 	return groups, itemGroup, nil
 }
 
-// ordinal recognises a select list position: ORDER BY 2, GROUP BY 1.
+// ordinal recognises a select list position: ORDER BY 2, GROUP BY 1, and
+// as in PostgreSQL, whose grammar drops parentheses, ORDER BY (2).
 func ordinal(n ast.ExprNode) (int, bool) {
+	for {
+		p, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		n = p.Expr
+	}
 	switch n := n.(type) {
 	case *ast.PositionExpr:
 		if n.P == nil {
@@ -584,7 +595,7 @@ func (b *binder) bindOrderBy(ctx *exprCtx, ob *ast.OrderByClause, items []select
 // buildOutput builds the select list's Project (plus Unnest for a set-returning
 // item), DISTINCT, ORDER BY, LIMIT, and the Project that drops hidden ORDER BY
 // columns.
-func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem, hidden []*expr.Expr, keys []SortKey) (Plan, error) {
+func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem, hidden []*expr.Expr, keys []SortKey, corr *correlation) (Plan, error) {
 	exprs := make([]*expr.Expr, 0, len(items)+len(hidden))
 	out := make(types.Schema, 0, len(items)+len(hidden))
 	srf := -1
@@ -641,16 +652,27 @@ func (b *binder) buildOutput(sel *ast.SelectStmt, input Plan, items []selectItem
 		}
 		top = &Aggregate{Input: top, GroupBy: groupBy, Out: out}
 	}
-	if len(keys) > 0 {
-		top = &Sort{Input: top, Keys: keys}
-	}
-	if sel.Limit != nil {
-		l, err := b.bindLimit(sel.Limit)
-		if err != nil {
+	switch {
+	case corr != nil && sel.Limit != nil:
+		// A correlated subquery's LIMIT is per domain value (bind_correlated.go).
+		var err error
+		if top, err = b.topPerDomain(sel.Limit, top, keys, len(items), corr); err != nil {
 			return nil, err
 		}
-		l.Input = top
-		top = l
+	case corr != nil:
+		// Its rows are joined to the enclosing query's: their order is lost.
+	default:
+		if len(keys) > 0 {
+			top = &Sort{Input: top, Keys: keys}
+		}
+		if sel.Limit != nil {
+			l, err := b.bindLimit(sel.Limit)
+			if err != nil {
+				return nil, err
+			}
+			l.Input = top
+			top = l
+		}
 	}
 	if len(hidden) > 0 {
 		n := len(items)

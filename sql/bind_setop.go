@@ -29,15 +29,21 @@ func (b *binder) bindSetOpr(n *ast.SetOprStmt) (Plan, error) {
 		}
 		defer b.pushWith(n.With)()
 	}
-	p, err := b.bindSetList(n.SelectList)
+	sc := b.setCorr
+	b.setCorr = nil
+	p, err := b.bindSetList(n.SelectList, sc)
 	if err != nil {
 		return nil, err
+	}
+	if sc != nil && n.Limit != nil {
+		return nil, Errorf(ErrUnsupported, b.identPos("limit"), "LIMIT after set operations in a correlated subquery is not supported")
 	}
 	return b.bindSetOrderLimit(p, n.OrderBy, n.Limit)
 }
 
-// bindSetList binds the operands of a (parenthesised) list of set operations.
-func (b *binder) bindSetList(l *ast.SetOprSelectList) (Plan, error) {
+// bindSetList binds the operands of a (parenthesised) list of set
+// operations; with sc, each SELECT correlated (setCorrelation).
+func (b *binder) bindSetList(l *ast.SetOprSelectList, sc *setCorrelation) (Plan, error) {
 	if l.With != nil {
 		if err := b.checkWith(l.With); err != nil {
 			return nil, err
@@ -52,10 +58,13 @@ func (b *binder) bindSetList(l *ast.SetOprSelectList) (Plan, error) {
 		var err error
 		switch s := sel.(type) {
 		case *ast.SelectStmt:
+			if sc != nil {
+				b.pendingCorr = sc.branch()
+			}
 			p, err = b.bindQuery(s)
 			op = s.AfterSetOperator
 		case *ast.SetOprSelectList:
-			p, err = b.bindSetList(s)
+			p, err = b.bindSetList(s, sc)
 			op = s.AfterSetOperator
 		default:
 			return nil, b.errorf(ErrUnsupported, nil, "this operand of a set operation is not supported")
@@ -70,6 +79,11 @@ func (b *binder) bindSetList(l *ast.SetOprSelectList) (Plan, error) {
 			ops = append(ops, *op)
 		}
 		plans = append(plans, p)
+	}
+	if sc != nil {
+		if corr, ok := sc.combined(); !ok {
+			return nil, &setRetry{cols: corr.cols}
+		}
 	}
 	// INTERSECT first.
 	for i := 0; i < len(ops); {
@@ -90,6 +104,9 @@ func (b *binder) bindSetList(l *ast.SetOprSelectList) (Plan, error) {
 		if p, err = b.setOp(op, p, plans[i+1]); err != nil {
 			return nil, err
 		}
+	}
+	if sc != nil && l.Limit != nil {
+		return nil, Errorf(ErrUnsupported, b.identPos("limit"), "LIMIT after set operations in a correlated subquery is not supported")
 	}
 	return b.bindSetOrderLimit(p, l.OrderBy, l.Limit)
 }

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"errors"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 
@@ -127,31 +129,81 @@ func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kin
 		return nil, nil, b.errorf(ErrUnsupported, n, "subqueries are not supported in %s", ctx.where())
 	}
 	b.outer = append(b.outer, ctx.scope)
-	saved := b.pendingCorr
-	defer func() { b.outer, b.pendingCorr = b.outer[:len(b.outer)-1], saved }()
+	saved, savedSet := b.pendingCorr, b.setCorr
+	defer func() { b.outer, b.pendingCorr, b.setCorr = b.outer[:len(b.outer)-1], saved, savedSet }()
+	correlated := kind != nil && ctx.scope != nil && !(ctx.subs.post && ctx.inAgg)
 	var corr *correlation
+	var forced []column
+	// again reports whether err is a nested subquery's reference to a column
+	// of ctx's scope: this subquery is then correlated on it too, and is
+	// bound again.
+	again := func(err error) bool {
+		var need *needOuter
+		if correlated && errors.As(err, &need) && need.scope == ctx.scope && !hasColumn(forced, need.col) {
+			forced = append(forced, need.col)
+			return true
+		}
+		return false
+	}
 	switch q := q.(type) {
 	case *ast.SelectStmt:
-		if kind != nil && ctx.scope != nil && !ctx.subs.post {
-			corr = &correlation{outer: ctx.scope, kind: *kind}
-			b.pendingCorr = corr
+		for {
+			if correlated {
+				corr = &correlation{outer: ctx.scope, kind: *kind, forced: forced}
+				b.pendingCorr = corr
+			}
+			p, err := b.bindQuery(q)
+			if again(err) {
+				continue
+			}
+			if err != nil || corr == nil || len(corr.cols) == 0 {
+				return p, nil, err
+			}
+			return p, corr, nil
 		}
-		p, err := b.bindQuery(q)
-		if err != nil || corr == nil || len(corr.cols) == 0 {
+	case *ast.SetOprStmt:
+		if !correlated {
+			p, err := b.bindSetOpr(q)
 			return p, nil, err
 		}
-		return p, corr, nil
-	case *ast.SetOprStmt:
-		p, err := b.bindSetOpr(q)
-		return p, nil, err
+		for {
+			sc := &setCorrelation{outer: ctx.scope, kind: *kind, forced: forced}
+			b.setCorr = sc
+			p, err := b.bindSetOpr(q)
+			if again(err) {
+				continue
+			}
+			var retry *setRetry
+			if errors.As(err, &retry) && len(forced) < len(retry.cols) {
+				// Some SELECT does not read them all: each is bound again
+				// correlated on every one, in one order.
+				forced = retry.cols
+				continue
+			}
+			if retry != nil {
+				return nil, nil, b.errorf(ErrUnsupported, n, "this correlated set operation is not supported")
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			corr, ok := sc.combined()
+			if !ok {
+				return nil, nil, b.errorf(ErrUnsupported, n, "this correlated set operation is not supported")
+			}
+			if len(corr.cols) == 0 {
+				return p, nil, nil
+			}
+			return p, corr, nil
+		}
 	}
 	return nil, nil, b.errorf(ErrUnsupported, n, "this subquery is not supported")
 }
 
 var (
-	asScalar = corrScalar
-	asExists = corrExists
-	asIn     = corrIn
+	asScalar  = corrScalar
+	asExists  = corrExists
+	asIn      = corrIn
+	asLateral = corrLateral
 )
 
 // subqueryOf unwraps the subquery of an EXISTS or IN.

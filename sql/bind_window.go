@@ -78,7 +78,10 @@ type winCall struct {
 	partition []*expr.Expr
 	order     []winOrder
 	frame     WindowFrame
-	typ       types.Type
+	// A RANGE frame's offset bounds (rangeBounds), the columns of frame's
+	// RangeKey, StartBound and EndBound once applyWindows computes them.
+	rangeKey, startBound, endBound *expr.Expr
+	typ                            types.Type
 }
 
 type winOrder struct {
@@ -160,7 +163,7 @@ func (b *binder) bindWindow(ctx *exprCtx, n *ast.WindowFuncExpr) (*expr.Expr, er
 	// with ORDER BY, the whole partition without.
 	call.frame = WindowFrame{StartUnbounded: true, EndUnbounded: spec.OrderBy == nil}
 	if spec.Frame != nil {
-		f, err := b.bindFrame(n, spec.Frame)
+		f, err := b.bindFrame(n, spec.Frame, call, bindArg)
 		if err != nil {
 			return nil, err
 		}
@@ -241,8 +244,9 @@ func (b *binder) bindRankArgs(n *ast.WindowFuncExpr, call *winCall, bindArg func
 	return nil
 }
 
-// bindFrame reads ROWS or RANGE BETWEEN ... AND ....
-func (b *binder) bindFrame(n ast.Node, fc *ast.FrameClause) (WindowFrame, error) {
+// bindFrame reads ROWS or RANGE BETWEEN ... AND ... of call, whose ORDER BY
+// is bound; bindArg binds an expression of the window.
+func (b *binder) bindFrame(n ast.Node, fc *ast.FrameClause, call *winCall, bindArg func(ast.ExprNode) (*expr.Expr, error)) (WindowFrame, error) {
 	var f WindowFrame
 	switch fc.Type {
 	case ast.Rows:
@@ -262,7 +266,7 @@ func (b *binder) bindFrame(n ast.Node, fc *ast.FrameClause) (WindowFrame, error)
 			return true, 0, nil
 		}
 		if !f.Rows {
-			return false, 0, b.errorf(ErrUnsupported, n, "RANGE with an offset is not supported: use ROWS")
+			return false, 0, b.rangeBound(n, fb, start, call, bindArg)
 		}
 		v, ok := fb.Expr.(*test_driver.ValueExpr)
 		if !ok || (v.Kind() != test_driver.KindInt64 && v.Kind() != test_driver.KindUint64) || v.GetInt64() < 0 {
@@ -281,7 +285,94 @@ func (b *binder) bindFrame(n ast.Node, fc *ast.FrameClause) (WindowFrame, error)
 	if f.EndUnbounded, f.End, err = bound(fc.Extent.End, false); err != nil {
 		return f, err
 	}
+	f.StartOffset, f.EndOffset = call.startBound != nil, call.endBound != nil
+	if f.StartOffset || f.EndOffset {
+		// The key and the bounds at one type, for the window to compare.
+		var t types.Type
+		for _, e := range []*expr.Expr{call.startBound, call.endBound} {
+			if e != nil && t.ID == types.Null {
+				t = e.Type
+			} else if e != nil {
+				t, _ = expr.Coerce(t, e.Type)
+			}
+		}
+		call.rangeKey = expr.Cast(call.order[0].e, t)
+		for _, e := range []**expr.Expr{&call.startBound, &call.endBound} {
+			if *e != nil {
+				*e = expr.Cast(*e, t)
+			}
+		}
+	}
 	return f, nil
+}
+
+// rangeBound binds the offset bound fb of a RANGE frame (the start with
+// start) as PostgreSQL does: over the one ORDER BY key k of call, the bound
+// of a row is k - offset or k + offset (as PRECEDING or FOLLOWING, and the
+// key's direction, say), an offset of k's numeric type for a number, an
+// INTERVAL for a date or timestamp. It sets call's rangeKey, k at the
+// bound's type, and its startBound or endBound.
+func (b *binder) rangeBound(n ast.Node, fb ast.FrameBound, start bool, call *winCall, bindArg func(ast.ExprNode) (*expr.Expr, error)) error {
+	if len(call.order) != 1 {
+		return b.errorf(ErrWindowing, n, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+	}
+	key := call.order[0]
+	at := ast.Node(fb.Expr) // where errors point: the offset, else the call
+	if fb.Expr.OriginTextPosition() == 0 {
+		at = n
+	}
+	off, err := bindArg(fb.Expr)
+	if err != nil {
+		return err
+	}
+	if len(off.Columns(nil)) > 0 {
+		return b.errorf(ErrSyntax, at, "argument of RANGE must not contain variables")
+	}
+	if id := off.Type.ID; id == types.Int64 || id == types.Decimal || id == types.Float64 {
+		if neg, err := b.call(fb.Expr, "<", off, expr.Literal(types.Value{Type: off.Type})); err == nil {
+			if v, err := expr.EvalConst(neg); err == nil && v.Bool {
+				return b.errorf(ErrFrameSize, at, "invalid preceding or following size in window function")
+			}
+		}
+	}
+	sub := (fb.Type == ast.Preceding) != key.desc
+	var bound *expr.Expr
+	kt := key.e.Type.ID
+	switch {
+	case fb.Unit != 0 && (kt == types.Timestamp || kt == types.Date):
+		count := off
+		if count.Type.ID == types.String || count.Type.ID == types.Null {
+			count = expr.Cast(count, types.Int64Type) // INTERVAL '3' DAY
+		}
+		if count.Type.ID != types.Int64 {
+			return b.errorf(ErrUnsupported, at, "an interval of %s is not supported: use a whole number", count.Type)
+		}
+		if bound, err = b.addInterval(fb.Expr, expr.Cast(key.e, types.TimestampType), count, fb.Unit, sub); err != nil {
+			return err
+		}
+	case fb.Unit == 0 && (kt == types.Int64 && off.Type.ID == types.Int64 ||
+		kt == types.Decimal && (off.Type.ID == types.Int64 || off.Type.ID == types.Decimal) ||
+		kt == types.Float64 && (off.Type.ID == types.Int64 || off.Type.ID == types.Decimal || off.Type.ID == types.Float64)):
+		op := "+"
+		if sub {
+			op = "-"
+		}
+		if bound, err = b.call(fb.Expr, op, key.e, off); err != nil {
+			return err
+		}
+	default:
+		offType := off.Type.String()
+		if fb.Unit != 0 {
+			offType = "interval"
+		}
+		return b.errorf(ErrUnsupported, at, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", key.e.Type, offType)
+	}
+	if start {
+		call.startBound = bound
+	} else {
+		call.endBound = bound
+	}
+	return nil
 }
 
 // applyWindows computes the window calls over input: a Window node per
@@ -324,6 +415,15 @@ func applyWindows(input Plan, wins *winState) (Plan, []int) {
 			order = append(order, SortKey{Col: col(o.e), Desc: o.desc, NullsFirst: o.nullsFirst})
 		}
 		wc := WindowCall{Func: c.fn, N: c.n, Default: -1, Frame: c.frame, Type: c.typ}
+		if c.rangeKey != nil {
+			wc.Frame.RangeKey = col(c.rangeKey)
+			if c.startBound != nil {
+				wc.Frame.StartBound = col(c.startBound)
+			}
+			if c.endBound != nil {
+				wc.Frame.EndBound = col(c.endBound)
+			}
+		}
 		for _, a := range c.args {
 			wc.Args = append(wc.Args, col(a))
 		}

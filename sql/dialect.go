@@ -44,6 +44,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteMaterialized,
 	},
 	{
+		name:  "INTERVAL 'n unit'",
+		users: "ts - INTERVAL '1 day'; RANGE BETWEEN INTERVAL '3 hours' PRECEDING AND CURRENT ROW",
+		reads: "ts - INTERVAL '1' DAY; RANGE BETWEEN INTERVAL '3' HOUR PRECEDING AND CURRENT ROW",
+		apply: rewriteIntervalLiterals,
+	},
+	{
 		name:  "WATERMARK FOR",
 		users: "CREATE TABLE bid (..., date_time TIMESTAMP, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) ...",
 		reads: "CREATE TABLE bid (..., date_time TIMESTAMP, CONSTRAINT `$watermark for date_time` CHECK (date_time - INTERVAL '4' SECOND)) ... (the binder makes it the table's watermark: dialect_watermark.go)",
@@ -195,14 +201,14 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "FULL [OUTER] JOIN",
-		users: "a FULL JOIN b ON a.k = b.k",
-		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL)",
+		users: "a FULL JOIN b ON a.k = b.k; a FULL JOIN b USING (k); a NATURAL FULL JOIN b",
+		reads: "a LEFT JOIN b ON a.k = b.k (the binder is told: FULL); a LEFT JOIN b ON TRUE (told: FULL, USING (k)); a LEFT JOIN b ON TRUE (told: FULL, NATURAL)",
 		apply: rewriteFullJoin,
 	},
 	{
 		name:  "NULLS FIRST|LAST",
-		users: "ORDER BY score DESC NULLS LAST",
-		reads: "ORDER BY score DESC (the binder is told: NULLS LAST)",
+		users: "ORDER BY score DESC NULLS LAST; ORDER BY 2 NULLS FIRST",
+		reads: "ORDER BY score DESC (the binder is told: NULLS LAST); ORDER BY (2) (told: NULLS FIRST; the parser keeps the offset of (2), not of a position 2)",
 		apply: rewriteNullsOrder,
 	},
 	{
@@ -267,6 +273,9 @@ type dialectFacts struct {
 	// fullJoin: a FULL JOIN, written as LEFT JOIN for the parser, by the
 	// offset of its ON condition.
 	fullJoin map[int]bool
+	// joinUsing: the USING columns (or NATURAL) of a FULL JOIN written
+	// LEFT JOIN ... ON TRUE, by the offset of that TRUE.
+	joinUsing map[int]joinUsing
 	// quoted: the names written as quoted identifiers ("Schema"), which keep
 	// their case as an output column's name; the parser does not tell a
 	// quoted identifier from an unquoted one.
@@ -301,7 +310,7 @@ type dialected struct {
 func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
-	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, groupingSets: map[int]groupingSets{},
+	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, joinUsing: map[int]joinUsing{}, groupingSets: map[int]groupingSets{},
 		params: map[int]int{}, quoted: map[string]bool{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{},
 		session: map[int]*sessionCommand{}}
 	for _, t := range toks {
@@ -485,8 +494,8 @@ func (b *binder) fullJoin(on ast.ExprNode) bool {
 }
 
 // unusedFacts refuses the statement if a fact about its text was not
-// applied: NULLS FIRST after an item the binder found no position for (an
-// ORDER BY position, 1 NULLS FIRST), rather than ignore it.
+// applied (NULLS FIRST after an item the binder found no offset for), rather
+// than ignore it.
 func (b *binder) unusedFacts() error {
 	if b.facts.empty() {
 		return nil
@@ -508,7 +517,7 @@ func (b *binder) unusedFacts() error {
 	}
 	for off := range b.facts.nullsFirst {
 		if off >= b.start && off < b.start+len(b.text) && !b.used[off] {
-			return Errorf(ErrUnsupported, charPos(b.query, off), "NULLS FIRST and NULLS LAST are supported after an expression, not an ORDER BY position")
+			return Errorf(ErrUnsupported, charPos(b.query, off), "NULLS FIRST and NULLS LAST are not supported here")
 		}
 	}
 	return nil

@@ -384,6 +384,16 @@ func rewriteNullsOrder(stmt []token, f *dialectFacts) []token {
 		}
 		stmt = splice(stmt, from, j+1)
 		i = from
+		// An ORDER BY position (ORDER BY 2 DESC NULLS LAST), which the
+		// parser keeps no offset of, is written (2), a position still for
+		// the binder as for PostgreSQL.
+		if w := words(stmt[start:i]); stmt[start].kind == tokNumber && strings.Trim(stmt[start].text, "0123456789") == "" &&
+			(len(w) == 1 || len(w) == 2 && (stmt[start+w[1]].is("ASC") || stmt[start+w[1]].is("DESC"))) {
+			pos := stmt[start].pos
+			with := append(append(made(pos, "("), stmt[start]), made(pos, ")")...)
+			stmt = splice(stmt, start, start+1, with...)
+			i += 2
+		}
 	}
 	return stmt
 }
@@ -558,57 +568,6 @@ func rewriteExtractFields(stmt []token, _ *dialectFacts) []token {
 			continue
 		}
 		stmt = splice(stmt, i, i+w[3]+1, made(stmt[i].pos, "date_part('"+field+"',")...)
-	}
-	return stmt
-}
-
-// rewriteFullJoin turns FULL [OUTER] JOIN into LEFT JOIN, telling the binder
-// by the offset of the join's ON condition (the token after its ON).
-func rewriteFullJoin(stmt []token, f *dialectFacts) []token {
-	for i := 0; i < len(stmt); i++ {
-		if !stmt[i].is("FULL") {
-			continue
-		}
-		w := words(stmt[i:])
-		k := 1
-		if len(w) > k && stmt[i+w[k]].is("OUTER") {
-			k++
-		}
-		if len(w) <= k || !stmt[i+w[k]].is("JOIN") {
-			continue
-		}
-		join := i + w[k]
-		// The ON of this join: the first ON after it at its depth.
-		depth, on := 0, -1
-		for j := join + 1; j < len(stmt) && on < 0; j++ {
-			t := stmt[j]
-			switch {
-			case t.kind == tokPunct && t.text == "(":
-				depth++
-			case t.kind == tokPunct && t.text == ")":
-				depth--
-			case depth == 0 && t.is("ON"):
-				on = j
-			case depth < 0 || depth == 0 && (t.is("JOIN") || t.is("USING") || t.text == ";"):
-				j = len(stmt)
-			}
-		}
-		if on < 0 {
-			// USING or NATURAL, which the parser would read with FULL as
-			// the left table's alias: a fact no ON condition claims, so
-			// the binder refuses the statement rather than inner-join.
-			f.fullJoin[stmt[i].pos] = true
-			continue
-		}
-		cond := on + 1
-		for cond < len(stmt) && stmt[cond].kind == tokSpace {
-			cond++
-		}
-		if cond >= len(stmt) {
-			continue
-		}
-		f.fullJoin[stmt[cond].pos] = true
-		stmt = splice(stmt, i, join, made(stmt[i].pos, "LEFT ")...)
 	}
 	return stmt
 }

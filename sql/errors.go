@@ -20,6 +20,8 @@ var (
 	ErrUnknownVariable = errors.New("unknown variable")            // 42704
 	ErrTooDeep         = errors.New("stack depth limit")           // 54001
 	ErrCantChange      = errors.New("parameter cannot be changed") // 55P02
+	ErrWindowing       = errors.New("windowing error")             // 42P20
+	ErrFrameSize       = errors.New("invalid frame offset")        // 22013
 
 	ErrDuplicateColumn        = errors.New("duplicate column")         // 42701
 	ErrInvalidColumnReference = errors.New("invalid column reference") // 42P10

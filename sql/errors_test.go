@@ -27,7 +27,15 @@ func TestErrors(t *testing.T) {
 		{query: "SELECT * FROM docs WHERE", kind: ErrSyntax, msg: "syntax error at end of input"},
 		{query: "SELECT 1;\nSELECT line FROM docs WHER line = 'é'", kind: ErrSyntax, at: "line = ", msg: `syntax error at or near "line"`},
 		{query: "SELECT 'é', (  FROM t", kind: ErrSyntax, at: "FROM", msg: `syntax error at or near "FROM"`},
-		{query: "SELECT id FROM orders ORDER BY 1 NULLS FIRST", kind: ErrUnsupported, at: "1 NULLS", msg: "NULLS FIRST and NULLS LAST are supported after an expression, not an ORDER BY position"},
+		{query: "SELECT id FROM orders ORDER BY 2 NULLS FIRST", kind: ErrInvalidColumnReference, at: "2 NULLS", msg: "ORDER BY position 2 is not in select list"},
+		{query: "SELECT region FROM customers c GROUP BY region HAVING (SELECT count(*) FROM orders o WHERE o.customer_id = c.id) > 0", kind: ErrGrouping,
+			at: "c.id)", msg: `subquery uses ungrouped column "c.id" from outer query`},
+		{query: "SELECT * FROM customers c RIGHT JOIN LATERAL (SELECT o.id FROM orders o WHERE o.customer_id = c.id) s ON true", kind: ErrInvalidColumnReference,
+			at: "LATERAL", msg: `invalid reference to FROM-clause entry for table "c"`},
+		{query: "SELECT sum(v) OVER (ORDER BY id, n RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM events", kind: ErrWindowing,
+			at: "sum(v)", msg: "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column"},
+		{query: "SELECT sum(v) OVER (ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM events", kind: ErrUnsupported,
+			at: "sum(v)", msg: "RANGE with offset PRECEDING/FOLLOWING is not supported for column type timestamp and offset type bigint"},
 
 		{query: "SELECT * FROM nope", kind: ErrUnknownTable, at: "nope", msg: `relation "nope" does not exist`},
 		{query: "SELECT nope FROM nope", kind: ErrUnknownTable, at: "nope", skip: 10},
@@ -59,15 +67,17 @@ func TestErrors(t *testing.T) {
 		{query: "SELECT nosuch(line) FROM docs", kind: ErrUnknownFunction, at: "nosuch", msg: "function nosuch(text) does not exist"},
 		{query: "SELECT id FROM orders WHERE id = 'abc'", kind: ErrInvalidValue, at: "id =", skip: 20},
 
-		{query: "SELECT id FROM orders AS o WHERE EXISTS (SELECT 1 FROM customers AS c WHERE EXISTS (SELECT 1 FROM docs WHERE c.id = o.customer_id))", kind: ErrUnsupported, at: "o.customer_id", msg: "correlated subqueries are not supported yet: o.customer_id refers to a column of an enclosing query"},
+		{query: "SELECT id FROM orders AS o WHERE EXISTS (WITH x AS (SELECT o.customer_id) SELECT 1 FROM x)", kind: ErrUnsupported, at: "o.customer_id", msg: "correlated subqueries are not supported yet: o.customer_id refers to a column of an enclosing query"},
+		{query: "SELECT id FROM orders AS o WHERE EXISTS (SELECT o.customer_id UNION SELECT 2 LIMIT 1)", kind: ErrUnsupported, at: "LIMIT 1)", msg: "LIMIT after set operations in a correlated subquery is not supported"},
 		{query: "SELECT line FROM docs WHERE rank() OVER (ORDER BY line) > 1", kind: ErrGrouping, at: "rank", msg: "window functions are not allowed in WHERE"},
 		{query: "SELECT unnest(string_split(line, ' ')), unnest(string_split(line, ',')) FROM docs", kind: ErrUnsupported, at: "unnest", skip: 10},
 		{query: "CREATE TABLE t (a INT) CONNECTION='x://y'", kind: ErrInvalidValue, msg: "a table Hummer stores takes no CONNECTION: its place in the data directory is its own"},
 		{query: "CREATE TABLE docs (a INT) ENGINE=file", kind: ErrDuplicateTable, at: "docs"},
 		{query: "DROP TABLE nope", kind: ErrUnknownTable, at: "nope", msg: `table "nope" does not exist`},
 		// Not read as an inner join with FULL for docs' alias.
-		{query: "SELECT * FROM docs FULL JOIN docs d2 USING (line)", kind: ErrUnsupported, at: "FULL", msg: "this form of FULL JOIN is not supported"},
-		{query: "SELECT * FROM docs NATURAL FULL JOIN docs d2", kind: ErrSyntax, at: "FULL"},
+		{query: "SELECT * FROM docs FULL JOIN docs d2", kind: ErrUnsupported, at: "FULL", msg: "this form of FULL JOIN is not supported"},
+		{query: "SELECT * FROM docs FULL JOIN docs d2 USING (line + 1)", kind: ErrSyntax, at: "+"},
+		{query: "SELECT * FROM docs NATURAL FULL JOIN docs d2 ON true", kind: ErrSyntax, at: "FULL"},
 	}
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {

@@ -217,6 +217,9 @@ type WindowFrame struct {
 	Rows                         bool
 	StartUnbounded, EndUnbounded bool
 	Start, End                   int64
+	// A RANGE frame's offset bounds: input columns.
+	StartOffset, EndOffset         bool
+	RangeKey, StartBound, EndBound int
 }
 
 // WindowCall is one window function of a Window node: Args (and Default, -1

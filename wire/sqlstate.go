@@ -71,6 +71,8 @@ var sentinelCodes = []struct {
 	{sql.ErrUnknownVariable, "42704"},        // undefined_object
 	{sql.ErrTooDeep, "54001"},                // statement_too_complex
 	{sql.ErrCantChange, "55P02"},             // cant_change_runtime_param
+	{sql.ErrWindowing, "42P20"},              // windowing_error
+	{sql.ErrFrameSize, "22013"},              // invalid_preceding_or_following_size
 	{sql.ErrDuplicateColumn, "42701"},        // duplicate_column
 	{sql.ErrInvalidColumnReference, "42P10"}, // invalid_column_reference
 	{sql.ErrWrongObjectType, "42809"},        // wrong_object_type

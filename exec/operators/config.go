@@ -235,11 +235,22 @@ type WindowFuncSpec struct {
 // from the current row, negative before it), unbounded on a side whose
 // Unbounded flag is set; without Rows (RANGE), from the first row of the
 // partition (StartUnbounded) or of the current row's peers, to the last of
-// the partition (EndUnbounded) or of the peers.
+// the partition (EndUnbounded) or of the peers. A RANGE frame with an offset
+// (RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) has its bounds as input
+// columns: with StartOffset it starts at the first row whose RangeKey is not
+// before the current row's StartBound in the window's order (its first key's
+// direction), with EndOffset it ends after the last row whose RangeKey is
+// not after its EndBound; RangeKey orders as that key and has the bounds'
+// type. A row whose key is NULL has its peers (the NULL rows) as those bounds.
 type WindowFrame struct {
 	Rows           bool  `json:"rows,omitempty"`
 	StartUnbounded bool  `json:"start_unbounded,omitempty"`
 	EndUnbounded   bool  `json:"end_unbounded,omitempty"`
 	Start          int64 `json:"start,omitempty"`
 	End            int64 `json:"end,omitempty"`
+	StartOffset    bool  `json:"start_offset,omitempty"`
+	EndOffset      bool  `json:"end_offset,omitempty"`
+	RangeKey       int   `json:"range_key,omitempty"`
+	StartBound     int   `json:"start_bound,omitempty"`
+	EndBound       int   `json:"end_bound,omitempty"`
 }

@@ -184,6 +184,7 @@ type windowRun struct {
 	perm               []int32
 	partStart, partEnd []int
 	peerStart, peerEnd []int
+	ranges             map[WindowFrame]*rangeFrame // prepareRange
 }
 
 // frame returns the positions [lo, hi) of the frame of position p.
@@ -191,13 +192,21 @@ func (w *windowRun) frame(f WindowFrame, p int) (int, int) {
 	ps, pe := w.partStart[p], w.partEnd[p]
 	if !f.Rows {
 		lo, hi := w.peerStart[p], w.peerEnd[p]
-		if f.StartUnbounded {
+		switch {
+		case f.StartUnbounded:
 			lo = ps
+		case f.StartOffset:
+			r := w.ranges[f]
+			lo = r.bound(w, r.start, p, ps, pe, false)
 		}
-		if f.EndUnbounded {
+		switch {
+		case f.EndUnbounded:
 			hi = pe
+		case f.EndOffset:
+			r := w.ranges[f]
+			hi = r.bound(w, r.end, p, ps, pe, true)
 		}
-		return lo, hi
+		return lo, max(lo, hi)
 	}
 	lo, hi := ps, pe
 	if !f.StartUnbounded {
@@ -214,6 +223,9 @@ func (w *windowRun) frame(f WindowFrame, p int) (int, int) {
 
 // compute returns function f's column, in perm's order.
 func (w *windowRun) compute(f WindowFuncSpec) (arrow.Array, error) {
+	if err := w.prepareRange(f.Frame); err != nil {
+		return nil, err
+	}
 	n := len(w.perm)
 	mem := w.o.mem
 	switch f.Func {

@@ -1,0 +1,58 @@
+package sql
+
+import "strings"
+
+// pgIntervalUnits are the units PostgreSQL reads in an interval literal's
+// text, singular, plural and abbreviated, as the unit words MySQL's grammar
+// reads after INTERVAL n.
+var pgIntervalUnits = map[string]string{
+	"microsecond": "MICROSECOND", "microseconds": "MICROSECOND", "us": "MICROSECOND", "usec": "MICROSECOND", "usecs": "MICROSECOND",
+	"second": "SECOND", "seconds": "SECOND", "sec": "SECOND", "secs": "SECOND", "s": "SECOND",
+	"minute": "MINUTE", "minutes": "MINUTE", "min": "MINUTE", "mins": "MINUTE", "m": "MINUTE",
+	"hour": "HOUR", "hours": "HOUR", "hr": "HOUR", "hrs": "HOUR", "h": "HOUR",
+	"day": "DAY", "days": "DAY", "d": "DAY",
+	"week": "WEEK", "weeks": "WEEK", "w": "WEEK",
+	"month": "MONTH", "months": "MONTH", "mon": "MONTH", "mons": "MONTH",
+	"year": "YEAR", "years": "YEAR", "yr": "YEAR", "yrs": "YEAR", "y": "YEAR",
+}
+
+// rewriteIntervalLiterals turns PostgreSQL's INTERVAL '3 days' (the quantity
+// and one unit inside the string) into INTERVAL '3' DAY, which the parser
+// reads wherever MySQL takes an interval: date arithmetic, DATE_ADD's
+// argument, a window frame's RANGE BETWEEN INTERVAL '1' DAY PRECEDING. An
+// interval of several units ('1 day 2 hours') is left for the parser to
+// refuse.
+func rewriteIntervalLiterals(stmt []token, _ *dialectFacts) []token {
+	for i := 0; i < len(stmt); i++ {
+		if !stmt[i].is("INTERVAL") {
+			continue
+		}
+		w := words(stmt[i:])
+		if len(w) < 2 || stmt[i+w[1]].kind != tokString || !strings.HasPrefix(stmt[i+w[1]].text, "'") {
+			continue
+		}
+		lit := i + w[1]
+		if len(w) > 2 && stmt[i+w[2]].kind == tokWord {
+			if _, unit := mysqlIntervalUnits[strings.ToUpper(stmt[i+w[2]].text)]; unit {
+				continue // INTERVAL '90' DAY already
+			}
+		}
+		f := strings.Fields(unquote(stmt[lit]))
+		if len(f) != 2 {
+			continue
+		}
+		unit, ok := pgIntervalUnits[strings.ToLower(f[1])]
+		if !ok || strings.Trim(f[0], "+-0123456789") != "" {
+			continue
+		}
+		stmt = splice(stmt, lit, lit+1, made(stmt[lit].pos, "'"+f[0]+"' "+unit)...)
+	}
+	return stmt
+}
+
+// mysqlIntervalUnits are the unit words MySQL's grammar reads after
+// INTERVAL n.
+var mysqlIntervalUnits = map[string]bool{"MICROSECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true, "DAY": true,
+	"WEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true, "SECOND_MICROSECOND": true, "MINUTE_MICROSECOND": true,
+	"MINUTE_SECOND": true, "HOUR_MICROSECOND": true, "HOUR_SECOND": true, "HOUR_MINUTE": true, "DAY_MICROSECOND": true,
+	"DAY_SECOND": true, "DAY_MINUTE": true, "DAY_HOUR": true, "YEAR_MONTH": true}
