@@ -130,7 +130,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "ARRAY(subquery)",
 		users: "ARRAY(SELECT rolname FROM pg_roles WHERE ... ORDER BY 1)",
-		reads: "COALESCE((SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE ...), '{}')",
+		reads: "COALESCE((SELECT array_agg_nonnull(rolname ORDER BY rolname) FROM pg_roles WHERE ...), '{}') (array_agg without NULLs)",
 		apply: rewriteArraySubquery,
 	},
 	{
@@ -220,7 +220,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "array_agg",
 		users: "array_agg(name ORDER BY name)",
-		reads: "('{' || GROUP_CONCAT(array_element(name) ORDER BY name SEPARATOR ',') || '}') (arrays are held as their text form)",
+		reads: "('{' || GROUP_CONCAT(COALESCE(array_element(name), 'NULL') ORDER BY name SEPARATOR ',') || '}') (arrays are held as their text form)",
 		apply: rewriteArrayAgg,
 	},
 	{

@@ -38,7 +38,7 @@ func init() {
 		{"ARRAY[...]", "SELECT ARRAY['a', f(1, 2)], ARRAY[], ARRAY[ARRAY[1]]", "SELECT array_build('a', f(1, 2)), '{}', array_build(array_build(1))"},
 		{"CAST AS SQL type names", "SELECT CAST(x AS boolean), 'on'::bool, CAST(t AS timestamp with time zone), '2024-01-02+02'::timestamptz",
 			"SELECT \"bool\"(x ), \"bool\"('on' ), timestamptz(t ), timestamptz('2024-01-02+02' )"},
-		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(array_element(x) ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
+		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(COALESCE(array_element(x), 'NULL') ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
 	}...)
 }
 
