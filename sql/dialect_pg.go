@@ -646,3 +646,31 @@ func rewriteArrayLiteral(stmt []token, _ *dialectFacts) []token {
 	}
 	return stmt
 }
+
+// mysqlIntervalUnits are the units of MySQL's INTERVAL expr unit, which
+// PostgreSQL's interval 'text' (rewriteIntervalLiteral) does not have.
+var mysqlIntervalUnits = map[string]bool{"MICROSECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true,
+	"DAY": true, "WEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true, "SECOND_MICROSECOND": true,
+	"MINUTE_MICROSECOND": true, "MINUTE_SECOND": true, "HOUR_MICROSECOND": true, "HOUR_SECOND": true,
+	"HOUR_MINUTE": true, "DAY_MICROSECOND": true, "DAY_SECOND": true, "DAY_MINUTE": true, "DAY_HOUR": true,
+	"YEAR_MONTH": true}
+
+// rewriteIntervalLiteral turns PostgreSQL's interval literal, INTERVAL
+// 'text' with no unit after it, into CAST('text' AS interval); MySQL's
+// INTERVAL '3' DAY, which has one, stays.
+func rewriteIntervalLiteral(stmt []token, _ *dialectFacts) []token {
+	w := words(stmt)
+	for k := len(w) - 2; k >= 0; k-- {
+		if !stmt[w[k]].is("INTERVAL") || stmt[w[k+1]].kind != tokString {
+			continue
+		}
+		if k+2 < len(w) && stmt[w[k+2]].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[w[k+2]].text)] {
+			continue
+		}
+		pos := stmt[w[k]].pos
+		with := append(made(pos, "CAST("), stmt[w[k+1]])
+		with = append(with, made(pos, " AS interval)")...)
+		stmt = splice(stmt, w[k], w[k+1]+1, with...)
+	}
+	return stmt
+}

@@ -39,6 +39,9 @@ func init() {
 		{"CAST AS SQL type names", "SELECT CAST(x AS boolean), 'on'::bool, CAST(t AS timestamp with time zone), '2024-01-02+02'::timestamptz",
 			"SELECT \"bool\"(x ), \"bool\"('on' ), timestamptz(t ), timestamptz('2024-01-02+02' )"},
 		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(COALESCE(array_element(x), 'NULL') ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
+		{"interval 'text'", "SELECT now() - interval '2 hours', ts + INTERVAL '3' DAY, INTERVAL '1' hour_minute, '1 day'::interval",
+			"SELECT now() - \"interval\"('2 hours' ), ts + INTERVAL '3' DAY, INTERVAL '1' hour_minute, \"interval\"('1 day' )"},
+		{"CAST AS SQL type names", "SELECT '\\x01'::bytea, CAST(s AS interval)", "SELECT bytea('\\x01' ), \"interval\"(s )"},
 	}...)
 }
 
