@@ -44,6 +44,7 @@ type cursor struct {
 	pending exec.Batch
 	ended   bool // the query's rows ended (io.EOF seen)
 	mem     memory.Allocator
+	scroll  *scrollState // SCROLL: its rows and position (scroll.go)
 }
 
 // opField is the first column of a stream cursor's rows.
@@ -61,8 +62,6 @@ func (s *Session) declare(ctx context.Context, st *sql.DeclareCursor, text strin
 	switch {
 	case st.Binary:
 		return nil, sql.Errorf(sql.ErrUnsupported, 0, "BINARY cursors are not supported: a cursor's rows are sent as text")
-	case st.Scroll:
-		return nil, sql.Errorf(sql.ErrUnsupported, 0, "SCROLL cursors are not supported: Hummer's cursors read forward only (NO SCROLL)")
 	}
 	if _, ok := s.cursors[st.Name]; ok {
 		return nil, sql.Errorf(sql.ErrDuplicateCursor, 0, "cursor \"%s\" already exists", st.Name)
@@ -99,6 +98,13 @@ func (s *Session) declare(ctx context.Context, st *sql.DeclareCursor, text strin
 	default:
 		return nil, fmt.Errorf("session: cursor over %T", st.Query)
 	}
+	if st.Scroll {
+		if c.stream {
+			c.rows.Close()
+			return nil, sql.Errorf(sql.ErrUnsupported, 0, "SCROLL cursors over a continuous query are not supported: its rows never end")
+		}
+		c.scroll = &scrollState{} // scroll.go
+	}
 	c.seq = s.cursorCount
 	s.cursorCount++
 	if s.cursors == nil {
@@ -113,6 +119,13 @@ func (s *Session) fetch(ctx context.Context, st *sql.Fetch) (*Result, error) {
 	c, ok := s.cursors[st.Name]
 	if !ok {
 		return nil, sql.Errorf(sql.ErrUnknownCursor, 0, "cursor \"%s\" does not exist", st.Name)
+	}
+	if c.scroll != nil {
+		return s.scrollFetch(ctx, c, st)
+	}
+	if st.Dir != sql.FetchForward {
+		// Backward or to a row: PostgreSQL's answer for a NO SCROLL cursor.
+		return nil, sql.Errorf(sql.ErrCursorState, 0, "cursor can only scan forward")
 	}
 	f := &fetchRows{c: c, left: st.Count}
 	if !st.Move {
@@ -166,6 +179,9 @@ func (c *cursor) close() {
 	}
 	c.rows.Close()
 	c.ended = true
+	if c.scroll != nil {
+		c.scroll.release()
+	}
 }
 
 // take returns the cursor's next rows, at most max (FetchAll: any number):

@@ -99,7 +99,7 @@ func goValue(t types.Type, v any) types.Value {
 	case float64:
 		return types.FloatValue(x)
 	case string:
-		return types.StringValue(x)
+		return types.Value{Type: t, Str: x} // text, name or "char"
 	}
 	panic(fmt.Sprintf("session: system catalog value %T for a %s column", v, t))
 }

@@ -237,8 +237,40 @@ func TestCursors(t *testing.T) {
 		{query: "CLOSE h", out: "CLOSE CURSOR", status: 'I'},
 		{query: "BEGIN; DECLARE h CURSOR WITH HOLD FOR SELECT 1; ROLLBACK", out: "BEGIN\nDECLARE CURSOR\nROLLBACK", status: 'I'},
 		{query: "FETCH h", err: sql.ErrUnknownCursor, status: 'I'},
+	})
+}
 
-		{query: "BEGIN; DECLARE c SCROLL CURSOR FOR SELECT 1", err: sql.ErrUnsupported, msg: "SCROLL cursors are not supported", status: 'E'},
+// TestScrollCursors: a SCROLL cursor goes any way over a bounded query's
+// rows, with the rows and counts PostgreSQL 15 gives for the same script
+// over VALUES (1) to (5); a NO SCROLL one refuses to go back, as there.
+func TestScrollCursors(t *testing.T) {
+	s := txSession(t)
+	runTxScript(t, s, []txStep{
+		{query: "CREATE TABLE g5 (g BIGINT); INSERT INTO g5 VALUES (1), (2), (3), (4), (5)", out: "CREATE TABLE\nINSERT 0 5", status: 'I'},
+		{query: "BEGIN; DECLARE c SCROLL CURSOR FOR SELECT g FROM g5 ORDER BY g", out: "BEGIN\nDECLARE CURSOR", status: 'T'},
+		{query: "FETCH 2 FROM c", out: "1\n2", status: 'T'},
+		{query: "FETCH PRIOR FROM c", out: "1", status: 'T'},
+		{query: "FETCH PRIOR FROM c", out: "", status: 'T'},
+		{query: "FETCH PRIOR FROM c", out: "", status: 'T'},
+		{query: "FETCH LAST FROM c", out: "5", status: 'T'},
+		{query: "FETCH NEXT FROM c", out: "", status: 'T'},
+		{query: "FETCH BACKWARD 2 FROM c", out: "5\n4", status: 'T'},
+		{query: "FETCH ABSOLUTE 2 FROM c", out: "2", status: 'T'},
+		{query: "FETCH ABSOLUTE -2 FROM c", out: "4", status: 'T'},
+		{query: "FETCH RELATIVE -1 FROM c", out: "3", status: 'T'},
+		{query: "FETCH RELATIVE 0 FROM c", out: "3", status: 'T'},
+		{query: "FETCH 0 FROM c", out: "3", status: 'T'},
+		{query: "FETCH FIRST FROM c", out: "1", status: 'T'},
+		{query: "FETCH FORWARD ALL FROM c", out: "2\n3\n4\n5", status: 'T'},
+		{query: "FETCH BACKWARD ALL FROM c", out: "5\n4\n3\n2\n1", status: 'T'},
+		{query: "MOVE ABSOLUTE 3 IN c", out: "MOVE 1", status: 'T'},
+		{query: "MOVE FORWARD 10 IN c", out: "MOVE 2", status: 'T'},
+		{query: "FETCH -1 FROM c", out: "5", status: 'T'},
+		{query: "FETCH ABSOLUTE 9 FROM c", out: "", status: 'T'},
+		{query: "FETCH PRIOR FROM c", out: "5", status: 'T'},
+		{query: "CLOSE c", out: "CLOSE CURSOR", status: 'T'},
+		{query: "DECLARE d NO SCROLL CURSOR FOR SELECT g FROM g5 ORDER BY g; FETCH NEXT FROM d", out: "DECLARE CURSOR\n1", status: 'T'},
+		{query: "FETCH PRIOR FROM d", err: sql.ErrCursorState, msg: "cursor can only scan forward", status: 'E'},
 		{query: "ROLLBACK", out: "ROLLBACK", status: 'I'},
 	})
 }

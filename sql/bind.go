@@ -84,7 +84,7 @@ func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Query{Plan: p}, nil
+		return &Query{Plan: b.outputNames(p)}, nil
 	case *ast.ExplainStmt:
 		return b.bindExplain(s)
 	case *ast.CreateTableStmt:
@@ -116,7 +116,7 @@ func (b *binder) bind(stmt ast.StmtNode) (Statement, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Query{Plan: p}, nil
+		return &Query{Plan: b.outputNames(p)}, nil
 	}
 	return nil, b.errorf(ErrUnsupported, nil, "%s is not supported", statementName(stmt))
 }

@@ -74,7 +74,11 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			day := int64(86400e6)
 			return expr.Literal(types.DateValue(us - us%day)), true, nil // UTC, the session's time zone
 		}
-		return expr.Literal(types.TimestampValue(us)), true, nil
+		if name == "localtimestamp" {
+			return expr.Literal(types.TimestampValue(us)), true, nil
+		}
+		// timestamp with time zone, as PostgreSQL's.
+		return expr.Literal(types.Value{Type: types.TimestamptzType, Int: us}), true, nil
 	case "extract":
 		if len(n.Args) != 2 {
 			return nil, false, nil
@@ -158,6 +162,9 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, err
 		}
 		r, err := b.call(n, "date_trunc", unit, e)
+		if err == nil && e.Type.OID == types.OIDTimestamptz {
+			r = expr.Cast(r, types.TimestamptzType) // in UTC, the session's time zone
+		}
 		return r, true, err
 	}
 	if name == "date_part" && len(n.Args) == 2 {

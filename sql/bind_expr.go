@@ -267,6 +267,7 @@ func decimalLiteral(s string) (types.Value, error) {
 // call resolves fn over args, casting each argument to the type Resolve wants.
 // node positions the error if the call does not type-check.
 func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr, error) {
+	fn = heldFunc(fn, args) // bind_pgtypes.go
 	ts := make([]types.Type, len(args))
 	for i, a := range args {
 		ts[i] = a.Type
@@ -278,6 +279,9 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 	cast := make([]*expr.Expr, len(args))
 	for i, a := range args {
 		cast[i] = expr.Cast(a, sig.Args[i])
+		if a.Type.OID == types.OIDBytea && a.Type.Base() == sig.Args[i] {
+			cast[i] = a // its bytes, not its text (bind_pgtypes.go)
+		}
 	}
 	return expr.Call(fn, sig.Result, cast...), nil
 }
@@ -387,6 +391,9 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 			return nil, err
 		}
 		l, r = args[0], args[1]
+	}
+	if e, ok, err := b.intervalArith(n, fn, l, r); ok { // bind_pgtypes.go
+		return e, err
 	}
 	if e, ok, err := b.dateArith(n, fn, l, r); ok {
 		return e, err

@@ -240,5 +240,8 @@ func (b *binder) bindCast(ctx *exprCtx, n *ast.FuncCastExpr) (*expr.Expr, error)
 	if arg.Type == to {
 		return arg, nil
 	}
+	if arg.Type.OID == types.OIDRegclass && to.ID == types.String {
+		return b.regclassName(arg), nil // bind_pgtypes.go
+	}
 	return &expr.Expr{Kind: expr.KindCast, Type: to, Args: []*expr.Expr{arg}}, nil
 }

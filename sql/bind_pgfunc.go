@@ -56,7 +56,7 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 	switch name {
 	case "pg_get_userbyid", "regrole", "pg_table_is_visible", "pg_type_is_visible", "regclass", "regtype", "regnamespace",
 		"regproc", "regprocedure", "pg_get_expr", "pg_encoding_to_char", "pg_get_constraintdef",
-		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz":
+		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz", "pg_typeof", "bytea", "interval":
 	default:
 		if !constant {
 			return nil, false, nil
@@ -72,6 +72,9 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 			return nil, true, b.errorf(ErrUnknownTable, n, "%s \"%s\" does not exist", map[string]string{
 				"regclass": "relation", "regtype": "type", "regnamespace": "schema", "regrole": "role"}[name], s)
 		}
+		if name == "regclass" {
+			return expr.Literal(types.Value{Type: types.RegclassType, Int: oid}), true, nil
+		}
 		return expr.Literal(types.IntValue(oid)), true, nil
 	}
 	args := make([]*expr.Expr, len(n.Args))
@@ -86,6 +89,21 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 			expr.Literal(types.NullValue(pgConstant[name].Type))), true, nil
 	}
 	switch name {
+	case "bytea":
+		// bytea's input function reads text (its hex or escape format).
+		if x.Type.ID != types.String && x.Type.ID != types.Null {
+			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to bytea", x.Type)
+		}
+		return expr.Cast(x, types.ByteaType), true, nil
+	case "interval":
+		// interval's input function reads text; the value is its output.
+		if x.Type.ID != types.String && x.Type.ID != types.Null {
+			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to interval", x.Type)
+		}
+		return expr.Cast(x, types.IntervalType), true, nil
+	case "pg_typeof":
+		// A regtype, printed as its name.
+		return expr.Literal(types.StringValue(expr.FormatType(PgTypeOID(x.Type), -1))), true, nil
 	case "pg_get_expr", "regproc", "regprocedure":
 		return expr.Cast(x, types.StringType), true, nil
 	case "quote_ident":
@@ -97,16 +115,12 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 		}
 		return expr.Cast(x, types.BoolType), true, nil
 	case "timestamptz":
-		// Hummer's timestamps are without time zone, in UTC: text with a
-		// zone is the instant it names.
-		if x.Type.ID == types.String {
-			e, err := b.call(n, "$timestamptz", x)
-			return e, true, err
-		}
-		if !expr.CanCast(x.Type, types.TimestampType) {
+		// The instant, in UTC: text with a zone is the instant it names, a
+		// timestamp without one the instant in UTC, the session's TimeZone.
+		if !expr.CanCast(x.Type, types.TimestamptzType) || x.Type.ID == types.Bool {
 			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to timestamp with time zone", x.Type)
 		}
-		return expr.Cast(x, types.TimestampType), true, nil
+		return expr.Cast(x, types.TimestamptzType), true, nil
 	case "pg_table_is_visible", "pg_type_is_visible":
 		// Every schema but information_schema is on the search path (its
 		// tables' and types' oids are 13000 to 13999).
@@ -143,18 +157,15 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 		}
 		return b.oidNames(n, x, names, "unknown")
 	case "regclass":
+		// A regclass is the oid, compared as one; it prints as the
+		// relation's name (regclassName).
 		if x.Type.ID == types.String {
-			return b.regclassOfText(x), true, nil // bind_pgclients.go
+			return expr.Cast(b.regclassOfText(x), types.RegclassType), true, nil // bind_pgclients.go
 		}
-		for _, t := range SystemTableNames() {
-			names[SystemOID(t)] = strings.TrimPrefix(t, PgCatalog+".")
+		if x.Type.ID != types.Int64 && x.Type.ID != types.Null {
+			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to regclass", x.Type)
 		}
-		if cat != nil {
-			for _, t := range cat.Tables() {
-				names[t.OID] = t.Name
-			}
-		}
-		return b.oidNames(n, x, names, "oid")
+		return expr.Cast(x, types.RegclassType), true, nil
 	case "pg_get_constraintdef", "pg_get_indexdef":
 		if name == "pg_get_indexdef" && len(args) > 1 {
 			return b.bindIndexColumnDef(n, args) // bind_pgjdbc.go
@@ -298,7 +309,7 @@ var pgTypeOIDs = map[int64]string{
 	16: "bool", 17: "bytea", 18: "char", 19: "name", 20: "int8", 21: "int2", 22: "int2vector", 23: "int4",
 	24: "regproc", 25: "text", 26: "oid", 28: "xid", 30: "oidvector", 194: "pg_node_tree", 700: "float4",
 	701: "float8", 1033: "aclitem", 1043: "varchar", 1082: "date", 1114: "timestamp", 1184: "timestamptz",
-	1700: "numeric", 2205: "regclass", 2206: "regtype", 4089: "regnamespace",
+	1186: "interval", 1700: "numeric", 2205: "regclass", 2206: "regtype", 4089: "regnamespace",
 }
 
 // PgTypes lists pg_type's rows: oid -> typname, array types included (their
@@ -316,6 +327,9 @@ func PgTypes() map[int64]string {
 
 // PgTypeOID is the pg_type oid of a Hummer type (as the wire reports it).
 func PgTypeOID(t types.Type) int64 {
+	if t.OID != 0 {
+		return int64(t.OID)
+	}
 	switch t.ID {
 	case types.Bool:
 		return 16

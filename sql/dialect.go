@@ -136,7 +136,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "ARRAY(subquery)",
 		users: "ARRAY(SELECT rolname FROM pg_roles WHERE ... ORDER BY 1)",
-		reads: "COALESCE((SELECT array_agg(rolname ORDER BY rolname) FROM pg_roles WHERE ...), '{}')",
+		reads: "COALESCE((SELECT array_agg_nonnull(rolname ORDER BY rolname) FROM pg_roles WHERE ...), '{}') (array_agg without NULLs)",
 		apply: rewriteArraySubquery,
 	},
 	{
@@ -158,6 +158,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteWindows,
 	},
 	{
+		name:  "interval 'text'",
+		users: "interval '1 day 02:00', now() - INTERVAL '2 hours' (PostgreSQL's interval literals: no unit after the text)",
+		reads: "CAST('1 day 02:00' AS interval), now() - CAST('2 hours' AS interval); INTERVAL '3' DAY stays MySQL's",
+		apply: rewriteIntervalLiteral,
+	},
+	{
 		name:  "x::type",
 		users: "price::numeric(10,2), '2024-01-02'::date, (a + b)::text",
 		reads: "CAST(price AS numeric(10,2)), CAST('2024-01-02' AS date), CAST((a + b) AS text)",
@@ -166,7 +172,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "CAST AS SQL type names",
 		users: "CAST(x AS TEXT), CAST(x AS VARCHAR(20)), CAST(x AS INTEGER), CAST(x AS DOUBLE PRECISION)",
-		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), PostgreSQL's function-style casts",
+		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), CAST(x AS bytea) bytea(x), CAST(x AS interval) \"interval\"(x), PostgreSQL's function-style casts",
 		apply: rewriteCastTypes,
 	},
 	{
@@ -226,7 +232,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "array_agg",
 		users: "array_agg(name ORDER BY name)",
-		reads: "('{' || GROUP_CONCAT(array_element(name) ORDER BY name SEPARATOR ',') || '}') (arrays are held as their text form)",
+		reads: "('{' || GROUP_CONCAT(COALESCE(array_element(name), 'NULL') ORDER BY name SEPARATOR ',') || '}') (arrays are held as their text form)",
 		apply: rewriteArrayAgg,
 	},
 	{

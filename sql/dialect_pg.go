@@ -242,8 +242,10 @@ var regTypes = map[string]bool{"regclass": true, "regtype": true, "regnamespace"
 	"regproc": true, "regprocedure": true}
 
 // rewriteArraySubquery turns ARRAY(SELECT x FROM ...) into
-// COALESCE((SELECT array_agg(x) FROM ...), '{}'): an array of the rows of a
-// one-column subquery, empty when it has none (array_agg's is NULL). An
+// COALESCE((SELECT array_agg_nonnull(x) FROM ...), '{}'): an array of the rows of a
+// one-column subquery, empty when it has none (array_agg's is NULL). Its
+// NULLs are left out (rewriteArrayAgg): the outer join a correlated subquery
+// is decorrelated into adds a NULL row where the subquery has none. An
 // ORDER BY at the subquery's top level moves into array_agg, a position
 // (ORDER BY 1) standing for x.
 func rewriteArraySubquery(stmt []token, _ *dialectFacts) []token {
@@ -285,7 +287,7 @@ func rewriteArraySubquery(stmt []token, _ *dialectFacts) []token {
 		sel := w[at+2]
 		item := stmt[sel+1 : from]
 		pos := stmt[w[at]].pos
-		with := made(pos, "COALESCE((SELECT array_agg(")
+		with := made(pos, "COALESCE((SELECT array_agg_nonnull(")
 		with = append(with, item...)
 		bodyEnd := closing
 		if order > 0 {
@@ -361,13 +363,15 @@ func rewriteAnyArray(stmt []token, _ *dialectFacts) []token {
 }
 
 // rewriteArrayAgg turns array_agg(x [ORDER BY ...]) into
-// ('{' || GROUP_CONCAT(array_element(x) [ORDER BY ...] SEPARATOR ',') || '}'):
-// the text form of the array of the group's values, NULL for no rows, as
-// array_agg's (array_element quotes a value as an array's text form does,
-// and leaves NULLs out: see it in exec/expr).
+// ('{' || GROUP_CONCAT(COALESCE(array_element(x), 'NULL') [ORDER BY ...] SEPARATOR ',') || '}'):
+// the text form of the array of the group's values, NULLs kept, NULL for no
+// rows, as array_agg's (array_element quotes a value as an array's text
+// form does, the text 'NULL' too, and keeps NULL NULL: see it in exec/expr).
+// array_agg_nonnull(x), rewriteArraySubquery's, leaves the NULLs out.
 func rewriteArrayAgg(stmt []token, _ *dialectFacts) []token {
 	for i := 0; i < len(stmt); i++ {
-		if !stmt[i].is("ARRAY_AGG") {
+		nonNull := stmt[i].is("ARRAY_AGG_NONNULL")
+		if !stmt[i].is("ARRAY_AGG") && !nonNull {
 			continue
 		}
 		open := i + 1
@@ -393,9 +397,16 @@ func rewriteArrayAgg(stmt []token, _ *dialectFacts) []token {
 			}
 		}
 		at := stmt[i].pos
-		with := made(at, "('{' || GROUP_CONCAT(array_element(")
+		with := made(at, "('{' || GROUP_CONCAT(COALESCE(array_element(")
+		if nonNull {
+			with = made(at, "('{' || GROUP_CONCAT(array_element(")
+		}
 		with = append(with, trimBlanks(stmt[open+1:order])...)
-		with = append(with, made(at, ")")...)
+		if nonNull {
+			with = append(with, made(at, ")")...)
+		} else {
+			with = append(with, made(at, "), 'NULL')")...)
+		}
 		if order < closing {
 			with = append(append(with, made(at, " ")...), trimBlanks(stmt[order:closing])...)
 		}
@@ -632,6 +643,26 @@ func rewriteArrayLiteral(stmt []token, _ *dialectFacts) []token {
 		with = append(with, stmt[open+1:closing]...)
 		with = append(with, made(stmt[closing].pos, ")")...)
 		stmt = splice(stmt, i, closing+1, with...)
+	}
+	return stmt
+}
+
+// rewriteIntervalLiteral turns PostgreSQL's interval literal, INTERVAL
+// 'text' with no unit after it, into CAST('text' AS interval); MySQL's
+// INTERVAL '3' DAY, which has one, stays.
+func rewriteIntervalLiteral(stmt []token, _ *dialectFacts) []token {
+	w := words(stmt)
+	for k := len(w) - 2; k >= 0; k-- {
+		if !stmt[w[k]].is("INTERVAL") || stmt[w[k+1]].kind != tokString {
+			continue
+		}
+		if k+2 < len(w) && stmt[w[k+2]].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[w[k+2]].text)] {
+			continue
+		}
+		pos := stmt[w[k]].pos
+		with := append(made(pos, "CAST("), stmt[w[k+1]])
+		with = append(with, made(pos, " AS interval)")...)
+		stmt = splice(stmt, w[k], w[k+1]+1, with...)
 	}
 	return stmt
 }

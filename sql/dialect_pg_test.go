@@ -38,7 +38,12 @@ func init() {
 		{"ARRAY[...]", "SELECT ARRAY['a', f(1, 2)], ARRAY[], ARRAY[ARRAY[1]]", "SELECT array_build('a', f(1, 2)), '{}', array_build(array_build(1))"},
 		{"CAST AS SQL type names", "SELECT CAST(x AS boolean), 'on'::bool, CAST(t AS timestamp with time zone), '2024-01-02+02'::timestamptz",
 			"SELECT \"bool\"(x ), \"bool\"('on' ), timestamptz(t ), timestamptz('2024-01-02+02' )"},
-		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(array_element(x) ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
+		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(COALESCE(array_element(x), 'NULL') ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
+		// interval '2 hours', of one unit, is MySQL's INTERVAL '2' HOUR first
+		// (rewriteIntervalLiterals); '1 day 2 hours' would be an interval value.
+		{"interval 'text'", "SELECT now() - interval '2 hours', ts + INTERVAL '3' DAY, INTERVAL '1' hour_minute, '1 day'::interval, interval '1 day 2 hours'",
+			"SELECT now() - interval '2' HOUR, ts + INTERVAL '3' DAY, INTERVAL '1' hour_minute, \"interval\"('1 day' ), \"interval\"('1 day 2 hours' )"},
+		{"CAST AS SQL type names", "SELECT '\\x01'::bytea, CAST(s AS interval)", "SELECT bytea('\\x01' ), \"interval\"(s )"},
 	}...)
 }
 

@@ -281,7 +281,7 @@ var castTypes = map[string]string{
 // (bind_pgfunc.go): MySQL's CAST has no such target (bool, a keyword of
 // its grammar, is quoted to be a function name).
 var funcCasts = map[string]string{"boolean": `"bool"`, "bool": `"bool"`, "timestamptz": "timestamptz",
-	"timestamp with time zone": "timestamptz"}
+	"timestamp with time zone": "timestamptz", "bytea": "bytea", "interval": `"interval"`}
 
 // rewriteCastTypes renames the type of each CAST(x AS type) the parser cannot
 // read to MySQL's name for it, keeping a length or precision: VARCHAR(20) is

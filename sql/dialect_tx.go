@@ -225,11 +225,9 @@ func rewriteDeclare(stmt []token, w []int, f *dialectFacts) []token {
 	return splice(stmt, w[0], w[k]+1)
 }
 
-// readFetch reads FETCH|MOVE [direction] [FROM|IN] name, w its words. The
-// directions forward are NEXT, FORWARD, n, ALL, FORWARD n and FORWARD ALL;
-// the others are read as errors for the binder to answer: backward ones as
-// PostgreSQL answers them for a NO SCROLL cursor (55000), absolute ones as
-// not supported.
+// readFetch reads FETCH|MOVE [direction] [FROM|IN] name, w its words, with
+// every direction PostgreSQL has (sql.FetchDir); the session answers those
+// a cursor cannot take.
 func readFetch(stmt []token, w []int) (cursorFact, bool) {
 	first := stmt[w[0]]
 	n := len(w)
@@ -256,31 +254,47 @@ func readFetch(stmt []token, w []int) (cursorFact, bool) {
 		v, err := strconv.ParseInt(text, 10, 64)
 		return v, err == nil
 	}
-	backward := cursorFact{err: Errorf(ErrCursorState, 0, "cursor can only scan forward")}
 	switch {
 	case len(dir) == 0, len(dir) == 1 && (at(0, "NEXT") || at(0, "FORWARD")):
 	case len(dir) == 1 && at(0, "ALL"), len(dir) == 2 && at(0, "FORWARD") && at(1, "ALL"):
 		fetch.Count = FetchAll
-	case at(0, "PRIOR") && len(dir) == 1, at(0, "BACKWARD"):
-		return backward, true
-	case at(0, "FIRST") || at(0, "LAST") || at(0, "ABSOLUTE") || at(0, "RELATIVE"):
-		return cursorFact{err: Errorf(ErrUnsupported, 0,
-			"FETCH %s is not supported: Hummer's cursors read forward (FETCH [FORWARD] n, ALL or NEXT)", strings.ToUpper(stmt[dir[0]].text))}, true
+	case len(dir) == 1 && (at(0, "PRIOR") || at(0, "BACKWARD")):
+		fetch.Dir = FetchBackward
+	case len(dir) == 2 && at(0, "BACKWARD") && at(1, "ALL"):
+		fetch.Dir, fetch.Count = FetchBackward, FetchAll
+	case len(dir) == 1 && at(0, "FIRST"):
+		fetch.Dir = FetchAbsolute
+	case len(dir) == 1 && at(0, "LAST"):
+		fetch.Dir, fetch.Count = FetchAbsolute, -1
+	case at(0, "ABSOLUTE") || at(0, "RELATIVE"):
+		v, ok := count(1)
+		if !ok {
+			return cursorFact{}, false
+		}
+		fetch.Dir, fetch.Count = FetchAbsolute, v
+		if at(0, "RELATIVE") {
+			fetch.Dir = FetchRelative
+		}
 	default:
 		k := 0
-		if at(0, "FORWARD") {
+		if at(0, "FORWARD") || at(0, "BACKWARD") {
 			k = 1
 		}
 		v, ok := count(k)
-		switch {
-		case !ok:
+		if !ok {
 			return cursorFact{}, false
-		case v < 0:
-			return backward, true
-		case v == 0:
-			return cursorFact{err: Errorf(ErrUnsupported, 0, "FETCH 0 (the current row again) is not supported")}, true
 		}
-		fetch.Count = v
+		if at(0, "BACKWARD") {
+			v = -v
+		}
+		switch {
+		case v < 0:
+			fetch.Dir, fetch.Count = FetchBackward, -v
+		case v == 0:
+			fetch.Dir, fetch.Count = FetchRelative, 0
+		default:
+			fetch.Count = v
+		}
 	}
 	return cursorFact{stmt: fetch}, true
 }

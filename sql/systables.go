@@ -166,9 +166,13 @@ func systemType(pgType string) types.Type {
 	case "float4", "float8":
 		return types.Float64Type
 	case "timestamptz":
-		return types.TimestampType
+		return types.TimestamptzType
+	case "name":
+		return types.NameType
+	case "char":
+		return types.CharType
 	}
-	return types.StringType // name, char, text, regproc, pg_node_tree and the arrays
+	return types.StringType // text, regproc, pg_node_tree and the arrays
 }
 
 // SystemTable returns the system table schema.name; an empty schema searches

@@ -41,7 +41,7 @@ type DeclareCursor struct {
 	Name   string
 	Binary bool // BINARY: rows in binary format (refused by the session)
 	Hold   bool // WITH HOLD: the cursor outlives the block that declared it
-	Scroll bool // SCROLL: may move backward (refused by the session)
+	Scroll bool // SCROLL: may move backward and to any row (session/scroll.go)
 	// Query is the cursor's query: a *Query or a *RecursiveQuery.
 	Query Statement
 }
@@ -50,14 +50,32 @@ type DeclareCursor struct {
 const FetchAll = -1
 
 // Fetch is FETCH [direction] [FROM|IN] name, or with Move, MOVE: it reads
-// Count rows (FetchAll: all that are left) forward, returning them (FETCH) or
-// only counting them (MOVE). The forms that move backward or to an absolute
-// position are refused where they are bound.
+// rows as Dir and Count say, returning them (FETCH) or only counting them
+// (MOVE).
 type Fetch struct {
 	Name  string
 	Count int64
 	Move  bool
+	Dir   FetchDir
 }
+
+// FetchDir is how a Fetch's Count counts.
+type FetchDir uint8
+
+const (
+	// FetchForward reads Count rows (FetchAll: all that are left) forward:
+	// NEXT, FORWARD [n | ALL], n, ALL.
+	FetchForward FetchDir = iota
+	// FetchBackward reads Count rows (FetchAll: all before) backward:
+	// PRIOR, BACKWARD [n | ALL], -n.
+	FetchBackward
+	// FetchAbsolute reads row Count, counted from the end when negative,
+	// none for 0: FIRST, LAST, ABSOLUTE n.
+	FetchAbsolute
+	// FetchRelative reads the row Count rows from the current one (the
+	// current row for 0): RELATIVE n, FETCH 0.
+	FetchRelative
+)
 
 // CloseCursor is CLOSE name, or CLOSE ALL (All set, Name empty).
 type CloseCursor struct {

@@ -45,6 +45,16 @@ func TestBindTransaction(t *testing.T) {
 		{"FETCH FORWARD ALL c", &Fetch{Name: "c", Count: FetchAll}},
 		{"FETCH FORWARD IN c", &Fetch{Name: "c", Count: 1}},
 		{"MOVE 5 FROM C", &Fetch{Name: "c", Count: 5, Move: true}},
+		{"FETCH BACKWARD 1 FROM c", &Fetch{Name: "c", Count: 1, Dir: FetchBackward}},
+		{"FETCH BACKWARD -2 FROM c", &Fetch{Name: "c", Count: 2}},
+		{"FETCH BACKWARD ALL c", &Fetch{Name: "c", Count: FetchAll, Dir: FetchBackward}},
+		{"FETCH PRIOR c", &Fetch{Name: "c", Count: 1, Dir: FetchBackward}},
+		{"FETCH -1 FROM c", &Fetch{Name: "c", Count: 1, Dir: FetchBackward}},
+		{"FETCH FIRST c", &Fetch{Name: "c", Count: 1, Dir: FetchAbsolute}},
+		{"FETCH LAST c", &Fetch{Name: "c", Count: -1, Dir: FetchAbsolute}},
+		{"FETCH ABSOLUTE -2 c", &Fetch{Name: "c", Count: -2, Dir: FetchAbsolute}},
+		{"MOVE RELATIVE 3 IN c", &Fetch{Name: "c", Count: 3, Dir: FetchRelative, Move: true}},
+		{"FETCH 0 c", &Fetch{Name: "c", Count: 0, Dir: FetchRelative}},
 		{"CLOSE c", &CloseCursor{Name: "c"}},
 		{"CLOSE ALL", &CloseCursor{All: true}},
 	} {
@@ -80,19 +90,14 @@ func TestBindDeclare(t *testing.T) {
 	}
 }
 
-// TestBindCursorErrors: the directions Hummer's cursors cannot go, and
-// statements that are not cursor statements.
+// TestBindCursorErrors: statements that are not cursor statements.
 func TestBindCursorErrors(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		kind error
 	}{
-		{"FETCH BACKWARD 1 FROM c", ErrCursorState},
-		{"FETCH PRIOR c", ErrCursorState},
-		{"FETCH -1 FROM c", ErrCursorState},
-		{"FETCH ABSOLUTE 2 c", ErrUnsupported},
-		{"FETCH 0 c", ErrUnsupported},
 		{"FETCH 1 2 c", ErrSyntax},
+		{"FETCH ABSOLUTE c", ErrSyntax},
 		{"DECLARE c CURSOR FOR INSERT INTO t VALUES (1)", ErrSyntax},
 		{"DECLARE c CURSOR SELECT 1", ErrSyntax},
 		{"DO 0", ErrUnsupported},

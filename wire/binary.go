@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -49,6 +50,9 @@ const pgNaNBits = 0x7ff8000000000000
 
 // binarySupported reports whether a column of type t can be sent in binary.
 func binarySupported(t types.Type) bool {
+	if t.OID == types.OIDRegclass {
+		return false // regclass_send is the oid; the engine sends the name (sql: regclass)
+	}
 	switch t.ID {
 	case types.Bool, types.Int64, types.Float64, types.String, types.Timestamp, types.Date, types.Decimal, types.Null:
 		return true
@@ -101,6 +105,14 @@ func binaryAppenderFor(arr arrow.Array, f arrow.Field) textAppender {
 			text = types.AppendDecimal(text[:0], vs[i], scale)
 			return appendNumeric(dst, text, scale)
 		}
+	case *array.String:
+		if types.FieldOID(f) == types.OIDInterval {
+			return intervalSend(a)
+		}
+		// Text, name, "char": the bytes of the text; bytea: its bytes.
+		offs, data := a.ValueOffsets(), a.ValueBytes()
+		base := offs[0]
+		return func(dst []byte, i int) []byte { return append(dst, data[offs[i]-base:offs[i+1]-base]...) }
 	}
 	// Text (and the null type, whose rows are all NULL): the bytes of the text.
 	return appenderFor(arr, f)
@@ -160,7 +172,7 @@ func decodeParam(data []byte, format int16, oid uint32) (types.Value, error) {
 		}
 		if oid == oidTimestamptz {
 			if micros, ok := timestamptzText(string(data)); ok {
-				return types.TimestampValue(micros), nil
+				return types.Value{Type: types.TimestamptzType, Int: micros}, nil
 			}
 		}
 		return types.StringValue(string(data)), nil
@@ -206,7 +218,20 @@ func decodeParam(data []byte, format int16, oid uint32) (types.Value, error) {
 		if err := size(8); err != nil {
 			return types.Value{}, err
 		}
-		return types.TimestampValue(int64(binary.BigEndian.Uint64(data)) + pgEpochMicros), nil
+		v := types.TimestampValue(int64(binary.BigEndian.Uint64(data)) + pgEpochMicros)
+		if oid == oidTimestamptz {
+			v.Type = types.TimestamptzType
+		}
+		return v, nil
+	case oidBytea:
+		return types.Value{Type: types.ByteaType, Str: string(data)}, nil
+	case oidInterval:
+		// interval_send: microseconds (int8), days (int4), months (int4).
+		if err := size(16); err != nil {
+			return types.Value{}, err
+		}
+		us, days, months := int64(binary.BigEndian.Uint64(data)), int32(binary.BigEndian.Uint32(data[8:])), int32(binary.BigEndian.Uint32(data[12:]))
+		return types.Value{Type: types.IntervalType, Str: string(types.AppendInterval(nil, months, days, us))}, nil
 	case oidDate:
 		if err := size(4); err != nil {
 			return types.Value{}, err
@@ -340,4 +365,18 @@ func floorDivInt64(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// intervalSend returns the appender of interval_send's encoding of the
+// intervals of a, held as their text.
+func intervalSend(a *array.String) textAppender {
+	return func(dst []byte, i int) []byte {
+		months, days, us, err := expr.ParseInterval([]byte(a.Value(i)))
+		if err != nil { // not from a cast: the engine's text is always an interval's
+			months, days, us = 0, 0, 0
+		}
+		dst = binary.BigEndian.AppendUint64(dst, uint64(us))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(days))
+		return binary.BigEndian.AppendUint32(dst, uint32(months))
+	}
 }

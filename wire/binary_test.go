@@ -62,7 +62,9 @@ func TestDecodeParamBinary(t *testing.T) {
 		{oidDate, pgtype.Date{Time: day, Valid: true}, types.DateValue(day.UnixMicro())},
 		{oidDate, pgtype.Date{Time: time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC), Valid: true}, types.DateValue(time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC).UnixMicro())},
 		{oidTimestamp, pgtype.Timestamp{Time: ts, Valid: true}, types.TimestampValue(ts.UnixMicro())},
-		{oidTimestamptz, ts.In(time.FixedZone("", 2*3600)), types.TimestampValue(ts.UnixMicro())},
+		{oidTimestamptz, ts.In(time.FixedZone("", 2*3600)), types.Value{Type: types.TimestamptzType, Int: ts.UnixMicro()}},
+		{oidBytea, []byte{0, 0xff, '\\'}, types.Value{Type: types.ByteaType, Str: "\x00\xff\\"}},
+		{oidInterval, pgtype.Interval{Months: 14, Days: -3, Microseconds: 3723500000, Valid: true}, types.Value{Type: types.IntervalType, Str: "1 year 2 mons -3 days +01:02:03.5"}},
 		{oidJSON, `{"a": 1}`, types.StringValue(`{"a": 1}`)},
 		{oidJSONB, `{"a": 1}`, types.StringValue(`{"a": 1}`)},
 		{oidUUID, uuid, types.StringValue("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")},
@@ -82,9 +84,9 @@ func TestDecodeParamBinary(t *testing.T) {
 		text string
 		want types.Value
 	}{
-		{"2024-01-02 05:04:05.123456+02", types.TimestampValue(ts.UnixMicro())},
-		{"2024-01-02T03:04:05.123456Z", types.TimestampValue(ts.UnixMicro())},
-		{"2024-01-01 22:34:05.123456-04:30", types.TimestampValue(ts.UnixMicro())},
+		{"2024-01-02 05:04:05.123456+02", types.Value{Type: types.TimestamptzType, Int: ts.UnixMicro()}},
+		{"2024-01-02T03:04:05.123456Z", types.Value{Type: types.TimestamptzType, Int: ts.UnixMicro()}},
+		{"2024-01-01 22:34:05.123456-04:30", types.Value{Type: types.TimestamptzType, Int: ts.UnixMicro()}},
 		{"2024-01-02 03:04:05", types.StringValue("2024-01-02 03:04:05")},
 	} {
 		got, err := decodeParam([]byte(c.text), pgproto3.TextFormat, oidTimestamptz)
@@ -102,7 +104,6 @@ func TestDecodeParamBinary(t *testing.T) {
 		{oidUUID, make([]byte, 15), "22P03"},
 		{oidJSONB, []byte{2, '1'}, "22P03"},
 		{oidText, []byte{0xff}, "22021"},
-		{oidInterval, make([]byte, 16), codeFeatureNotSupported},
 	} {
 		_, err := decodeParam(c.data, pgproto3.BinaryFormat, c.oid)
 		var pe *protoError
@@ -118,16 +119,11 @@ func TestParamType(t *testing.T) {
 		0: types.NullType, oidUnknown: types.NullType, oidNumeric: types.NullType, 1007: types.NullType,
 		oidInt2: types.Int64Type, oidInt4: types.Int64Type, oidInt8: types.Int64Type, oidFloat4: types.Float64Type,
 		oidBool: types.BoolType, oidVarchar: types.StringType, oidUUID: types.StringType, oidDate: types.DateType,
-		oidTimestamp: types.TimestampType, oidTimestamptz: types.TimestampType,
+		oidTimestamp: types.TimestampType, oidTimestamptz: types.TimestamptzType, oidBytea: types.ByteaType,
+		oidName: types.NameType, oidChar: types.CharType, oidInterval: types.IntervalType,
 	} {
 		if got, err := paramType(oid); err != nil || got != want {
 			t.Errorf("OID %d: %v %v, want %v", oid, got, err, want)
-		}
-	}
-	for _, oid := range []uint32{oidBytea, oidInterval} {
-		var pe *protoError
-		if _, err := paramType(oid); !errors.As(err, &pe) || pe.code != codeFeatureNotSupported {
-			t.Errorf("OID %d: %v, want 0A000", oid, err)
 		}
 	}
 }

@@ -49,6 +49,17 @@ func appenderFor(arr arrow.Array, f arrow.Field) textAppender {
 		vs := a.Values()
 		return func(dst []byte, i int) []byte { return types.AppendDate(dst, int64(vs[i])) }
 	}
+	switch oid := types.FieldOID(f); {
+	case oid == types.OIDTimestamptz:
+		if a, ok := arr.(*array.Timestamp); ok {
+			vs := a.Values()
+			return func(dst []byte, i int) []byte { return types.AppendTimestamptz(dst, int64(vs[i])) }
+		}
+	case oid == types.OIDBytea:
+		if a, ok := arr.(*array.String); ok {
+			return func(dst []byte, i int) []byte { return types.AppendBytea(dst, a.Value(i)) }
+		}
+	}
 	switch a := arr.(type) {
 	case *array.Boolean:
 		return func(dst []byte, i int) []byte {

@@ -20,6 +20,20 @@ const (
 // pgType describes how a column of type t appears in a RowDescription: type OID,
 // typlen (-1 for variable length) and typmod (-1 when the type has none).
 func pgType(t types.Type) (oid uint32, size int16, mod int32) {
+	switch t.OID {
+	case types.OIDName:
+		return t.OID, 64, -1
+	case types.OIDChar:
+		return t.OID, 1, -1
+	case types.OIDRegclass:
+		return t.OID, 4, -1
+	case types.OIDTimestamptz:
+		return t.OID, 8, -1
+	case types.OIDBytea:
+		return t.OID, -1, -1
+	case types.OIDInterval:
+		return t.OID, 16, -1
+	}
 	switch t.ID {
 	case types.Bool:
 		return oidBool, 1, -1
@@ -56,16 +70,22 @@ func paramType(oid uint32) (types.Type, error) {
 		return types.Int64Type, nil
 	case oidFloat4, oidFloat8:
 		return types.Float64Type, nil
-	case oidText, oidVarchar, oidBpchar, oidName, oidChar, oidJSON, oidJSONB, oidUUID, oidXML:
+	case oidText, oidVarchar, oidBpchar, oidJSON, oidJSONB, oidUUID, oidXML:
 		return types.StringType, nil
+	case oidName:
+		return types.NameType, nil
+	case oidChar:
+		return types.CharType, nil
 	case oidDate:
 		return types.DateType, nil
-	case oidTimestamp, oidTimestamptz:
+	case oidTimestamp:
 		return types.TimestampType, nil
+	case oidTimestamptz:
+		return types.TimestamptzType, nil
 	case oidBytea:
-		return types.Type{}, protoErrorf(codeFeatureNotSupported, "parameters of type bytea are not supported: Hummer has no binary string type")
+		return types.ByteaType, nil
 	case oidInterval:
-		return types.Type{}, protoErrorf(codeFeatureNotSupported, "parameters of type interval are not supported: Hummer has no interval type")
+		return types.IntervalType, nil
 	}
 	return types.NullType, nil
 }

@@ -241,3 +241,11 @@ func normalizePgcli(screen string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestPsycopg2ScrollCursor: psycopg2's scrollable named cursor (DECLARE ...
+// SCROLL CURSOR, MOVE BACKWARD, MOVE ABSOLUTE) over a bounded query.
+func TestPsycopg2ScrollCursor(t *testing.T) {
+	pythonGolden(t, "psycopg2", "psycopg2_scroll.py", "psycopg2_scroll.golden", func(host, port string) string {
+		return "host=" + host + " port=" + port + " user=hummer dbname=hummer"
+	})
+}

@@ -25,6 +25,8 @@ func CanCast(from, to types.Type) bool {
 	switch {
 	case from == to, from.ID == types.Null, from.ID == to.ID && from.ID == types.Decimal:
 		return true
+	case from.Base() == to.Base(): // a type held as another (pgtypes.go)
+		return true
 	case to.ID == types.Null:
 		return false
 	case to.ID == types.String, from.ID == types.String:
@@ -52,6 +54,9 @@ func castArray(a arrow.Array, from, to types.Type, mem memory.Allocator) (arrow.
 	n := a.Len()
 	if from.ID == types.Null || a.NullN() == n {
 		return array.MakeArrayOfNull(mem, to.Arrow(), n), nil
+	}
+	if out, ok, err := castHeld(a, from, to, mem); ok {
+		return out, err
 	}
 	if from.ID == types.Decimal && to.ID == types.Decimal && from.Scale == to.Scale && from.Precision <= to.Precision {
 		// Widening keeps every value as it is: the same buffers, a new type.
@@ -226,6 +231,9 @@ func castToText(a arrow.Array, from types.Type, valid *memory.Buffer, nulls int,
 
 // appendText appends row i of a (not NULL) in PostgreSQL's text output format.
 func appendText(dst []byte, a arrow.Array, t types.Type, i int) []byte {
+	if out, ok := appendHeldText(dst, a, t, i); ok {
+		return out
+	}
 	switch t.ID {
 	case types.Bool:
 		if a.(*array.Boolean).Value(i) {

@@ -139,6 +139,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalSecondsPart, rowsArgs
 	case "$add_micros", "$add_months":
 		return evalAddInterval, literalArgs
+	case "$interval_months", "$interval_micros":
+		return evalIntervalPart, rowsArgs // pginterval.go
 	case "$days_between":
 		return evalDaysBetween, literalArgs
 	case "tumble_start", "tumble_end", "hop_first", "cumulate_first_end", "session_start", "session_end":
@@ -224,7 +226,8 @@ func literal(e *Expr, n int, mem memory.Allocator) (arrow.Array, error) {
 }
 
 // checkCall verifies the binder's contract: the arguments have exactly the types
-// Resolve asks for, and the node the type Resolve gives.
+// Resolve asks for, and the node the type Resolve gives, or types held as
+// those (pgtypes.go), which every kernel handles as the types holding them.
 func checkCall(e *Expr) error {
 	have := make([]types.Type, len(e.Args))
 	for i, a := range e.Args {
@@ -235,11 +238,11 @@ func checkCall(e *Expr) error {
 		return err
 	}
 	for i, t := range sig.Args {
-		if t != have[i] {
+		if t.Base() != have[i].Base() {
 			return fmt.Errorf("%w: argument %d of %s has type %s, want %s (the binder must cast it)", ErrBadExpression, i+1, e.Func, have[i], t)
 		}
 	}
-	if sig.Result != e.Type {
+	if sig.Result.Base() != e.Type.Base() {
 		return fmt.Errorf("%w: %s returns %s, the node says %s", ErrBadExpression, e.Func, sig.Result, e.Type)
 	}
 	return nil
@@ -255,7 +258,7 @@ func storedAs(dt arrow.DataType, t types.Type) bool {
 		return t.ID == types.Decimal && d.Precision == int32(t.Precision) && d.Scale == int32(t.Scale)
 	}
 	got, err := types.FromArrow(dt)
-	return err == nil && got == t
+	return err == nil && got == t.Base()
 }
 
 // EvalConst evaluates an expression that reads no column (IsConstant), for the

@@ -211,7 +211,7 @@ var pgTypeNames = map[int64]string{
 	16: "boolean", 17: "bytea", 18: `"char"`, 19: "name", 20: "bigint", 21: "smallint", 22: "int2vector",
 	23: "integer", 24: "regproc", 25: "text", 26: "oid", 28: "xid", 30: "oidvector", 194: "pg_node_tree",
 	700: "real", 701: "double precision", 1033: "aclitem", 1043: "character varying", 1082: "date",
-	1114: "timestamp without time zone", 1184: "timestamp with time zone", 1700: "numeric",
+	1114: "timestamp without time zone", 1184: "timestamp with time zone", 1186: "interval", 1700: "numeric",
 	2205: "regclass", 2206: "regtype", 4089: "regnamespace",
 }
 

@@ -63,6 +63,8 @@ var catalog = map[string]resolver{
 	"array_get":          fixed(types.StringType, types.StringType, types.Int64Type),
 	"array_build":        resolveAllToText,
 	"$timestamptz":       fixed(types.TimestampType, types.StringType),
+	"$interval_months":   fixed(types.Int64Type, types.StringType),
+	"$interval_micros":   fixed(types.Int64Type, types.StringType),
 	"to_char":            fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_format":        fixed(types.StringType, types.TimestampType, types.StringType),
 	"date_trunc":         fixed(types.TimestampType, types.StringType, types.TimestampType),
@@ -186,6 +188,18 @@ func Coerce(a, b types.Type) (types.Type, bool) {
 	switch {
 	case a == b:
 		return a, true
+	case a.ID == b.ID && a.ID != types.Decimal:
+		// A type held as another and that type (pgtypes.go): text for name
+		// and text, as PostgreSQL's; timestamptz for timestamptz and
+		// timestamp, to which PostgreSQL casts timestamp implicitly; bytea
+		// for bytea and text.
+		if a.OID == types.OIDTimestamptz || b.OID == types.OIDTimestamptz {
+			return types.TimestamptzType, true
+		}
+		if a.OID == types.OIDBytea || b.OID == types.OIDBytea {
+			return types.ByteaType, true // text, a literal's, read as bytea
+		}
+		return a.Base(), true
 	case a.ID == types.Null:
 		return b, true
 	case b.ID == types.Null:
@@ -257,7 +271,7 @@ func repeat(t types.Type, n int) []types.Type {
 // expected: only NULL is cast implicitly (PostgreSQL has no implicit cast from
 // bigint to text, say, so lower(bigint) is an error there too).
 func accepts(want, have types.Type) bool {
-	return have.ID == types.Null || have == want
+	return have.ID == types.Null || have.Base() == want
 }
 
 // fixed returns a resolver for a function with one signature.

@@ -44,11 +44,15 @@ func (id ID) String() string {
 	return fmt.Sprintf("type(%d)", uint8(id))
 }
 
-// Type is a SQL type. Precision and Scale matter only for Decimal.
+// Type is a SQL type. Precision and Scale matter only for Decimal. OID, when
+// not 0, is a PostgreSQL type the engine holds as ID (pgtypes.go): every
+// operator and kernel handles it as ID; casts, the binder and the wire tell
+// it apart.
 type Type struct {
-	ID        ID   `json:"id"`
-	Precision int8 `json:"p,omitempty"`
-	Scale     int8 `json:"s,omitempty"`
+	ID        ID     `json:"id"`
+	Precision int8   `json:"p,omitempty"`
+	Scale     int8   `json:"s,omitempty"`
+	OID       uint32 `json:"oid,omitempty"`
 }
 
 // Convenience values for the types without parameters.
@@ -81,6 +85,9 @@ func DecimalType(precision, scale int) Type {
 }
 
 func (t Type) String() string {
+	if t.OID != 0 {
+		return pgTypeNames[t.OID]
+	}
 	if t.ID == Decimal {
 		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
 	}
@@ -150,6 +157,8 @@ func (s Schema) Arrow() *arrow.Schema {
 		fs[i] = arrow.Field{Name: f.Name, Type: f.Type.Arrow(), Nullable: true}
 		if f.Type.ID == Date {
 			fs[i].Metadata = dateMetadata
+		} else if f.Type.OID != 0 {
+			fs[i].Metadata = pgMetadata[f.Type.OID]
 		}
 	}
 	return arrow.NewSchema(fs, nil)

@@ -1,0 +1,154 @@
+package expr
+
+import (
+	"encoding/hex"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// Casts of the PostgreSQL types the engine holds as one of its own
+// (types.Type.OID): between a held type and the type holding it a value stays
+// as it is (name to text, regclass to bigint, timestamptz to timestamp in
+// UTC), except where PostgreSQL's input or output function differs: bytea
+// reads and prints its hex format, timestamptz text its zone.
+
+// castHeld converts a from one of the held types, or to one, when that needs
+// more than castArray's conversion of the holding types; ok is false when it
+// does not.
+func castHeld(a arrow.Array, from, to types.Type, mem memory.Allocator) (out arrow.Array, ok bool, err error) {
+	switch {
+	case to.OID == types.OIDBytea && from.ID == types.String && from.OID != types.OIDBytea:
+		out, err = mapText(a, mem, func(dst, s []byte) ([]byte, error) { return appendByteaInput(dst, s) })
+		return out, true, err
+	case from.OID == types.OIDBytea && to.ID == types.String && to.OID != types.OIDBytea:
+		out, err = mapText(a, mem, func(dst, s []byte) ([]byte, error) { return types.AppendBytea(dst, string(s)), nil })
+		return out, true, err
+	case to.OID == types.OIDInterval && from.ID == types.String && from.OID != types.OIDInterval:
+		out, err = mapText(a, mem, intervalText)
+		return out, true, err
+	case to.OID == types.OIDTimestamptz && from.ID == types.String:
+		out, err = parseTimestamps(a, mem, ParseTimestampTZ)
+		return out, true, err
+	case from.Base() == to.Base():
+		a.Retain()
+		return a, true, nil
+	}
+	return nil, false, nil
+}
+
+// appendHeldText appends row i of a held type's array in PostgreSQL's text
+// output; ok is false for the types whose text is their holding type's.
+func appendHeldText(dst []byte, a arrow.Array, t types.Type, i int) ([]byte, bool) {
+	switch t.OID {
+	case types.OIDTimestamptz:
+		return types.AppendTimestamptz(dst, int64Values(a)[i]), true
+	case types.OIDBytea:
+		return types.AppendBytea(dst, string(textOf(a).row(i))), true
+	}
+	return dst, false
+}
+
+// mapText returns the text array of f applied to each non-NULL row of the
+// text array a.
+func mapText(a arrow.Array, mem memory.Allocator, f func(dst, s []byte) ([]byte, error)) (arrow.Array, error) {
+	n := a.Len()
+	valid, nulls := validity(mem, n, a)
+	in := textOf(a)
+	sb := newStringBuilder(mem, n, len(in.data))
+	var buf []byte
+	for i := range n {
+		if validAt(valid, i) {
+			var err error
+			if buf, err = f(buf[:0], in.row(i)); err != nil {
+				sb.release()
+				if valid != nil {
+					valid.Release()
+				}
+				return nil, err
+			}
+			sb.write(buf)
+		}
+		sb.end()
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array(), nil
+}
+
+// parseTimestamps returns the timestamps parse reads from each non-NULL row of
+// the text array a.
+func parseTimestamps(a arrow.Array, mem memory.Allocator, parse func([]byte) (int64, error)) (arrow.Array, error) {
+	n := a.Len()
+	valid, nulls := validity(mem, n, a)
+	in := textOf(a)
+	data, out := newValues[int64](mem, n)
+	for i := range n {
+		if !validAt(valid, i) {
+			continue
+		}
+		v, err := parse(in.row(i))
+		if err != nil {
+			data.Release()
+			if valid != nil {
+				valid.Release()
+			}
+			return nil, err
+		}
+		out[i] = v
+	}
+	return finish(types.TimestampType.Arrow(), n, nulls, valid, data), nil
+}
+
+// appendByteaInput appends the bytes bytea's input function reads from s:
+// the hex format (\x then pairs of hex digits, blanks between pairs allowed)
+// or the escape format (bytes as they are, \\ for a backslash, \ooo in octal).
+func appendByteaInput(dst, s []byte) ([]byte, error) {
+	if len(s) >= 2 && s[0] == '\\' && s[1] == 'x' {
+		for i := 2; i < len(s); {
+			if c := s[i]; c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				i++
+				continue
+			}
+			if i+1 >= len(s) {
+				return nil, newError(ErrInvalidCast, "invalid hexadecimal data: odd number of digits")
+			}
+			var b [1]byte
+			if _, err := hex.Decode(b[:], s[i:i+2]); err != nil {
+				bad := s[i]
+				if isHex(bad) {
+					bad = s[i+1]
+				}
+				return nil, newError(ErrInvalidCast, "invalid hexadecimal digit: \"%c\"", bad)
+			}
+			dst = append(dst, b[0])
+			i += 2
+		}
+		return dst, nil
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == '\\':
+			dst = append(dst, '\\')
+			i++
+		case i+3 < len(s) && isOctal(s[i+1]) && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]):
+			dst = append(dst, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			i += 3
+		default:
+			return nil, newError(ErrInvalidCast, "invalid input syntax for type bytea")
+		}
+	}
+	return dst, nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isOctal(c byte) bool { return '0' <= c && c <= '7' }

@@ -1,0 +1,109 @@
+package sql
+
+// PostgreSQL's types the engine holds as one of its own (exec/types'
+// pgtypes.go), where the binder tells them apart: a regclass is an oid that
+// prints as its relation's name, which only the catalog knows.
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// regclassName binds regclass x as text: the name of the relation of oid x
+// (unqualified: every schema Hummer has is on the search path), the oid's
+// digits for an oid no relation has, as regclassout prints them.
+func (b *binder) regclassName(x *expr.Expr) *expr.Expr {
+	names := map[int64]string{}
+	for _, t := range SystemTableNames() {
+		names[SystemOID(t)] = t[strings.IndexByte(t, '.')+1:]
+	}
+	if cat, ok := b.cat.(systemCatalogReader); ok {
+		for _, t := range cat.Tables() {
+			names[t.OID] = expr.QuoteIdent(t.Name)
+		}
+	}
+	e, _, _ := b.oidNames(nil, expr.Cast(x, types.Int64Type), names, "oid")
+	return e
+}
+
+// outputNames makes a statement's regclass columns the relations' names, as
+// PostgreSQL sends them (still described as regclass): below the statement's
+// top they stay oids, to compare and join as oids.
+func (b *binder) outputNames(p Plan) Plan {
+	out := p.Schema()
+	i := 0
+	for i < len(out) && out[i].Type.OID != types.OIDRegclass {
+		i++
+	}
+	if i == len(out) {
+		return p
+	}
+	proj := &Project{Input: p, Exprs: make([]*expr.Expr, len(out)), Out: make(types.Schema, len(out))}
+	for i, f := range out {
+		proj.Exprs[i], proj.Out[i] = expr.Column(i, f.Type, f.Name), f
+		if f.Type.OID == types.OIDRegclass {
+			proj.Out[i].Type = types.Type{ID: types.String, OID: types.OIDRegclass}
+			proj.Exprs[i] = expr.Cast(b.regclassName(proj.Exprs[i]), proj.Out[i].Type)
+		}
+	}
+	return proj
+}
+
+// heldFunc is the function fn stands for over args of types held as another
+// where that differs from fn over the holding types: length of a bytea
+// counts its bytes, not characters.
+func heldFunc(fn string, args []*expr.Expr) string {
+	if fn == "length" && len(args) == 1 && args[0].Type.OID == types.OIDBytea {
+		return "octet_length"
+	}
+	return fn
+}
+
+// intervalArith binds timestamp + interval, interval + timestamp and
+// timestamp - interval (a date is its midnight): the interval's months
+// added first, then its days and time, as PostgreSQL's timestamp_pl_interval
+// does in UTC, where a day is 24 hours. ok is false for other operands.
+func (b *binder) intervalArith(n ast.Node, fn string, l, r *expr.Expr) (e *expr.Expr, ok bool, err error) {
+	if fn != "+" && fn != "-" {
+		return nil, false, nil
+	}
+	ts, iv := l, r
+	if fn == "+" && l.Type.OID == types.OIDInterval {
+		ts, iv = r, l
+	}
+	if iv.Type.OID != types.OIDInterval || ts.Type.ID != types.Timestamp && ts.Type.ID != types.Date {
+		return nil, false, nil
+	}
+	tz := ts.Type.OID == types.OIDTimestamptz
+	ts = expr.Cast(ts, types.TimestampType)
+	months, err := b.call(n, "$interval_months", iv)
+	if err != nil {
+		return nil, true, err
+	}
+	micros, err := b.call(n, "$interval_micros", iv)
+	if err != nil {
+		return nil, true, err
+	}
+	if fn == "-" {
+		if months, err = b.call(n, "neg", months); err != nil {
+			return nil, true, err
+		}
+		if micros, err = b.call(n, "neg", micros); err != nil {
+			return nil, true, err
+		}
+	}
+	if e, err = b.call(n, "$add_months", ts, months); err != nil {
+		return nil, true, err
+	}
+	if e, err = b.call(n, "$add_micros", e, micros); err != nil {
+		return nil, true, err
+	}
+	if tz {
+		e = expr.Cast(e, types.TimestamptzType)
+	}
+	return e, true, nil
+}
