@@ -18,10 +18,10 @@ var pgIntervalUnits = map[string]string{
 
 // rewriteIntervalLiterals turns PostgreSQL's INTERVAL '3 days' (the quantity
 // and one unit inside the string) into INTERVAL '3' DAY, which the parser
-// reads wherever MySQL takes an interval: date arithmetic, DATE_ADD's
-// argument, a window frame's RANGE BETWEEN INTERVAL '1' DAY PRECEDING. An
-// interval of several units ('1 day 2 hours') is left for the parser to
-// refuse.
+// reads wherever MySQL takes an interval (intervalOperand): date
+// arithmetic, DATE_ADD's argument, a window frame's RANGE BETWEEN INTERVAL
+// '1' DAY PRECEDING. An interval of several units ('1 day 2 hours'), or one
+// standing alone, is left to rewriteIntervalLiteral: an interval value.
 func rewriteIntervalLiterals(stmt []token, _ *dialectFacts) []token {
 	for i := 0; i < len(stmt); i++ {
 		if !stmt[i].is("INTERVAL") {
@@ -37,6 +37,9 @@ func rewriteIntervalLiterals(stmt []token, _ *dialectFacts) []token {
 				continue // INTERVAL '90' DAY already
 			}
 		}
+		if !intervalOperand(stmt, i, lit) {
+			continue // a value of its own: rewriteIntervalLiteral's interval
+		}
 		f := strings.Fields(unquote(stmt[lit]))
 		if len(f) != 2 {
 			continue
@@ -48,6 +51,29 @@ func rewriteIntervalLiterals(stmt []token, _ *dialectFacts) []token {
 		stmt = splice(stmt, lit, lit+1, made(stmt[lit].pos, "'"+f[0]+"' "+unit)...)
 	}
 	return stmt
+}
+
+// intervalOperand reports whether INTERVAL at i, its string at lit, stands
+// where MySQL's grammar takes an interval: beside + or - (date arithmetic),
+// before PRECEDING or FOLLOWING (a frame's bound), or as a call's last
+// argument (DATE_ADD(d, INTERVAL ...)). Elsewhere, a select item say, it is
+// a value, which PostgreSQL's interval type holds.
+func intervalOperand(stmt []token, i, lit int) bool {
+	if p := prevWord(stmt, i); p >= 0 && (stmt[p].text == "+" || stmt[p].text == "-") {
+		return true
+	}
+	n := nextWord(stmt, lit+1)
+	if n < 0 {
+		return false
+	}
+	switch t := stmt[n]; {
+	case t.text == "+" || t.text == "-" || t.is("PRECEDING") || t.is("FOLLOWING"):
+		return true
+	case t.text == ")":
+		p := prevWord(stmt, i)
+		return p >= 0 && stmt[p].text == ","
+	}
+	return false
 }
 
 // mysqlIntervalUnits are the unit words MySQL's grammar reads after

@@ -121,6 +121,9 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"derived table column lists", "SELECT * FROM (SELECT a, b FROM t) AS c (k)", "SELECT * FROM (SELECT a, b FROM t) AS c (k)"},
 	{"FULL [OUTER] JOIN", "SELECT * FROM a FULL OUTER JOIN b ON a.k = b.k FULL JOIN (SELECT 1 AS k) AS c ON c.k = a.k", "SELECT * FROM a LEFT JOIN b ON a.k = b.k LEFT JOIN (SELECT 1 AS k) AS c ON c.k = a.k"},
 	{"FULL [OUTER] JOIN", "SELECT full FROM t", "SELECT full FROM t"},
+	// Standing alone it is a value, not MySQL's interval operand.
+	{"INTERVAL 'n unit'", "SELECT interval '1 hour', DATE_ADD(d, INTERVAL '2 days'), d - interval '3 days' FROM t",
+		"SELECT \"interval\"('1 hour' ), DATE_ADD(d, INTERVAL '2' DAY), d - interval '3' DAY FROM t"},
 	{"INTERVAL 'n unit'", "SELECT d - INTERVAL '1 day', d + interval '-2 Hours', INTERVAL '90' DAY + d, INTERVAL '1 day 2 hours', 'INTERVAL' FROM t",
 		// One of several units is an interval value (rewriteIntervalLiteral).
 		"SELECT d - INTERVAL '1' DAY, d + interval '-2' HOUR, INTERVAL '90' DAY + d, \"interval\"('1 day 2 hours' ), 'INTERVAL' FROM t"},
