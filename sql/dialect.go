@@ -159,8 +159,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "interval 'text'",
-		users: "interval '1 day 02:00', now() - INTERVAL '2 hours' (PostgreSQL's interval literals: no unit after the text)",
-		reads: "CAST('1 day 02:00' AS interval), now() - CAST('2 hours' AS interval); INTERVAL '3' DAY stays MySQL's",
+		users: "interval '1 day 02:00', now() - INTERVAL '2 hours' (PostgreSQL's interval literals: no unit after the text); timestamptz '...', timestamp with time zone '...', bytea '...'",
+		reads: "CAST('1 day 02:00' AS interval), now() - CAST('2 hours' AS interval); INTERVAL '3' DAY stays MySQL's; CAST('...' AS timestamptz), CAST('...' AS bytea)",
 		apply: rewriteIntervalLiteral,
 	},
 	{

@@ -657,22 +657,36 @@ var mysqlIntervalUnits = map[string]bool{"MICROSECOND": true, "SECOND": true, "M
 	"HOUR_MINUTE": true, "DAY_MICROSECOND": true, "DAY_SECOND": true, "DAY_MINUTE": true, "DAY_HOUR": true,
 	"YEAR_MONTH": true}
 
-// rewriteIntervalLiteral turns PostgreSQL's interval literal, INTERVAL
-// 'text' with no unit after it, into CAST('text' AS interval); MySQL's
-// INTERVAL '3' DAY, which has one, stays.
+// rewriteIntervalLiteral turns PostgreSQL's typed literals of the types
+// Hummer holds as its own, TYPE 'text' (interval with no unit after the
+// text, timestamptz, timestamp with time zone, bytea), into CAST('text' AS
+// TYPE); MySQL's INTERVAL '3' DAY, which has a unit, stays.
 func rewriteIntervalLiteral(stmt []token, _ *dialectFacts) []token {
 	w := words(stmt)
 	for k := len(w) - 2; k >= 0; k-- {
-		if !stmt[w[k]].is("INTERVAL") || stmt[w[k+1]].kind != tokString {
+		first, typ := k, ""
+		switch t := stmt[w[k]]; {
+		case t.is("INTERVAL"):
+			if k+2 < len(w) && stmt[w[k+2]].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[w[k+2]].text)] {
+				continue
+			}
+			typ = "interval"
+		case t.is("TIMESTAMPTZ") || t.is("BYTEA"):
+			typ = strings.ToLower(t.text)
+		case t.is("ZONE") && k >= 3 && stmt[w[k-1]].is("TIME") && stmt[w[k-2]].is("WITH") && stmt[w[k-3]].is("TIMESTAMP"):
+			first, typ = k-3, "timestamptz"
+		default:
 			continue
 		}
-		if k+2 < len(w) && stmt[w[k+2]].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[w[k+2]].text)] {
+		if stmt[w[k+1]].kind != tokString {
 			continue
 		}
-		pos := stmt[w[k]].pos
+		pos := stmt[w[first]].pos
 		with := append(made(pos, "CAST("), stmt[w[k+1]])
-		with = append(with, made(pos, " AS interval)")...)
-		stmt = splice(stmt, w[k], w[k+1]+1, with...)
+		with = append(with, made(pos, " AS "+typ+")")...)
+		stmt = splice(stmt, w[first], w[k+1]+1, with...)
+		w = words(stmt)
+		k = min(k, len(w)-1)
 	}
 	return stmt
 }

@@ -42,6 +42,8 @@ func init() {
 		{"PostgreSQL column types", "CREATE TABLE t (ts timestamptz, \"At\" timestamp with time zone NOT NULL, b BYTEA, i interval, n BIGINT)",
 			"CREATE TABLE t (ts DATETIME, \"At\" DATETIME NOT NULL, b TEXT, i TEXT, n BIGINT)"},
 		{"PostgreSQL column types", "SELECT ts::timestamptz FROM t", "SELECT timestamptz(ts ) FROM t"},
+		{"interval 'text'", "SELECT timestamptz '2024-01-02+02', TIMESTAMP WITH TIME ZONE '2024-01-02', bytea '\\x01', TIMESTAMP '2024-01-02'",
+			"SELECT timestamptz('2024-01-02+02' ), timestamptz('2024-01-02' ), bytea('\\x01' ), TIMESTAMP '2024-01-02'"},
 		{"interval 'text'", "SELECT now() - interval '2 hours', ts + INTERVAL '3' DAY, INTERVAL '1' hour_minute, '1 day'::interval",
 			"SELECT now() - \"interval\"('2 hours' ), ts + INTERVAL '3' DAY, INTERVAL '1' hour_minute, \"interval\"('1 day' )"},
 		{"CAST AS SQL type names", "SELECT '\\x01'::bytea, CAST(s AS interval)", "SELECT bytea('\\x01' ), \"interval\"(s )"},
