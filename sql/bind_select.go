@@ -711,6 +711,9 @@ func (b *binder) exprName(n ast.ExprNode) string {
 			return n.Name.Name.L
 		}
 	case *ast.FuncCallExpr:
+		if name, ok := b.funcCastName(n); ok { // bind_pgtypes.go
+			return name
+		}
 		switch n.FnName.L {
 		case ast.TimestampLiteral:
 			return "timestamp"
@@ -725,7 +728,7 @@ func (b *binder) exprName(n ast.ExprNode) string {
 	case *ast.AggregateFuncExpr:
 		return strings.ToLower(n.F)
 	case *ast.FuncCastExpr:
-		if name := b.exprName(n.Expr); name != "?column?" {
+		if name := b.exprName(n.Expr); name != "?column?" && !b.namedByType(n.Expr) {
 			return name
 		}
 		if t, err := b.sqlType(n.Tp, n); err == nil {
