@@ -147,3 +147,32 @@ func (b *binder) namedByType(n ast.ExprNode) bool {
 	}
 	return false
 }
+
+// isArrayAgg reports whether n is what the dialect layer writes for
+// array_agg(x) (rewriteArrayAgg): '{' || GROUP_CONCAT(... array_element(x)
+// ...) || '}', which PostgreSQL's array_agg names its column array_agg.
+func isArrayAgg(n ast.ExprNode) bool {
+	found := false
+	var walk func(n ast.ExprNode, depth int)
+	walk = func(n ast.ExprNode, depth int) {
+		switch n := n.(type) {
+		case *ast.FuncCallExpr:
+			if n.FnName.L == "concat" && depth < 3 {
+				for _, a := range n.Args {
+					walk(a, depth+1)
+				}
+			}
+		case *ast.AggregateFuncExpr:
+			if strings.EqualFold(n.F, ast.AggFuncGroupConcat) && len(n.Args) > 0 {
+				arg := n.Args[0]
+				if c, ok := arg.(*ast.FuncCallExpr); ok && c.FnName.L == "coalesce" && len(c.Args) == 2 {
+					arg = c.Args[0]
+				}
+				c, ok := arg.(*ast.FuncCallExpr)
+				found = found || ok && c.FnName.L == "array_element"
+			}
+		}
+	}
+	walk(n, 0)
+	return found
+}

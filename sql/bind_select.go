@@ -705,6 +705,9 @@ func (b *binder) bindLimit(l *ast.Limit) (*Limit, error) {
 func (b *binder) exprName(n ast.ExprNode) string {
 	switch n := n.(type) {
 	case *ast.ParenthesesExpr:
+		if isArrayAgg(n.Expr) { // bind_pgtypes.go
+			return "array_agg"
+		}
 		return b.exprName(n.Expr)
 	case *ast.ColumnNameExpr:
 		if _, ok := paramNumber(n.Name); !ok {

@@ -97,6 +97,14 @@ func TestPgTypesOnTheWire(t *testing.T) {
 		if got, want := strings.Join(names, " "), "regclass text oid relname bool relhasindex text now bytea text"; got != want {
 			t.Errorf("column names %q, want %q", got, want)
 		}
+		rows, err = conn.Query(ctx, "SELECT array_agg(relname ORDER BY relname), (array_agg(relname)) FROM pg_class")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if fds := rows.FieldDescriptions(); fds[0].Name != "array_agg" || fds[1].Name != "array_agg" {
+			t.Errorf("array_agg's columns are named %q and %q, want array_agg", fds[0].Name, fds[1].Name)
+		}
 	})
 
 	// timestamptz values are instants; a time.Time parameter is sent as
