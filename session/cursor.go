@@ -45,6 +45,7 @@ type cursor struct {
 	ended   bool // the query's rows ended (io.EOF seen)
 	mem     memory.Allocator
 	scroll  *scrollState // SCROLL: its rows and position (scroll.go)
+	pos     int64        // rows read without SCROLL: the position, 1-based
 }
 
 // opField is the first column of a stream cursor's rows.
@@ -123,27 +124,52 @@ func (s *Session) fetch(ctx context.Context, st *sql.Fetch) (*Result, error) {
 	if c.scroll != nil {
 		return s.scrollFetch(ctx, c, st)
 	}
+	count := st.Count
 	if st.Dir != sql.FetchForward {
-		// Backward or to a row: PostgreSQL's answer for a NO SCROLL cursor.
-		return nil, sql.Errorf(sql.ErrCursorState, 0, "cursor can only scan forward")
+		// To a row ahead: skip to the one before it, then read one. Back,
+		// or to the current row again: PostgreSQL's answer for a NO SCROLL
+		// cursor.
+		skip := int64(-1)
+		switch {
+		case st.Dir == sql.FetchAbsolute && st.Count > c.pos:
+			skip = st.Count - c.pos - 1
+		case st.Dir == sql.FetchRelative && st.Count > 0:
+			skip = st.Count - 1
+		}
+		if skip < 0 || c.stream {
+			return nil, sql.Errorf(sql.ErrCursorState, 0, "cursor can only scan forward")
+		}
+		if _, err := c.move(ctx, skip); err != nil {
+			return nil, err
+		}
+		count = 1
 	}
-	f := &fetchRows{c: c, left: st.Count}
 	if !st.Move {
-		return &Result{Tag: "FETCH", Rows: f}, nil
+		return &Result{Tag: "FETCH", Rows: &fetchRows{c: c, left: count}}, nil
 	}
+	moved, err := c.move(ctx, count)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tag: "MOVE " + strconv.FormatInt(moved, 10)}, nil
+}
+
+// move reads and drops up to count rows (sql.FetchAll: all), returning how
+// many it dropped.
+func (c *cursor) move(ctx context.Context, count int64) (int64, error) {
+	f := &fetchRows{c: c, left: count}
 	var moved int64
 	for {
 		b, err := f.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			break
+			return moved, nil
 		}
 		if err != nil {
-			return nil, err
+			return moved, err
 		}
 		moved += b.NumRows()
 		b.Release()
 	}
-	return &Result{Tag: "MOVE " + strconv.FormatInt(moved, 10)}, nil
 }
 
 // closeCursor runs CLOSE name and CLOSE ALL.
@@ -258,6 +284,7 @@ func (f *fetchRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if f.left != sql.FetchAll {
 		f.left -= n
 	}
+	f.c.pos += n
 	f.sent = true
 	if !f.c.stream {
 		return insertsOf(b)

@@ -242,7 +242,8 @@ func TestCursors(t *testing.T) {
 
 // TestScrollCursors: a SCROLL cursor goes any way over a bounded query's
 // rows, with the rows and counts PostgreSQL 15 gives for the same script
-// over VALUES (1) to (5); a NO SCROLL one refuses to go back, as there.
+// over VALUES (1) to (5); a NO SCROLL one goes to rows ahead (ABSOLUTE,
+// RELATIVE) and refuses to go back, as there.
 func TestScrollCursors(t *testing.T) {
 	s := txSession(t)
 	runTxScript(t, s, []txStep{
@@ -270,6 +271,8 @@ func TestScrollCursors(t *testing.T) {
 		{query: "FETCH PRIOR FROM c", out: "5", status: 'T'},
 		{query: "CLOSE c", out: "CLOSE CURSOR", status: 'T'},
 		{query: "DECLARE d NO SCROLL CURSOR FOR SELECT g FROM g5 ORDER BY g; FETCH NEXT FROM d", out: "DECLARE CURSOR\n1", status: 'T'},
+		{query: "FETCH ABSOLUTE 3 FROM d", out: "3", status: 'T'},
+		{query: "FETCH RELATIVE 2 FROM d", out: "5", status: 'T'},
 		{query: "FETCH PRIOR FROM d", err: sql.ErrCursorState, msg: "cursor can only scan forward", status: 'E'},
 		{query: "ROLLBACK", out: "ROLLBACK", status: 'I'},
 	})

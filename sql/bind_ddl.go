@@ -52,6 +52,9 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 			}
 			return nil, err
 		}
+		if pg, ok := b.columnTypeFact(cname); ok { // timestamptz, bytea, interval: dialect_pg.go
+			typ = pg
+		}
 		var def ast.ExprNode
 		for _, o := range c.Options {
 			switch o.Tp {

@@ -107,3 +107,72 @@ func (b *binder) intervalArith(n ast.Node, fn string, l, r *expr.Expr) (e *expr.
 	}
 	return e, true, nil
 }
+
+// castFuncs are the casts the dialect layer writes as function calls
+// (dialect_rewrites.go's funcCasts): x::regclass is regclass(x).
+var castFuncs = map[string]bool{"regclass": true, "bool": true, "timestamptz": true, "bytea": true, "interval": true}
+
+// funcCastName names a select item that is one of castFuncs as PostgreSQL
+// names a cast (FigureColname): the name of what is cast when that is a
+// column or a function call (c.oid::regclass is oid), else the type's
+// ('docs'::regclass is regclass). ok is false for other calls. (A
+// function-style cast written as such, regclass(c.oid), PostgreSQL names
+// regclass; the dialect's cannot be told from it.)
+func (b *binder) funcCastName(n *ast.FuncCallExpr) (string, bool) {
+	if !castFuncs[n.FnName.L] || len(n.Args) != 1 {
+		return "", false
+	}
+	if name := b.exprName(n.Args[0]); name != "?column?" && !b.namedByType(n.Args[0]) {
+		return name, true
+	}
+	return n.FnName.L, true
+}
+
+// namedByType reports whether select item n takes its name from a type it
+// is cast to, a name an enclosing cast's type replaces, as in PostgreSQL
+// ('docs'::regclass::text is text).
+func (b *binder) namedByType(n ast.ExprNode) bool {
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return b.namedByType(n.Expr)
+	case *ast.FuncCastExpr:
+		name := b.exprName(n.Expr)
+		return name == "?column?" || b.namedByType(n.Expr)
+	case *ast.FuncCallExpr:
+		if !castFuncs[n.FnName.L] || len(n.Args) != 1 {
+			return false
+		}
+		name := b.exprName(n.Args[0])
+		return name == "?column?" || b.namedByType(n.Args[0])
+	}
+	return false
+}
+
+// isArrayAgg reports whether n is what the dialect layer writes for
+// array_agg(x) (rewriteArrayAgg): '{' || GROUP_CONCAT(... array_element(x)
+// ...) || '}', which PostgreSQL's array_agg names its column array_agg.
+func isArrayAgg(n ast.ExprNode) bool {
+	found := false
+	var walk func(n ast.ExprNode, depth int)
+	walk = func(n ast.ExprNode, depth int) {
+		switch n := n.(type) {
+		case *ast.FuncCallExpr:
+			if n.FnName.L == "concat" && depth < 3 {
+				for _, a := range n.Args {
+					walk(a, depth+1)
+				}
+			}
+		case *ast.AggregateFuncExpr:
+			if strings.EqualFold(n.F, ast.AggFuncGroupConcat) && len(n.Args) > 0 {
+				arg := n.Args[0]
+				if c, ok := arg.(*ast.FuncCallExpr); ok && c.FnName.L == "coalesce" && len(c.Args) == 2 {
+					arg = c.Args[0]
+				}
+				c, ok := arg.(*ast.FuncCallExpr)
+				found = found || ok && c.FnName.L == "array_element"
+			}
+		}
+	}
+	walk(n, 0)
+	return found
+}

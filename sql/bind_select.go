@@ -727,12 +727,18 @@ func (b *binder) bindLimit(l *ast.Limit) (*Limit, error) {
 func (b *binder) exprName(n ast.ExprNode) string {
 	switch n := n.(type) {
 	case *ast.ParenthesesExpr:
+		if isArrayAgg(n.Expr) { // bind_pgtypes.go
+			return "array_agg"
+		}
 		return b.exprName(n.Expr)
 	case *ast.ColumnNameExpr:
 		if _, ok := paramNumber(n.Name); !ok {
 			return n.Name.Name.L
 		}
 	case *ast.FuncCallExpr:
+		if name, ok := b.funcCastName(n); ok { // bind_pgtypes.go
+			return name
+		}
 		switch n.FnName.L {
 		case ast.TimestampLiteral:
 			return "timestamp"
@@ -747,7 +753,7 @@ func (b *binder) exprName(n ast.ExprNode) string {
 	case *ast.AggregateFuncExpr:
 		return strings.ToLower(n.F)
 	case *ast.FuncCastExpr:
-		if name := b.exprName(n.Expr); name != "?column?" {
+		if name := b.exprName(n.Expr); name != "?column?" && !b.namedByType(n.Expr) {
 			return name
 		}
 		if t, err := b.sqlType(n.Tp, n); err == nil {

@@ -158,9 +158,15 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteWindows,
 	},
 	{
+		name:  "PostgreSQL column types",
+		users: "CREATE TABLE t (ts timestamptz, at timestamp with time zone, b bytea, i interval)",
+		reads: "CREATE TABLE t (ts DATETIME, at DATETIME, b TEXT, i TEXT) (the binder is told each column's type)",
+		apply: rewriteColumnTypes,
+	},
+	{
 		name:  "interval 'text'",
-		users: "interval '1 day 02:00', now() - INTERVAL '2 hours' (PostgreSQL's interval literals: no unit after the text)",
-		reads: "CAST('1 day 02:00' AS interval), now() - CAST('2 hours' AS interval); INTERVAL '3' DAY stays MySQL's",
+		users: "interval '1 day 02:00', now() - INTERVAL '2 hours' (PostgreSQL's interval literals: no unit after the text); timestamptz '...', timestamp with time zone '...', bytea '...'",
+		reads: "CAST('1 day 02:00' AS interval), now() - CAST('2 hours' AS interval); INTERVAL '3' DAY stays MySQL's; CAST('...' AS timestamptz), CAST('...' AS bytea)",
 		apply: rewriteIntervalLiteral,
 	},
 	{
@@ -297,11 +303,15 @@ type dialectFacts struct {
 	// session: a session command the dialect layer read itself, by the
 	// offset of the statement's first word (dialect_session.go).
 	session map[int]*sessionCommand
+	// columnTypes: a CREATE TABLE column of a PostgreSQL type Hummer holds
+	// as one of its own (timestamptz, bytea, interval), written as the type
+	// holding it, by the offset of its name (dialect_pg.go).
+	columnTypes map[int]columnType
 }
 
 func (f *dialectFacts) empty() bool {
 	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.params) == 0 &&
-		len(f.quoted) == 0 && len(f.declares) == 0 && len(f.cursors) == 0 && len(f.session) == 0
+		len(f.quoted) == 0 && len(f.declares) == 0 && len(f.cursors) == 0 && len(f.session) == 0 && len(f.columnTypes) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -318,7 +328,7 @@ func rewriteDialect(sql string) *dialected {
 	var out []token
 	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, joinUsing: map[int]joinUsing{}, groupingSets: map[int]groupingSets{},
 		params: map[int]int{}, quoted: map[string]bool{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{},
-		session: map[int]*sessionCommand{}}
+		session: map[int]*sessionCommand{}, columnTypes: map[int]columnType{}}
 	for _, t := range toks {
 		if t.kind == tokIdent && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 {
 			facts.quoted[strings.ReplaceAll(t.text[1:len(t.text)-1], `""`, `"`)] = true

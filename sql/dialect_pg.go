@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hummer-db/hummer/exec/types"
 )
 
 // rewriteEscapeStrings turns E'...' into a plain string literal holding the
@@ -647,22 +649,112 @@ func rewriteArrayLiteral(stmt []token, _ *dialectFacts) []token {
 	return stmt
 }
 
-// rewriteIntervalLiteral turns PostgreSQL's interval literal, INTERVAL
-// 'text' with no unit after it, into CAST('text' AS interval); MySQL's
-// INTERVAL '3' DAY, which has one, stays.
+// rewriteIntervalLiteral turns PostgreSQL's typed literals of the types
+// Hummer holds as its own, TYPE 'text' (interval with no unit after the
+// text, timestamptz, timestamp with time zone, bytea), into CAST('text' AS
+// TYPE); MySQL's INTERVAL '3' DAY, which has a unit, stays.
 func rewriteIntervalLiteral(stmt []token, _ *dialectFacts) []token {
 	w := words(stmt)
 	for k := len(w) - 2; k >= 0; k-- {
-		if !stmt[w[k]].is("INTERVAL") || stmt[w[k+1]].kind != tokString {
+		first, typ := k, ""
+		switch t := stmt[w[k]]; {
+		case t.is("INTERVAL"):
+			if k+2 < len(w) && stmt[w[k+2]].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[w[k+2]].text)] {
+				continue
+			}
+			typ = "interval"
+		case t.is("TIMESTAMPTZ") || t.is("BYTEA"):
+			typ = strings.ToLower(t.text)
+		case t.is("ZONE") && k >= 3 && stmt[w[k-1]].is("TIME") && stmt[w[k-2]].is("WITH") && stmt[w[k-3]].is("TIMESTAMP"):
+			first, typ = k-3, "timestamptz"
+		default:
 			continue
 		}
-		if k+2 < len(w) && stmt[w[k+2]].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[w[k+2]].text)] {
+		if stmt[w[k+1]].kind != tokString {
 			continue
 		}
-		pos := stmt[w[k]].pos
+		pos := stmt[w[first]].pos
 		with := append(made(pos, "CAST("), stmt[w[k+1]])
-		with = append(with, made(pos, " AS interval)")...)
-		stmt = splice(stmt, w[k], w[k+1]+1, with...)
+		with = append(with, made(pos, " AS "+typ+")")...)
+		stmt = splice(stmt, w[first], w[k+1]+1, with...)
+		w = words(stmt)
+		k = min(k, len(w)-1)
 	}
 	return stmt
+}
+
+// columnType is a CREATE TABLE column's PostgreSQL type that the parser has
+// no name for.
+type columnType struct {
+	name string // the column's, as written
+	typ  types.Type
+}
+
+// pgColumnTypes are those types, by their names' words, and the MySQL type
+// that stands for each in the parser's text.
+var pgColumnTypes = map[string]struct {
+	typ   types.Type
+	mysql string
+}{
+	"timestamptz": {types.TimestamptzType, "DATETIME"}, "timestamp with time zone": {types.TimestamptzType, "DATETIME"},
+	"bytea": {types.ByteaType, "TEXT"}, "interval": {types.IntervalType, "TEXT"},
+}
+
+// rewriteColumnTypes replaces the PostgreSQL column types of a CREATE TABLE
+// that the parser cannot read (pgColumnTypes) by a type it can, telling
+// the binder the column's type (dialectFacts.columnTypes).
+func rewriteColumnTypes(stmt []token, f *dialectFacts) []token {
+	w := words(stmt)
+	if len(w) < 3 || !stmt[w[0]].is("CREATE") || !stmt[w[1]].is("TABLE") {
+		return stmt
+	}
+	depth := 0
+	for k := 2; k < len(w); k++ {
+		t := stmt[w[k]]
+		switch {
+		case t.kind == tokPunct && t.text == "(":
+			depth++
+			continue
+		case t.kind == tokPunct && t.text == ")":
+			depth--
+			continue
+		}
+		// A column's name: at depth 1, after ( or a comma.
+		prev := stmt[w[k-1]]
+		if depth != 1 || !(prev.text == "(" || prev.text == ",") || k+1 >= len(w) {
+			continue
+		}
+		for n := 4; n >= 1; n-- {
+			if k+n >= len(w) {
+				continue
+			}
+			var ws []string
+			for _, i := range w[k+1 : k+1+n] {
+				ws = append(ws, strings.ToLower(stmt[i].text))
+			}
+			pg, ok := pgColumnTypes[strings.Join(ws, " ")]
+			if !ok {
+				continue
+			}
+			f.columnTypes[t.pos] = columnType{name: unquoteName(t.text), typ: pg.typ}
+			stmt = splice(stmt, w[k+1], w[k+n]+1, made(stmt[w[k+1]].pos, pg.mysql)...)
+			w = words(stmt)
+			break
+		}
+	}
+	return stmt
+}
+
+// columnTypeFact returns the type the dialect layer read for the column
+// name of the CREATE TABLE being bound, if it read one.
+func (b *binder) columnTypeFact(name string) (types.Type, bool) {
+	if b.facts.empty() {
+		return types.Type{}, false
+	}
+	for off, c := range b.facts.columnTypes {
+		if off >= b.start && off < b.start+len(b.text) && c.name == name {
+			return c.typ, true
+		}
+	}
+	return types.Type{}, false
 }

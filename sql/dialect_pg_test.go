@@ -39,6 +39,11 @@ func init() {
 		{"CAST AS SQL type names", "SELECT CAST(x AS boolean), 'on'::bool, CAST(t AS timestamp with time zone), '2024-01-02+02'::timestamptz",
 			"SELECT \"bool\"(x ), \"bool\"('on' ), timestamptz(t ), timestamptz('2024-01-02+02' )"},
 		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(COALESCE(array_element(x), 'NULL') ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
+		{"PostgreSQL column types", "CREATE TABLE t (ts timestamptz, \"At\" timestamp with time zone NOT NULL, b BYTEA, i interval, n BIGINT)",
+			"CREATE TABLE t (ts DATETIME, \"At\" DATETIME NOT NULL, b TEXT, i TEXT, n BIGINT)"},
+		{"PostgreSQL column types", "SELECT ts::timestamptz FROM t", "SELECT timestamptz(ts ) FROM t"},
+		{"interval 'text'", "SELECT timestamptz '2024-01-02+02', TIMESTAMP WITH TIME ZONE '2024-01-02', bytea '\\x01', TIMESTAMP '2024-01-02'",
+			"SELECT timestamptz('2024-01-02+02' ), timestamptz('2024-01-02' ), bytea('\\x01' ), TIMESTAMP '2024-01-02'"},
 		// interval '2 hours', of one unit, is MySQL's INTERVAL '2' HOUR first
 		// (rewriteIntervalLiterals); '1 day 2 hours' would be an interval value.
 		{"interval 'text'", "SELECT now() - interval '2 hours', ts + INTERVAL '3' DAY, INTERVAL '1' hour_minute, '1 day'::interval, interval '1 day 2 hours'",

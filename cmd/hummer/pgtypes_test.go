@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,32 @@ func TestPgTypesOnTheWire(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+
+	// Casts' columns are named as PostgreSQL 15 names them (psql's headers
+	// there for the same query).
+	t.Run("names", func(t *testing.T) {
+		rows, err := conn.Query(ctx, `SELECT 'pgt'::regclass, 'pgt'::regclass::text, c.oid::regclass, c.relname::text, 'on'::bool,
+			c.relhasindex::bool, '1 h'::interval::text, now()::timestamptz, '\x01'::bytea, 1::text FROM pg_class c WHERE c.oid = 'pgt'::regclass`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		var names []string
+		for _, fd := range rows.FieldDescriptions() {
+			names = append(names, fd.Name)
+		}
+		if got, want := strings.Join(names, " "), "regclass text oid relname bool relhasindex text now bytea text"; got != want {
+			t.Errorf("column names %q, want %q", got, want)
+		}
+		rows, err = conn.Query(ctx, "SELECT array_agg(relname ORDER BY relname), (array_agg(relname)) FROM pg_class")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if fds := rows.FieldDescriptions(); fds[0].Name != "array_agg" || fds[1].Name != "array_agg" {
+			t.Errorf("array_agg's columns are named %q and %q, want array_agg", fds[0].Name, fds[1].Name)
 		}
 	})
 
