@@ -82,18 +82,11 @@ var nexmarkPG = map[string]string{
 func TestNexmarkVsPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	addr := startTestServer(t)
-	conn := connectPgx(t, ctx, addr)
+	conn := nexmarkConn(t, ctx)
 	defer conn.Close(context.Background())
-	ddl, err := os.ReadFile("../../bench/nexmark/ddl.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, strings.NewReplacer("${EVENTS}", "200000", "${EVENT_RATE}", "2000").Replace(string(ddl))); err != nil {
-		t.Fatal(err)
-	}
 	var pg *pgx.Conn
 	if dsn := os.Getenv("HUMMER_NEXMARK_PG"); dsn != "" {
+		var err error
 		if pg, err = pgx.Connect(ctx, dsn); err != nil {
 			t.Fatal(err)
 		}
@@ -128,15 +121,7 @@ func TestNexmarkVsPostgres(t *testing.T) {
 	}
 	for _, q := range queries {
 		t.Run(q, func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join("../../bench/nexmark", q+".sql"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The query is the INSERT's SELECT, as published.
-			s := string(text)
-			sel := strings.TrimRight(strings.TrimSpace(s[strings.Index(s, "INSERT INTO"):]), ";")
-			sel = sel[strings.Index(sel, "\n")+1:]
-			got := sortedRows(t, ctx, conn, sel)
+			got := sortedRows(t, ctx, conn, nexmarkSelect(t, q))
 			golden := filepath.Join("testdata/nexmark", q+".pg")
 			if pg != nil {
 				want := sortedRows(t, ctx, pg, nexmarkPG[q])
@@ -162,23 +147,9 @@ func TestNexmarkVsPostgres(t *testing.T) {
 func TestNexmarkQ12(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	addr := startTestServer(t)
-	conn := connectPgx(t, ctx, addr)
+	conn := nexmarkConn(t, ctx)
 	defer conn.Close(context.Background())
-	ddl, err := os.ReadFile("../../bench/nexmark/ddl.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, strings.NewReplacer("${EVENTS}", "200000", "${EVENT_RATE}", "2000").Replace(string(ddl))); err != nil {
-		t.Fatal(err)
-	}
-	text, err := os.ReadFile("../../bench/nexmark/q12.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(text)
-	sel := strings.TrimRight(strings.TrimSpace(s[strings.Index(s, "INSERT INTO"):]), ";")
-	sel = sel[strings.Index(sel, "\n")+1:]
+	sel := nexmarkSelect(t, "q12")
 	var bids int64
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM bid").Scan(&bids); err != nil {
 		t.Fatal(err)
@@ -213,6 +184,34 @@ func TestNexmarkQ12(t *testing.T) {
 	if total != bids || bids == 0 {
 		t.Errorf("q12 counted %d bids in %d rows; bid has %d", total, len(seen), bids)
 	}
+}
+
+// nexmarkConn starts a server and returns a connection to it, the Nexmark
+// tables declared over 200,000 events.
+func nexmarkConn(t *testing.T, ctx context.Context) *pgx.Conn {
+	t.Helper()
+	conn := connectPgx(t, ctx, startTestServer(t))
+	ddl, err := os.ReadFile("../../bench/nexmark/ddl.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, strings.NewReplacer("${EVENTS}", "200000", "${EVENT_RATE}", "2000").Replace(string(ddl))); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// nexmarkSelect returns query q of bench/nexmark: its INSERT's SELECT, as
+// published.
+func nexmarkSelect(t *testing.T, q string) string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("../../bench/nexmark", q+".sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(text)
+	sel := strings.TrimRight(strings.TrimSpace(s[strings.Index(s, "INSERT INTO"):]), ";")
+	return sel[strings.Index(sel, "\n")+1:]
 }
 
 // digest is the number of rows and the MD5 of their lines.

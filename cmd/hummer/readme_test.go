@@ -234,18 +234,24 @@ func waitScreen(t *testing.T, screen func() []string, what string, ok func([]str
 	}
 }
 
-// TestReadmeSocketExample runs the README's WordCount over `nc -lk 9999` as
-// it is written: the test listens on 127.0.0.1:9999, as nc would, psql runs
-// the session's statements, the lines of the nc block are sent once the view
-// exists, and what psql prints for the last query must be what the README
-// shows (PostgreSQL's answer for those lines).
-func TestReadmeSocketExample(t *testing.T) {
+// readmeNcLines returns the lines the README types into `nc -lk 9999`.
+func readmeNcLines(t *testing.T) []string {
 	var typed []string
 	for _, line := range strings.Split(strings.TrimRight(readmeBlock(t, "$ nc -lk 9999"), "\n"), "\n") {
 		if !strings.HasPrefix(line, "$ ") {
 			typed = append(typed, line)
 		}
 	}
+	return typed
+}
+
+// TestReadmeSocketExample runs the README's WordCount over `nc -lk 9999` as
+// it is written: the test listens on 127.0.0.1:9999, as nc would, psql runs
+// the session's statements, the lines of the nc block are sent once the view
+// exists, and what psql prints for the last query must be what the README
+// shows (PostgreSQL's answer for those lines).
+func TestReadmeSocketExample(t *testing.T) {
+	typed := readmeNcLines(t)
 	block := readmeBlock(t, "ENGINE=socket CONNECTION='socket://127.0.0.1:9999'")
 	var stmts, want []string
 	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
@@ -366,12 +372,7 @@ func cutPrompt(line string) (string, bool) {
 // query must be what the README shows but for the clock's times, which must
 // be ends of 10-second windows.
 func TestReadmeProctimeExample(t *testing.T) {
-	var typed []string
-	for _, line := range strings.Split(strings.TrimRight(readmeBlock(t, "$ nc -lk 9999"), "\n"), "\n") {
-		if !strings.HasPrefix(line, "$ ") {
-			typed = append(typed, line)
-		}
-	}
+	typed := readmeNcLines(t)
 	block := readmeBlock(t, "PROCTIME() AS t FROM lines_in")
 	var stmts, outs []string // each statement, and what psql prints for it
 	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {

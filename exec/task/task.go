@@ -193,14 +193,20 @@ func (t *StreamTask) head() exec.Collector {
 // flushers returns the chain's Flusher operators, in chain order, each with the
 // Collector its output goes to.
 func (t *StreamTask) flushers() []chainLink {
-	var fs []chainLink
+	return t.links(func(op exec.Operator) bool { _, ok := op.(exec.Flusher); return ok })
+}
+
+// links returns the chain's operators that is picks, in chain order, each
+// with the Collector its output goes to.
+func (t *StreamTask) links(is func(exec.Operator) bool) []chainLink {
+	var ls []chainLink
 	cs := t.collectors()
 	for i, op := range t.chain {
-		if _, ok := op.(exec.Flusher); ok {
-			fs = append(fs, chainLink{op: op, next: cs[i]})
+		if is(op) {
+			ls = append(ls, chainLink{op: op, next: cs[i]})
 		}
 	}
-	return fs
+	return ls
 }
 
 // flush flushes fs in chain order, so what one emits reaches the next first.
@@ -284,14 +290,7 @@ func (t *StreamTask) runSource(ctx context.Context) error {
 
 // tickers returns the chain's Tickers, each with the collector after it.
 func (t *StreamTask) tickers() []chainLink {
-	var ts []chainLink
-	cs := t.collectors()
-	for i, op := range t.chain {
-		if _, ok := op.(exec.Ticker); ok {
-			ts = append(ts, chainLink{op: op, next: cs[i]})
-		}
-	}
-	return ts
+	return t.links(func(op exec.Operator) bool { _, ok := op.(exec.Ticker); return ok })
 }
 
 // tick ticks ts in chain order.
