@@ -8,6 +8,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/checkpoint"
+	"github.com/hummer-db/hummer/exec/network"
 )
 
 // JobState is where a job is in its life.
@@ -233,11 +234,16 @@ func (j *Job) runAttempt() error {
 	}()
 	var first error
 	for err := range failed {
-		if first == nil {
+		switch {
+		case first == nil:
 			first = err
 			for _, d := range ds {
 				d.Cancel(err)
 			}
+		case consequence(first) && !consequence(err):
+			// The failure that tore the channels down, which may reach
+			// the JobManager after a channel's end it caused elsewhere.
+			first = err
 		}
 	}
 	stopCoordinator()
@@ -247,6 +253,13 @@ func (j *Job) runAttempt() error {
 		return failover
 	}
 	return first
+}
+
+// consequence reports whether err is what a task meets when another part of
+// its job failed first: its network channel closed under it, or its context
+// cancelled.
+func consequence(err error) bool {
+	return errors.Is(err, network.ErrChannelClosed) || errors.Is(err, context.Canceled)
 }
 
 // ReadView returns the current rows of the job's view task (a materialised
