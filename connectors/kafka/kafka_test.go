@@ -93,12 +93,16 @@ func produce(t *testing.T, addr, topic string, values ...string) {
 	produceMessages(t, addr, topic, msgs...)
 }
 
-// produceMessages writes msgs to topic, round-robin over its partitions.
+// produceMessages writes msgs to topic, round-robin over its partitions, and
+// returns once the broker has stored them (a Writer's default is not to wait
+// for its acknowledgement: a source started next could list offsets before
+// them, and read them as new).
 func produceMessages(t *testing.T, addr, topic string, msgs ...kafka.Message) {
 	t.Helper()
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: tr}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: tr,
+		RequiredAcks: kafka.RequireAll}
 	defer w.Close()
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
 		t.Fatal(err)
