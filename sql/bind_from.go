@@ -133,7 +133,7 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 	// conditions that read none go first, so that a correlated subquery's
 	// domain is that of the rows they keep (TPC-H q17: the parts of one
 	// brand and container, not every part).
-	if subs != nil && len(subs.joins) > 0 {
+	if len(subs.joins) > 0 {
 		var early, late []*expr.Expr
 		for _, c := range where {
 			if slices.ContainsFunc(c.Columns(nil), func(col int) bool { return col >= root.n }) {

@@ -340,12 +340,8 @@ func columnDistinct(p Plan, col int, re RowEstimator) float64 {
 		if n, ok := de.EstimateDistinct(p.Table, c); ok {
 			return n
 		}
-	case *Filter:
-		return columnDistinct(p.Input, col, re)
-	case *Sort:
-		return columnDistinct(p.Input, col, re)
-	case *Limit:
-		return columnDistinct(p.Input, col, re)
+	case *Filter, *Sort, *Limit: // the input's columns, some of its rows
+		return columnDistinct(p.Inputs()[0], col, re)
 	case *Project:
 		e := p.Exprs[col]
 		if e.Kind == expr.KindCall && e.Func == "coalesce" && len(e.Args) > 0 { // a NULL-safe key

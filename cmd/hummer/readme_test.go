@@ -6,8 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -234,6 +234,22 @@ func waitScreen(t *testing.T, screen func() []string, what string, ok func([]str
 	}
 }
 
+// psqlScript runs script through psql -f - against the server at addr, with
+// the extra arguments, and returns what psql printed; a failing statement
+// fails the test.
+func psqlScript(t *testing.T, ctx context.Context, addr, script string, args ...string) string {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	args = append([]string{"-X", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-"}, args...)
+	cmd := exec.CommandContext(ctx, "psql", args...)
+	cmd.Stdin = strings.NewReader(script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
 // readmeNcLines returns the lines the README types into `nc -lk 9999`.
 func readmeNcLines(t *testing.T) []string {
 	var typed []string
@@ -275,17 +291,7 @@ func TestReadmeSocketExample(t *testing.T) {
 	addr := startTestServer(t)
 	conn := connectPgx(t, ctx, addr)
 	defer conn.Close(context.Background())
-	host, port, _ := net.SplitHostPort(addr)
-	psqlRun := func(script string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-")
-		cmd.Stdin = strings.NewReader(script)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("psql: %v\n%s", err, out)
-		}
-		return string(out)
-	}
+	psqlRun := func(script string) string { return psqlScript(t, ctx, addr, script, "-q") }
 	psqlRun(strings.Join(stmts[:len(stmts)-1], "\n"))
 
 	c, err := ln.Accept() // the view's job connects
@@ -399,17 +405,7 @@ func TestReadmeProctimeExample(t *testing.T) {
 	addr := startTestServer(t)
 	conn := connectPgx(t, ctx, addr)
 	defer conn.Close(context.Background())
-	host, port, _ := net.SplitHostPort(addr)
-	psqlRun := func(script string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, "psql", "-X", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-")
-		cmd.Stdin = strings.NewReader(script)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("psql: %v\n%s", err, out)
-		}
-		return string(out)
-	}
+	psqlRun := func(script string) string { return psqlScript(t, ctx, addr, script) }
 	// psql -f names the script's line before a notice; at a prompt it does not.
 	where := regexp.MustCompile(`(?m)^psql:<stdin>:\d+: `)
 	for i, s := range stmts[:2] {

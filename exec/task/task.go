@@ -196,7 +196,7 @@ func (t *StreamTask) flushers() []chainLink {
 	return t.links(func(op exec.Operator) bool { _, ok := op.(exec.Flusher); return ok })
 }
 
-// links returns the chain's operators that is picks, in chain order, each
+// links returns the chain's operators that is picks out, in chain order, each
 // with the Collector its output goes to.
 func (t *StreamTask) links(is func(exec.Operator) bool) []chainLink {
 	var ls []chainLink
