@@ -96,7 +96,12 @@ func (r *running) watch() {
 		if live() < bound {
 			continue
 		}
-		runtime.GC() // what is garbage does not count
+		// What is garbage does not count. Two collections: buffers in the
+		// vector package's sync.Pools survive the first in the pools' victim
+		// caches, still live, and only the second frees them (a GROUP BY
+		// that spills within its budget once failed at 108 MiB of 120).
+		runtime.GC()
+		runtime.GC()
 		if n := live(); n >= bound {
 			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); a query's single-group DISTINCTs, and a join over a stream, do not spill to disk",
 				exec.ErrOutOfMemory, w.jobID, n>>20, limit>>20))
@@ -109,11 +114,14 @@ func (r *running) watch() {
 // hold before it spills: an eighth of the process's soft memory limit a slot
 // (a task may have two big operators, and batches, buffers and the Go heap's
 // slack need the rest), or of the machine's memory when no limit is set; at
-// least 16 MiB.
+// least 4 MiB, PostgreSQL's default work_mem. (A floor of 16 MiB was more than
+// the eighth under --memory 120MiB: a hash table of 16 MiB can double once
+// more before it spills, and two of them with their partial aggregates and the
+// server's own heap came to 108 MiB, past the watchdog's bound.)
 func DefaultWorkMem(slots int) int64 {
 	limit := debug.SetMemoryLimit(-1)
 	if limit == math.MaxInt64 {
 		limit = physicalMemory()
 	}
-	return max(limit/int64(8*max(slots, 1)), 16<<20)
+	return max(limit/int64(8*max(slots, 1)), 4<<20)
 }
