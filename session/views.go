@@ -64,6 +64,7 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanage
 			opts.CheckpointURL = s.e.scratchCheckpoints
 			opts.CheckpointInterval = max(s.checkpointInterval(), 100*time.Millisecond)
 		}
+		opts.CheckpointAtStart = true
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
@@ -156,7 +157,7 @@ func (e *Engine) snapshot(ctx context.Context, name string, wait bool) ([]byte, 
 				}
 				return job.ReadView(true) // it ended: as caught up as it gets
 			case <-time.After(poll):
-				poll = min(2*poll, 200*time.Millisecond)
+				poll = min(2*poll, 50*time.Millisecond)
 			}
 			deadline = time.Now().Add(10 * time.Second)
 			continue

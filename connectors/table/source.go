@@ -41,6 +41,9 @@ type source struct {
 	alloc    memory.Allocator
 	lock     *sync.Mutex // the task's checkpoint lock, if it takes checkpoints
 
+	// held: the task's checkpoint lock is held, by a following scan from its
+	// Open through its snapshot (see Run).
+	held    bool
 	emitted int64 // batches emitted (under lock)
 	skip    int64 // batches to skip before emitting, after a restore
 	deletes []exec.ChangeKind
@@ -64,6 +67,13 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	}
 	s.subtask, s.n = tc.Subtask, max(tc.Parallelism, 1)
 	s.alloc, s.lock = tc.Alloc, tc.CheckpointLock
+	if s.loc.follow && s.subtask == 0 && s.lock != nil {
+		// No barrier passes before the snapshot: one triggered as the job
+		// starts (JobOptions.CheckpointAtStart) could otherwise go out before
+		// Run takes the lock, and the view would count as caught up empty.
+		s.lock.Lock()
+		s.held = true
+	}
 	if s.alloc == nil {
 		s.alloc = memory.DefaultAllocator
 	}
@@ -101,25 +111,22 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	if s.loc.follow {
 		s.n = 1
 	}
-	// A following scan holds the checkpoint lock from its snapshot through
-	// the changes there are by then; then around each change set alone.
-	held := false
+	// A following scan holds the checkpoint lock (taken in Open) through its
+	// snapshot and the changes there are by then; then around each change
+	// set alone.
 	lock := func() {
-		if s.lock != nil && !held {
+		if s.lock != nil && !s.held {
 			s.lock.Lock()
-			held = true
+			s.held = true
 		}
 	}
 	unlock := func() {
-		if held {
+		if s.held {
 			s.lock.Unlock()
-			held = false
+			s.held = false
 		}
 	}
 	defer unlock()
-	if s.loc.follow {
-		lock()
-	}
 	next := 0 // the global index of the first batch of the current segment
 	for _, path := range s.segments {
 		n, err := s.emitFile(ctx, path, next, false, out)
@@ -272,7 +279,15 @@ func (s *source) collect(ctx context.Context, b exec.Batch, out exec.Collector) 
 	return err
 }
 
-func (s *source) Close() error { return nil }
+// Close lets go of the checkpoint lock a following scan took in Open, if Run
+// never did.
+func (s *source) Close() error {
+	if s.held {
+		s.lock.Unlock()
+		s.held = false
+	}
+	return nil
+}
 
 // sourceState is the checkpointed position.
 type sourceState struct {

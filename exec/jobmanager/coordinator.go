@@ -115,6 +115,11 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) error {
 		}
 		return nil
 	}
+	if j.opts.CheckpointAtStart {
+		if err := trigger(); err != nil {
+			return err
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -72,6 +72,12 @@ type JobOptions struct {
 	CheckpointURL string
 	// CheckpointInterval is the time between checkpoints (default 1s).
 	CheckpointInterval time.Duration
+	// CheckpointAtStart triggers the first checkpoint as the job starts, not
+	// an interval later: a view over stored tables is caught up when its
+	// first barrier reaches it (their scans let it pass only after their
+	// snapshot), so a SELECT right after CREATE VIEW waits for the snapshot,
+	// not for the interval.
+	CheckpointAtStart bool
 	// Resume starts the job from the newest complete checkpoint of ID, if any.
 	Resume bool
 	// FailoverAfter is the number of checkpoints in a row whose failure fails
