@@ -118,6 +118,9 @@ func (b *binder) bindFromWhere(sel *ast.SelectStmt) (Plan, *scope, error) {
 		}
 		where = conjuncts(w)
 	}
+	if len(subs.joins) > 0 && !root.hasLateral() {
+		where = b.pushSemiJoins(root, subs, where)
+	}
 	var p Plan
 	if !root.hasLateral() {
 		if p, err = b.buildReordered(root, &where); err != nil {

@@ -55,6 +55,10 @@ type subqueryJoin struct {
 	// domain, for a correlated subquery, is filled in from the input when
 	// joined; the keys then match NULLs too.
 	domain *correlation
+	// semi: the join was pushed down to a FROM item as a semi join
+	// (bind_semijoin.go); every row left matched, so right's two columns,
+	// its value and its mark, are the outer key and TRUE.
+	semi bool
 }
 
 // add registers a join and returns where right's first column lands.
@@ -73,6 +77,17 @@ func applySubqueries(input Plan, s *subqueries) Plan {
 	for _, j := range s.joins {
 		right := j.right
 		rs := right.Schema()
+		if j.semi {
+			in := input.Schema()
+			exprs := make([]*expr.Expr, 0, len(in)+2)
+			out := append(types.Schema{}, in...)
+			for i, f := range in {
+				exprs = append(exprs, expr.Column(i, f.Type, f.Name))
+			}
+			exprs = append(exprs, j.outerKeys[0], boolLit(true))
+			input = &Project{Input: input, Exprs: exprs, Out: append(out, rs...)}
+			continue
+		}
 		lkeys := j.outerKeys
 		rkeys := make([]*expr.Expr, len(j.innerKeys))
 		for i, c := range j.innerKeys {
