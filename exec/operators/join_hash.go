@@ -16,8 +16,8 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// hashJoinOp is kind "hash_join" (see JoinConfig), inner, left, right or full, for bounded
-// inputs. Input 1 (right) is the build side: its batches are retained until its
+// hashJoinOp is kind "hash_join" (see JoinConfig), inner, left, right or full, or
+// one of the semi and anti joins of join_semi.go, for bounded inputs. Input 1 (right) is the build side: its batches are retained until its
 // end of stream, then concatenated and indexed by a state.KeyTable with a
 // chain of rows per key. Input 0 (left) probes: batches that arrive before the
 // build side is complete are retained and probed once it is. Matching pairs are
@@ -44,6 +44,11 @@ type hashJoinOp struct {
 	// the right rows no left row matched (rightMatched marks the others).
 	full         bool
 	rightMatched []bool
+	// semi: one of the semi and anti joins (join_semi.go), whose output is
+	// one side's columns; pairs is the schema Extra reads then (left
+	// columns, right columns).
+	semi  semiKind
+	pairs *arrow.Schema
 	out          *arrow.Schema
 	extra        *expr.Expr
 	mem          memory.Allocator
@@ -67,6 +72,7 @@ type hashJoinOp struct {
 	keyArrs []arrow.Array
 	ids     []int32
 	li, ri  []int32
+	sel     []int32
 }
 
 var _ exec.Operator = (*hashJoinOp)(nil)
@@ -85,6 +91,10 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		o.left, o.full = true, true
 	case "right":
 		o.full = true
+	case "semi", "anti", "right_semi", "right_anti":
+		o.semi = semiKinds[cfg.Kind]
+		o.full = o.semi.buildOutput()
+		o.pairs = arrow.NewSchema(append(cfg.Left.Arrow().Fields(), cfg.Right.Arrow().Fields()...), nil)
 	default:
 		return nil, fmt.Errorf("hash_join: unsupported join kind %q", cfg.Kind)
 	}
@@ -296,6 +306,9 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 		return fmt.Errorf("hash_join: output of %d columns for a left side of %d", o.out.NumFields(), nl)
 	}
 	if len(o.cfg.LeftKeys) == 0 {
+		if o.semi != 0 {
+			return o.probeSemi(ctx, b, nil, out)
+		}
 		return o.probeAll(ctx, b, out)
 	}
 	o.ids = vector.GrowSlice(o.ids, n)
@@ -319,6 +332,9 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 			return fmt.Errorf("hash_join: %w", err)
 		}
 		o.table.LookupRows(&o.keys, ids)
+	}
+	if o.semi != 0 {
+		return o.probeSemi(ctx, b, ids, out)
 	}
 	var matched []bool
 	if o.left && o.extra != nil {
@@ -527,14 +543,16 @@ func (o *hashJoinOp) markRight(ri, sel []int32) {
 }
 
 // emitUnmatchedRight sends, for a full join, the right rows no left row
-// matched, with NULL left columns.
+// matched, with NULL left columns; for a right semi join, the right rows some
+// left row matched (and a right anti join's output has no left columns).
 func (o *hashJoinOp) emitUnmatchedRight(ctx context.Context, out exec.Collector) error {
 	if !o.full || o.build == nil {
 		return nil
 	}
+	want := o.semi == rightSemi
 	var idx []int32
 	for r := range int(o.build.NumRows()) {
-		if o.rightMatched == nil || !o.rightMatched[r] {
+		if (o.rightMatched != nil && o.rightMatched[r]) == want {
 			idx = append(idx, int32(r))
 		}
 	}

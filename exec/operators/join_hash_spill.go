@@ -104,7 +104,7 @@ func (o *hashJoinOp) drainSpill(ctx context.Context, out exec.Collector) error {
 		switch {
 		case lefts[p] == nil && rights[p] == nil,
 			lefts[p] == nil && !o.full,
-			rights[p] == nil && !o.left:
+			rights[p] == nil && !o.left && o.semi != leftAnti:
 			continue // no row of this partition can come out
 		}
 		child, err := newHashJoinOp(o.spec)

@@ -62,8 +62,14 @@ func joinRows(pairs ...string) []string {
 // checks that EndOfStream goes downstream once, after both inputs ended.
 func joinRun(t *testing.T, mem memory.Allocator, cfg JoinConfig, order string, left, right []exec.Batch) (*testkit.Collector, error) {
 	t.Helper()
+	return joinRunOut(t, mem, cfg, joinOut, order, left, right)
+}
+
+// joinRunOut is joinRun for a join of output schema out.
+func joinRunOut(t *testing.T, mem memory.Allocator, cfg JoinConfig, out types.Schema, order string, left, right []exec.Batch) (*testkit.Collector, error) {
+	t.Helper()
 	ctx := context.Background()
-	op := opTestNew(t, "hash_join", cfg, joinOut)
+	op := opTestNew(t, "hash_join", cfg, out)
 	c := &testkit.Collector{T: t}
 	defer func() {
 		op.Close(ctx)
