@@ -49,10 +49,10 @@ type hashJoinOp struct {
 	// columns, right columns).
 	semi  semiKind
 	pairs *arrow.Schema
-	out          *arrow.Schema
-	extra        *expr.Expr
-	mem          memory.Allocator
-	tc           *exec.TaskContext
+	out   *arrow.Schema
+	extra *expr.Expr
+	mem   memory.Allocator
+	tc    *exec.TaskContext
 
 	budget int64
 	held   int64 // bytes of right and pending
