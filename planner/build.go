@@ -189,8 +189,13 @@ func (b *builder) leftBuiltJoin(p *sql.Join, left, right int) int {
 	ls, rs := p.Left.Schema(), p.Right.Schema()
 	nl, nr := len(ls), len(rs)
 	kind := "inner"
-	if p.Kind == sql.LeftJoin {
+	switch p.Kind {
+	case sql.LeftJoin:
 		kind = "right"
+	case sql.SemiJoin:
+		kind = "right_semi" // the left rows, built, that some right row matched
+	case sql.AntiJoin:
+		kind = "right_anti"
 	}
 	var extra *expr.Expr
 	if p.Extra != nil {
@@ -211,8 +216,14 @@ func (b *builder) leftBuiltJoin(p *sql.Join, left, right int) int {
 		label += " and " + p.Extra.String()
 	}
 	out := append(append(types.Schema{}, rs...), ls...)
+	if p.Kind.Filters() {
+		out = ls // the build side's columns, in p's order already
+	}
 	op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: out}
 	node := b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
+	if p.Kind.Filters() {
+		return node
+	}
 	exprs := make([]*expr.Expr, len(p.Out))
 	for i, f := range p.Out {
 		src := i - nl

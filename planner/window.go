@@ -181,6 +181,9 @@ func aggName(a sql.AggCall) string {
 // windowJoinEnds returns the positions in the join's inputs of an equality
 // of its condition between both sides' window ends.
 func windowJoinEnds(p *sql.Join) (left, right int, ok bool) {
+	if p.Kind.Filters() {
+		return 0, 0, false
+	}
 	for i, l := range p.LeftKeys {
 		if windowEnd(p.Left, l) && windowEnd(p.Right, p.RightKeys[i]) {
 			return l, p.RightKeys[i], true

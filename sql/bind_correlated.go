@@ -2,6 +2,7 @@ package sql
 
 import (
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -63,6 +64,9 @@ type correlation struct {
 	forced []column
 	// aggregated: the subquery aggregates, so it has one row per D value
 	aggregated bool
+	// exists, of an EXISTS subquery that can be a semi join, is its FROM and
+	// the rest of its WHERE (bind_semijoin.go).
+	exists *existsForm
 	domain     *Domain // stands for D in the subquery's plan until the join (applySubqueries)
 	// domains, of a subquery of set operations, are its SELECTs' (domain is
 	// nil): D stands in each of them (setCorrelation).
@@ -293,6 +297,9 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	from, err := b.buildFrom(root, &where, false)
 	if err != nil {
 		return nil, nil, err
+	}
+	if corr.kind == corrExists && !outerJoin && len(subs.joins) == 0 && len(b.laterals) == 0 && len(b.corrTables) == 0 {
+		corr.exists = &existsForm{from: from, conds: slices.Clone(where), n: n}
 	}
 	if len(subs.joins) > 0 {
 		p, err := b.correlatedWithSubqueries(from, where, late, subs, n, k, corr.domain, outerJoin, ext)

@@ -278,6 +278,12 @@ func planRows(p Plan, re RowEstimator, upper bool) (float64, bool) {
 		if !okL || !okR {
 			return 0, false
 		}
+		if p.Kind.Filters() {
+			if upper {
+				return l, true
+			}
+			return l / 2, true
+		}
 		// As big as its bigger input (a join along a foreign key), unless
 		// its keys' distinct values are known: then |L| |R| / distinct.
 		n := max(l, r)

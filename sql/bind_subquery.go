@@ -59,6 +59,9 @@ type subqueryJoin struct {
 	// (bind_semijoin.go); every row left matched, so right's two columns,
 	// its value and its mark, are the outer key and TRUE.
 	semi bool
+	// exists: an EXISTS conjunct as a semi or anti join (bind_semijoin.go);
+	// right only gives its column's schema, TRUE on every row left.
+	exists *existsJoin
 }
 
 // add registers a join and returns where right's first column lands.
@@ -77,6 +80,10 @@ func applySubqueries(input Plan, s *subqueries) Plan {
 	for _, j := range s.joins {
 		right := j.right
 		rs := right.Schema()
+		if j.exists != nil {
+			input = joinExists(input, j.exists, rs)
+			continue
+		}
 		if j.semi {
 			in := input.Schema()
 			exprs := make([]*expr.Expr, 0, len(in)+2)
@@ -324,6 +331,10 @@ func (b *binder) bindExists(ctx *exprCtx, n *ast.ExistsSubqueryExpr) (*expr.Expr
 		return nil, err
 	}
 	if corr != nil {
+		if j, ok := b.existsJoinOf(ctx, n, sq.Query, corr, n.Not); ok {
+			ctx.subs.add(j)
+			return boolLit(true), nil
+		}
 		// The domain values some row matched, marked.
 		s := p.Schema()
 		k := len(corr.cols)

@@ -52,6 +52,9 @@ func originOf(p Plan, col int) ColumnOrigin {
 	case *Join:
 		// Left columns then right columns, when the join keeps both.
 		l, r := len(x.Left.Schema()), len(x.Right.Schema())
+		if x.Kind.Filters() && col < l {
+			return originOf(x.Left, col)
+		}
 		if len(x.Out) != l+r {
 			return ColumnOrigin{}
 		}

@@ -104,7 +104,16 @@ const (
 	// FullJoin keeps the rows of either side that match none of the other,
 	// NULL-extended.
 	FullJoin
+	// SemiJoin keeps each left row that some right row matches, once; its
+	// output is the left columns only. AntiJoin keeps each left row that no
+	// right row matches. (EXISTS and NOT EXISTS, decorrelated.)
+	SemiJoin
+	AntiJoin
 )
+
+// Filters reports whether the join only keeps or drops left rows (semi and
+// anti joins): its output is the left columns.
+func (k JoinKind) Filters() bool { return k == SemiJoin || k == AntiJoin }
 
 func (k JoinKind) String() string {
 	switch k {
@@ -112,6 +121,10 @@ func (k JoinKind) String() string {
 		return "left"
 	case FullJoin:
 		return "full"
+	case SemiJoin:
+		return "semi"
+	case AntiJoin:
+		return "anti"
 	}
 	return "inner"
 }
@@ -120,7 +133,8 @@ func (k JoinKind) String() string {
 // key is NULL), and Extra, if set, is true. Extra refers to the concatenated left
 // and right columns. Without keys (a CROSS JOIN, a condition that equates no
 // column of one side with one of the other) every pair is a candidate: a
-// nested-loop join. Output: left columns then right columns.
+// nested-loop join. Output: left columns then right columns (the left ones
+// only for a semi or anti join).
 type Join struct {
 	Left, Right         Plan
 	Kind                JoinKind

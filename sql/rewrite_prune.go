@@ -384,7 +384,8 @@ func pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
 func pruneJoin(n *Join, need []bool) (Plan, []int) {
 	nl := len(n.Left.Schema())
 	needL := append([]bool{}, need[:nl]...)
-	needR := append([]bool{}, need[nl:]...)
+	needR := make([]bool, len(n.Right.Schema()))
+	copy(needR, need[nl:])
 	for _, k := range n.LeftKeys {
 		needL[k] = true
 	}
@@ -403,7 +404,9 @@ func pruneJoin(n *Join, need []bool) (Plan, []int) {
 	l, lm := prune(n.Left, needL)
 	r, rm := prune(n.Right, needR)
 	newNL := len(l.Schema())
-	m := make([]int, len(need))
+	// m maps the pairs' columns (left, right), which Extra reads; the
+	// output's are its first len(need).
+	m := make([]int, nl+len(needR))
 	for i := range m {
 		switch {
 		case i < nl:
@@ -415,6 +418,9 @@ func pruneJoin(n *Join, need []bool) (Plan, []int) {
 		}
 	}
 	c := &Join{Left: l, Right: r, Kind: n.Kind, Out: append(append(types.Schema{}, l.Schema()...), r.Schema()...)}
+	if n.Kind.Filters() {
+		c.Out = append(types.Schema{}, l.Schema()...)
+	}
 	for i := range n.LeftKeys {
 		c.LeftKeys = append(c.LeftKeys, lm[n.LeftKeys[i]])
 		c.RightKeys = append(c.RightKeys, rm[n.RightKeys[i]])
@@ -424,5 +430,5 @@ func pruneJoin(n *Join, need []bool) (Plan, []int) {
 	}
 	// Keep the join's own column names (a Join's Out may differ from its inputs'
 	// schemas only in names, which the root restores anyway).
-	return c, m
+	return c, m[:len(need)]
 }

@@ -120,7 +120,7 @@ func pushJoin(n *Join, preds []*expr.Expr) Plan {
 	}
 	for _, c := range conjuncts(n.Extra) {
 		switch s := side(c); {
-		case s < 0 && n.Kind == InnerJoin:
+		case s < 0 && (n.Kind == InnerJoin || n.Kind == SemiJoin):
 			left = append(left, c)
 		case s > 0 && n.Kind != FullJoin:
 			right = append(right, shift(c, -nl))
