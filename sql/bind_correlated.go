@@ -67,7 +67,7 @@ type correlation struct {
 	// exists, of an EXISTS subquery that can be a semi join, is its FROM and
 	// the rest of its WHERE (bind_semijoin.go).
 	exists *existsForm
-	domain     *Domain // stands for D in the subquery's plan until the join (applySubqueries)
+	domain *Domain // stands for D in the subquery's plan until the join (applySubqueries)
 	// domains, of a subquery of set operations, are its SELECTs' (domain is
 	// nil): D stands in each of them (setCorrelation).
 	domains []*Domain
