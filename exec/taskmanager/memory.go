@@ -3,6 +3,7 @@ package taskmanager
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -27,6 +28,30 @@ const (
 	watchdogShare = 0.9
 	watchdogPause = time.Second
 )
+
+// The heap floor: with GOGC's default, the collector runs whenever the heap
+// has doubled since the last collection, and a scan's live heap is a few MiB
+// (batches come and go), so a CSV scan of lineitem collected 30 times a
+// second, each collection stopping every task for its stack. While
+// deployments run, the watchdog sets the GC percentage so that the heap may
+// grow by heapFloor (a quarter of the memory limit, if less) over what was
+// live at the last collection, or double, whichever is more: TPC-H q6 and q1
+// over CSV took 10% less CPU (2900 to 2590 and 3370 to 3090 ms). A GOGC the
+// user set is left alone; the memory limit still bounds the heap.
+const (
+	heapFloor    = 64 << 20
+	maxGCPercent = 2000
+)
+
+// gcPercentFor returns the GC percentage for live bytes at the last
+// collection under memory limit limit (math.MaxInt64: none).
+func gcPercentFor(live uint64, limit int64) int {
+	floor := uint64(min(int64(heapFloor), limit/4))
+	if live == 0 || live >= floor {
+		return 100
+	}
+	return int(min(floor*100/live, maxGCPercent))
+}
 
 // running are the deployments of a TaskManager, oldest first, and the
 // watchdog that runs while there are any.
@@ -77,11 +102,13 @@ func (r *running) newest() *watched {
 }
 
 func (r *running) watch() {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	live := func() uint64 {
-		metrics.Read(sample)
+		metrics.Read(sample[:1])
 		return sample[0].Value.Uint64()
 	}
+	tuneGC := os.Getenv("GOGC") == ""
+	percent := 100
 	for {
 		time.Sleep(watchdogEvery)
 		w := r.newest()
@@ -89,6 +116,15 @@ func (r *running) watch() {
 			return
 		}
 		limit := debug.SetMemoryLimit(-1)
+		if tuneGC {
+			metrics.Read(sample[1:])
+			// Only a change of a quarter or more: the live heap moves a
+			// little at every collection.
+			if p := gcPercentFor(sample[1].Value.Uint64(), limit); p*4 < percent*3 || p*3 > percent*4 {
+				debug.SetGCPercent(p)
+				percent = p
+			}
+		}
 		if limit == math.MaxInt64 {
 			continue
 		}
