@@ -218,6 +218,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteFullJoin,
 	},
 	{
+		name:  "FOR SYSTEM_TIME AS OF",
+		users: "FROM bid AS b JOIN side_input FOR SYSTEM_TIME AS OF b.p_time AS s ON b.k = s.key (Flink's processing-time lookup join)",
+		reads: "FROM bid AS b JOIN side_input AS s ON b.k = s.key (the table is read whole, then the stream probes it: dialect_temporal.go)",
+		apply: rewriteTemporalJoin,
+	},
+	{
 		name:  "NULLS FIRST|LAST",
 		users: "ORDER BY score DESC NULLS LAST; ORDER BY 2 NULLS FIRST",
 		reads: "ORDER BY score DESC (the binder is told: NULLS LAST); ORDER BY (2) (told: NULLS FIRST; the parser keeps the offset of (2), not of a position 2)",

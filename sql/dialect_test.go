@@ -133,6 +133,13 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"FULL [OUTER] JOIN", "SELECT * FROM a NATURAL FULL OUTER JOIN (SELECT 1 AS k) AS b, c", "SELECT * FROM a LEFT JOIN (SELECT 1 AS k) AS b ON TRUE, c"},
 	{"FULL [OUTER] JOIN", "SELECT * FROM a NATURAL FULL JOIN b", "SELECT * FROM a LEFT JOIN b ON TRUE"},
 	{"NULLS FIRST|LAST", "SELECT a FROM t ORDER BY a DESC NULLS LAST, f(b, c) NULLS FIRST", "SELECT a FROM t ORDER BY a DESC, f(b, c)"},
+	{"FOR SYSTEM_TIME AS OF", "SELECT * FROM (SELECT *, PROCTIME() AS p FROM bid) B JOIN side_input FOR SYSTEM_TIME AS OF B.p AS S ON mod(B.auction, 10000) = S.key",
+		"SELECT * FROM (SELECT *, PROCTIME() AS p FROM bid) B JOIN side_input AS S ON mod(B.auction, 10000) = S.\"key\""},
+	{"FOR SYSTEM_TIME AS OF", "SELECT * FROM o JOIN r for system_time as of proctime() ON o.c = r.c, x JOIN y FOR SYSTEM_TIME AS OF p",
+		"SELECT * FROM o JOIN r ON o.c = r.c, x JOIN y "},
+	// Not a time attribute: left for the parser to refuse where it is written.
+	{"FOR SYSTEM_TIME AS OF", "SELECT * FROM o JOIN r FOR SYSTEM_TIME AS OF o.t - INTERVAL '1' HOUR ON o.c = r.c",
+		"SELECT * FROM o JOIN r FOR SYSTEM_TIME AS OF o.t - INTERVAL '1' HOUR ON o.c = r.c"},
 	{"NULLS FIRST|LAST", "SELECT a, b FROM t ORDER BY 2 DESC NULLS LAST, 1 NULLS FIRST, 3 + 1 NULLS LAST", "SELECT a, b FROM t ORDER BY (2) DESC, (1), 3 + 1"},
 	{"NULLS FIRST|LAST", "SELECT (SELECT x FROM u ORDER BY x NULLS FIRST LIMIT 1) AS nulls", "SELECT (SELECT x FROM u ORDER BY x LIMIT 1) AS nulls"},
 	{"FILTER (WHERE ...)", "SELECT COUNT(*) FILTER (WHERE ok), SUM(x + 1) FILTER (WHERE f(y) > 0) FROM t", "SELECT COUNT(CASE WHEN ok THEN 1 END), SUM(CASE WHEN f(y) > 0 THEN x + 1 END) FROM t"},

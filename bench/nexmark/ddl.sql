@@ -17,3 +17,6 @@ CREATE TABLE bid (
     auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, dateTime TIMESTAMP, extra TEXT,
     WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
 ) ENGINE=nexmark CONNECTION='nexmark://bid?events=${EVENTS}&rate=0&event_rate=${EVENT_RATE}';
+-- q13's bounded side input, as the Flink suite's side_input.txt: ${SIDE_INPUT}
+-- is a CSV file of the keys 0 to 9999 and each key's text (sideInputCSV).
+CREATE TABLE side_input (`key` BIGINT, `value` TEXT) ENGINE=file CONNECTION='file://${SIDE_INPUT}?format=csv';

@@ -41,6 +41,7 @@ var nexmarkPG = map[string]string{
 	"q7": `SELECT B.auction, B.bidder, B.price, B.datetime, B.extra FROM bid B
 	JOIN (SELECT max(price) AS maxprice, date_bin('10 seconds', datetime, timestamp '1970-01-01') + interval '10 second' AS datetime FROM bid GROUP BY 2) B1
 	ON B.price = B1.maxprice WHERE B.datetime BETWEEN B1.datetime - interval '10 second' AND B1.datetime`,
+	"q13": `SELECT B.auction, B.bidder, B.price, B.datetime, S.value FROM bid B JOIN side_input S ON mod(B.auction, 10000) = S.key`,
 	"q8": `SELECT P.id, P.name, P.starttime
 	FROM (SELECT id, name, date_bin('10 seconds', datetime, timestamp '1970-01-01') AS starttime FROM person GROUP BY 1, 2, 3) P
 	JOIN (SELECT seller, date_bin('10 seconds', datetime, timestamp '1970-01-01') AS starttime FROM auction GROUP BY 1, 2) A
@@ -195,7 +196,15 @@ func nexmarkConn(t *testing.T, ctx context.Context) *pgx.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, strings.NewReplacer("${EVENTS}", "200000", "${EVENT_RATE}", "2000").Replace(string(ddl))); err != nil {
+	side := filepath.Join(t.TempDir(), "side_input.csv")
+	var b strings.Builder
+	for k := range 10000 {
+		fmt.Fprintf(&b, "%d,%d\n", k, k)
+	}
+	if err := os.WriteFile(side, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, strings.NewReplacer("${EVENTS}", "200000", "${EVENT_RATE}", "2000", "${SIDE_INPUT}", side).Replace(string(ddl))); err != nil {
 		t.Fatal(err)
 	}
 	return conn
@@ -247,9 +256,14 @@ func sortedRows(t *testing.T, ctx context.Context, conn *pgx.Conn, q string) []s
 	return out
 }
 
-// loadNexmark copies the three tables' events from Hummer into PostgreSQL.
+// loadNexmark copies the three tables' events from Hummer into PostgreSQL,
+// and makes q13's side input there by its definition: the keys 0 to 9999,
+// each with its text.
 func loadNexmark(t *testing.T, ctx context.Context, hummer, pg *pgx.Conn) {
 	t.Helper()
+	if _, err := pg.Exec(ctx, "DROP TABLE IF EXISTS side_input; CREATE TABLE side_input AS SELECT k AS key, k::text AS value FROM generate_series(0, 9999) AS k"); err != nil {
+		t.Fatal(err)
+	}
 	for _, table := range []string{"person", "auction", "bid"} {
 		rows, err := hummer.Query(ctx, "SELECT * FROM "+table, pgx.QueryExecModeSimpleProtocol)
 		if err != nil {
