@@ -128,11 +128,65 @@ func pushJoin(n *Join, preds []*expr.Expr) Plan {
 			extra = append(extra, c)
 		}
 	}
+	// A condition on both sides that is an OR implies, on each side, the OR
+	// of what each of its terms asks of that side alone, when every term asks
+	// something: TPC-H q19's three (brand, container, size, quantity) terms
+	// keep only the parts of the three brands and the lineitems of the three
+	// quantity ranges before the join, q7's two (nation, nation) terms only
+	// the two nations on each side. The OR itself stays.
+	for _, c := range extra {
+		if n.Kind == InnerJoin || n.Kind == SemiJoin {
+			if d := impliedBy(c, func(k *expr.Expr) bool { return side(k) < 0 }); d != nil {
+				left = append(left, d)
+			}
+		}
+		if n.Kind != FullJoin {
+			if d := impliedBy(c, func(k *expr.Expr) bool { return side(k) > 0 }); d != nil {
+				right = append(right, shift(d, -nl))
+			}
+		}
+	}
 	c := *n
 	c.Left = pushFilters(n.Left, left)
 	c.Right = pushFilters(n.Right, right)
 	c.Extra = and(extra...)
 	return filterOver(&c, stay)
+}
+
+// impliedBy returns what the disjunction c implies of the columns that only
+// accepts: the OR, over c's terms, of the AND of each term's conjuncts that
+// only accepts; nil when c is no OR or one of its terms has no such conjunct.
+func impliedBy(c *expr.Expr, only func(*expr.Expr) bool) *expr.Expr {
+	terms := disjuncts(c)
+	if len(terms) < 2 {
+		return nil
+	}
+	implied := make([]*expr.Expr, 0, len(terms))
+	for _, t := range terms {
+		var mine []*expr.Expr
+		for _, k := range conjuncts(t) {
+			if only(k) {
+				mine = append(mine, k)
+			}
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		implied = append(implied, and(mine...))
+	}
+	return expr.Call("or", types.BoolType, implied...)
+}
+
+// disjuncts returns the terms of e's ORs, however they nest.
+func disjuncts(e *expr.Expr) []*expr.Expr {
+	if e.Kind != expr.KindCall || e.Func != "or" {
+		return []*expr.Expr{e}
+	}
+	var out []*expr.Expr
+	for _, a := range e.Args {
+		out = append(out, disjuncts(a)...)
+	}
+	return out
 }
 
 // reads reports whether e reads column col.
