@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mathbits "math/bits"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -21,10 +22,24 @@ import (
 // pass is forwarded as is; one whose kept rows are contiguous is forwarded as a
 // zero-copy slice; otherwise the kept rows are gathered by a selection vector.
 // An empty result emits nothing.
+//
+// A condition of several conjuncts (an AND) is evaluated one conjunct after
+// another, each over the rows the ones before kept: once at most half the
+// rows are left, they are gathered (only the columns the later conjuncts
+// read) and the later conjuncts evaluate over them alone. TPC-H q19's
+// lineitem filter, two cheap conjuncts keeping 4% of the rows before an OR of
+// decimal ranges, evaluated that OR over every row.
 type filterOp struct {
-	cond *expr.Expr
-	mem  memory.Allocator
-	sel  []int32
+	cond  *expr.Expr
+	conjs []*expr.Expr
+	// later[i] marks the columns conjuncts i.. read (narrowed records keep
+	// only those); narrow[i] is the schema of such a record (NULL columns
+	// for the others), made at the first batch.
+	later  [][]bool
+	narrow []*arrow.Schema
+	mem    memory.Allocator
+	sel    []int32
+	live   []int32
 }
 
 var _ exec.Operator = (*filterOp)(nil)
@@ -37,7 +52,11 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if cfg.Cond == nil {
 		return nil, fmt.Errorf("filter: no condition")
 	}
-	return &filterOp{cond: cfg.Cond}, nil
+	o := &filterOp{cond: cfg.Cond}
+	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
+		o.conjs = cfg.Cond.Args
+	}
+	return o, nil
 }
 
 func (o *filterOp) Open(ctx context.Context, tc *exec.TaskContext) error {
@@ -49,6 +68,9 @@ func (o *filterOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, ou
 	n := b.NumRows()
 	if n == 0 {
 		return nil
+	}
+	if o.conjs != nil {
+		return o.processConjuncts(ctx, b, out)
 	}
 	res, err := expr.Eval(o.cond, b.Rec, o.mem)
 	if err != nil {
@@ -65,9 +87,13 @@ func (o *filterOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, ou
 		}
 		return fmt.Errorf("filter: condition is %s, not boolean", res.DataType())
 	}
-	sel := trueRows(cond, o.sel[:0])
-	o.sel = sel
-	k := len(sel)
+	o.sel = trueRows(cond, o.sel[:0])
+	return o.emit(ctx, b, o.sel, out)
+}
+
+// emit sends the rows sel (ascending) of b.
+func (o *filterOp) emit(ctx context.Context, b exec.Batch, sel []int32, out exec.Collector) error {
+	n, k := b.NumRows(), len(sel)
 	switch {
 	case k == 0:
 		return nil
@@ -137,3 +163,136 @@ func (o *filterOp) Close(ctx context.Context) error { return nil }
 
 // Gathering rows by index: the selection machinery of filter, shared with
 // unnest (repeating columns), hash_join (pairing rows) and sort (permuting).
+
+// processConjuncts filters b by the conjuncts one after another (filterOp).
+func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.Collector) error {
+	if o.later == nil {
+		o.prepareConjuncts(b.Rec.Schema())
+	}
+	n := b.NumRows()
+	cur := b.Rec     // the rows the next conjunct reads
+	var pos []int32  // cur's rows' positions in b (nil: cur is b.Rec)
+	var live []int32 // the rows of cur still kept (nil: all)
+	var narrowed arrow.RecordBatch
+	defer func() {
+		if narrowed != nil {
+			narrowed.Release()
+		}
+	}()
+	for i, c := range o.conjs {
+		res, err := expr.Eval(c, cur, o.mem)
+		if err != nil {
+			return fmt.Errorf("filter: %w", err)
+		}
+		cond, ok := res.(*array.Boolean)
+		if !ok || res.Len() != int(cur.NumRows()) {
+			all := ok || res.NullN() == res.Len()
+			res.Release()
+			if all && res.NullN() == res.Len() {
+				return nil // a conjunct that is NULL everywhere
+			}
+			return fmt.Errorf("filter: condition is %s of %d values for %d rows, not boolean", res.DataType(), res.Len(), cur.NumRows())
+		}
+		if live == nil {
+			live = trueRows(cond, o.live[:0])
+		} else {
+			kept := live[:0]
+			for _, j := range live {
+				if cond.IsValid(int(j)) && cond.Value(int(j)) {
+					kept = append(kept, j)
+				}
+			}
+			live = kept
+		}
+		res.Release()
+		o.live = live
+		if len(live) == 0 {
+			return nil
+		}
+		if i+1 < len(o.conjs) && len(live) <= int(cur.NumRows())/2 {
+			abs := make([]int32, len(live))
+			for j, r := range live {
+				abs[j] = r
+				if pos != nil {
+					abs[j] = pos[r]
+				}
+			}
+			rec, err := o.narrowTo(b.Rec, abs, i+1)
+			if err != nil {
+				return err
+			}
+			if narrowed != nil {
+				narrowed.Release()
+			}
+			narrowed, cur, pos, live = rec, rec, abs, nil
+		}
+	}
+	var sel []int32
+	switch {
+	case live == nil && pos == nil:
+		return out.Collect(ctx, b)
+	case live == nil:
+		sel = pos
+	case pos == nil:
+		sel = live
+	default:
+		sel = o.sel[:0]
+		for _, j := range live {
+			sel = append(sel, pos[j])
+		}
+		o.sel = sel
+	}
+	if len(sel) == n {
+		return out.Collect(ctx, b)
+	}
+	return o.emit(ctx, b, sel, out)
+}
+
+// prepareConjuncts works out, for each conjunct, the columns it and the ones
+// after it read, and the schema of a record holding only those.
+func (o *filterOp) prepareConjuncts(schema *arrow.Schema) {
+	nc := schema.NumFields()
+	o.later = make([][]bool, len(o.conjs))
+	o.narrow = make([]*arrow.Schema, len(o.conjs))
+	need := make([]bool, nc)
+	for i := len(o.conjs) - 1; i >= 0; i-- {
+		for _, c := range o.conjs[i].Columns(nil) {
+			if c >= 0 && c < nc {
+				need[c] = true
+			}
+		}
+		o.later[i] = append([]bool(nil), need...)
+		fields := make([]arrow.Field, nc)
+		for c, f := range schema.Fields() {
+			fields[c] = f
+			if !need[c] {
+				fields[c] = arrow.Field{Name: f.Name, Type: arrow.Null, Nullable: true}
+			}
+		}
+		o.narrow[i] = arrow.NewSchema(fields, nil)
+	}
+}
+
+// narrowTo gathers the rows abs of rec, only the columns conjuncts i.. read
+// (the others NULL columns without buffers).
+func (o *filterOp) narrowTo(rec arrow.RecordBatch, abs []int32, i int) (arrow.RecordBatch, error) {
+	k := len(abs)
+	cols := make([]arrow.Array, rec.NumCols())
+	for c := range cols {
+		if !o.later[i][c] {
+			cols[c] = array.NewNull(k)
+			continue
+		}
+		g, err := vector.GatherColumns(o.mem, nil, rec.Columns()[c:c+1], abs)
+		if err != nil {
+			vector.ReleaseArrays(cols)
+			return nil, fmt.Errorf("filter: %w", err)
+		}
+		cols[c] = g[0]
+	}
+	out, err := vector.MakeRecord(o.narrow[i], cols, k)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	return out, nil
+}
