@@ -1,0 +1,324 @@
+package operators
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+var (
+	sjLeft  = types.Schema{{Name: "lk", Type: types.Int64Type}, {Name: "lv", Type: types.StringType}}
+	sjRight = types.Schema{{Name: "rk", Type: types.Int64Type}, {Name: "rv", Type: types.StringType}}
+	sjOut   = append(append(types.Schema{}, sjLeft...), sjRight...)
+)
+
+// sjRow is a row of either side: a key (nil for NULL) and a value.
+type sjRow struct {
+	k *int64
+	v string
+}
+
+func (r sjRow) vals() []any {
+	if r.k == nil {
+		return []any{nil, r.v}
+	}
+	return []any{*r.k, r.v}
+}
+
+func (r sjRow) json(kName, vName string) string {
+	k := "null"
+	if r.k != nil {
+		k = fmt.Sprint(*r.k)
+	}
+	return fmt.Sprintf(`{%q: %s, %q: %q}`, kName, k, vName, r.v)
+}
+
+// sjExpected is the join of the multisets left and right by nested loops:
+// each output row (as testkit.Rows prints it) with its number of copies.
+func sjExpected(kind string, extra bool, left, right map[sjRow]int) map[string]int {
+	out := map[string]int{}
+	row := func(l, r []any) string {
+		js, err := json.Marshal(append(append([]any{}, l...), r...))
+		if err != nil {
+			panic(err)
+		}
+		return string(js)
+	}
+	nulls := []any{nil, nil}
+	matches := func(l, r sjRow) bool {
+		return l.k != nil && r.k != nil && *l.k == *r.k && (!extra || l.v != r.v)
+	}
+	for l, cl := range left {
+		found := false
+		for r, cr := range right {
+			if matches(l, r) {
+				found = true
+				out[row(l.vals(), r.vals())] += cl * cr
+			}
+		}
+		if !found && (kind == "left" || kind == "full") {
+			out[row(l.vals(), nulls)] += cl
+		}
+	}
+	for r, cr := range right {
+		found := false
+		for l := range left {
+			found = found || matches(l, r)
+		}
+		if !found && (kind == "right" || kind == "full") {
+			out[row(nulls, r.vals())] += cr
+		}
+	}
+	return out
+}
+
+// sjFold applies a changelog to a multiset of rows, failing on a delete of a
+// row it does not hold.
+func sjFold(t *testing.T, into map[string]int, rows []string) {
+	t.Helper()
+	for _, r := range rows {
+		if s, ok := strings.CutPrefix(r, "delete "); ok {
+			if into[s] == 0 {
+				t.Fatalf("delete of %s, which the output does not hold", s)
+			}
+			if into[s]--; into[s] == 0 {
+				delete(into, s)
+			}
+			continue
+		}
+		if strings.Contains(r, " ") && !strings.HasPrefix(r, "[") {
+			t.Fatalf("output row of change kind other than insert and delete: %s", r)
+		}
+		into[r]++
+	}
+}
+
+func sjConfig(kind string, extra bool) StreamJoinConfig {
+	cfg := StreamJoinConfig{Kind: kind, LeftKeys: []int{0}, RightKeys: []int{0}, Left: sjLeft, Right: sjRight}
+	if extra {
+		cfg.Extra = expr.Call("<>", types.BoolType,
+			expr.Column(1, types.StringType, "lv"), expr.Column(3, types.StringType, "rv"))
+	}
+	return cfg
+}
+
+// TestStreamJoinRandom joins random streams of inserts and deletes on both
+// sides, with barriers between batches, and checks after each barrier that
+// the output's changes, applied in order, hold exactly the nested-loop join
+// of the rows then held on both sides; at some barriers it snapshots the
+// operator and carries on with a new one restored from the snapshot.
+func TestStreamJoinRandom(t *testing.T) {
+	for _, kind := range []string{"inner", "left", "right", "full"} {
+		for _, extra := range []bool{false, true} {
+			for seed := range uint64(6) {
+				t.Run(fmt.Sprintf("%s/extra=%v/%d", kind, extra, seed), func(t *testing.T) {
+					sjRandomRun(t, kind, extra, seed)
+				})
+			}
+		}
+	}
+}
+
+func sjRandomRun(t *testing.T, kind string, extra bool, seed uint64) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(seed, 25))
+	cfg := sjConfig(kind, extra)
+	open := func() exec.Operator {
+		op := opTestNew(t, "stream_join", cfg, sjOut)
+		if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	op := open()
+	defer func() { op.Close(ctx) }()
+	held := [2]map[sjRow]int{{}, {}}
+	keys := []int64{1, 2, 3}
+	got := map[string]int{}
+	c := &testkit.Collector{T: t}
+	restores := 0
+	for step := range 120 {
+		s := rng.IntN(2)
+		n := 1 + rng.IntN(5)
+		var objs []string
+		var ops []exec.ChangeKind
+		for range n {
+			var r sjRow
+			op := exec.Insert
+			if len(held[s]) > 0 && rng.IntN(5) < 2 {
+				rows := slices.SortedFunc(maps.Keys(held[s]), func(a, b sjRow) int {
+					return strings.Compare(fmt.Sprint(a.vals()), fmt.Sprint(b.vals()))
+				})
+				r = rows[rng.IntN(len(rows))]
+				op = exec.Delete
+				if rng.IntN(2) == 0 {
+					op = exec.UpdateBefore
+				}
+				if held[s][r]--; held[s][r] == 0 {
+					delete(held[s], r)
+				}
+			} else {
+				if k := rng.IntN(len(keys) + 1); k < len(keys) {
+					r.k = &keys[k]
+				}
+				r.v = string(rune('a' + rng.IntN(3)))
+				if rng.IntN(2) == 0 {
+					op = exec.UpdateAfter
+				}
+				held[s][r]++
+			}
+			if s == 0 {
+				objs = append(objs, r.json("lk", "lv"))
+			} else {
+				objs = append(objs, r.json("rk", "rv"))
+			}
+			ops = append(ops, op)
+		}
+		schema := sjLeft
+		if s == 1 {
+			schema = sjRight
+		}
+		rec := testkit.Record(t, mem, schema, "["+strings.Join(objs, ",")+"]")
+		c.Rows = c.Rows[:0]
+		err := op.ProcessBatch(ctx, s, exec.Batch{Rec: rec, Ops: ops}, c)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sjFold(t, got, c.Rows)
+		if rng.IntN(4) > 0 {
+			continue
+		}
+		// A barrier: it passes through, and the output holds the join.
+		c.Signals = c.Signals[:0]
+		if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Barrier, Checkpoint: int64(step)}, c); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Signals) != 1 || c.Signals[0].Kind != exec.Barrier {
+			t.Fatalf("barrier: signals %v", c.Signals)
+		}
+		want := sjExpected(kind, extra, held[0], held[1])
+		if !maps.Equal(got, want) {
+			t.Fatalf("after step %d:\n got %v\nwant %v", step, got, want)
+		}
+		if rng.IntN(3) == 0 {
+			data, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step))
+			if err != nil {
+				t.Fatal(err)
+			}
+			op.Close(ctx)
+			op = open()
+			if err := op.(exec.Checkpointed).RestoreState(ctx, data); err != nil {
+				t.Fatal(err)
+			}
+			restores++
+		}
+	}
+	if !maps.Equal(got, sjExpected(kind, extra, held[0], held[1])) {
+		t.Fatalf("at the end:\n got %v\nwant %v", got, sjExpected(kind, extra, held[0], held[1]))
+	}
+	if restores == 0 {
+		t.Logf("no restore in this run")
+	}
+}
+
+// TestStreamJoinOuterRetracts follows one left join by hand: the NULL-padded
+// row goes when the first match comes, and comes back when the last goes.
+func TestStreamJoinOuterRetracts(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	op := opTestNew(t, "stream_join", sjConfig("left", false), sjOut)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	steps := []struct {
+		input int
+		rows  string
+		ops   []exec.ChangeKind
+		want  []string
+	}{
+		{0, `[{"lk": 1, "lv": "a"}]`, nil, []string{`[1,"a",null,null]`}},
+		{1, `[{"rk": 1, "rv": "x"}, {"rk": 1, "rv": "y"}]`, nil,
+			[]string{`delete [1,"a",null,null]`, `[1,"a",1,"x"]`, `[1,"a",1,"y"]`}},
+		{1, `[{"rk": 1, "rv": "x"}]`, []exec.ChangeKind{exec.Delete}, []string{`delete [1,"a",1,"x"]`}},
+		{1, `[{"rk": 1, "rv": "y"}]`, []exec.ChangeKind{exec.UpdateBefore},
+			[]string{`delete [1,"a",1,"y"]`, `[1,"a",null,null]`}},
+		{1, `[{"rk": 2, "rv": "z"}]`, nil, nil},
+		{0, `[{"lk": 1, "lv": "a"}]`, []exec.ChangeKind{exec.Delete}, []string{`delete [1,"a",null,null]`}},
+		{0, `[{"lk": 9, "lv": "q"}]`, []exec.ChangeKind{exec.Delete}, nil}, // not held: dropped
+	}
+	for i, st := range steps {
+		schema := sjLeft
+		if st.input == 1 {
+			schema = sjRight
+		}
+		c := &testkit.Collector{T: t}
+		rec := testkit.Record(t, mem, schema, st.rows)
+		err := op.ProcessBatch(ctx, st.input, exec.Batch{Rec: rec, Ops: st.ops}, c)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Equal(t, fmt.Sprintf("step %d", i), c.Rows, st.want)
+	}
+}
+
+// TestStreamJoinTTL drops rows not written for the TTL at a tick.
+func TestStreamJoinTTL(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cfg := sjConfig("inner", false)
+	cfg.TTLMillis = 60_000
+	op := opTestNew(t, "stream_join", cfg, sjOut)
+	clock := time.Unix(1_000_000, 0)
+	op.(*streamJoinOp).now = func() time.Time { return clock }
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	feed := func(input int, rows string) []string {
+		t.Helper()
+		schema := sjLeft
+		if input == 1 {
+			schema = sjRight
+		}
+		c := &testkit.Collector{T: t}
+		rec := testkit.Record(t, mem, schema, rows)
+		defer rec.Release()
+		if err := op.ProcessBatch(ctx, input, exec.Batch{Rec: rec}, c); err != nil {
+			t.Fatal(err)
+		}
+		return c.Rows
+	}
+	tick := func() {
+		if err := op.(exec.Ticker).Tick(ctx, clock, &testkit.Collector{T: t}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feed(0, `[{"lk": 1, "lv": "old"}]`)
+	clock = clock.Add(50 * time.Second)
+	feed(0, `[{"lk": 1, "lv": "new"}]`)
+	tick()
+	testkit.Equal(t, "within the TTL", feed(1, `[{"rk": 1, "rv": "x"}]`), []string{`[1,"old",1,"x"]`, `[1,"new",1,"x"]`})
+	clock = clock.Add(20 * time.Second) // old: 70 s idle; new: 20 s
+	tick()
+	testkit.Equal(t, "after the old row's TTL", feed(1, `[{"rk": 1, "rv": "y"}]`), []string{`[1,"new",1,"y"]`})
+}
