@@ -54,6 +54,11 @@ type Options struct {
 	// instance instead of repartitioning both sides (broadcastRows); one
 	// whose left side is estimated much smaller builds on it (buildLeft).
 	Rows func(p sql.Plan, upper bool) (rows float64, ok bool)
+	// StateTTL, when positive, bounds by idle time (processing time) the
+	// rows each side of a stream join keeps (SET state_ttl), as Flink's
+	// table.exec.state.ttl: a row not written for that long is dropped, and
+	// answers over keys idle that long are no longer exact.
+	StateTTL time.Duration
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -409,13 +414,15 @@ func (b *builder) build(p sql.Plan) (int, error) {
 				return b.windowJoin(p, left, right, l, r), nil
 			}
 		}
-		if b.streaming && Continuous(p.Right, b.opts.Unbounded) {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")
-		}
-		if b.streaming && p.Kind == sql.FullJoin {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"a FULL JOIN emits the right side's unmatched rows once its left side ends, and the left side here is a stream that never ends")
+		// The hash join reads its right side to the end and keeps it as it
+		// was, and a FULL JOIN's unmatched right rows wait for its left
+		// side's end: a right side that never ends or that changes, or a
+		// FULL JOIN over a stream, needs the regular stream join, which
+		// keeps both sides. Otherwise the hash join, whose left side may be a
+		// stream: it keeps only the right side.
+		rightChanges := b.updates[right] || (b.streaming && Continuous(p.Right, b.opts.Unbounded))
+		if rightChanges || (b.streaming && p.Kind == sql.FullJoin) {
+			return b.streamJoin(p, left, right)
 		}
 		cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
 			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), MemoryLimit: b.opts.WorkMem}
@@ -607,6 +614,31 @@ func identity(n int) []int {
 func (b *builder) pass(from, node int) int {
 	b.updates[node] = b.updates[from]
 	return node
+}
+
+// streamJoin plans a regular join of inputs that never end or that change
+// (stream_join): both sides hash-partitioned on the join keys, each instance
+// keeping its share of both sides' rows. Its output changes when an input
+// does, and an outer join's also when a row's first match arrives or its
+// last goes.
+func (b *builder) streamJoin(p *sql.Join, left, right int) (int, error) {
+	if len(p.LeftKeys) == 0 {
+		return 0, sql.Errorf(sql.ErrUnsupported, 0,
+			"a join over a stream that never ends or that changes needs an equality between its sides (ON a.k = b.k): without one, every row would be kept to pair with every later row of the other side")
+	}
+	cfg := operators.StreamJoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
+		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), TTLMillis: b.opts.StateTTL.Milliseconds()}
+	label := fmt.Sprintf("stream_join %s on %s", p.Kind, joinKeys(p))
+	if p.Extra != nil {
+		label += " and " + p.Extra.String()
+	}
+	if b.opts.StateTTL > 0 {
+		label += " state_ttl=" + b.opts.StateTTL.String()
+	}
+	op := exec.OperatorSpec{Kind: "stream_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
+	b.updates[node] = b.updates[left] || b.updates[right] || p.Kind != sql.InnerJoin
+	return node, nil
 }
 
 // view reads a materialised view's rows, or a system table's, as they are
