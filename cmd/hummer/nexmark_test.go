@@ -32,6 +32,15 @@ var nexmarkPG = map[string]string{
 	"q0": "SELECT auction, bidder, price, datetime, extra FROM bid",
 	"q1": "SELECT auction, bidder, 0.908 * price AS price, datetime, extra FROM bid",
 	"q2": "SELECT auction, price FROM bid WHERE mod(auction, 123) = 0",
+	"q3": `SELECT p.name, p.city, p.state, a.id FROM auction a JOIN person p ON a.seller = p.id
+	WHERE a.category = 10 AND (p.state = 'OR' OR p.state = 'ID' OR p.state = 'CA')`,
+	"q4": `SELECT category, round(sum(final)::numeric(38, 20) / count(*), 16) FROM (
+		SELECT max(b.price) AS final, a.category FROM auction a, bid b
+		WHERE a.id = b.auction AND b.datetime BETWEEN a.datetime AND a.expires GROUP BY a.id, a.category) q
+	GROUP BY category`,
+	"q20": `SELECT auction, bidder, price, channel, url, b.datetime, b.extra,
+	itemname, description, initialbid, reserve, a.datetime, expires, seller, category, a.extra
+	FROM bid b JOIN auction a ON b.auction = a.id WHERE a.category = 10`,
 	"q5": `WITH hop AS (
 		SELECT b.auction, timestamp '1970-01-01' + k * interval '2 second' AS starttime
 		FROM bid b, generate_series(floor(extract(epoch FROM b.datetime) / 2)::bigint - 4, floor(extract(epoch FROM b.datetime) / 2)::bigint) AS k),
