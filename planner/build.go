@@ -684,7 +684,8 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	aggs := make([]operators.AggSpec, len(p.Aggs))
 	distinct := false
 	for i, a := range p.Aggs {
-		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type, Sep: a.Sep}
+		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type, Sep: a.Sep,
+			Retract: b.updates[from] && (a.Func == "min" || a.Func == "max")}
 		for _, k := range a.Order {
 			aggs[i].Order = append(aggs[i].Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
 		}
@@ -696,7 +697,7 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	if b.streaming {
 		emit = operators.AggEmitUpdates
 		for _, a := range p.Aggs {
-			if b.updates[from] && (a.Func == "min" || a.Func == "max" || a.Func == "string_agg") {
+			if b.updates[from] && a.Func == "string_agg" {
 				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s over rows that are updated or deleted (an aggregation over an aggregation of a stream) is not supported", strings.ToUpper(a.Func))
 			}
 		}
