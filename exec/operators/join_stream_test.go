@@ -322,3 +322,77 @@ func TestStreamJoinTTL(t *testing.T) {
 	tick()
 	testkit.Equal(t, "after the old row's TTL", feed(1, `[{"rk": 1, "rv": "y"}]`), []string{`[1,"new",1,"y"]`})
 }
+
+// TestStreamJoinCompacts: once most rows a side's tables ever held are gone,
+// the side's tables are rebuilt from the rows held, and the join goes on
+// as before (against the nested-loop join of the rows held).
+func TestStreamJoinCompacts(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	op := opTestNew(t, "stream_join", sjConfig("full", true), sjOut)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	held := [2]map[sjRow]int{{}, {}}
+	got := map[string]int{}
+	keys := []int64{0, 1, 2, 3, 4}
+	feed := func(s int, rows []sjRow, op0 exec.ChangeKind) {
+		t.Helper()
+		var objs []string
+		ops := make([]exec.ChangeKind, len(rows))
+		for i, r := range rows {
+			if s == 0 {
+				objs = append(objs, r.json("lk", "lv"))
+			} else {
+				objs = append(objs, r.json("rk", "rv"))
+			}
+			ops[i] = op0
+			if op0 == exec.Insert {
+				held[s][r]++
+			} else if held[s][r]--; held[s][r] == 0 {
+				delete(held[s], r)
+			}
+		}
+		schema := sjLeft
+		if s == 1 {
+			schema = sjRight
+		}
+		rec := testkit.Record(t, mem, schema, "["+strings.Join(objs, ",")+"]")
+		defer rec.Release()
+		c := &testkit.Collector{T: t}
+		if err := op.ProcessBatch(ctx, s, exec.Batch{Rec: rec, Ops: ops}, c); err != nil {
+			t.Fatal(err)
+		}
+		sjFold(t, got, c.Rows)
+	}
+	feed(1, []sjRow{{&keys[1], "x"}, {&keys[2], "7"}}, exec.Insert)
+	const n, batch = 70_000, 5_000
+	row := func(i int) sjRow { return sjRow{&keys[i%len(keys)], fmt.Sprint(i)} }
+	for lo := 0; lo < n; lo += batch {
+		var rows []sjRow
+		for i := lo; i < lo+batch; i++ {
+			rows = append(rows, row(i))
+		}
+		feed(0, rows, exec.Insert)
+	}
+	for lo := 0; lo < n; lo += batch {
+		var rows []sjRow
+		for i := lo; i < lo+batch; i++ {
+			if i%10_000 != 7 {
+				rows = append(rows, row(i))
+			}
+		}
+		feed(0, rows, exec.Delete)
+	}
+	if m := op.(*streamJoinOp).side[0].rows.Len(); m > 100 {
+		t.Errorf("the left side's rows table has %d ids for %d rows held", m, len(held[0]))
+	}
+	feed(1, []sjRow{{&keys[2], "y"}, {&keys[1], "x"}}, exec.Insert)
+	feed(1, []sjRow{{&keys[2], "7"}}, exec.Delete)
+	feed(0, []sjRow{row(1), row(2)}, exec.Insert)
+	if want := sjExpected("full", true, held[0], held[1]); !maps.Equal(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
