@@ -396,3 +396,43 @@ func TestStreamJoinCompacts(t *testing.T) {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
 }
+
+// BenchmarkStreamJoin joins 2^16-row batches of a bigint key and a text
+// value, alternating sides, over 2^15 keys.
+func BenchmarkStreamJoin(b *testing.B) {
+	ctx := context.Background()
+	mem := memory.NewGoAllocator()
+	op := opTestNew(b, "stream_join", sjConfig("inner", false), sjOut)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		b.Fatal(err)
+	}
+	defer op.Close(ctx)
+	const rows = 1 << 16
+	var recs [2]string
+	for s, names := range [2][2]string{{"lk", "lv"}, {"rk", "rv"}} {
+		var objs []string
+		for i := range rows {
+			k := int64(i % (1 << 15))
+			objs = append(objs, sjRow{&k, fmt.Sprint("v", i)}.json(names[0], names[1]))
+		}
+		recs[s] = "[" + strings.Join(objs, ",") + "]"
+	}
+	l := testkit.Record(b, mem, sjLeft, recs[0])
+	r := testkit.Record(b, mem, sjRight, recs[1])
+	defer l.Release()
+	defer r.Release()
+	var out int
+	count := testkit.Func(func(bt exec.Batch) error { out += bt.NumRows(); return nil })
+	b.ResetTimer()
+	for i := range b.N {
+		rec := l
+		if i%2 == 1 {
+			rec = r
+		}
+		if err := op.ProcessBatch(ctx, i%2, exec.Batch{Rec: rec}, count); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(out)/float64(b.N), "out/op")
+}
