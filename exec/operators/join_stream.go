@@ -44,9 +44,10 @@ import (
 // (SET state_ttl), a row not written for TTL of processing time is dropped
 // from its side's state at the next Tick without emitting anything, as
 // Flink's table.exec.state.ttl does: a later row of the other side no longer
-// joins it, its retraction is dropped, and an outer join's counts of matches
-// no longer see it, so answers over keys idle longer than the TTL are not
-// exact.
+// joins it, its retraction is dropped (the joined rows it produced stay), and
+// the other side's rows it matched still count it as a match (an outer join
+// does not emit their NULL-padded rows when their last live match goes), so
+// answers over keys idle longer than the TTL are not exact.
 type streamJoinOp struct {
 	cfg   StreamJoinConfig
 	out   *arrow.Schema
