@@ -146,89 +146,6 @@ func in(node int, kind exec.PartitionKind, keys ...int) input {
 
 func (b *builder) par(node int) int { return b.g.Nodes[node].Parallelism }
 
-// broadcastRows is the most rows a join's build side is estimated to have
-// for broadcast to copy it to every instance of the join: each then holds
-// the whole side, in exchange for the probe side staying where it is, in
-// the task that produced it, instead of crossing a repartition.
-const broadcastRows = 1 << 20
-
-// broadcast reports whether join p, whose left side is node left, should
-// take its right (build) side broadcast and its left side forward: a bounded
-// inner or left join (a full join's unmatched build rows would come out of
-// every instance) whose build side is estimated small, with its left side
-// already running in parallel at the join's parallelism. Copying the build
-// side to every instance must also cost less than what it saves, moving
-// the probe side: its rows times the parallelism at most the probe side's.
-func (b *builder) broadcast(p *sql.Join, left int) bool {
-	if b.streaming || b.opts.Rows == nil || p.Kind == sql.FullJoin ||
-		b.par(left) != b.opts.Parallelism || b.opts.Parallelism == 1 {
-		return false
-	}
-	n, ok := b.opts.Rows(p.Right, true)
-	if !ok || n > broadcastRows {
-		return false
-	}
-	m, ok := b.opts.Rows(p.Left, false)
-	return ok && n*float64(b.opts.Parallelism) <= m
-}
-
-// buildLeft reports whether bounded join p, inner or left, with keys, should
-// build its hash table on its left side: when that side is estimated at
-// less than half the right one's rows, the smaller table to build and hold,
-// estimating the left side high and the right one low.
-func (b *builder) buildLeft(p *sql.Join) bool {
-	if b.streaming || b.opts.Rows == nil || len(p.LeftKeys) == 0 || p.Kind == sql.FullJoin {
-		return false
-	}
-	l, okL := b.opts.Rows(p.Left, true)
-	r, okR := b.opts.Rows(p.Right, false)
-	return okL && okR && r > 2*l
-}
-
-// leftBuiltJoin plans join p with its sides swapped for the operator, which
-// builds on its input 1: the right side probes the left's table (a left
-// join runs as the operator's right join, which emits the build rows no
-// probe row matched at the end), and a projection puts the columns back in
-// p's order.
-func (b *builder) leftBuiltJoin(p *sql.Join, left, right int) int {
-	ls, rs := p.Left.Schema(), p.Right.Schema()
-	nl, nr := len(ls), len(rs)
-	kind := "inner"
-	if p.Kind == sql.LeftJoin {
-		kind = "right"
-	}
-	var extra *expr.Expr
-	if p.Extra != nil {
-		m := map[int]int{}
-		for _, c := range p.Extra.Columns(nil) {
-			if c < nl {
-				m[c] = nr + c
-			} else {
-				m[c] = c - nl
-			}
-		}
-		extra = p.Extra.Remap(m)
-	}
-	cfg := operators.JoinConfig{Kind: kind, LeftKeys: p.RightKeys, RightKeys: p.LeftKeys, Extra: extra,
-		Left: rs, Right: ls, MemoryLimit: b.opts.WorkMem}
-	label := fmt.Sprintf("hash_join %s on %s (left side built)", p.Kind, joinKeys(p))
-	if p.Extra != nil {
-		label += " and " + p.Extra.String()
-	}
-	out := append(append(types.Schema{}, rs...), ls...)
-	op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: out}
-	node := b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
-	exprs := make([]*expr.Expr, len(p.Out))
-	for i, f := range p.Out {
-		src := i - nl
-		if i < nl {
-			src = nr + i
-		}
-		exprs[i] = expr.Column(src, f.Type, f.Name)
-	}
-	return b.forward(node, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Out)
-}
-
 // add appends a node fed by the given inputs (input i of the node is ins[i]).
 func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
 	kind := SourceNode
@@ -401,59 +318,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.aggregate(p)
 
 	case *sql.Join:
-		left, err := b.build(p.Left)
-		if err != nil {
-			return 0, err
-		}
-		right, err := b.build(p.Right)
-		if err != nil {
-			return 0, err
-		}
-		if !b.updates[left] && !b.updates[right] {
-			if l, r, ok := windowJoinEnds(p); ok {
-				return b.windowJoin(p, left, right, l, r), nil
-			}
-		}
-		// The hash join reads its right side to the end and keeps it as it
-		// was, and a FULL JOIN's unmatched right rows wait for its left
-		// side's end: a right side that never ends or that changes, or a
-		// FULL JOIN over a stream, needs the regular stream join, which
-		// keeps both sides. Otherwise the hash join, whose left side may be a
-		// stream: it keeps only the right side.
-		rightChanges := b.updates[right] || (b.streaming && Continuous(p.Right, b.opts.Unbounded))
-		if rightChanges || (b.streaming && p.Kind == sql.FullJoin) {
-			return b.streamJoin(p, left, right)
-		}
-		cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
-			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), MemoryLimit: b.opts.WorkMem}
-		if b.streaming {
-			cfg.MemoryLimit = -1 // its left side never ends: a spill would never be joined
-		}
-		label := fmt.Sprintf("hash_join %s on %s", p.Kind, joinKeys(p))
-		if p.Extra != nil {
-			label += " and " + p.Extra.String()
-		}
-		if len(p.LeftKeys) == 0 {
-			// Every pair is a candidate: one instance sees all rows of both.
-			label = fmt.Sprintf("nested_loop_join %s", p.Kind)
-			if p.Extra != nil {
-				label += " on " + p.Extra.String()
-			}
-			op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
-			return b.pass(left, b.add(op, 1, 1,
-				in(left, gatherOrForward(b.par(left))), in(right, gatherOrForward(b.par(right))))), nil
-		}
-		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
-		if b.broadcast(p, left) {
-			op.Label += " (right side broadcast)"
-			return b.pass(left, b.add(op, b.par(left), 0,
-				in(left, exec.Forward), in(right, exec.Broadcast))), nil
-		}
-		if b.buildLeft(p) {
-			return b.pass(left, b.leftBuiltJoin(p, left, right)), nil
-		}
-		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
-			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
+		return b.join(p)
 
 	case *sql.Window:
 		if b.streaming {
@@ -616,31 +481,6 @@ func (b *builder) pass(from, node int) int {
 	return node
 }
 
-// streamJoin plans a regular join of inputs that never end or that change
-// (stream_join): both sides hash-partitioned on the join keys, each instance
-// keeping its share of both sides' rows. Its output changes when an input
-// does, and an outer join's also when a row's first match arrives or its
-// last goes.
-func (b *builder) streamJoin(p *sql.Join, left, right int) (int, error) {
-	if len(p.LeftKeys) == 0 {
-		return 0, sql.Errorf(sql.ErrUnsupported, 0,
-			"a join over a stream that never ends or that changes needs an equality between its sides (ON a.k = b.k): without one, every row would be kept to pair with every later row of the other side")
-	}
-	cfg := operators.StreamJoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
-		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), TTLMillis: b.opts.StateTTL.Milliseconds()}
-	label := fmt.Sprintf("stream_join %s on %s", p.Kind, joinKeys(p))
-	if p.Extra != nil {
-		label += " and " + p.Extra.String()
-	}
-	if b.opts.StateTTL > 0 {
-		label += " state_ttl=" + b.opts.StateTTL.String()
-	}
-	op := exec.OperatorSpec{Kind: "stream_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
-	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
-	b.updates[node] = b.updates[left] || b.updates[right] || p.Kind != sql.InnerJoin
-	return node, nil
-}
-
 // view reads a materialised view's rows, or a system table's, as they are
 // now.
 func (b *builder) view(p *sql.Scan) (int, error) {
@@ -785,15 +625,6 @@ func aggList(aggs []sql.AggCall, in types.Schema) string {
 		s[i] = a.Func + "(" + arg + ")"
 	}
 	return "[" + strings.Join(s, ", ") + "]"
-}
-
-func joinKeys(p *sql.Join) string {
-	l, r := p.Left.Schema(), p.Right.Schema()
-	s := make([]string, len(p.LeftKeys))
-	for i := range p.LeftKeys {
-		s[i] = l[p.LeftKeys[i]].Name + " = " + r[p.RightKeys[i]].Name
-	}
-	return strings.Join(s, " and ")
 }
 
 func sortKeys(p *sql.Sort) string {
