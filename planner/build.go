@@ -525,7 +525,7 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	distinct := false
 	for i, a := range p.Aggs {
 		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type, Sep: a.Sep,
-			Retract: b.updates[from] && (a.Func == "min" || a.Func == "max")}
+			Retract: b.streaming && b.updates[from] && (a.Func == "min" || a.Func == "max")}
 		for _, k := range a.Order {
 			aggs[i].Order = append(aggs[i].Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
 		}

@@ -115,12 +115,14 @@ func (b *builder) join(p *sql.Join) (int, error) {
 	}
 	// The hash join reads its right side to the end and keeps it as it
 	// was, and a FULL JOIN's unmatched right rows wait for its left
-	// side's end: a right side that never ends or that changes, or a
-	// FULL JOIN over a stream, needs the regular stream join, which
+	// side's end: in a continuous query, a right side that never ends or
+	// that changes, or a FULL JOIN, needs the regular stream join, which
 	// keeps both sides. Otherwise the hash join, whose left side may be a
-	// stream: it keeps only the right side.
-	rightChanges := b.updates[right] || (b.streaming && Continuous(p.Right, b.opts.Unbounded))
-	if rightChanges || (b.streaming && p.Kind == sql.FullJoin) {
+	// stream: it keeps only the right side. (A bounded query's sides end,
+	// and the tables it reads with a PRIMARY KEY, read through an upsert
+	// operator, count as changing: the batch hash join stays theirs.)
+	rightChanges := b.updates[right] || Continuous(p.Right, b.opts.Unbounded)
+	if b.streaming && (rightChanges || p.Kind == sql.FullJoin) {
 		return b.streamJoin(p, left, right)
 	}
 	cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
