@@ -59,6 +59,12 @@ func TestViewOverJoinedTables(t *testing.T) {
 	if _, err := run(s, "SET state_ttl = 'soon'"); err == nil {
 		t.Errorf("SET state_ttl = 'soon' succeeded")
 	}
+	// It reaches the stream join of a continuous query (two streams).
+	mustRun(t, s, "CREATE TABLE s1 (k BIGINT, v TEXT) ENGINE=socket CONNECTION='socket://127.0.0.1:9?format=csv'")
+	mustRun(t, s, "SET state_ttl = '90 min'")
+	if out := mustRun(t, s, "EXPLAIN SELECT a.v, b.v FROM s1 AS a JOIN s1 AS b ON a.k = b.k"); !strings.Contains(out, "stream_join inner on k = k state_ttl=1h30m0s") {
+		t.Errorf("EXPLAIN with state_ttl = '90 min':\n%s", out)
+	}
 	mustRun(t, s, "DROP VIEW rich")
 	mustRun(t, s, "DROP VIEW everyone")
 }
