@@ -25,30 +25,47 @@ var (
 	sjOut   = append(append(types.Schema{}, sjLeft...), sjRight...)
 )
 
-// sjRow is a row of either side: a key (nil for NULL) and a value.
+// sjRow is a row of either side: a key (nil for NULL) and a value. With
+// text, the key is the text "k" and the number (sjTextLeft, sjTextRight).
 type sjRow struct {
-	k *int64
-	v string
+	k    *int64
+	v    string
+	text bool
 }
 
-func (r sjRow) vals() []any {
-	if r.k == nil {
-		return []any{nil, r.v}
+func (r sjRow) key() any {
+	switch {
+	case r.k == nil:
+		return nil
+	case r.text:
+		return fmt.Sprint("k", *r.k)
 	}
-	return []any{*r.k, r.v}
+	return *r.k
 }
+
+func (r sjRow) vals() []any { return []any{r.key(), r.v} }
 
 func (r sjRow) json(kName, vName string) string {
-	k := "null"
-	if r.k != nil {
-		k = fmt.Sprint(*r.k)
+	k, err := json.Marshal(r.key())
+	if err != nil {
+		panic(err)
 	}
 	return fmt.Sprintf(`{%q: %s, %q: %q}`, kName, k, vName, r.v)
 }
 
+var (
+	sjTextLeft  = types.Schema{{Name: "lk", Type: types.StringType}, {Name: "lv", Type: types.StringType}}
+	sjTextRight = types.Schema{{Name: "rk", Type: types.StringType}, {Name: "rv", Type: types.StringType}}
+)
+
 // sjExpected is the join of the multisets left and right by nested loops:
 // each output row (as testkit.Rows prints it) with its number of copies.
 func sjExpected(kind string, extra bool, left, right map[sjRow]int) map[string]int {
+	return sjExpectedKeys(kind, extra, false, left, right)
+}
+
+// sjExpectedKeys is sjExpected, on both columns as keys with bothKeys.
+func sjExpectedKeys(kind string, extra, bothKeys bool, left, right map[sjRow]int) map[string]int {
 	out := map[string]int{}
 	row := func(l, r []any) string {
 		js, err := json.Marshal(append(append([]any{}, l...), r...))
@@ -59,7 +76,7 @@ func sjExpected(kind string, extra bool, left, right map[sjRow]int) map[string]i
 	}
 	nulls := []any{nil, nil}
 	matches := func(l, r sjRow) bool {
-		return l.k != nil && r.k != nil && *l.k == *r.k && (!extra || l.v != r.v)
+		return l.k != nil && r.k != nil && *l.k == *r.k && (!extra || l.v != r.v) && (!bothKeys || l.v == r.v)
 	}
 	for l, cl := range left {
 		found := false
@@ -120,26 +137,43 @@ func sjConfig(kind string, extra bool) StreamJoinConfig {
 // the output's changes, applied in order, hold exactly the nested-loop join
 // of the rows then held on both sides; at some barriers it snapshots the
 // operator and carries on with a new one restored from the snapshot.
+// The keys are a bigint; a text (its own encoding: the string's bytes, in
+// place); or both columns.
 func TestStreamJoinRandom(t *testing.T) {
 	for _, kind := range []string{"inner", "left", "right", "full"} {
-		for _, extra := range []bool{false, true} {
-			for seed := range uint64(6) {
-				t.Run(fmt.Sprintf("%s/extra=%v/%d", kind, extra, seed), func(t *testing.T) {
-					sjRandomRun(t, kind, extra, seed)
-				})
+		for _, keys := range []string{"bigint", "text", "both"} {
+			for _, extra := range []bool{false, true} {
+				if keys == "both" && extra {
+					continue // lv <> rv would contradict lv = rv
+				}
+				for seed := range uint64(4) {
+					t.Run(fmt.Sprintf("%s/%s/extra=%v/%d", kind, keys, extra, seed), func(t *testing.T) {
+						sjRandomRun(t, kind, keys, extra, seed)
+					})
+				}
 			}
 		}
 	}
 }
 
-func sjRandomRun(t *testing.T, kind string, extra bool, seed uint64) {
+func sjRandomRun(t *testing.T, kind, keys string, extra bool, seed uint64) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rng := rand.New(rand.NewPCG(seed, 25))
 	cfg := sjConfig(kind, extra)
+	left, right := sjLeft, sjRight
+	text := keys == "text"
+	if text {
+		left, right = sjTextLeft, sjTextRight
+		cfg.Left, cfg.Right = left, right
+	}
+	if keys == "both" {
+		cfg.LeftKeys, cfg.RightKeys = []int{0, 1}, []int{0, 1}
+	}
+	out := append(append(types.Schema{}, left...), right...)
 	open := func() exec.Operator {
-		op := opTestNew(t, "stream_join", cfg, sjOut)
+		op := opTestNew(t, "stream_join", cfg, out)
 		if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +182,7 @@ func sjRandomRun(t *testing.T, kind string, extra bool, seed uint64) {
 	op := open()
 	defer func() { op.Close(ctx) }()
 	held := [2]map[sjRow]int{{}, {}}
-	keys := []int64{1, 2, 3}
+	keyVals := []int64{1, 2, 3}
 	got := map[string]int{}
 	c := &testkit.Collector{T: t}
 	restores := 0
@@ -173,9 +207,10 @@ func sjRandomRun(t *testing.T, kind string, extra bool, seed uint64) {
 					delete(held[s], r)
 				}
 			} else {
-				if k := rng.IntN(len(keys) + 1); k < len(keys) {
-					r.k = &keys[k]
+				if k := rng.IntN(len(keyVals) + 1); k < len(keyVals) {
+					r.k = &keyVals[k]
 				}
+				r.text = text
 				r.v = string(rune('a' + rng.IntN(3)))
 				if rng.IntN(2) == 0 {
 					op = exec.UpdateAfter
@@ -189,9 +224,9 @@ func sjRandomRun(t *testing.T, kind string, extra bool, seed uint64) {
 			}
 			ops = append(ops, op)
 		}
-		schema := sjLeft
+		schema := left
 		if s == 1 {
-			schema = sjRight
+			schema = right
 		}
 		rec := testkit.Record(t, mem, schema, "["+strings.Join(objs, ",")+"]")
 		c.Rows = c.Rows[:0]
@@ -212,7 +247,7 @@ func sjRandomRun(t *testing.T, kind string, extra bool, seed uint64) {
 		if len(c.Signals) != 1 || c.Signals[0].Kind != exec.Barrier {
 			t.Fatalf("barrier: signals %v", c.Signals)
 		}
-		want := sjExpected(kind, extra, held[0], held[1])
+		want := sjExpectedKeys(kind, extra, keys == "both", held[0], held[1])
 		if !maps.Equal(got, want) {
 			t.Fatalf("after step %d:\n got %v\nwant %v", step, got, want)
 		}
@@ -229,8 +264,8 @@ func sjRandomRun(t *testing.T, kind string, extra bool, seed uint64) {
 			restores++
 		}
 	}
-	if !maps.Equal(got, sjExpected(kind, extra, held[0], held[1])) {
-		t.Fatalf("at the end:\n got %v\nwant %v", got, sjExpected(kind, extra, held[0], held[1]))
+	if want := sjExpectedKeys(kind, extra, keys == "both", held[0], held[1]); !maps.Equal(got, want) {
+		t.Fatalf("at the end:\n got %v\nwant %v", got, want)
 	}
 	if restores == 0 {
 		t.Logf("no restore in this run")
@@ -367,9 +402,9 @@ func TestStreamJoinCompacts(t *testing.T) {
 		}
 		sjFold(t, got, c.Rows)
 	}
-	feed(1, []sjRow{{&keys[1], "x"}, {&keys[2], "7"}}, exec.Insert)
+	feed(1, []sjRow{{k: &keys[1], v: "x"}, {k: &keys[2], v: "7"}}, exec.Insert)
 	const n, batch = 70_000, 5_000
-	row := func(i int) sjRow { return sjRow{&keys[i%len(keys)], fmt.Sprint(i)} }
+	row := func(i int) sjRow { return sjRow{k: &keys[i%len(keys)], v: fmt.Sprint(i)} }
 	for lo := 0; lo < n; lo += batch {
 		var rows []sjRow
 		for i := lo; i < lo+batch; i++ {
@@ -389,8 +424,8 @@ func TestStreamJoinCompacts(t *testing.T) {
 	if m := op.(*streamJoinOp).side[0].rows.Len(); m > 100 {
 		t.Errorf("the left side's rows table has %d ids for %d rows held", m, len(held[0]))
 	}
-	feed(1, []sjRow{{&keys[2], "y"}, {&keys[1], "x"}}, exec.Insert)
-	feed(1, []sjRow{{&keys[2], "7"}}, exec.Delete)
+	feed(1, []sjRow{{k: &keys[2], v: "y"}, {k: &keys[1], v: "x"}}, exec.Insert)
+	feed(1, []sjRow{{k: &keys[2], v: "7"}}, exec.Delete)
 	feed(0, []sjRow{row(1), row(2)}, exec.Insert)
 	if want := sjExpected("full", true, held[0], held[1]); !maps.Equal(got, want) {
 		t.Fatalf("got %v\nwant %v", got, want)
@@ -413,7 +448,7 @@ func BenchmarkStreamJoin(b *testing.B) {
 		var objs []string
 		for i := range rows {
 			k := int64(i % (1 << 15))
-			objs = append(objs, sjRow{&k, fmt.Sprint("v", i)}.json(names[0], names[1]))
+			objs = append(objs, sjRow{k: &k, v: fmt.Sprint("v", i)}.json(names[0], names[1]))
 		}
 		recs[s] = "[" + strings.Join(objs, ",") + "]"
 	}
