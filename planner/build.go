@@ -54,6 +54,11 @@ type Options struct {
 	// instance instead of repartitioning both sides (broadcastRows); one
 	// whose left side is estimated much smaller builds on it (buildLeft).
 	Rows func(p sql.Plan, upper bool) (rows float64, ok bool)
+	// StateTTL, when positive, bounds by idle time (processing time) the
+	// rows each side of a stream join keeps (SET state_ttl), as Flink's
+	// table.exec.state.ttl: a row not written for that long is dropped, and
+	// answers over keys idle that long are no longer exact.
+	StateTTL time.Duration
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -313,57 +318,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.aggregate(p)
 
 	case *sql.Join:
-		left, err := b.build(p.Left)
-		if err != nil {
-			return 0, err
-		}
-		right, err := b.build(p.Right)
-		if err != nil {
-			return 0, err
-		}
-		if !b.updates[left] && !b.updates[right] {
-			if l, r, ok := windowJoinEnds(p); ok {
-				return b.windowJoin(p, left, right, l, r), nil
-			}
-		}
-		if b.streaming && Continuous(p.Right, b.opts.Unbounded) {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"a join reads its right side to the end before it joins, and the right side here is a stream that never ends; put the stream on the left of the join")
-		}
-		if b.streaming && p.Kind == sql.FullJoin {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"a FULL JOIN emits the right side's unmatched rows once its left side ends, and the left side here is a stream that never ends")
-		}
-		cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
-			Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), MemoryLimit: b.opts.WorkMem}
-		if b.streaming {
-			cfg.MemoryLimit = -1 // its left side never ends: a spill would never be joined
-		}
-		label := fmt.Sprintf("hash_join %s on %s", p.Kind, joinKeys(p))
-		if p.Extra != nil {
-			label += " and " + p.Extra.String()
-		}
-		if len(p.LeftKeys) == 0 {
-			// Every pair is a candidate: one instance sees all rows of both.
-			label = fmt.Sprintf("nested_loop_join %s", p.Kind)
-			if p.Extra != nil {
-				label += " on " + p.Extra.String()
-			}
-			op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
-			return b.pass(left, b.add(op, 1, 1,
-				in(left, gatherOrForward(b.par(left))), in(right, gatherOrForward(b.par(right))))), nil
-		}
-		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
-		if b.broadcast(p, left) {
-			op.Label += " (right side broadcast)"
-			return b.pass(left, b.add(op, b.par(left), 0,
-				in(left, exec.Forward), in(right, exec.Broadcast))), nil
-		}
-		if b.buildLeft(p) {
-			return b.pass(left, b.leftBuiltJoin(p, left, right)), nil
-		}
-		return b.pass(left, b.add(op, b.opts.Parallelism, 0,
-			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
+		return b.join(p)
 
 	case *sql.Window:
 		if b.streaming {
@@ -569,7 +524,8 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	aggs := make([]operators.AggSpec, len(p.Aggs))
 	distinct := false
 	for i, a := range p.Aggs {
-		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type, Sep: a.Sep}
+		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Distinct: a.Distinct, Type: a.Type, Sep: a.Sep,
+			Retract: b.streaming && b.updates[from] && (a.Func == "min" || a.Func == "max")}
 		for _, k := range a.Order {
 			aggs[i].Order = append(aggs[i].Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
 		}
@@ -581,7 +537,7 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 	if b.streaming {
 		emit = operators.AggEmitUpdates
 		for _, a := range p.Aggs {
-			if b.updates[from] && (a.Func == "min" || a.Func == "max" || a.Func == "string_agg") {
+			if b.updates[from] && a.Func == "string_agg" {
 				return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s over rows that are updated or deleted (an aggregation over an aggregation of a stream) is not supported", strings.ToUpper(a.Func))
 			}
 		}
@@ -669,15 +625,6 @@ func aggList(aggs []sql.AggCall, in types.Schema) string {
 		s[i] = a.Func + "(" + arg + ")"
 	}
 	return "[" + strings.Join(s, ", ") + "]"
-}
-
-func joinKeys(p *sql.Join) string {
-	l, r := p.Left.Schema(), p.Right.Schema()
-	s := make([]string, len(p.LeftKeys))
-	for i := range p.LeftKeys {
-		s[i] = l[p.LeftKeys[i]].Name + " = " + r[p.RightKeys[i]].Name
-	}
-	return strings.Join(s, " and ")
 }
 
 func sortKeys(p *sql.Sort) string {

@@ -1,11 +1,12 @@
 package planner
 
-// How a bounded join is laid out: which side is built, and whether the built
-// side is copied to every instance (broadcast) or both sides are
-// repartitioned by their keys.
+// Joins: the hash join of a bounded right side (broadcast, or built on the
+// smaller side), and the regular stream join of inputs that never end or that
+// change; the window join of two windowed results is window.go's.
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/expr"
@@ -106,4 +107,101 @@ func (b *builder) leftBuiltJoin(p *sql.Join, left, right int) int {
 		exprs[i] = expr.Column(src, f.Type, f.Name)
 	}
 	return b.forward(node, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Out)
+}
+
+// join plans a join.
+func (b *builder) join(p *sql.Join) (int, error) {
+	left, err := b.build(p.Left)
+	if err != nil {
+		return 0, err
+	}
+	right, err := b.build(p.Right)
+	if err != nil {
+		return 0, err
+	}
+	if !b.updates[left] && !b.updates[right] {
+		if l, r, ok := windowJoinEnds(p); ok {
+			return b.windowJoin(p, left, right, l, r), nil
+		}
+	}
+	// The hash join reads its right side to the end and keeps it as it
+	// was, and a FULL JOIN's unmatched right rows wait for its left
+	// side's end: in a continuous query, a right side that never ends or
+	// that changes, or a FULL JOIN, needs the regular stream join, which
+	// keeps both sides. Otherwise the hash join, whose left side may be a
+	// stream: it keeps only the right side. (A bounded query's sides end,
+	// and the tables it reads with a PRIMARY KEY, read through an upsert
+	// operator, count as changing: the batch hash join stays theirs.)
+	rightChanges := b.updates[right] || Continuous(p.Right, b.opts.Unbounded)
+	if b.streaming && rightChanges && p.Kind.Filters() {
+		return 0, sql.Errorf(sql.ErrUnsupported, 0,
+			"EXISTS and NOT EXISTS over a subquery that reads a stream, or a table that changes, are not supported in a continuous query yet (the subquery must be read to its end)")
+	}
+	if b.streaming && (rightChanges || p.Kind == sql.FullJoin) {
+		return b.streamJoin(p, left, right)
+	}
+	cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
+		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), MemoryLimit: b.opts.WorkMem}
+	if b.streaming {
+		cfg.MemoryLimit = -1 // its left side never ends: a spill would never be joined
+	}
+	label := fmt.Sprintf("hash_join %s on %s", p.Kind, joinKeys(p))
+	if p.Extra != nil {
+		label += " and " + p.Extra.String()
+	}
+	if len(p.LeftKeys) == 0 {
+		// Every pair is a candidate: one instance sees all rows of both.
+		label = fmt.Sprintf("nested_loop_join %s", p.Kind)
+		if p.Extra != nil {
+			label += " on " + p.Extra.String()
+		}
+		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+		return b.pass(left, b.add(op, 1, 1,
+			in(left, gatherOrForward(b.par(left))), in(right, gatherOrForward(b.par(right))))), nil
+	}
+	op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+	if b.broadcast(p, left) {
+		op.Label += " (right side broadcast)"
+		return b.pass(left, b.add(op, b.par(left), 0,
+			in(left, exec.Forward), in(right, exec.Broadcast))), nil
+	}
+	if b.buildLeft(p) {
+		return b.pass(left, b.leftBuiltJoin(p, left, right)), nil
+	}
+	return b.pass(left, b.add(op, b.opts.Parallelism, 0,
+		in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
+}
+
+// streamJoin plans a regular join of inputs that never end or that change
+// (stream_join): both sides hash-partitioned on the join keys, each instance
+// keeping its share of both sides' rows. Its output changes when an input
+// does, and an outer join's also when a row's first match arrives or its
+// last goes.
+func (b *builder) streamJoin(p *sql.Join, left, right int) (int, error) {
+	if len(p.LeftKeys) == 0 {
+		return 0, sql.Errorf(sql.ErrUnsupported, 0,
+			"a join over a stream that never ends or that changes needs an equality between its sides (ON a.k = b.k): without one, every row would be kept to pair with every later row of the other side")
+	}
+	cfg := operators.StreamJoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
+		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), TTLMillis: b.opts.StateTTL.Milliseconds()}
+	label := fmt.Sprintf("stream_join %s on %s", p.Kind, joinKeys(p))
+	if p.Extra != nil {
+		label += " and " + p.Extra.String()
+	}
+	if b.opts.StateTTL > 0 {
+		label += " state_ttl=" + b.opts.StateTTL.String()
+	}
+	op := exec.OperatorSpec{Kind: "stream_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
+	b.updates[node] = b.updates[left] || b.updates[right] || p.Kind != sql.InnerJoin
+	return node, nil
+}
+
+func joinKeys(p *sql.Join) string {
+	l, r := p.Left.Schema(), p.Right.Schema()
+	s := make([]string, len(p.LeftKeys))
+	for i := range p.LeftKeys {
+		s[i] = l[p.LeftKeys[i]].Name + " = " + r[p.RightKeys[i]].Name
+	}
+	return strings.Join(s, " and ")
 }

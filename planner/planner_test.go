@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -58,6 +59,8 @@ func TestPlanner(t *testing.T) {
 					opts.Parallelism, _ = strconv.Atoi(arg.Vals[0])
 				case "sink":
 					sink = arg.Vals[0]
+				case "state_ttl":
+					opts.StateTTL, _ = time.ParseDuration(arg.Vals[0])
 				case "rows": // rows=emp:1000000,dept:10: tables' estimated rows
 					est := testEstimates{}
 					for _, v := range arg.Vals {

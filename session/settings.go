@@ -124,6 +124,11 @@ var paramList = []*param{
 	// the TaskManagers' default (a share of the process's limit).
 	{name: "work_mem", check: checkWorkMem,
 		desc: "Sets the memory an aggregation's groups may take before they spill (empty: the TaskManagers' default)."},
+	// How long a stream join keeps a row not written since (processing
+	// time; Flink's table.exec.state.ttl): '0' keeps every row. Past it,
+	// answers over old keys are no longer exact.
+	{name: "state_ttl", def: "0", check: checkStateTTL,
+		desc: "Sets how long a stream join keeps a row of either side not written since ('0': for ever); answers over keys idle longer are not exact."},
 	// A query over a view waits until the view has caught up with its inputs
 	// (views.go); off reads its rows at once.
 	{name: "wait_for_views", def: "on", check: checkBool,
@@ -412,6 +417,33 @@ func checkCheckpointInterval(_ *Session, _ *param, v string) (string, error) {
 		return "", sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"checkpoint_interval\": %q: %v", v, err)
 	}
 	return v, nil
+}
+
+func checkStateTTL(_ *Session, _ *param, v string) (string, error) {
+	if _, err := parseTTL(v); err != nil {
+		return "", sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"state_ttl\": %q: %v", v, err)
+	}
+	return v, nil
+}
+
+// parseTTL reads state_ttl: an interval as checkpoint_interval takes it, or
+// PostgreSQL's spelling of one ('1h', '1 hour', '30 min', '90 s').
+func parseTTL(v string) (time.Duration, error) {
+	if d, err := parseInterval(v); err == nil {
+		return d, nil
+	}
+	f := strings.Fields(strings.ToLower(v))
+	if len(f) == 2 {
+		n, err := strconv.ParseFloat(f[0], 64)
+		unit := map[string]time.Duration{"ms": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
+			"s": time.Second, "sec": time.Second, "second": time.Second, "seconds": time.Second,
+			"min": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+			"h": time.Hour, "hour": time.Hour, "hours": time.Hour, "d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}[f[1]]
+		if err == nil && unit > 0 && n >= 0 {
+			return time.Duration(n * float64(unit)), nil
+		}
+	}
+	return 0, fmt.Errorf("want a duration such as '1h', '30 min' or '90s', or milliseconds")
 }
 
 func checkWorkMem(_ *Session, _ *param, v string) (string, error) {

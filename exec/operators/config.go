@@ -61,6 +61,10 @@ type AggSpec struct {
 	// its values are ordered by within a group (none: the order they came in).
 	Sep   string        `json:"sep,omitempty"`
 	Order []SortKeySpec `json:"order,omitempty"`
+	// Retract says the input retracts rows (Delete, UpdateBefore): min and
+	// max then keep every value of a group, to find the next extreme when
+	// theirs is taken back.
+	Retract bool `json:"retract,omitempty"`
 }
 
 // HashAggConfig configures kind "hash_agg". Output: the GroupBy columns, then the

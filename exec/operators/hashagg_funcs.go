@@ -86,6 +86,10 @@ func newAggregate(spec AggSpec, phase AggPhase, first int) (aggregate, error) {
 			}
 			return a, nil
 		default:
+			if spec.Retract {
+				return &minMaxRetractAgg{mm: minMaxAgg{col: first, max: spec.Func == "max"},
+					vals: countDistinctAgg{col: first, pairs: state.NewKeyTable()}}, nil
+			}
 			return &minMaxAgg{col: first, max: spec.Func == "max"}, nil
 		}
 	}

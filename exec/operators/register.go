@@ -23,6 +23,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("hash_agg", newHashAggOp)
 	r.RegisterOperator("hash_join", newHashJoinOp)
 	r.RegisterOperator("upsert", newUpsertOp)
+	r.RegisterOperator("stream_join", newStreamJoinOp)
 	r.RegisterOperator("union", newUnionOp)
 	r.RegisterOperator("max_one_row", newMaxOneRowOp)
 	r.RegisterOperator("window", newWindowOp)
