@@ -5,6 +5,7 @@ package conntest
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,9 +29,12 @@ type Collector struct {
 
 var _ exec.Collector = (*Collector)(nil)
 
-// Collect retains b.
+// Collect retains b, and copies its change kinds: a batch is borrowed for
+// the call, and a source reuses its Ops slice for the next batch (the Kafka
+// source's tombstone, a Delete, once read back as an Insert here).
 func (c *Collector) Collect(ctx context.Context, b exec.Batch) error {
 	b.Rec.Retain()
+	b.Ops = slices.Clone(b.Ops)
 	c.mu.Lock()
 	c.Batches = append(c.Batches, b)
 	n := len(c.Batches)
