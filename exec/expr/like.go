@@ -52,7 +52,7 @@ type likePattern struct {
 	// the pattern starts and ends with %.
 	segs        [][]byte
 	lead, trail bool
-	fold bool // ILIKE: match lower-cased text against a lower-cased pattern
+	fold        bool // ILIKE: match lower-cased text against a lower-cased pattern
 }
 
 // compileLike parses pattern with the given escape (zero or one character).
