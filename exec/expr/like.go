@@ -3,7 +3,10 @@ package expr
 // LIKE and ILIKE: % matches any run of characters, _ exactly one, and the
 // escape character (backslash unless the query says otherwise; none when it is
 // empty) makes the next character literal. Patterns that are a literal with %
-// only at the ends become equality, prefix, suffix or substring tests.
+// only at the ends become equality, prefix, suffix or substring tests; those
+// of literals between %s and no _ (TPC-H q13's '%special%requests%') find
+// each literal after the one before (bytes.Index), the leftmost match of each
+// being as good as any.
 
 import (
 	"bytes"
@@ -29,6 +32,7 @@ const (
 	likePrefix
 	likeSuffix
 	likeContains
+	likeSegments
 	likeGeneral
 )
 
@@ -44,7 +48,11 @@ type likePattern struct {
 	kind likeKind
 	lit  []byte // for the non-general kinds
 	toks []likeTok
-	fold bool // ILIKE: match lower-cased text against a lower-cased pattern
+	// For likeSegments: the literals between the %s, in order, and whether
+	// the pattern starts and ends with %.
+	segs        [][]byte
+	lead, trail bool
+	fold        bool // ILIKE: match lower-cased text against a lower-cased pattern
 }
 
 // compileLike parses pattern with the given escape (zero or one character).
@@ -100,7 +108,7 @@ func (p *likePattern) classify() {
 	var lit []byte
 	for _, t := range toks {
 		if t.one || t.many {
-			p.kind = likeGeneral
+			p.classifySegments(lead, trail, toks)
 			return
 		}
 		lit = append(lit, t.lit...)
@@ -118,8 +126,55 @@ func (p *likePattern) classify() {
 	}
 }
 
+// classifySegments makes a pattern of literals between %s (toks, without the
+// leading and trailing % that lead and trail say there were) likeSegments,
+// and any other likeGeneral.
+func (p *likePattern) classifySegments(lead, trail bool, toks []likeTok) {
+	p.kind = likeGeneral
+	var segs [][]byte
+	var cur []byte
+	for _, t := range toks {
+		switch {
+		case t.one:
+			return
+		case t.many:
+			segs = append(segs, cur)
+			cur = nil
+		default:
+			cur = append(cur, t.lit...)
+		}
+	}
+	p.segs, p.lead, p.trail, p.kind = append(segs, cur), lead, trail, likeSegments
+}
+
+// matchSegments matches s against a likeSegments pattern.
+func (p *likePattern) matchSegments(s []byte) bool {
+	segs := p.segs
+	pos := 0
+	if !p.lead {
+		if !bytes.HasPrefix(s, segs[0]) {
+			return false
+		}
+		pos, segs = len(segs[0]), segs[1:]
+	}
+	var last []byte
+	if !p.trail {
+		last, segs = segs[len(segs)-1], segs[:len(segs)-1]
+	}
+	for _, seg := range segs {
+		i := bytes.Index(s[pos:], seg)
+		if i < 0 {
+			return false
+		}
+		pos += i + len(seg)
+	}
+	return p.trail || bytes.HasSuffix(s[pos:], last)
+}
+
 func (p *likePattern) match(s []byte) bool {
 	switch p.kind {
+	case likeSegments:
+		return p.matchSegments(s)
 	case likeExact:
 		return bytes.Equal(s, p.lit)
 	case likePrefix:
