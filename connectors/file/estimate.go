@@ -108,8 +108,8 @@ func readSample(path string) ([]byte, int64, bool) {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, false
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, 0, false // a directory table is not estimated
 	}
 	buf := make([]byte, sampleBytes)
 	n, _ := io.ReadFull(f, buf)
