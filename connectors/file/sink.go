@@ -3,6 +3,7 @@ package file
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -22,10 +23,11 @@ import (
 // writes part files into the directory, exactly once.
 //
 // Layout. Subtask s writes files named part-<s>-<seq>-<token>.<csv|json|txt>,
-// seq counting the subtask's files from 0 and token being 8 random hex digits
-// that the subtask picks when its job first starts and keeps in its
-// checkpoints: two jobs writing one table never pick the same names, and a
-// job restored from a checkpoint goes on with its own. With partition_by the
+// seq counting the subtask's files from 0 and token being 8 hex digits: random
+// when the job first starts, so that two jobs writing one table never pick the
+// same names, and for a job restored from a checkpoint, derived from the
+// checkpoint's token and number (restoredToken), so that the restored attempt
+// never reuses a name of the failed one. With partition_by the
 // files go into directories col=value/... (encode.go: appendPartition), one
 // file per partition the subtask has rows for. The files hold every column,
 // partition columns too, so that the source reads them back as the table.
@@ -40,7 +42,8 @@ import (
 // files pending in it, whose checkpoint did complete even if the
 // notification never came (a file already renamed is fine), and deletes
 // every other hidden file of the subtask's token: rows written after the
-// checkpoint, which the restored sources send again. A job without
+// checkpoint, which the restored sources send again, and those of earlier
+// attempts restored from the same checkpoint. A job without
 // checkpoints (a plain bounded INSERT) renames its files at the end of its
 // input; one that fails deletes them. Each file therefore holds each of its
 // rows once, and no row is in two files.
@@ -51,7 +54,7 @@ import (
 // then write those rows again. A restored job must have the parallelism it
 // had (the state is per subtask). The in-progress files of a first attempt
 // that failed before its first checkpoint are left behind, hidden: the
-// restarted subtasks have no state naming their token.
+// restarted subtasks have no state naming their random token.
 type sink struct {
 	cfg           config
 	subtask       int
@@ -87,10 +90,11 @@ const sinkStateVersion = 1
 
 // sinkState is the sink's checkpointed state, as JSON.
 type sinkState struct {
-	Version int    `json:"version"`
-	Subtask int    `json:"subtask"`
-	Token   string `json:"token"`
-	Seq     int64  `json:"seq"`
+	Version    int    `json:"version"`
+	Subtask    int    `json:"subtask"`
+	Checkpoint int64  `json:"checkpoint"`
+	Token      string `json:"token"`
+	Seq        int64  `json:"seq"`
 	// Pending are the files awaiting the completion of the checkpoint or of
 	// earlier ones.
 	Pending []pendingFiles `json:"pending,omitempty"`
@@ -288,7 +292,7 @@ func (k *sink) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, err
 	if len(rels) > 0 {
 		k.pending = append(k.pending, pendingFiles{Checkpoint: checkpoint, Files: rels})
 	}
-	return json.Marshal(sinkState{Version: sinkStateVersion, Subtask: k.subtask, Token: k.token, Seq: k.seq, Pending: k.pending})
+	return json.Marshal(sinkState{Version: sinkStateVersion, Subtask: k.subtask, Checkpoint: checkpoint, Token: k.token, Seq: k.seq, Pending: k.pending})
 }
 
 // NotifyCheckpointComplete commits the files pending for checkpoint and for
@@ -304,9 +308,9 @@ func (k *sink) NotifyCheckpointComplete(ctx context.Context, checkpoint int64) e
 }
 
 // RestoreState commits the files pending in data, as its checkpoint
-// completed, then deletes every other in-progress file of the subtask's
-// token, and goes on with that token and sequence. It is called after Open,
-// before any input.
+// completed, then deletes every other in-progress file of the checkpoint's
+// token and of the token attempts restored from it write with, which this
+// one then writes with too. It is called after Open, before any input.
 func (k *sink) RestoreState(ctx context.Context, data []byte) error {
 	var st sinkState
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -322,20 +326,27 @@ func (k *sink) RestoreState(ctx context.Context, data []byte) error {
 	case len(k.open) > 0:
 		return fmt.Errorf("file: restoring the sink of %s after it started", k.cfg.path)
 	}
-	k.token, k.seq, k.pending = st.Token, st.Seq, nil
+	k.pending = nil
 	for _, p := range st.Pending {
 		if err := k.commitAll(p.Files); err != nil {
 			return err
 		}
 	}
-	return k.removeInProgress()
+	k.token, k.seq = restoredToken(st.Token, st.Checkpoint), st.Seq
+	return k.removeInProgress(st.Token, k.token)
 }
 
-// removeInProgress deletes the subtask's in-progress files of its token
+// restoredToken is the token of the attempts restored from checkpoint,
+// whose token was token.
+func restoredToken(token string, checkpoint int64) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s:%d", token, checkpoint))
+	return hex.EncodeToString(sum[:4])
+}
+
+// removeInProgress deletes the subtask's in-progress files of the tokens
 // anywhere under the table's directory.
-func (k *sink) removeInProgress() error {
+func (k *sink) removeInProgress(tokens ...string) error {
 	prefix := fmt.Sprintf(".part-%d-", k.subtask)
-	suffix := fmt.Sprintf("-%s.%s.inprogress", k.token, k.ext())
 	return filepath.WalkDir(k.cfg.path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -343,10 +354,14 @@ func (k *sink) removeInProgress() error {
 			}
 			return fmt.Errorf("file: cleaning up %s: %w", k.cfg.path, err)
 		}
-		if name := d.Name(); !d.IsDir() && strings.HasPrefix(name, prefix) && strings.HasSuffix(name, suffix) {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("file: removing %s: %w", p, err)
-			}
+		name := d.Name()
+		if d.IsDir() || !strings.HasPrefix(name, prefix) || !slices.ContainsFunc(tokens, func(token string) bool {
+			return strings.HasSuffix(name, "-"+token+"."+k.ext()+".inprogress")
+		}) {
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("file: removing %s: %w", p, err)
 		}
 		return nil
 	})
@@ -357,8 +372,13 @@ func (k *sink) removeInProgress() error {
 // restored job. It is safe to call twice.
 func (k *sink) Close(ctx context.Context) error {
 	for _, pf := range k.open {
+		// Only the file this sink made: a restored attempt of the subtask,
+		// which may start before this one is closed, reuses the names.
+		mine, err := pf.f.Stat()
 		pf.f.Close()
-		os.Remove(k.hidden(pf.rel))
+		if now, serr := os.Stat(k.hidden(pf.rel)); err == nil && serr == nil && os.SameFile(mine, now) {
+			os.Remove(k.hidden(pf.rel))
+		}
 	}
 	clear(k.open)
 	k.last = nil
