@@ -150,3 +150,47 @@ func waitJobDone(t *testing.T, ctx context.Context, conn *pgx.Conn, prefix strin
 		return state == "finished"
 	})
 }
+
+// TestFileSinkSQL: a directory table reads as empty before it is written;
+// INSERT writes JSON part files that SELECT reads back, a second INSERT adds
+// to them; INSERT into a file table over one file is refused.
+func TestFileSinkSQL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, startTestServer(t))
+	defer conn.Close(context.Background())
+	dir := filepath.Join(t.TempDir(), "out")
+	one := filepath.Join(t.TempDir(), "one.csv")
+	if err := os.WriteFile(one, []byte("1,a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE src (id BIGINT, name TEXT) ENGINE=file CONNECTION='file://" + one + "?format=csv'",
+		"CREATE TABLE written (id BIGINT, name TEXT) ENGINE=file CONNECTION='file://" + dir + "/?format=json'",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sortedRows(t, ctx, conn, "SELECT * FROM written"); len(got) != 0 {
+		t.Errorf("before any INSERT: %q", got)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO written VALUES (1, 'a "quoted", text'), (2, NULL), (NULL, '')`); err != nil {
+		t.Fatal(err)
+	}
+	waitJobDone(t, ctx, conn, "INSERT INTO written VALUES")
+	want := []string{"1|a \"quoted\", text", "2|NULL", "NULL|"}
+	checkSameRows(t, "after one INSERT", sortedRows(t, ctx, conn, "SELECT * FROM written"), want)
+	if _, err := conn.Exec(ctx, "INSERT INTO written SELECT id + 10, upper(name) FROM src"); err != nil {
+		t.Fatal(err)
+	}
+	waitJobDone(t, ctx, conn, "INSERT INTO written SELECT")
+	want = append(want, "11|A")
+	slices.Sort(want)
+	checkSameRows(t, "after two INSERTs", sortedRows(t, ctx, conn, "SELECT * FROM written"), want)
+
+	_, err := conn.Exec(ctx, "INSERT INTO src SELECT * FROM written")
+	if pe := pgError(err); pe == nil || pe.Code != "42809" || !strings.Contains(pe.Message, "end its CONNECTION path with /") {
+		t.Errorf("INSERT into a table over one file: %v, want 42809", err)
+	}
+}

@@ -111,8 +111,8 @@ var errRetraction = errors.New("file: a file table is append-only, and the query
 
 func newSink(cfg config) (*sink, error) {
 	if !cfg.dir {
-		return nil, fmt.Errorf("%w: file table %s names a file; a file table written to names a directory of part files: end its CONNECTION path with / (file://%s/)",
-			exec.ErrBadInput, cfg.path, cfg.path)
+		return nil, &fileError{code: "42809", err: errors.New("not a directory table"), // wrong_object_type
+			msg: fmt.Sprintf("file table %s names one file, which is read, not written: a file table written to names a directory of part files (end its CONNECTION path with /, as in file://%s/)", cfg.path, cfg.path)}
 	}
 	return &sink{cfg: cfg}, nil
 }
