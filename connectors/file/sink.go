@@ -68,6 +68,10 @@ type sink struct {
 	lastKey  []byte
 	pending  []pendingFiles // closed files, in checkpoint order
 	buf, key []byte
+	// broken is why files could not be closed whole: their rows are lost, so
+	// the task must fail, for the job to restart from its last checkpoint
+	// (a failed snapshot fails only the checkpoint, and the task would go on).
+	broken error
 }
 
 // partFile is one file being written.
@@ -152,6 +156,9 @@ func (k *sink) hidden(rel string) string {
 // ProcessBatch appends b's rows to the open file of each row's partition,
 // opening one where there is none.
 func (k *sink) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	if k.broken != nil {
+		return k.broken
+	}
 	n := b.NumRows()
 	if got, want := int(b.Rec.NumCols()), len(k.cfg.schema); n > 0 && got != want {
 		return fmt.Errorf("file: the sink got rows of %d columns, table %s has %d", got, k.cfg.path, want)
@@ -208,7 +215,7 @@ func (k *sink) openFile(dir string) (*partFile, error) {
 }
 
 // closeAll flushes, syncs and closes the open files and returns their
-// committed paths, sorted.
+// committed paths, sorted. A file that fails to close whole breaks the sink.
 func (k *sink) closeAll() ([]string, error) {
 	var rels []string
 	var errs []error
@@ -228,7 +235,11 @@ func (k *sink) closeAll() ([]string, error) {
 	clear(k.open)
 	k.last = nil
 	slices.Sort(rels)
-	return rels, errors.Join(errs...)
+	if len(errs) > 0 {
+		k.broken = errors.Join(errs...)
+		return nil, k.broken
+	}
+	return rels, nil
 }
 
 // commit renames the pending file of rel into place; a file already renamed
@@ -251,6 +262,9 @@ func (k *sink) commit(rel string) error {
 // ProcessSignal commits, at the end of the input, every file written: no
 // checkpoint completes after it. It forwards every signal.
 func (k *sink) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	if k.broken != nil {
+		return k.broken
+	}
 	if s.Kind == exec.EndOfStream {
 		rels, err := k.closeAll()
 		if err != nil {

@@ -512,3 +512,35 @@ func TestDirSourceSkips(t *testing.T) {
 		t.Errorf("across a checkpoint: %v then %v, want %v once each", first.rows, rest.rows, want)
 	}
 }
+
+// TestSinkBrokenFile: a file that cannot be closed whole at a barrier fails
+// the snapshot and then the task (its rows would be lost if the task went
+// on to later checkpoints), and is not committed.
+func TestSinkBrokenFile(t *testing.T) {
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := exec.ConnectorSpec{Connector: Name, URL: "file://" + dir + "/?format=csv", Schema: seqSchema}
+	k := openSink(t, mem, c, 0, 1, true)
+	defer k.Close(ctx)
+	rows, _ := seqRows(0, 10)
+	write(t, k, batchOf(t, mem, seqSchema, rows))
+	for _, pf := range k.open {
+		pf.f.Close() // the rows are in the buffer still: the flush fails
+	}
+	if _, err := k.SnapshotState(ctx, 1); err == nil {
+		t.Fatal("a snapshot with a file that cannot be written succeeded")
+	}
+	b := batchOf(t, mem, seqSchema, rows)
+	if err := k.ProcessBatch(ctx, 0, b, nil); err == nil {
+		t.Error("the broken sink took more rows")
+	}
+	b.Rec.Release()
+	if err := k.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, nil); err == nil {
+		t.Error("the broken sink ended well")
+	}
+	if files, _ := committed(t, dir); len(files) != 0 {
+		t.Errorf("committed %v", files)
+	}
+}
