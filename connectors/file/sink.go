@@ -286,10 +286,25 @@ func (k *sink) ProcessSignal(ctx context.Context, input int, s exec.Signal, out 
 	return out.CollectSignal(ctx, s)
 }
 
+// commitAll commits the files rels and then syncs their directories, so
+// that the renames outlast a crash of the machine: the checkpoints after
+// this one no longer name the files.
 func (k *sink) commitAll(rels []string) error {
+	dirs := map[string]bool{}
 	for _, rel := range rels {
 		if err := k.commit(rel); err != nil {
 			return err
+		}
+		dirs[path.Dir(rel)] = true
+	}
+	for dir := range dirs {
+		d, err := os.Open(filepath.Join(k.cfg.path, filepath.FromSlash(dir)))
+		if err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("file: syncing directory %s: %w", dir, err)
 		}
 	}
 	return nil
