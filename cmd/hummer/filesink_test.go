@@ -172,6 +172,11 @@ func TestFileSinkSQL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// partition_by is checked at CREATE TABLE.
+	_, err := conn.Exec(ctx, "CREATE TABLE bad (id BIGINT, name TEXT) ENGINE=file CONNECTION='file://"+dir+"/?format=csv&partition_by=day'")
+	if pe := pgError(err); pe == nil || !strings.Contains(pe.Message, `partition_by: no column "day" in the table (columns: id, name)`) {
+		t.Errorf("partition_by of a column the table does not have: %v", err)
+	}
 	if got := sortedRows(t, ctx, conn, "SELECT * FROM written"); len(got) != 0 {
 		t.Errorf("before any INSERT: %q", got)
 	}
@@ -189,7 +194,7 @@ func TestFileSinkSQL(t *testing.T) {
 	slices.Sort(want)
 	checkSameRows(t, "after two INSERTs", sortedRows(t, ctx, conn, "SELECT * FROM written"), want)
 
-	_, err := conn.Exec(ctx, "INSERT INTO src SELECT * FROM written")
+	_, err = conn.Exec(ctx, "INSERT INTO src SELECT * FROM written")
 	if pe := pgError(err); pe == nil || pe.Code != "42809" || !strings.Contains(pe.Message, "end its CONNECTION path with /") {
 		t.Errorf("INSERT into a table over one file: %v, want 42809", err)
 	}
