@@ -544,3 +544,29 @@ func TestSinkBrokenFile(t *testing.T) {
 		t.Errorf("committed %v", files)
 	}
 }
+
+// TestSinkText writes each value as a line, NULL as an empty one, and
+// refuses a value holding a line break.
+func TestSinkText(t *testing.T) {
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	c := exec.ConnectorSpec{Connector: Name, URL: "file://" + dir + "/", Schema: lineSchema}
+	k := openSink(t, mem, c, 0, 1, false)
+	defer k.Close(context.Background())
+	write(t, k, batchOf(t, mem, lineSchema, `[{"line": "a, \"b\""}, {"line": null}, {"line": ""}, {"line": "é"}]`))
+	b := batchOf(t, mem, lineSchema, `[{"line": "two\nlines"}]`)
+	if err := k.ProcessBatch(context.Background(), 0, b, nil); !errors.Is(err, errLineBreak) {
+		t.Errorf("a line break: %v", err)
+	}
+	b.Rec.Release()
+	endOfStream(t, k)
+	files, _ := committed(t, dir)
+	if len(files) != 1 || !strings.HasSuffix(files[0], ".txt") {
+		t.Fatalf("files %v", files)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, files[0]))
+	if want := "a, \"b\"\n\n\né\n"; err != nil || string(data) != want {
+		t.Errorf("the file holds %q (%v), want %q", data, err, want)
+	}
+}
