@@ -129,7 +129,8 @@ func Validate(c exec.ConnectorSpec) error {
 // process: it opens, and is a regular file. The error has PostgreSQL's
 // SQLSTATE for the fault (58P01 for a missing file, 42501 for one it may not
 // read, 42809 for a directory or device) and wraps exec.ErrBadInput and the
-// cause.
+// cause. A directory table's path must be a directory, or not there yet (the
+// sink makes it; the source reads it as empty).
 func CheckFile(c exec.ConnectorSpec) error {
 	cfg, err := parseConfig(c)
 	if err != nil {
