@@ -18,8 +18,9 @@ import (
 // Nexmark tables into a temporary directory and checks the files the file
 // sink committed: read with encoding/csv, their rows are the bids read
 // through a plain SELECT, each once, with the day and minute computed here
-// from the bid's time, and each in the directory dt=<day>/hm=<minute>. The
-// table then reads back whole through SELECT.
+// from the bid's time, and each in the directory dt=<day>/hm=<minute>; they
+// are PostgreSQL's answer to the query (testdata/nexmark/q10.pg). The table
+// then reads back whole through SELECT.
 func TestNexmarkQ10(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -93,6 +94,15 @@ func TestNexmarkQ10(t *testing.T) {
 	}
 	checkSameRows(t, "the committed files", got, want)
 	t.Logf("%d rows in %d partition directories", len(got), len(dirs))
+	// And they are PostgreSQL's answer to q10 over the same events
+	// (nexmarkPG, TestNexmarkVsPostgres): its rows' count and MD5.
+	pg, err := os.ReadFile("testdata/nexmark/q10.pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := digest(got); d != string(pg) {
+		t.Errorf("the committed files: %s\nPostgreSQL's: %s", strings.TrimSpace(d), strings.TrimSpace(string(pg)))
+	}
 
 	// SELECT reads the table back: the committed files under its directory.
 	checkSameRows(t, "SELECT * FROM nexmark_q10", sortedRows(t, ctx, conn, "SELECT * FROM nexmark_q10"), want)

@@ -32,6 +32,8 @@ var nexmarkPG = map[string]string{
 	"q0": "SELECT auction, bidder, price, datetime, extra FROM bid",
 	"q1": "SELECT auction, bidder, 0.908 * price AS price, datetime, extra FROM bid",
 	"q2": "SELECT auction, price FROM bid WHERE mod(auction, 123) = 0",
+	// q10's rows, which TestNexmarkQ10 finds in the files its sink wrote.
+	"q10": "SELECT auction, bidder, price, datetime, extra, to_char(datetime, 'YYYY-MM-DD'), to_char(datetime, 'HH24:MI') FROM bid",
 	"q5": `WITH hop AS (
 		SELECT b.auction, timestamp '1970-01-01' + k * interval '2 second' AS starttime
 		FROM bid b, generate_series(floor(extract(epoch FROM b.datetime) / 2)::bigint - 4, floor(extract(epoch FROM b.datetime) / 2)::bigint) AS k),
