@@ -106,8 +106,11 @@ func TestRegister(t *testing.T) {
 	if got, want := r.Connectors(), []string{"blackhole", "file", "hummer", "hummer_changes", "kafka", "memory", "nexmark", "socket"}; !slices.Equal(got, want) {
 		t.Errorf("registered %v, want %v", got, want)
 	}
-	if _, err := r.NewSink(exec.ConnectorSpec{Connector: "file", URL: "file:///x", Schema: lines}); !errors.Is(err, exec.ErrUnknownConnector) {
-		t.Errorf("file sink: %v, want ErrUnknownConnector (no file sink yet)", err)
+	if _, err := r.NewSink(exec.ConnectorSpec{Connector: "file", URL: "file:///x", Schema: lines}); !errors.Is(err, exec.ErrBadInput) {
+		t.Errorf("file sink of a file, not a directory: %v, want ErrBadInput", err)
+	}
+	if _, err := r.NewSink(exec.ConnectorSpec{Connector: "file", URL: "file:///x/", Schema: lines}); err != nil {
+		t.Errorf("file sink of a directory: %v", err)
 	}
 	if _, err := r.NewSource(exec.ConnectorSpec{Connector: "file", URL: "file:///x?format=xml", Schema: lines}); !errors.Is(err, ErrBadOption) {
 		t.Errorf("file source with a bad option: %v", err)

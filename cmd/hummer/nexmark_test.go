@@ -51,6 +51,8 @@ var nexmarkPG = map[string]string{
 	JOIN (SELECT max(price) AS maxprice, date_bin('10 seconds', datetime, timestamp '1970-01-01') + interval '10 second' AS datetime FROM bid GROUP BY 2) B1
 	ON B.price = B1.maxprice WHERE B.datetime BETWEEN B1.datetime - interval '10 second' AND B1.datetime`,
 	"q13": `SELECT B.auction, B.bidder, B.price, B.datetime, S.value FROM bid B JOIN side_input S ON mod(B.auction, 10000) = S.key`,
+	// q10's rows, which TestNexmarkQ10 finds in the files its sink wrote.
+	"q10": "SELECT auction, bidder, price, datetime, extra, to_char(datetime, 'YYYY-MM-DD'), to_char(datetime, 'HH24:MI') FROM bid",
 	"q8": `SELECT P.id, P.name, P.starttime
 	FROM (SELECT id, name, date_bin('10 seconds', datetime, timestamp '1970-01-01') AS starttime FROM person GROUP BY 1, 2, 3) P
 	JOIN (SELECT seller, date_bin('10 seconds', datetime, timestamp '1970-01-01') AS starttime FROM auction GROUP BY 1, 2) A

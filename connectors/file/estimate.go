@@ -21,7 +21,7 @@ func EstimateRows(c exec.ConnectorSpec) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	sample, size, ok := readSample(cfg.path)
+	sample, size, ok := sampleOf(cfg)
 	if !ok {
 		return 0, false
 	}
@@ -48,7 +48,7 @@ func EstimateDistinct(c exec.ConnectorSpec, col int) (float64, bool) {
 	if err != nil || col < 0 || col >= len(cfg.schema) {
 		return 0, false
 	}
-	sample, size, ok := readSample(cfg.path)
+	sample, size, ok := sampleOf(cfg)
 	if !ok {
 		return 0, false
 	}
@@ -99,6 +99,29 @@ func EstimateDistinct(c exec.ConnectorSpec, col int) (float64, bool) {
 	return max(d, rows*d/float64(n)), true
 }
 
+// sampleOf returns the sample of a file table (readSample), and its size:
+// for a directory table, the sample of its first file and the size of all
+// of them (none before anything was written).
+func sampleOf(cfg config) ([]byte, int64, bool) {
+	if !cfg.dir {
+		return readSample(cfg.path)
+	}
+	files, err := listFiles(cfg.path)
+	if err != nil || len(files) == 0 {
+		return nil, 0, false
+	}
+	sample, total, ok := readSample(files[0])
+	if !ok {
+		return nil, 0, false
+	}
+	for _, f := range files[1:] {
+		if st, err := os.Stat(f); err == nil {
+			total += st.Size()
+		}
+	}
+	return sample, total, true
+}
+
 // readSample returns the whole lines in the first sampleBytes of the file at
 // path, and the file's size.
 func readSample(path string) ([]byte, int64, bool) {
@@ -108,8 +131,8 @@ func readSample(path string) ([]byte, int64, bool) {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, false
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, 0, false // a directory table is not estimated
 	}
 	buf := make([]byte, sampleBytes)
 	n, _ := io.ReadFull(f, buf)

@@ -29,6 +29,26 @@ func TestEstimateRows(t *testing.T) {
 	if _, ok := EstimateRows(spec); ok {
 		t.Error("a missing file was estimated")
 	}
+	// A directory table: its files' sizes over the first one's lines, the
+	// hidden ones left out; before anything was written, no estimate.
+	tdir := filepath.Join(dir, "t")
+	for name, lines := range map[string]int{"a.csv": 1000, "p=1/b.csv": 3000, ".c.csv.inprogress": 50000} {
+		p := filepath.Join(tdir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Repeat("12345,abcd\n", lines)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec.URL = "file://" + tdir + "/?format=csv"
+	if n, ok := EstimateRows(spec); !ok || n < 3999 || n > 4001 {
+		t.Errorf("EstimateRows of a directory = %v, %v; want 4000", n, ok)
+	}
+	spec.URL = "file://" + filepath.Join(dir, "none") + "/?format=csv"
+	if _, ok := EstimateRows(spec); ok {
+		t.Error("a missing directory was estimated")
+	}
 }
 
 // Distinct values from a file's first lines: all of a column of few values,

@@ -1,9 +1,17 @@
-// Package file is the file connector: a bounded source that reads one local file as
-// lines of text, CSV records or JSON objects (one per line).
+// Package file is the file connector: a bounded source that reads one local file, or
+// the part files of a directory, as lines of text, CSV records or JSON objects (one
+// per line), and a sink that writes a directory of part files exactly once.
 //
 //	CREATE TABLE docs (line TEXT) ENGINE=file CONNECTION='file:///data/kjv.txt';
 //	CREATE TABLE t (id BIGINT, name TEXT) ENGINE=file
 //	  CONNECTION='file:///data/t.csv?format=csv&header=true';
+//	CREATE TABLE out (id BIGINT, name TEXT, dt TEXT) ENGINE=file
+//	  CONNECTION='file:///data/out/?format=csv&partition_by=dt';
+//
+// A path that ends with "/" names a directory table (dir.go, sink.go): the sink
+// writes part files into it, in Hive-style partition directories with
+// partition_by, and the source reads every committed part file under it. A path
+// without the "/" names one file, which the sink does not write.
 //
 // Validate checks only the URL and options. Where the tasks that read the
 // table run in the process that creates it (hummer serve, hummer sql),
@@ -65,33 +73,47 @@ const (
 func Spec() *spec.Connector {
 	return &spec.Connector{
 		Name:        Name,
-		URL:         "file:///absolute/path[?format=text|csv|json&header=true|false&delimiter=,&bad_rows=fail|skip]",
-		Description: "Reads a local file: lines of text, CSV records or one JSON object per line (bounded source).",
+		URL:         "file:///absolute/path[/][?format=text|csv|json&header=true|false&delimiter=,&bad_rows=fail|skip&partition_by=col,col]",
+		Description: "Reads a local file, or the part files of a directory (a path ending in /): lines of text, CSV records or one JSON object per line (bounded source); writes a directory's part files exactly once (sink).",
 		Source:      true,
+		Sink:        true,
 		Options: []spec.Option{
 			{Name: "format", Type: spec.Enum, Default: FormatText, Allowed: []string{FormatText, FormatCSV, FormatJSON},
 				Description: "text: each line is one row of the table's single TEXT column; " +
 					"csv: RFC 4180 records, columns by position, an empty unquoted field is NULL; " +
 					"json: one object per line, fields by column name (case-insensitive), a missing field is NULL."},
 			{Name: "header", Type: spec.Bool, Default: "false",
-				Description: "format=csv only: the first record is a header and is skipped."},
+				Description: "format=csv only: the first record of a file is a header and is skipped; the sink writes one at the start of each file."},
 			{Name: "delimiter", Type: spec.Char, Default: ",",
 				Description: `format=csv only: the field delimiter, one single-byte character (\t or tab for a tab).`},
 			{Name: "bad_rows", Type: spec.Enum, Default: BadRowsFail, Allowed: []string{BadRowsFail, BadRowsSkip},
 				Description: "fail: a malformed row (in any column, read or not) fails the query, naming the file, the line and the fault, " +
 					"as PostgreSQL's COPY does; skip: it is counted and skipped, and the client is told how many and the first."},
+			{Name: "partition_by", Type: spec.String,
+				Description: "directory tables only: the sink writes each row under directories col=value/... of these columns' values " +
+					"(comma-separated column names, Hive style, as Flink's filesystem connector's PARTITIONED BY); the files still hold every column."},
 		},
 	}
 }
 
-// Register adds the file source to r. The connector has no sink yet.
+// Register adds the file source and sink to r.
 func Register(r *exec.Registry) {
 	r.RegisterSource(Name, func(c exec.ConnectorSpec) (exec.Source, error) {
 		cfg, err := parseConfig(c)
 		if err != nil {
 			return nil, err
 		}
+		if cfg.dir {
+			return newDirSource(cfg), nil
+		}
 		return newSource(cfg), nil
+	})
+	r.RegisterSink(Name, func(c exec.ConnectorSpec) (exec.Operator, error) {
+		cfg, err := parseConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		return newSink(cfg)
 	})
 }
 
@@ -107,11 +129,15 @@ func Validate(c exec.ConnectorSpec) error {
 // process: it opens, and is a regular file. The error has PostgreSQL's
 // SQLSTATE for the fault (58P01 for a missing file, 42501 for one it may not
 // read, 42809 for a directory or device) and wraps exec.ErrBadInput and the
-// cause.
+// cause. A directory table's path must be a directory, or not there yet (the
+// sink makes it; the source reads it as empty).
 func CheckFile(c exec.ConnectorSpec) error {
 	cfg, err := parseConfig(c)
 	if err != nil {
 		return err
+	}
+	if cfg.dir {
+		return checkDir(cfg.path)
 	}
 	f, err := os.Open(cfg.path)
 	if err != nil {
@@ -136,7 +162,7 @@ func CheckFile(c exec.ConnectorSpec) error {
 	}
 	if !st.Mode().IsRegular() {
 		return &fileError{code: "42809", err: errors.New("not a regular file"),
-			msg: fmt.Sprintf("\"%s\" is not a regular file: a file table reads one file", cfg.path)}
+			msg: fmt.Sprintf("\"%s\" is not a regular file: a file table reads one file (end the path with / for a directory of part files)", cfg.path)}
 	}
 	return nil
 }
@@ -163,11 +189,12 @@ func (e *fileError) SQLState() string { return e.code }
 func (e *fileError) Unwrap() []error  { return []error{exec.ErrBadInput, e.err} }
 
 // MaxParallelism returns the most subtasks that can share the reading of a file
-// table: 1 for format=csv with bad_rows=skip, whose subtask 0 reads everything
-// (see the package doc), 0 (no limit) otherwise. A bad spec gives 0; Validate
+// table: 1 for a file in format=csv with bad_rows=skip, whose subtask 0 reads
+// everything (see the package doc), 0 (no limit) otherwise (a directory's
+// subtasks share its files). A bad spec gives 0; Validate
 // reports it.
 func MaxParallelism(c exec.ConnectorSpec) int {
-	if cfg, err := parseConfig(c); err == nil && cfg.format == FormatCSV && cfg.skipBad {
+	if cfg, err := parseConfig(c); err == nil && cfg.format == FormatCSV && cfg.skipBad && !cfg.dir {
 		return 1
 	}
 	return 0
@@ -175,7 +202,10 @@ func MaxParallelism(c exec.ConnectorSpec) int {
 
 // config is a validated file table.
 type config struct {
-	path   string
+	path string
+	// dir says the path names a directory of part files (it ends with "/",
+	// which path does not keep).
+	dir    bool
 	format string
 	header bool
 	delim  byte
@@ -184,6 +214,8 @@ type config struct {
 	// skipBad says malformed rows are counted and skipped (bad_rows=skip),
 	// not the query's failure.
 	skipBad bool
+	// partition are the positions in schema of the partition_by columns.
+	partition []int
 }
 
 func parseConfig(c exec.ConnectorSpec) (config, error) {
@@ -203,6 +235,8 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 		return config{}, s.Errorf("URL %q: a '#' in a file name must be written %%23", c.URL)
 	case u.Path == "" || !path.IsAbs(u.Path):
 		return config{}, s.Errorf("URL %q: the path must be absolute, as in file:///data/in.txt", c.URL)
+	case u.Path == "/":
+		return config{}, s.Errorf("URL %q: a directory table cannot be the root directory", c.URL)
 	}
 	q, err := spec.ParseQuery(u.RawQuery)
 	if err != nil {
@@ -214,6 +248,7 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 	}
 	cfg := config{
 		path:    u.Path,
+		dir:     strings.HasSuffix(u.Path, "/"),
 		format:  opts.Get("format"),
 		header:  opts.Bool("header"),
 		delim:   opts.Get("delimiter")[0],
@@ -235,6 +270,17 @@ func parseConfig(c exec.ConnectorSpec) (config, error) {
 	}
 	if cfg.cols, err = records.Columns(c); err != nil {
 		return config{}, err
+	}
+	if cfg.dir {
+		cfg.path = path.Clean(cfg.path)
+	}
+	if opts.IsSet("partition_by") {
+		if !cfg.dir {
+			return config{}, s.Errorf("option partition_by needs a directory table: end the path with / (file://%s/)", cfg.path)
+		}
+		if cfg.partition, err = partitionColumns(opts.Get("partition_by"), c.Schema); err != nil {
+			return config{}, s.Errorf("option partition_by: %v", err)
+		}
 	}
 	return cfg, nil
 }

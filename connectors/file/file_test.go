@@ -140,7 +140,7 @@ func TestValidate(t *testing.T) {
 		{url: "file://", schema: lineSchema, err: "must be absolute"},
 		{url: "file:///a#b", schema: lineSchema, err: "%23"},
 		{url: "file:///data/kjv.txt?fromat=csv", schema: lineSchema,
-			err: `unknown option "fromat" (valid options: format, header, delimiter, bad_rows)`},
+			err: `unknown option "fromat" (valid options: format, header, delimiter, bad_rows, partition_by)`},
 		{url: "file:///data/kjv.txt?format=xml", schema: lineSchema, err: `"xml" is not one of text, csv, json`},
 		{url: "file:///data/kjv.txt?format=text&format=csv", schema: lineSchema, err: "given 2 times"},
 		{url: "file:///data/kjv.txt?header=true", schema: lineSchema, err: "header applies only to format=csv"},
@@ -244,7 +244,7 @@ func TestCheckFile(t *testing.T) {
 	}{
 		{present, "", ""},
 		{filepath.Join(dir, "missing.txt"), "58P01", fmt.Sprintf(`could not open file "%s/missing.txt" for reading: No such file or directory`, dir)},
-		{dir, "42809", fmt.Sprintf(`"%s" is not a regular file: a file table reads one file`, dir)},
+		{dir, "42809", fmt.Sprintf(`"%s" is not a regular file: a file table reads one file (end the path with / for a directory of part files)`, dir)},
 	} {
 		err := CheckFile(exec.ConnectorSpec{Connector: Name, URL: "file://" + tc.path, Schema: lineSchema})
 		if tc.code == "" {
