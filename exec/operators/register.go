@@ -34,6 +34,8 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("window_agg", newWindowAggOp)
 	r.RegisterOperator("window_join", newWindowJoinOp)
 	r.RegisterOperator("session_agg", newSessionAggOp)
+	r.RegisterOperator("topn", newTopNOp)
+	r.RegisterOperator("window_topn", newWindowTopNOp)
 	r.RegisterSourceKind("values", func(spec exec.OperatorSpec) (exec.Source, error) { return newValuesSource(spec) })
 	r.RegisterSourceKind("snapshot", func(spec exec.OperatorSpec) (exec.Source, error) { return newSnapshotSource(spec) })
 }

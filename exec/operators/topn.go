@@ -1,0 +1,634 @@
+package operators
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/state"
+	"github.com/hummer-db/hummer/exec/vector"
+)
+
+// TopNConfig configures kind "topn": ROW_NUMBER() OVER (PARTITION BY
+// Partition ORDER BY Order) kept between ranks Lo and Hi (1-based,
+// inclusive), Flink's Rank operator. Rank adds the row number as a last
+// bigint column. Retracts says the input has retractions (Delete,
+// UpdateBefore rows), so every row of a partition is kept, for a deleted top
+// row to be replaced by the next; otherwise Hi rows per partition suffice.
+// Final emits the rows once, at end of stream (a bounded input, or one
+// window's rows); otherwise the operator emits changes as they happen.
+type TopNConfig struct {
+	Partition []int         `json:"partition,omitempty"`
+	Order     []SortKeySpec `json:"order"`
+	Lo        int64         `json:"lo"`
+	Hi        int64         `json:"hi"`
+	Rank      bool          `json:"rank,omitempty"`
+	Retracts  bool          `json:"retracts,omitempty"`
+	Final     bool          `json:"final,omitempty"`
+}
+
+// topnOp is kind "topn" (TopNConfig). Each partition keeps its rows sorted by
+// their normalised sort key (sortkey.go), ties in order of arrival. Without
+// Final it is an updating operator (a Flusher, as hash_agg's updates mode):
+// the partitions a batch changed are marked, and at a flush each one's top
+// (ranks Lo to Hi) is compared with what it last emitted: the rows that left
+// go out as Deletes, then those that entered as Inserts. With Rank a row
+// whose number changed is both (Flink's retract mode), since its rank column
+// changed; without it only rows entering and leaving the top go out. A
+// retraction removes the latest-arrived equal row of the partition; one of a
+// row not held is ignored.
+//
+// State: rows gives each distinct whole row an id (refs counts the entries
+// and emitted tops that hold it; rows is rebuilt from the held ones when
+// there are more others, as upsert does); each partition holds its entries
+// and the top it last emitted. Its checkpoint is both, as two Arrow IPC
+// streams: the entries in order, and the emitted rows with their rank.
+type topnOp struct {
+	cfg      TopNConfig
+	mem      memory.Allocator
+	schema   *arrow.Schema // output
+	inSchema *arrow.Schema
+	inTypes  []arrow.DataType
+
+	parts *state.KeyTable // partition key -> partition id; nil without PARTITION BY
+	rows  *state.KeyTable
+	refs  []int32 // by row id
+	live  int     // row ids with refs > 0
+	ps    []*topnPart
+	dirty []uint32 // partitions changed since the last flush
+	seq   uint64
+	done  bool
+
+	pkeys, full state.RowKeys
+	skeys       sortKeys
+	pids, rids  []uint32
+	diff        map[topnOut]int
+}
+
+type topnPart struct {
+	entries []topnEntry // by (key, seq)
+	emitted []topnOut
+	dirty   bool
+}
+
+type topnEntry struct {
+	key []byte
+	rid uint32
+	seq uint64
+}
+
+type topnOut struct {
+	rid  uint32
+	rank int64
+}
+
+var (
+	_ exec.Operator     = (*topnOp)(nil)
+	_ exec.Flusher      = (*topnOp)(nil)
+	_ exec.Checkpointed = (*topnOp)(nil)
+)
+
+func newTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
+	var cfg TopNConfig
+	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("topn: bad config: %w", err)
+	}
+	return newTopN(cfg, spec)
+}
+
+func newTopN(cfg TopNConfig, spec exec.OperatorSpec) (*topnOp, error) {
+	if cfg.Lo < 1 || cfg.Hi < cfg.Lo {
+		return nil, fmt.Errorf("topn: ranks %d to %d", cfg.Lo, cfg.Hi)
+	}
+	if len(cfg.Order) == 0 {
+		return nil, fmt.Errorf("topn: no ORDER BY")
+	}
+	o := &topnOp{cfg: cfg, schema: spec.Out.Arrow()}
+	fields := o.schema.Fields()
+	if cfg.Rank {
+		if len(fields) == 0 || fields[len(fields)-1].Type.ID() != arrow.INT64 {
+			return nil, fmt.Errorf("topn: the output's last column is not the bigint rank")
+		}
+		fields = fields[:len(fields)-1]
+	}
+	o.inSchema = arrow.NewSchema(fields, nil)
+	for _, f := range fields {
+		o.inTypes = append(o.inTypes, f.Type)
+	}
+	for _, c := range cfg.Partition {
+		if c < 0 || c >= len(fields) {
+			return nil, fmt.Errorf("topn: partition column %d out of range (%d columns)", c, len(fields))
+		}
+	}
+	for _, k := range cfg.Order {
+		if k.Col < 0 || k.Col >= len(fields) {
+			return nil, fmt.Errorf("topn: order column %d out of range (%d columns)", k.Col, len(fields))
+		}
+	}
+	return o, nil
+}
+
+func (o *topnOp) Open(ctx context.Context, tc *exec.TaskContext) error {
+	o.mem = vector.TaskAlloc(tc)
+	o.reset()
+	return nil
+}
+
+// reset empties the state.
+func (o *topnOp) reset() {
+	o.release()
+	if len(o.cfg.Partition) > 0 {
+		o.parts = state.NewKeyTable()
+	}
+	o.rows = state.NewKeyTable()
+	o.refs, o.ps, o.dirty, o.live = nil, nil, nil, 0
+}
+
+func (o *topnOp) release() {
+	if o.parts != nil {
+		o.parts.Release()
+		o.parts = nil
+	}
+	if o.rows != nil {
+		o.rows.Release()
+		o.rows = nil
+	}
+}
+
+// ids sets o.pids and o.rids to the partition and row ids of rec's rows
+// (rec of the input's columns) and o.skeys to their sort keys.
+func (o *topnOp) ids(rec arrow.RecordBatch) error {
+	n := int(rec.NumRows())
+	o.pids = vector.GrowSlice(o.pids, n)
+	if o.parts == nil {
+		clear(o.pids)
+	} else {
+		cols := make([]arrow.Array, len(o.cfg.Partition))
+		for i, c := range o.cfg.Partition {
+			cols[i] = rec.Column(c)
+		}
+		if err := o.pkeys.Encode(cols, nil, n); err != nil {
+			return fmt.Errorf("topn: %w", err)
+		}
+		o.parts.InsertRows(&o.pkeys, o.pids)
+	}
+	for len(o.ps) < max(1, o.partsLen()) {
+		o.ps = append(o.ps, &topnPart{})
+	}
+	if err := o.full.Encode(rec.Columns()[:len(o.inTypes)], nil, n); err != nil {
+		return fmt.Errorf("topn: %w", err)
+	}
+	o.rids = vector.GrowSlice(o.rids, n)
+	o.rows.InsertRows(&o.full, o.rids)
+	for len(o.refs) < o.rows.Len() {
+		o.refs = append(o.refs, 0)
+	}
+	return o.skeys.encode(rec, o.cfg.Order)
+}
+
+func (o *topnOp) partsLen() int {
+	if o.parts == nil {
+		return 1
+	}
+	return o.parts.Len()
+}
+
+func (o *topnOp) ref(rid uint32, d int32) {
+	if o.refs[rid] == 0 {
+		o.live++
+	}
+	o.refs[rid] += d
+	if o.refs[rid] == 0 {
+		o.live--
+	}
+}
+
+func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	n := b.NumRows()
+	if n == 0 {
+		return nil
+	}
+	if int(b.Rec.NumCols()) != len(o.inTypes) {
+		return fmt.Errorf("topn: a batch of %d columns, want %d", b.Rec.NumCols(), len(o.inTypes))
+	}
+	if err := o.ids(b.Rec); err != nil {
+		return err
+	}
+	for i := range n {
+		p := o.ps[o.pids[i]]
+		var changed bool
+		switch b.Op(i) {
+		case exec.Insert, exec.UpdateAfter:
+			changed = o.add(p, o.skeys.key(i), o.rids[i])
+		default:
+			if !o.cfg.Retracts {
+				return fmt.Errorf("topn: a retraction in an input planned without them")
+			}
+			changed = o.remove(p, o.skeys.key(i), o.rids[i])
+		}
+		if changed && !o.cfg.Final && !p.dirty {
+			p.dirty = true
+			o.dirty = append(o.dirty, o.pids[i])
+		}
+	}
+	if len(o.dirty) == 0 && !o.cfg.Final && o.rows.Len() > 2*o.live+vector.OutBatchRows {
+		// Rows that never entered a top pile up in rows: drop them now,
+		// as a flush would.
+		return o.compact()
+	}
+	return nil
+}
+
+// add inserts a row into p, after its equals; it reports whether p's top
+// changed.
+// Without retractions p keeps its first Hi rows only.
+func (o *topnOp) add(p *topnPart, key []byte, rid uint32) bool {
+	pos := sort.Search(len(p.entries), func(j int) bool { return bytes.Compare(p.entries[j].key, key) > 0 })
+	if !o.cfg.Retracts && int64(pos) >= o.cfg.Hi {
+		return false
+	}
+	o.seq++
+	p.entries = slices.Insert(p.entries, pos, topnEntry{key: bytes.Clone(key), rid: rid, seq: o.seq})
+	o.ref(rid, 1)
+	if !o.cfg.Retracts && int64(len(p.entries)) > o.cfg.Hi {
+		last := len(p.entries) - 1
+		o.ref(p.entries[last].rid, -1)
+		p.entries[last] = topnEntry{}
+		p.entries = p.entries[:last]
+	}
+	return int64(pos) < o.cfg.Hi
+}
+
+// remove takes the latest-arrived row equal to rid out of p; it reports
+// whether that changed p's top.
+func (o *topnOp) remove(p *topnPart, key []byte, rid uint32) bool {
+	lo := sort.Search(len(p.entries), func(j int) bool { return bytes.Compare(p.entries[j].key, key) >= 0 })
+	at := -1
+	for j := lo; j < len(p.entries) && bytes.Equal(p.entries[j].key, key); j++ {
+		if p.entries[j].rid == rid {
+			at = j
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	o.ref(rid, -1)
+	p.entries = slices.Delete(p.entries, at, at+1)
+	return int64(at) < o.cfg.Hi
+}
+
+// top appends p's rows of ranks Lo to Hi to dst.
+func (o *topnOp) top(dst []topnOut, p *topnPart) []topnOut {
+	for j := o.cfg.Lo - 1; j < min(o.cfg.Hi, int64(len(p.entries))); j++ {
+		dst = append(dst, topnOut{rid: p.entries[j].rid, rank: j + 1})
+	}
+	return dst
+}
+
+// diffKey is what tells an emitted row from another: its rank too when the
+// rank is a column.
+func (o *topnOp) diffKey(r topnOut) topnOut {
+	if !o.cfg.Rank {
+		r.rank = 0
+	}
+	return r
+}
+
+// Flush emits the changes of the tops of the partitions changed since the
+// last flush: Deletes of the rows that left, then Inserts of those that
+// entered.
+func (o *topnOp) Flush(ctx context.Context, out exec.Collector) error {
+	if o.cfg.Final || len(o.dirty) == 0 {
+		return nil
+	}
+	if o.diff == nil {
+		o.diff = map[topnOut]int{}
+	}
+	var dels, ins []topnOut
+	var next []topnOut
+	for _, pid := range o.dirty {
+		p := o.ps[pid]
+		p.dirty = false
+		next = o.top(next[:0], p)
+		clear(o.diff)
+		for _, r := range p.emitted {
+			o.diff[o.diffKey(r)]++
+		}
+		for _, r := range next {
+			o.diff[o.diffKey(r)]--
+		}
+		for _, r := range p.emitted {
+			if k := o.diffKey(r); o.diff[k] > 0 {
+				o.diff[k]--
+				dels = append(dels, r)
+			}
+		}
+		for _, r := range next {
+			if k := o.diffKey(r); o.diff[k] < 0 {
+				o.diff[k]++
+				ins = append(ins, r)
+			}
+		}
+		for _, r := range next {
+			o.ref(r.rid, 1)
+		}
+		for _, r := range p.emitted {
+			o.ref(r.rid, -1)
+		}
+		p.emitted = append(p.emitted[:0], next...)
+	}
+	o.dirty = o.dirty[:0]
+	// The deleted rows keep their ids until after they are decoded: rows is
+	// compacted only below.
+	if err := o.emitRows(ctx, out, dels, exec.Delete); err != nil {
+		return err
+	}
+	if err := o.emitRows(ctx, out, ins, exec.Insert); err != nil {
+		return err
+	}
+	if o.rows.Len() > 2*o.live+vector.OutBatchRows {
+		return o.compact()
+	}
+	return nil
+}
+
+// emitRows sends rows rs with change kind op, in batches.
+func (o *topnOp) emitRows(ctx context.Context, out exec.Collector, rs []topnOut, op exec.ChangeKind) error {
+	for lo := 0; lo < len(rs); lo += vector.OutBatchRows {
+		chunk := rs[lo:min(len(rs), lo+vector.OutBatchRows)]
+		rec, err := o.record(chunk, o.cfg.Rank, o.schema)
+		if err != nil {
+			return err
+		}
+		var ops []exec.ChangeKind
+		if op != exec.Insert {
+			ops = make([]exec.ChangeKind, len(chunk))
+			for i := range ops {
+				ops[i] = op
+			}
+		}
+		err = out.Collect(ctx, exec.Batch{Rec: rec, Ops: ops})
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record builds the rows rs, with their rank as a last column if rank.
+func (o *topnOp) record(rs []topnOut, rank bool, schema *arrow.Schema) (arrow.RecordBatch, error) {
+	ids := make([]uint32, len(rs))
+	for i, r := range rs {
+		ids[i] = r.rid
+	}
+	cols, err := o.rows.DecodeKeys(o.mem, o.inTypes, state.GroupIDs(ids))
+	if err != nil {
+		return nil, fmt.Errorf("topn: %w", err)
+	}
+	if rank {
+		b := array.NewInt64Builder(o.mem)
+		b.Reserve(len(rs))
+		for _, r := range rs {
+			b.UnsafeAppend(r.rank)
+		}
+		cols = append(cols, b.NewArray())
+		b.Release()
+	}
+	rec, err := vector.MakeRecord(schema, cols, len(rs))
+	if err != nil {
+		return nil, fmt.Errorf("topn: %w", err)
+	}
+	return rec, nil
+}
+
+// compact rebuilds rows from the rows held.
+func (o *topnOp) compact() error {
+	var ids []uint32
+	for id, r := range o.refs {
+		if r > 0 {
+			ids = append(ids, uint32(id))
+		}
+	}
+	rows := state.NewKeyTable()
+	newID := make([]uint32, len(o.refs))
+	for lo := 0; lo < len(ids); lo += vector.OutBatchRows {
+		chunk := ids[lo:min(len(ids), lo+vector.OutBatchRows)]
+		cols, err := o.rows.DecodeKeys(o.mem, o.inTypes, state.GroupIDs(chunk))
+		if err != nil {
+			rows.Release()
+			return fmt.Errorf("topn: %w", err)
+		}
+		err = o.full.Encode(cols, nil, len(chunk))
+		if err == nil {
+			o.rids = vector.GrowSlice(o.rids, len(chunk))
+			rows.InsertRows(&o.full, o.rids)
+			for i, id := range chunk {
+				newID[id] = o.rids[i]
+			}
+		}
+		vector.ReleaseArrays(cols)
+		if err != nil {
+			rows.Release()
+			return fmt.Errorf("topn: %w", err)
+		}
+	}
+	refs := make([]int32, rows.Len())
+	for _, id := range ids {
+		refs[newID[id]] = o.refs[id]
+	}
+	for _, p := range o.ps {
+		for j := range p.entries {
+			p.entries[j].rid = newID[p.entries[j].rid]
+		}
+		for j := range p.emitted {
+			p.emitted[j].rid = newID[p.emitted[j].rid]
+		}
+	}
+	o.rows.Release()
+	o.rows, o.refs = rows, refs
+	return nil
+}
+
+func (o *topnOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	switch s.Kind {
+	case exec.Barrier:
+		// The changes before the barrier go out before it, and the snapshot
+		// taken after it has none pending.
+		if err := o.Flush(ctx, out); err != nil {
+			return err
+		}
+	case exec.EndOfStream:
+		if o.done {
+			return nil
+		}
+		o.done = true
+		if err := o.Flush(ctx, out); err != nil {
+			return err
+		}
+		if o.cfg.Final {
+			if err := o.emitFinal(ctx, out); err != nil {
+				return err
+			}
+		}
+	}
+	return out.CollectSignal(ctx, s)
+}
+
+// emitFinal sends every partition's top as Inserts.
+func (o *topnOp) emitFinal(ctx context.Context, out exec.Collector) error {
+	var rs []topnOut
+	for _, p := range o.ps {
+		rs = o.top(rs, p)
+		if len(rs) >= vector.OutBatchRows {
+			if err := o.emitRows(ctx, out, rs, exec.Insert); err != nil {
+				return err
+			}
+			rs = rs[:0]
+		}
+	}
+	return o.emitRows(ctx, out, rs, exec.Insert)
+}
+
+func (o *topnOp) Close(ctx context.Context) error {
+	o.release()
+	o.ps = nil
+	return nil
+}
+
+const (
+	topnStateMagic   = "HTOP"
+	topnStateVersion = 1
+)
+
+// SnapshotState returns every partition's entries, in order, and the rows
+// last emitted with their ranks, as two Arrow IPC streams.
+func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	if o.rows == nil {
+		return nil, fmt.Errorf("topn: snapshot before Open")
+	}
+	var entries, emitted []topnOut
+	for _, p := range o.ps {
+		for _, e := range p.entries {
+			entries = append(entries, topnOut{rid: e.rid})
+		}
+		emitted = append(emitted, p.emitted...)
+	}
+	rankSchema := arrow.NewSchema(append(slices.Clone(o.inSchema.Fields()), arrow.Field{Name: "rank", Type: arrow.PrimitiveTypes.Int64}), nil)
+	a, err := o.snapshotRows(entries, false, o.inSchema)
+	if err != nil {
+		return nil, err
+	}
+	b, err := o.snapshotRows(emitted, true, rankSchema)
+	if err != nil {
+		return nil, err
+	}
+	return state.Encode(topnStateMagic, topnStateVersion, a, b), nil
+}
+
+func (o *topnOp) snapshotRows(rs []topnOut, rank bool, schema *arrow.Schema) ([]byte, error) {
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for lo := 0; lo < len(rs); lo += vector.OutBatchRows {
+		rec, err := o.record(rs[lo:min(len(rs), lo+vector.OutBatchRows)], rank, schema)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	data, err := state.WriteIPC(o.mem, schema, recs...)
+	if err != nil {
+		return nil, fmt.Errorf("topn: snapshot: %w", err)
+	}
+	return data, nil
+}
+
+// RestoreState replaces the state with a snapshot's.
+func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
+	defer state.Recover("topn", &err)
+	sections, err := state.Decode("topn", topnStateMagic, topnStateVersion, data)
+	if err != nil {
+		return err
+	}
+	if len(sections) != 2 {
+		return fmt.Errorf("topn: %w: %d sections, want 2", state.ErrBadState, len(sections))
+	}
+	o.reset()
+	for s, sec := range sections {
+		schema, recs, err := state.ReadIPC(o.mem, sec)
+		if err != nil {
+			return fmt.Errorf("topn: %w: %v", state.ErrBadState, err)
+		}
+		err = o.restoreRows(schema, recs, s == 1)
+		for _, r := range recs {
+			r.Release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !o.cfg.Final {
+		// Changes not flushed before the snapshot go out at the next flush.
+		for pid, p := range o.ps {
+			p.dirty = true
+			o.dirty = append(o.dirty, uint32(pid))
+		}
+	}
+	return nil
+}
+
+// restoreRows appends recs's rows to their partitions' entries, or with
+// emitted to their emitted tops (the rank in the last column).
+func (o *topnOp) restoreRows(schema *arrow.Schema, recs []arrow.RecordBatch, emitted bool) error {
+	want := len(o.inTypes)
+	if emitted {
+		want++
+	}
+	if schema.NumFields() != want {
+		return fmt.Errorf("topn: %w: state of rows %s, want %s", state.ErrBadState, schema, o.inSchema)
+	}
+	for i, dt := range o.inTypes {
+		if !arrow.TypeEqual(schema.Field(i).Type, dt) {
+			return fmt.Errorf("topn: %w: state of rows %s, want %s", state.ErrBadState, schema, o.inSchema)
+		}
+	}
+	for _, rec := range recs {
+		if rec.NumRows() == 0 {
+			continue
+		}
+		if err := o.ids(rec); err != nil {
+			return fmt.Errorf("topn: %w: %v", state.ErrBadState, err)
+		}
+		var ranks []int64
+		if emitted {
+			r, ok := rec.Column(want - 1).(*array.Int64)
+			if !ok {
+				return fmt.Errorf("topn: %w: the ranks are %s", state.ErrBadState, rec.Column(want-1).DataType())
+			}
+			ranks = r.Int64Values()
+		}
+		for i := range int(rec.NumRows()) {
+			p := o.ps[o.pids[i]]
+			if emitted {
+				p.emitted = append(p.emitted, topnOut{rid: o.rids[i], rank: ranks[i]})
+			} else {
+				o.seq++
+				p.entries = append(p.entries, topnEntry{key: bytes.Clone(o.skeys.key(i)), rid: o.rids[i], seq: o.seq})
+			}
+			o.ref(o.rids[i], 1)
+		}
+	}
+	return nil
+}
