@@ -353,6 +353,9 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.add(op, 1, 1), nil
 
 	case *sql.Filter:
+		if t, rank, ok := b.streamTopN(p, true); ok {
+			return b.topNNode(t, rank)
+		}
 		cond := p.Cond
 		if u, ok := p.Input.(*sql.Unnest); ok && u.Func != "generate_series" {
 			// Length conditions on the pieces move into the split
@@ -377,7 +380,13 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
-		from, err := b.build(p.Input)
+		var from int
+		var err error
+		if t, rank, ok := b.projectTopN(p); ok {
+			from, err = b.topNNode(t, rank)
+		} else {
+			from, err = b.build(p.Input)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -451,7 +460,9 @@ func (b *builder) build(p sql.Plan) (int, error) {
 	case *sql.Window:
 		if b.streaming {
 			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"window functions need the end of their input, and this query reads a stream that never ends; keep the result in a view and query it")
+				"window functions need the end of their input, and this query reads a stream that never ends; "+
+					"over a stream only a Top-N runs: ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn in a subquery whose outer WHERE bounds rn (rn <= N); "+
+					"otherwise keep the result in a view and query it")
 		}
 		from, err := b.build(p.Input)
 		if err != nil {

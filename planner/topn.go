@@ -1,0 +1,220 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/expr"
+	"github.com/hummer-db/hummer/exec/operators"
+	"github.com/hummer-db/hummer/exec/types"
+	"github.com/hummer-db/hummer/sql"
+)
+
+// Top-N, as Flink SQL and RisingWave read it:
+//
+//	SELECT ... FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY x DESC) AS rn FROM s)
+//	WHERE rn <= N
+//
+// A filter bounding the row number of a window of one ROW_NUMBER() with an
+// ORDER BY (rn <= N, rn < N, rn = N, rn BETWEEN M AND N) runs as a topn
+// operator, hash-partitioned by the PARTITION BY keys, which keeps each
+// partition's top rows instead of numbering every row. Over a stream it
+// emits changes: rows entering the top as inserts, rows leaving it as
+// deletes, and, when the row number is a column of the result, a row whose
+// number changed as both (Flink's retract mode). Over an input that retracts
+// it keeps every row, to replace a deleted top row with the next. A PARTITION
+// BY that includes a window's end (of a window table function, or of a window
+// aggregation) over an append-only input runs as window_topn instead: each
+// window's top once, when the watermark closes it, append-only. rn = 1 with
+// ORDER BY a PROCTIME() column ascending (deduplication keeping the first
+// row) is append-only too: a later row never displaces the first. Bounded
+// queries keep the window operator and a filter (measured faster: the window
+// operator sorts each partition once, where topn inserts rows one by one).
+
+// topN is a Top-N found in a plan: Window w's row number kept between Lo and
+// Hi, and the other conjuncts of the filter, over w's output.
+type topN struct {
+	w      *sql.Window
+	lo, hi int64
+	rest   []*expr.Expr
+}
+
+// rn returns the position of the row number in w's output.
+func (t topN) rn() int { return len(t.w.Input.Schema()) }
+
+// topNOf recognises a Top-N in filter f.
+func topNOf(f *sql.Filter) (topN, bool) {
+	w, ok := f.Input.(*sql.Window)
+	if !ok || len(w.Funcs) != 1 || w.Funcs[0].Func != "row_number" || len(w.Order) == 0 {
+		return topN{}, false
+	}
+	t := topN{w: w, lo: 1, hi: -1}
+	rn := t.rn()
+	for _, c := range conjuncts(f.Cond) {
+		lo, hi, ok := rowNumberBound(c, rn)
+		if !ok {
+			t.rest = append(t.rest, c)
+			continue
+		}
+		t.lo = max(t.lo, lo)
+		if hi >= 0 && (t.hi < 0 || hi < t.hi) {
+			t.hi = hi
+		}
+	}
+	return t, t.hi >= t.lo
+}
+
+// rowNumberBound recognises c as a bound on column rn (a comparison with an
+// integer literal): the least and greatest row numbers it admits, hi -1 for
+// none.
+func rowNumberBound(c *expr.Expr, rn int) (lo, hi int64, ok bool) {
+	if c.Kind != expr.KindCall || len(c.Args) != 2 {
+		return 0, 0, false
+	}
+	l, r, op := c.Args[0], c.Args[1], c.Func
+	if isLiteral(l) {
+		l, r = r, l
+		switch op {
+		case "<":
+			op = ">"
+		case "<=":
+			op = ">="
+		case ">":
+			op = "<"
+		case ">=":
+			op = "<="
+		}
+	}
+	if l.Kind != expr.KindColumn || l.Col != rn || !isLiteral(r) || r.Type != types.Int64Type {
+		return 0, 0, false
+	}
+	v := r.Value.Int
+	switch op {
+	case "<=":
+		return 1, max(v, 0), true
+	case "<":
+		return 1, max(v-1, 0), true
+	case "=":
+		return max(v, 1), max(v, 0), true
+	case ">=":
+		return max(v, 1), -1, true
+	case ">":
+		return max(v+1, 1), -1, true
+	}
+	return 0, 0, false
+}
+
+// topNNode plans Top-N t over a stream: rank says the row number is a column
+// of its output (else the output is the window's input's columns).
+func (b *builder) topNNode(t topN, rank bool) (int, error) {
+	from, err := b.build(t.w.Input)
+	if err != nil {
+		return 0, err
+	}
+	inSchema := t.w.Input.Schema()
+	cfg := operators.TopNConfig{Partition: t.w.Partition, Lo: t.lo, Hi: t.hi, Rank: rank, Retracts: b.updates[from]}
+	var order []string
+	for _, k := range t.w.Order {
+		cfg.Order = append(cfg.Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
+		dir := ""
+		if k.Desc {
+			dir = " desc"
+		}
+		order = append(order, inSchema[k.Col].Name+dir)
+	}
+	out := slices.Clone(inSchema)
+	if rank {
+		out = append(out, t.w.Out[t.rn()])
+	}
+	label := fmt.Sprintf("partition=%s order=%s rows %d to %d", colNames(inSchema, t.w.Partition), strings.Join(order, ","), t.lo, t.hi)
+	if !rank {
+		label += " (no row number)"
+	}
+	end := -1
+	for _, c := range t.w.Partition {
+		if !b.updates[from] && windowEnd(t.w.Input, c) {
+			end = c
+			break
+		}
+	}
+	var op exec.OperatorSpec
+	switch {
+	case end >= 0:
+		op = exec.OperatorSpec{Kind: "window_topn", Label: "window_topn " + label + " end=" + inSchema[end].Name,
+			Config: exec.MustConfig(operators.WindowTopNConfig{TopN: cfg, End: end}), Out: out}
+	default:
+		if cfg.Retracts {
+			label += " (keeps every row: its input retracts)"
+		}
+		op = exec.OperatorSpec{Kind: "topn", Label: "topn " + label, Config: exec.MustConfig(cfg), Out: out}
+	}
+	var node int
+	if len(t.w.Partition) == 0 {
+		node = b.add(op, 1, 1, in(from, gatherOrForward(b.par(from))))
+	} else {
+		node = b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, t.w.Partition...))
+	}
+	// Only a window's rows at its close, or the first row by arrival, never
+	// change.
+	b.updates[node] = end < 0 && !(t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 &&
+		!t.w.Order[0].Desc && procTime(t.w.Input, t.w.Order[0].Col))
+	if len(t.rest) > 0 {
+		cond := t.rest[0]
+		if len(t.rest) > 1 {
+			cond = expr.Call("and", types.BoolType, t.rest...)
+		}
+		node = b.pass(node, b.forward(node, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, out))
+	}
+	return node, nil
+}
+
+// streamTopN returns the Top-N of filter f when f is one over a stream,
+// with whether the row number must be a column of its output besides used,
+// which says a consumer of f reads it.
+func (b *builder) streamTopN(f *sql.Filter, used bool) (topN, bool, bool) {
+	if !b.streaming {
+		return topN{}, false, false
+	}
+	t, ok := topNOf(f)
+	if !ok {
+		return topN{}, false, false
+	}
+	rank := used
+	for _, c := range t.rest {
+		rank = rank || slices.Contains(c.Columns(nil), t.rn())
+	}
+	return t, rank, true
+}
+
+// procTime reports whether column col of p's output is a PROCTIME() column.
+func procTime(p sql.Plan, col int) bool {
+	switch p := p.(type) {
+	case *sql.Project:
+		switch e := p.Exprs[col]; {
+		case e.Kind == expr.KindColumn:
+			return procTime(p.Input, e.Col)
+		case e.Volatile():
+			return true
+		}
+	case *sql.Filter:
+		return procTime(p.Input, col)
+	}
+	return false
+}
+
+// projectTopN returns the Top-N of a stream right under projection p, and
+// whether p or the rest of the filter reads the row number.
+func (b *builder) projectTopN(p *sql.Project) (topN, bool, bool) {
+	f, ok := p.Input.(*sql.Filter)
+	if !ok {
+		return topN{}, false, false
+	}
+	rn := len(f.Schema()) - 1
+	used := false
+	for _, e := range p.Exprs {
+		used = used || slices.Contains(e.Columns(nil), rn)
+	}
+	return b.streamTopN(f, used)
+}
