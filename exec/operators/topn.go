@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -70,6 +69,7 @@ type topnOp struct {
 	pkeys, full state.RowKeys
 	skeys       sortKeys
 	pids, rids  []uint32
+	sel         []int32
 	diff        map[topnOut]int
 }
 
@@ -164,8 +164,17 @@ func (o *topnOp) release() {
 }
 
 // ids sets o.pids and o.rids to the partition and row ids of rec's rows
-// (rec of the input's columns) and o.skeys to their sort keys.
+// (rec of the input's columns, and maybe more) and o.skeys to their sort
+// keys.
 func (o *topnOp) ids(rec arrow.RecordBatch) error {
+	if err := o.partIDs(rec); err != nil {
+		return err
+	}
+	return o.rowIDs(rec)
+}
+
+// partIDs sets o.pids and o.skeys for rec's rows.
+func (o *topnOp) partIDs(rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	o.pids = vector.GrowSlice(o.pids, n)
 	if o.parts == nil {
@@ -180,9 +189,15 @@ func (o *topnOp) ids(rec arrow.RecordBatch) error {
 		}
 		o.parts.InsertRows(&o.pkeys, o.pids)
 	}
-	for len(o.ps) < max(1, o.partsLen()) {
+	for len(o.ps) < o.partsLen() {
 		o.ps = append(o.ps, &topnPart{})
 	}
+	return o.skeys.encode(rec, o.cfg.Order)
+}
+
+// rowIDs sets o.rids for rec's rows.
+func (o *topnOp) rowIDs(rec arrow.RecordBatch) error {
+	n := int(rec.NumRows())
 	if err := o.full.Encode(rec.Columns()[:len(o.inTypes)], nil, n); err != nil {
 		return fmt.Errorf("topn: %w", err)
 	}
@@ -191,7 +206,7 @@ func (o *topnOp) ids(rec arrow.RecordBatch) error {
 	for len(o.refs) < o.rows.Len() {
 		o.refs = append(o.refs, 0)
 	}
-	return o.skeys.encode(rec, o.cfg.Order)
+	return nil
 }
 
 func (o *topnOp) partsLen() int {
@@ -219,7 +234,28 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 	if int(b.Rec.NumCols()) != len(o.inTypes) {
 		return fmt.Errorf("topn: a batch of %d columns, want %d", b.Rec.NumCols(), len(o.inTypes))
 	}
-	if err := o.ids(b.Rec); err != nil {
+	if err := o.partIDs(b.Rec); err != nil {
+		return err
+	}
+	if !o.cfg.Retracts {
+		// Rows that cannot enter a full top (it only gets harder within
+		// the batch) are dropped before their whole rows are encoded.
+		sel := o.sel[:0]
+		for i := range n {
+			p := o.ps[o.pids[i]]
+			if int64(len(p.entries)) < o.cfg.Hi || bytes.Compare(o.skeys.key(i), p.entries[len(p.entries)-1].key) < 0 {
+				sel = append(sel, int32(i))
+			}
+		}
+		o.sel = sel
+		if len(sel) == 0 {
+			return nil
+		}
+		if len(sel) < n {
+			return o.insertSome(b.Rec, sel)
+		}
+	}
+	if err := o.rowIDs(b.Rec); err != nil {
 		return err
 	}
 	for i := range n {
@@ -239,9 +275,35 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 			o.dirty = append(o.dirty, o.pids[i])
 		}
 	}
-	if len(o.dirty) == 0 && !o.cfg.Final && o.rows.Len() > 2*o.live+vector.OutBatchRows {
-		// Rows that never entered a top pile up in rows: drop them now,
-		// as a flush would.
+	return o.maybeCompact()
+}
+
+// insertSome inserts rows sel of append-only rec, whose o.pids and o.skeys
+// are set.
+func (o *topnOp) insertSome(rec arrow.RecordBatch, sel []int32) error {
+	sub, err := vector.GatherRecord(o.mem, rec, sel)
+	if err != nil {
+		return fmt.Errorf("topn: %w", err)
+	}
+	err = o.rowIDs(sub)
+	sub.Release()
+	if err != nil {
+		return err
+	}
+	for j, i := range sel {
+		p := o.ps[o.pids[i]]
+		if o.add(p, o.skeys.key(int(i)), o.rids[j]) && !o.cfg.Final && !p.dirty {
+			p.dirty = true
+			o.dirty = append(o.dirty, o.pids[i])
+		}
+	}
+	return o.maybeCompact()
+}
+
+// maybeCompact compacts rows when rows that never entered a top, or left
+// it, outnumber the rows held, and no flush is pending.
+func (o *topnOp) maybeCompact() error {
+	if len(o.dirty) == 0 && o.rows.Len() > 2*o.live+vector.OutBatchRows {
 		return o.compact()
 	}
 	return nil
@@ -251,7 +313,7 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 // changed.
 // Without retractions p keeps its first Hi rows only.
 func (o *topnOp) add(p *topnPart, key []byte, rid uint32) bool {
-	pos := sort.Search(len(p.entries), func(j int) bool { return bytes.Compare(p.entries[j].key, key) > 0 })
+	pos := upperBound(p.entries, key)
 	if !o.cfg.Retracts && int64(pos) >= o.cfg.Hi {
 		return false
 	}
@@ -267,10 +329,39 @@ func (o *topnOp) add(p *topnPart, key []byte, rid uint32) bool {
 	return int64(pos) < o.cfg.Hi
 }
 
+// upperBound returns the position of the first entry whose key is after key.
+func upperBound(es []topnEntry, key []byte) int {
+	lo, hi := 0, len(es)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(es[m].key, key) > 0 {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// lowerBound returns the position of the first entry whose key is not
+// before key.
+func lowerBound(es []topnEntry, key []byte) int {
+	lo, hi := 0, len(es)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(es[m].key, key) >= 0 {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
 // remove takes the latest-arrived row equal to rid out of p; it reports
 // whether that changed p's top.
 func (o *topnOp) remove(p *topnPart, key []byte, rid uint32) bool {
-	lo := sort.Search(len(p.entries), func(j int) bool { return bytes.Compare(p.entries[j].key, key) >= 0 })
+	lo := lowerBound(p.entries, key)
 	at := -1
 	for j := lo; j < len(p.entries) && bytes.Equal(p.entries[j].key, key); j++ {
 		if p.entries[j].rid == rid {
