@@ -109,3 +109,79 @@ func TestTopNViewFollowsTable(t *testing.T) {
 	}
 	converge("the statements")
 }
+
+// TestTopNOverKafka: Top-N over an append-only Kafka topic, kept in views: a
+// Top-2 per key, which changes as better rows arrive (retracting the rows
+// they push out and renumbering the others), and a Top-2 per tumbling window
+// of the window table function, whose rows come out once, when the
+// watermark (2 s behind the largest time seen) closes the window; a row of a
+// closed window is late and dropped there, but not from the per-key Top-2.
+// The rows are produced in steps, each after the views showed the step
+// before; the expected rows are worked by hand.
+func TestTopNOverKafka(t *testing.T) {
+	for _, par := range []string{"1", "auto"} {
+		t.Run("parallelism "+par, func(t *testing.T) { topNOverKafka(t, par) })
+	}
+}
+
+func topNOverKafka(t *testing.T, parallelism string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	at := func(k string, price, sec int) string {
+		return fmt.Sprintf("%s,%d,2024-01-01 00:00:%02d", k, price, sec)
+	}
+	// Step 1: the watermark reaches 10 s (12 - 2), closing [0,10).
+	broker, produce := txKafka(t, ctx, at("a", 10, 1), at("b", 5, 2), at("a", 30, 3), at("a", 20, 4), at("b", 7, 8), at("a", 25, 12))
+	conn := connectPgx(t, ctx, startTestServer(t))
+	defer conn.Close(context.Background())
+	exec := func(q string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("SET parallelism = " + parallelism)
+	exec(fmt.Sprintf("CREATE TABLE bids (k TEXT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) ENGINE=kafka CONNECTION='kafka://%s/events?format=csv'", broker))
+	top2 := `SELECT * FROM (SELECT k, price, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY price DESC) AS rn FROM bids) t WHERE rn <= 2`
+	wtop := `SELECT * FROM (SELECT k, price, window_start, window_end, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn
+		FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND))) t WHERE rn <= 2`
+	for q, op := range map[string]string{top2: "topn partition=[k]", wtop: "window_topn partition=[window_start, window_end]"} {
+		var plan strings.Builder
+		rows, err := conn.Query(ctx, "EXPLAIN "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range scanLines(t, rows) {
+			plan.WriteString(l + "\n")
+		}
+		if !strings.Contains(plan.String(), op) {
+			t.Errorf("the plan of %s has no %s:\n%s", q, op, plan.String())
+		}
+	}
+	exec("CREATE VIEW top2 AS " + top2)
+	exec("CREATE VIEW wtop AS " + wtop)
+	views := func(top, wtop string) {
+		t.Helper()
+		for _, v := range []struct{ q, want string }{
+			{"SELECT k, price, to_char(ts, 'SS'), rn FROM top2 ORDER BY 1, 4", top},
+			{"SELECT to_char(window_start, 'SS'), to_char(window_end, 'SS'), rn, k, price FROM wtop ORDER BY 1, 3", wtop},
+		} {
+			var got string
+			waitUntil(t, fmt.Sprintf("%s to give %s", v.q, v.want), nil, func() bool {
+				rows, err := conn.Query(ctx, v.q)
+				if err != nil {
+					return false // the view has not caught up yet
+				}
+				got = strings.Join(scanLines(t, rows), " | ")
+				return got == v.want
+			})
+		}
+	}
+	views("a 30 03 1 | a 25 12 2 | b 7 08 1 | b 5 02 2", "00 10 1 a 30 | 00 10 2 a 20")
+	// Step 2: b's 40 and a's 35 take the tops; c's row of 5 s is late for
+	// [0,10) but tops its own key; d's 25 s takes the watermark to 23,
+	// closing [10,20).
+	produce(at("b", 40, 13), at("a", 35, 15), at("c", 1, 5), at("d", 2, 25))
+	views("a 35 15 1 | a 30 03 2 | b 40 13 1 | b 7 08 2 | c 1 05 1 | d 2 25 1",
+		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35")
+}
