@@ -27,9 +27,12 @@ import (
 // it keeps every row, to replace a deleted top row with the next. A PARTITION
 // BY that includes a window's end (of a window table function, or of a window
 // aggregation) over an append-only input runs as window_topn instead: each
-// window's top once, when the watermark closes it, append-only. rn = 1 with
-// ORDER BY a PROCTIME() column ascending (deduplication keeping the first
-// row) is append-only too: a later row never displaces the first.
+// window's top once, when the watermark closes it, append-only.
+// Deduplication keeping the first row (rn = 1, ORDER BY one time column
+// ascending, an append-only input) is append-only too: by a PROCTIME()
+// column a later row never displaces the first; by a column with a
+// watermark each partition's first row goes out when the watermark passes
+// it, and later rows, or late ones, are ignored (operators/topn_first.go).
 //
 // Bounded queries keep the window operator and a filter: measured on
 // Nexmark q19 and q18 over 2,000,000 events (hummer serve, parallelism
@@ -144,8 +147,15 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 			break
 		}
 	}
+	// rn = 1 by a column with a watermark ascending: the first row of each
+	// partition goes out once the watermark passes it.
+	first := end < 0 && t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 && !t.w.Order[0].Desc &&
+		eventTime(t.w.Input, t.w.Order[0].Col) && !procTime(t.w.Input, t.w.Order[0].Col)
 	var op exec.OperatorSpec
 	switch {
+	case first:
+		cfg.First = true
+		op = exec.OperatorSpec{Kind: "topn", Label: "topn " + label + " (first rows, at the watermark)", Config: exec.MustConfig(cfg), Out: out}
 	case end >= 0:
 		op = exec.OperatorSpec{Kind: "window_topn", Label: "window_topn " + label + " end=" + inSchema[end].Name,
 			Config: exec.MustConfig(operators.WindowTopNConfig{TopN: cfg, End: end}), Out: out}
@@ -163,7 +173,7 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	}
 	// Only a window's rows at its close, or the first row by arrival, never
 	// change.
-	b.updates[node] = end < 0 && !(t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 &&
+	b.updates[node] = end < 0 && !first && !(t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 &&
 		!t.w.Order[0].Desc && procTime(t.w.Input, t.w.Order[0].Col))
 	if len(t.rest) > 0 {
 		cond := t.rest[0]

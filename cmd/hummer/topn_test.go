@@ -115,7 +115,9 @@ func TestTopNViewFollowsTable(t *testing.T) {
 // they push out and renumbering the others), and a Top-2 per tumbling window
 // of the window table function, whose rows come out once, when the
 // watermark (2 s behind the largest time seen) closes the window; a row of a
-// closed window is late and dropped there, but not from the per-key Top-2.
+// closed window is late and dropped there, but not from the per-key Top-2;
+// and the first row of each key by time, which goes out once the watermark
+// passes it (append-only), later and late rows ignored.
 // The rows are produced in steps, each after the views showed the step
 // before; the expected rows are worked by hand.
 func TestTopNOverKafka(t *testing.T) {
@@ -145,7 +147,9 @@ func topNOverKafka(t *testing.T, parallelism string) {
 	top2 := `SELECT * FROM (SELECT k, price, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY price DESC) AS rn FROM bids) t WHERE rn <= 2`
 	wtop := `SELECT * FROM (SELECT k, price, window_start, window_end, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn
 		FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND))) t WHERE rn <= 2`
-	for q, op := range map[string]string{top2: "topn partition=[k]", wtop: "window_topn partition=[window_start, window_end]"} {
+	firsts := `SELECT k, price, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM bids) t WHERE rn = 1`
+	for q, op := range map[string]string{top2: "topn partition=[k]", wtop: "window_topn partition=[window_start, window_end]",
+		firsts: "(first rows, at the watermark)"} {
 		var plan strings.Builder
 		rows, err := conn.Query(ctx, "EXPLAIN "+q)
 		if err != nil {
@@ -160,11 +164,13 @@ func topNOverKafka(t *testing.T, parallelism string) {
 	}
 	exec("CREATE VIEW top2 AS " + top2)
 	exec("CREATE VIEW wtop AS " + wtop)
-	views := func(top, wtop string) {
+	exec("CREATE VIEW firsts AS " + firsts)
+	views := func(top, wtop, firsts string) {
 		t.Helper()
 		for _, v := range []struct{ q, want string }{
 			{"SELECT k, price, to_char(ts, 'SS'), rn FROM top2 ORDER BY 1, 4", top},
 			{"SELECT to_char(window_start, 'SS'), to_char(window_end, 'SS'), rn, k, price FROM wtop ORDER BY 1, 3", wtop},
+			{"SELECT k, price, to_char(ts, 'SS') FROM firsts ORDER BY 1", firsts},
 		} {
 			var got string
 			waitUntil(t, fmt.Sprintf("%s to give %s", v.q, v.want), nil, func() bool {
@@ -177,11 +183,17 @@ func topNOverKafka(t *testing.T, parallelism string) {
 			})
 		}
 	}
-	views("a 30 03 1 | a 25 12 2 | b 7 08 1 | b 5 02 2", "00 10 1 a 30 | 00 10 2 a 20")
+	// The first rows of a and b are behind the watermark: out.
+	views("a 30 03 1 | a 25 12 2 | b 7 08 1 | b 5 02 2", "00 10 1 a 30 | 00 10 2 a 20", "a 10 01 | b 5 02")
 	// Step 2: b's 40 and a's 35 take the tops; c's row of 5 s is late for
-	// [0,10) but tops its own key; d's 25 s takes the watermark to 23,
-	// closing [10,20).
+	// [0,10) and for the first rows, but tops its own key; d's 25 s takes
+	// the watermark to 23, closing [10,20); d's first row waits for it.
 	produce(at("b", 40, 13), at("a", 35, 15), at("c", 1, 5), at("d", 2, 25))
 	views("a 35 15 1 | a 30 03 2 | b 40 13 1 | b 7 08 2 | c 1 05 1 | d 2 25 1",
-		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35")
+		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35", "a 10 01 | b 5 02")
+	// Step 3: e's 40 s takes the watermark to 38: d's first row, and
+	// [20,30) with d's row alone.
+	produce(at("e", 3, 40))
+	views("a 35 15 1 | a 30 03 2 | b 40 13 1 | b 7 08 2 | c 1 05 1 | d 2 25 1 | e 3 40 1",
+		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35 | 20 30 1 d 2", "a 10 01 | b 5 02 | d 2 25")
 }

@@ -24,6 +24,11 @@ import (
 // row to be replaced by the next; otherwise Hi rows per partition suffice.
 // Final emits the rows once, at end of stream (a bounded input, or one
 // window's rows); otherwise the operator emits changes as they happen.
+// First is deduplication keeping the first row by event time (Lo and Hi 1,
+// one ascending Order key, a timestamp with a watermark): each partition's
+// row goes out once, as an Insert, when the watermark passes its time, and
+// the partition's later rows are ignored; rows behind the watermark are
+// late, dropped and counted (topn_first.go). It implies Final.
 type TopNConfig struct {
 	Partition []int         `json:"partition,omitempty"`
 	Order     []SortKeySpec `json:"order"`
@@ -32,6 +37,7 @@ type TopNConfig struct {
 	Rank      bool          `json:"rank,omitempty"`
 	Retracts  bool          `json:"retracts,omitempty"`
 	Final     bool          `json:"final,omitempty"`
+	First     bool          `json:"first,omitempty"`
 }
 
 // topnOp is kind "topn" (TopNConfig). Each partition keeps its rows sorted by
@@ -71,12 +77,16 @@ type topnOp struct {
 	pids, rids  []uint32
 	sel         []int32
 	diff        map[topnOut]int
+
+	first // First's state
 }
 
 type topnPart struct {
 	entries []topnEntry // by (key, seq)
 	emitted []topnOut
 	dirty   bool
+	pending bool // First: it holds a row not emitted yet
+	closed  bool // First: its row went out
 }
 
 type topnEntry struct {
@@ -111,6 +121,12 @@ func newTopN(cfg TopNConfig, spec exec.OperatorSpec) (*topnOp, error) {
 	if len(cfg.Order) == 0 {
 		return nil, fmt.Errorf("topn: no ORDER BY")
 	}
+	if cfg.First {
+		if cfg.Lo != 1 || cfg.Hi != 1 || len(cfg.Order) != 1 || cfg.Order[0].Desc || cfg.Retracts {
+			return nil, fmt.Errorf("topn: first rows need rank 1, one ascending key and no retractions")
+		}
+		cfg.Final = true
+	}
 	o := &topnOp{cfg: cfg, schema: spec.Out.Arrow()}
 	fields := o.schema.Fields()
 	if cfg.Rank {
@@ -139,6 +155,7 @@ func newTopN(cfg TopNConfig, spec exec.OperatorSpec) (*topnOp, error) {
 func (o *topnOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
 	o.reset()
+	o.startFirst(tc)
 	return nil
 }
 
@@ -149,7 +166,7 @@ func (o *topnOp) reset() {
 		o.parts = state.NewKeyTable()
 	}
 	o.rows = state.NewKeyTable()
-	o.refs, o.ps, o.dirty, o.live = nil, nil, nil, 0
+	o.refs, o.ps, o.dirty, o.live, o.pending = nil, nil, nil, 0, nil
 }
 
 func (o *topnOp) release() {
@@ -241,8 +258,14 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 		// Rows that cannot enter a full top (it only gets harder within
 		// the batch) are dropped before their whole rows are encoded.
 		sel := o.sel[:0]
+		if err := o.firstBatch(b.Rec); err != nil {
+			return err
+		}
 		for i := range n {
 			p := o.ps[o.pids[i]]
+			if o.cfg.First && o.firstSkips(p, i) {
+				continue
+			}
 			if int64(len(p.entries)) < o.cfg.Hi || bytes.Compare(o.skeys.key(i), p.entries[len(p.entries)-1].key) < 0 {
 				sel = append(sel, int32(i))
 			}
@@ -270,9 +293,8 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 			}
 			changed = o.remove(p, o.skeys.key(i), o.rids[i])
 		}
-		if changed && !o.cfg.Final && !p.dirty {
-			p.dirty = true
-			o.dirty = append(o.dirty, o.pids[i])
+		if changed {
+			o.touched(o.pids[i])
 		}
 	}
 	return o.maybeCompact()
@@ -292,12 +314,27 @@ func (o *topnOp) insertSome(rec arrow.RecordBatch, sel []int32) error {
 	}
 	for j, i := range sel {
 		p := o.ps[o.pids[i]]
-		if o.add(p, o.skeys.key(int(i)), o.rids[j]) && !o.cfg.Final && !p.dirty {
-			p.dirty = true
-			o.dirty = append(o.dirty, o.pids[i])
+		if o.add(p, o.skeys.key(int(i)), o.rids[j]) {
+			o.touched(o.pids[i])
 		}
 	}
 	return o.maybeCompact()
+}
+
+// touched marks partition pid's top changed: for the next flush, or for
+// First the next watermark.
+func (o *topnOp) touched(pid uint32) {
+	p := o.ps[pid]
+	switch {
+	case o.cfg.First:
+		if !p.pending {
+			p.pending = true
+			o.pending = append(o.pending, pid)
+		}
+	case !o.cfg.Final && !p.dirty:
+		p.dirty = true
+		o.dirty = append(o.dirty, pid)
+	}
 }
 
 // maybeCompact compacts rows when rows that never entered a top, or left
@@ -551,6 +588,12 @@ func (o *topnOp) compact() error {
 
 func (o *topnOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
 	switch s.Kind {
+	case exec.Watermark:
+		if o.cfg.First {
+			if err := o.firstAdvance(ctx, s.Watermark, out); err != nil {
+				return err
+			}
+		}
 	case exec.Barrier:
 		// The changes before the barrier go out before it, and the snapshot
 		// taken after it has none pending.
@@ -597,11 +640,12 @@ func (o *topnOp) Close(ctx context.Context) error {
 
 const (
 	topnStateMagic   = "HTOP"
-	topnStateVersion = 1
+	topnStateVersion = 2
 )
 
 // SnapshotState returns every partition's entries, in order, and the rows
-// last emitted with their ranks, as two Arrow IPC streams.
+// last emitted with their ranks, as two Arrow IPC streams; then First's
+// state (snapshotFirst).
 func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
 	if o.rows == nil {
 		return nil, fmt.Errorf("topn: snapshot before Open")
@@ -622,7 +666,11 @@ func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	return state.Encode(topnStateMagic, topnStateVersion, a, b), nil
+	closed, mark, err := o.snapshotFirst()
+	if err != nil {
+		return nil, err
+	}
+	return state.Encode(topnStateMagic, topnStateVersion, a, b, closed, mark), nil
 }
 
 func (o *topnOp) snapshotRows(rs []topnOut, rank bool, schema *arrow.Schema) ([]byte, error) {
@@ -653,11 +701,11 @@ func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	if len(sections) != 2 {
-		return fmt.Errorf("topn: %w: %d sections, want 2", state.ErrBadState, len(sections))
+	if len(sections) != 4 {
+		return fmt.Errorf("topn: %w: %d sections, want 4", state.ErrBadState, len(sections))
 	}
 	o.reset()
-	for s, sec := range sections {
+	for s, sec := range sections[:2] {
 		schema, recs, err := state.ReadIPC(o.mem, sec)
 		if err != nil {
 			return fmt.Errorf("topn: %w: %v", state.ErrBadState, err)
@@ -669,6 +717,9 @@ func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
 		if err != nil {
 			return err
 		}
+	}
+	if err := o.restoreFirst(sections[2], sections[3]); err != nil {
+		return err
 	}
 	if !o.cfg.Final {
 		// Changes not flushed before the snapshot go out at the next flush.
@@ -715,6 +766,7 @@ func (o *topnOp) restoreRows(schema *arrow.Schema, recs []arrow.RecordBatch, emi
 			if emitted {
 				p.emitted = append(p.emitted, topnOut{rid: o.rids[i], rank: ranks[i]})
 			} else {
+				o.touched(o.pids[i])
 				o.seq++
 				p.entries = append(p.entries, topnEntry{key: bytes.Clone(o.skeys.key(i)), rid: o.rids[i], seq: o.seq})
 			}
