@@ -17,8 +17,9 @@ import (
 //	SELECT ... FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY x DESC) AS rn FROM s)
 //	WHERE rn <= N
 //
-// A filter bounding the row number of a window of one ROW_NUMBER() with an
-// ORDER BY (rn <= N, rn < N, rn = N, rn BETWEEN M AND N) runs as a topn
+// A filter bounding the row number of a window of one ROW_NUMBER() (or
+// RANK()) with an ORDER BY (rn <= N, rn < N, rn = N, rn BETWEEN M AND N),
+// the window computed over its input and nothing else, runs as a topn
 // operator, hash-partitioned by the PARTITION BY keys, which keeps each
 // partition's top rows instead of numbering every row. Over a stream it
 // emits changes: rows entering the top as inserts, rows leaving it as
@@ -55,7 +56,7 @@ func (t topN) rn() int { return len(t.w.Input.Schema()) }
 // topNOf recognises a Top-N in filter f.
 func topNOf(f *sql.Filter) (topN, bool) {
 	w, ok := f.Input.(*sql.Window)
-	if !ok || len(w.Funcs) != 1 || w.Funcs[0].Func != "row_number" || len(w.Order) == 0 {
+	if !ok || len(w.Funcs) != 1 || w.Funcs[0].Func != "row_number" && w.Funcs[0].Func != "rank" || len(w.Order) == 0 {
 		return topN{}, false
 	}
 	t := topN{w: w, lo: 1, hi: -1}
@@ -123,6 +124,10 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	}
 	inSchema := t.w.Input.Schema()
 	cfg := operators.TopNConfig{Partition: t.w.Partition, Lo: t.lo, Hi: t.hi, Rank: rank, Retracts: b.updates[from]}
+	fn := "rows"
+	if t.w.Funcs[0].Func == "rank" {
+		cfg.Func, fn = "rank", "ranks"
+	}
 	var order []string
 	for _, k := range t.w.Order {
 		cfg.Order = append(cfg.Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
@@ -136,9 +141,9 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	if rank {
 		out = append(out, t.w.Out[t.rn()])
 	}
-	label := fmt.Sprintf("partition=%s order=%s rows %d to %d", colNames(inSchema, t.w.Partition), strings.Join(order, ","), t.lo, t.hi)
+	label := fmt.Sprintf("partition=%s order=%s %s %d to %d", colNames(inSchema, t.w.Partition), strings.Join(order, ","), fn, t.lo, t.hi)
 	if !rank {
-		label += " (no row number)"
+		label += " (no " + strings.ReplaceAll(t.w.Funcs[0].Func, "_", " ") + ")"
 	}
 	end := -1
 	for _, c := range t.w.Partition {
@@ -149,7 +154,7 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	}
 	// rn = 1 by a column with a watermark ascending: the first row of each
 	// partition goes out once the watermark passes it.
-	first := end < 0 && t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 && !t.w.Order[0].Desc &&
+	first := end < 0 && cfg.Func == "" && t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 && !t.w.Order[0].Desc &&
 		eventTime(t.w.Input, t.w.Order[0].Col) && !procTime(t.w.Input, t.w.Order[0].Col)
 	var op exec.OperatorSpec
 	switch {
@@ -173,7 +178,7 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	}
 	// Only a window's rows at its close, or the first row by arrival, never
 	// change.
-	b.updates[node] = end < 0 && !first && !(t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 &&
+	b.updates[node] = end < 0 && !first && !(cfg.Func == "" && t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 &&
 		!t.w.Order[0].Desc && procTime(t.w.Input, t.w.Order[0].Col))
 	if len(t.rest) > 0 {
 		cond := t.rest[0]

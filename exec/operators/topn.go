@@ -28,7 +28,9 @@ import (
 // one ascending Order key, a timestamp with a watermark): each partition's
 // row goes out once, as an Insert, when the watermark passes its time, and
 // the partition's later rows are ignored; rows behind the watermark are
-// late, dropped and counted (topn_first.go). It implies Final.
+// late, dropped and counted (topn_first.go). It implies Final. Func is
+// "row_number" (the default) or "rank": RANK() kept between Lo and Hi, rows
+// of equal sort keys sharing a rank, so a top can hold more than Hi rows.
 type TopNConfig struct {
 	Partition []int         `json:"partition,omitempty"`
 	Order     []SortKeySpec `json:"order"`
@@ -38,6 +40,7 @@ type TopNConfig struct {
 	Retracts  bool          `json:"retracts,omitempty"`
 	Final     bool          `json:"final,omitempty"`
 	First     bool          `json:"first,omitempty"`
+	Func      string        `json:"func,omitempty"`
 }
 
 // topnOp is kind "topn" (TopNConfig). Each partition keeps its rows sorted by
@@ -120,6 +123,16 @@ func newTopN(cfg TopNConfig, spec exec.OperatorSpec) (*topnOp, error) {
 	}
 	if len(cfg.Order) == 0 {
 		return nil, fmt.Errorf("topn: no ORDER BY")
+	}
+	switch cfg.Func {
+	case "", "row_number":
+		cfg.Func = ""
+	case "rank":
+		if cfg.First {
+			return nil, fmt.Errorf("topn: first rows are by row number")
+		}
+	default:
+		return nil, fmt.Errorf("topn: no Top-N of %s", cfg.Func)
 	}
 	if cfg.First {
 		if cfg.Lo != 1 || cfg.Hi != 1 || len(cfg.Order) != 1 || cfg.Order[0].Desc || cfg.Retracts {
@@ -266,7 +279,7 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 			if o.cfg.First && o.firstSkips(p, i) {
 				continue
 			}
-			if int64(len(p.entries)) < o.cfg.Hi || bytes.Compare(o.skeys.key(i), p.entries[len(p.entries)-1].key) < 0 {
+			if int64(len(p.entries)) < o.cfg.Hi || o.mayEnter(o.skeys.key(i), p.entries[len(p.entries)-1].key) {
 				sel = append(sel, int32(i))
 			}
 		}
@@ -351,19 +364,39 @@ func (o *topnOp) maybeCompact() error {
 // Without retractions p keeps its first Hi rows only.
 func (o *topnOp) add(p *topnPart, key []byte, rid uint32) bool {
 	pos := upperBound(p.entries, key)
-	if !o.cfg.Retracts && int64(pos) >= o.cfg.Hi {
+	// Its number: by row number its position; by rank that of the first
+	// of its equals.
+	at := int64(pos)
+	if o.cfg.Func == "rank" {
+		at = int64(lowerBound(p.entries[:pos], key))
+	}
+	if !o.cfg.Retracts && at >= o.cfg.Hi {
 		return false
 	}
 	o.seq++
 	p.entries = slices.Insert(p.entries, pos, topnEntry{key: bytes.Clone(key), rid: rid, seq: o.seq})
 	o.ref(rid, 1)
-	if !o.cfg.Retracts && int64(len(p.entries)) > o.cfg.Hi {
-		last := len(p.entries) - 1
-		o.ref(p.entries[last].rid, -1)
-		p.entries[last] = topnEntry{}
-		p.entries = p.entries[:last]
+	if !o.cfg.Retracts {
+		// The rows numbered past Hi go: by rank, those after the last
+		// equal of the row at Hi - 1.
+		cut := int(o.cfg.Hi)
+		for o.cfg.Func == "rank" && cut < len(p.entries) && bytes.Equal(p.entries[cut].key, p.entries[cut-1].key) {
+			cut++
+		}
+		for j := cut; j < len(p.entries); j++ {
+			o.ref(p.entries[j].rid, -1)
+			p.entries[j] = topnEntry{}
+		}
+		p.entries = p.entries[:min(cut, len(p.entries))]
 	}
-	return int64(pos) < o.cfg.Hi
+	return at < o.cfg.Hi
+}
+
+// mayEnter reports whether a row of sort key key may enter a top whose last
+// row has sort key last: by rank, an equal of it may.
+func (o *topnOp) mayEnter(key, last []byte) bool {
+	c := bytes.Compare(key, last)
+	return c < 0 || c == 0 && o.cfg.Func == "rank"
 }
 
 // upperBound returns the position of the first entry whose key is after key.
@@ -410,13 +443,30 @@ func (o *topnOp) remove(p *topnPart, key []byte, rid uint32) bool {
 	}
 	o.ref(rid, -1)
 	p.entries = slices.Delete(p.entries, at, at+1)
-	return int64(at) < o.cfg.Hi
+	// By rank the rows after it may move into the top: let the flush
+	// compare.
+	return int64(at) < o.cfg.Hi || o.cfg.Func == "rank"
 }
 
 // top appends p's rows of ranks Lo to Hi to dst.
 func (o *topnOp) top(dst []topnOut, p *topnPart) []topnOut {
-	for j := o.cfg.Lo - 1; j < min(o.cfg.Hi, int64(len(p.entries))); j++ {
-		dst = append(dst, topnOut{rid: p.entries[j].rid, rank: j + 1})
+	if o.cfg.Func != "rank" {
+		for j := o.cfg.Lo - 1; j < min(o.cfg.Hi, int64(len(p.entries))); j++ {
+			dst = append(dst, topnOut{rid: p.entries[j].rid, rank: j + 1})
+		}
+		return dst
+	}
+	var rank int64
+	for j, e := range p.entries {
+		if j == 0 || !bytes.Equal(e.key, p.entries[j-1].key) {
+			rank = int64(j) + 1
+		}
+		if rank > o.cfg.Hi {
+			break
+		}
+		if rank >= o.cfg.Lo {
+			dst = append(dst, topnOut{rid: e.rid, rank: rank})
+		}
 	}
 	return dst
 }
@@ -635,143 +685,5 @@ func (o *topnOp) emitFinal(ctx context.Context, out exec.Collector) error {
 func (o *topnOp) Close(ctx context.Context) error {
 	o.release()
 	o.ps = nil
-	return nil
-}
-
-const (
-	topnStateMagic   = "HTOP"
-	topnStateVersion = 2
-)
-
-// SnapshotState returns every partition's entries, in order, and the rows
-// last emitted with their ranks, as two Arrow IPC streams; then First's
-// state (snapshotFirst).
-func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
-	if o.rows == nil {
-		return nil, fmt.Errorf("topn: snapshot before Open")
-	}
-	var entries, emitted []topnOut
-	for _, p := range o.ps {
-		for _, e := range p.entries {
-			entries = append(entries, topnOut{rid: e.rid})
-		}
-		emitted = append(emitted, p.emitted...)
-	}
-	rankSchema := arrow.NewSchema(append(slices.Clone(o.inSchema.Fields()), arrow.Field{Name: "rank", Type: arrow.PrimitiveTypes.Int64}), nil)
-	a, err := o.snapshotRows(entries, false, o.inSchema)
-	if err != nil {
-		return nil, err
-	}
-	b, err := o.snapshotRows(emitted, true, rankSchema)
-	if err != nil {
-		return nil, err
-	}
-	closed, mark, err := o.snapshotFirst()
-	if err != nil {
-		return nil, err
-	}
-	return state.Encode(topnStateMagic, topnStateVersion, a, b, closed, mark), nil
-}
-
-func (o *topnOp) snapshotRows(rs []topnOut, rank bool, schema *arrow.Schema) ([]byte, error) {
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	for lo := 0; lo < len(rs); lo += vector.OutBatchRows {
-		rec, err := o.record(rs[lo:min(len(rs), lo+vector.OutBatchRows)], rank, schema)
-		if err != nil {
-			return nil, err
-		}
-		recs = append(recs, rec)
-	}
-	data, err := state.WriteIPC(o.mem, schema, recs...)
-	if err != nil {
-		return nil, fmt.Errorf("topn: snapshot: %w", err)
-	}
-	return data, nil
-}
-
-// RestoreState replaces the state with a snapshot's.
-func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
-	defer state.Recover("topn", &err)
-	sections, err := state.Decode("topn", topnStateMagic, topnStateVersion, data)
-	if err != nil {
-		return err
-	}
-	if len(sections) != 4 {
-		return fmt.Errorf("topn: %w: %d sections, want 4", state.ErrBadState, len(sections))
-	}
-	o.reset()
-	for s, sec := range sections[:2] {
-		schema, recs, err := state.ReadIPC(o.mem, sec)
-		if err != nil {
-			return fmt.Errorf("topn: %w: %v", state.ErrBadState, err)
-		}
-		err = o.restoreRows(schema, recs, s == 1)
-		for _, r := range recs {
-			r.Release()
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if err := o.restoreFirst(sections[2], sections[3]); err != nil {
-		return err
-	}
-	if !o.cfg.Final {
-		// Changes not flushed before the snapshot go out at the next flush.
-		for pid, p := range o.ps {
-			p.dirty = true
-			o.dirty = append(o.dirty, uint32(pid))
-		}
-	}
-	return nil
-}
-
-// restoreRows appends recs's rows to their partitions' entries, or with
-// emitted to their emitted tops (the rank in the last column).
-func (o *topnOp) restoreRows(schema *arrow.Schema, recs []arrow.RecordBatch, emitted bool) error {
-	want := len(o.inTypes)
-	if emitted {
-		want++
-	}
-	if schema.NumFields() != want {
-		return fmt.Errorf("topn: %w: state of rows %s, want %s", state.ErrBadState, schema, o.inSchema)
-	}
-	for i, dt := range o.inTypes {
-		if !arrow.TypeEqual(schema.Field(i).Type, dt) {
-			return fmt.Errorf("topn: %w: state of rows %s, want %s", state.ErrBadState, schema, o.inSchema)
-		}
-	}
-	for _, rec := range recs {
-		if rec.NumRows() == 0 {
-			continue
-		}
-		if err := o.ids(rec); err != nil {
-			return fmt.Errorf("topn: %w: %v", state.ErrBadState, err)
-		}
-		var ranks []int64
-		if emitted {
-			r, ok := rec.Column(want - 1).(*array.Int64)
-			if !ok {
-				return fmt.Errorf("topn: %w: the ranks are %s", state.ErrBadState, rec.Column(want-1).DataType())
-			}
-			ranks = r.Int64Values()
-		}
-		for i := range int(rec.NumRows()) {
-			p := o.ps[o.pids[i]]
-			if emitted {
-				p.emitted = append(p.emitted, topnOut{rid: o.rids[i], rank: ranks[i]})
-			} else {
-				o.touched(o.pids[i])
-				o.seq++
-				p.entries = append(p.entries, topnEntry{key: bytes.Clone(o.skeys.key(i)), rid: o.rids[i], seq: o.seq})
-			}
-			o.ref(o.rids[i], 1)
-		}
-	}
 	return nil
 }

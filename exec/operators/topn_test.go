@@ -75,6 +75,14 @@ func (f *topnRef) partition(r topnRefRow) string {
 
 // less orders two rows of a partition by the sort key, then by arrival.
 func (f *topnRef) less(a, b topnRefRow) int {
+	if c := f.keyOrder(a, b); c != 0 {
+		return c
+	}
+	return a.seq - b.seq
+}
+
+// keyOrder orders two rows by the sort key alone.
+func (f *topnRef) keyOrder(a, b topnRefRow) int {
 	spec := f.cfg.Order[0]
 	switch {
 	case a.x == nil && b.x == nil:
@@ -93,7 +101,7 @@ func (f *topnRef) less(a, b topnRefRow) int {
 		}
 		return c
 	}
-	return a.seq - b.seq
+	return 0
 }
 
 // top returns the rows of ranks Lo to Hi of every partition (by k and end),
@@ -109,12 +117,20 @@ func (f *topnRef) top(only func(topnRefRow) bool) []string {
 	var out []string
 	for _, rs := range parts {
 		slices.SortFunc(rs, f.less)
-		for j := f.cfg.Lo; j <= min(f.cfg.Hi, int64(len(rs))); j++ {
+		for j, r := range rs {
+			n := j + 1 // ROW_NUMBER()
+			if f.cfg.Func == "rank" {
+				// 1 + the rows before it.
+				n = 1 + slices.IndexFunc(rs, func(o topnRefRow) bool { return f.keyOrder(o, r) == 0 })
+			}
+			if int64(n) < f.cfg.Lo || int64(n) > f.cfg.Hi {
+				continue
+			}
 			rank := 0
 			if f.cfg.Rank {
-				rank = int(j)
+				rank = n
 			}
-			out = append(out, rs[j-1].json(rank))
+			out = append(out, r.json(rank))
 		}
 	}
 	return out
@@ -147,6 +163,9 @@ func TestTopNRandom(t *testing.T) {
 		cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: rng.IntN(2) == 0, NullsFirst: rng.IntN(2) == 0}},
 			Lo: 1 + int64(rng.IntN(2)), Rank: rng.IntN(2) == 0, Retracts: seed%3 != 0, Final: seed%7 == 0}
 		cfg.Hi = cfg.Lo + int64(rng.IntN(3))
+		if seed%4 == 1 {
+			cfg.Func = "rank"
+		}
 		if seed%5 == 0 {
 			cfg.Partition = nil
 		}
@@ -264,6 +283,9 @@ func TestWindowTopNRandom(t *testing.T) {
 			Hi: 1 + int64(rng.IntN(3)), Rank: rng.IntN(2) == 0}
 		if seed%4 == 0 {
 			cfg.Partition = []int{3}
+		}
+		if seed%3 == 1 {
+			cfg.Func = "rank"
 		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			mem := testkit.Mem()
