@@ -3,10 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // Streaming Top-N end to end: views of Top-N queries over a stored table
@@ -198,4 +205,97 @@ func topNOverKafka(t *testing.T, parallelism string) {
 	produce(at("e", 3, 40))
 	views("a 35 15 1 | a 30 03 2 | b 40 13 1 | b 7 08 2 | c 1 05 1 | d 2 25 1 | e 3 40 1",
 		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35 | 20 30 1 d 2", "a 10 01 | b 5 02 | d 2 25")
+}
+
+// TestTopNRestart: a continuous Top-3 per key from Kafka into a table Hummer
+// stores, keyed by (k, rn), with `hummer serve` killed with -9 while bids
+// arrive: after the restart the job resumes from its last checkpoint (the
+// topn's rows with it) and the table holds each key's three best prices,
+// worked out here from the bids produced. Ties between equal prices make
+// the row numbers of equal rows arbitrary, but not the (k, rn, price) rows.
+func TestTopNRestart(t *testing.T) {
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "bids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	kaddr := broker.ListenAddrs()[0]
+	bin := buildHummer(t)
+	addr := freeAddr(t)
+	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", filepath.Join(t.TempDir(), "data"), "--checkpoint-interval", "200ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn := connectWhenUp(t, ctx, srv, addr)
+	for _, q := range []string{
+		fmt.Sprintf("CREATE TABLE feed (k TEXT, price BIGINT) ENGINE=kafka CONNECTION='kafka://%s/bids?format=csv&group=topn'", kaddr),
+		"CREATE TABLE best (k TEXT, rn BIGINT, price BIGINT, PRIMARY KEY (k, rn))",
+		"INSERT INTO best SELECT k, rn, price FROM (SELECT k, price, ROW_NUMBER() OVER (PARTITION BY k ORDER BY price DESC) AS rn FROM feed) t WHERE rn <= 3",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	prices := map[string][]int{}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	produce := func(n int) {
+		t.Helper()
+		w := &kafka.Writer{Addr: kafka.TCP(kaddr), Topic: "bids", Balancer: &kafka.RoundRobin{}, BatchTimeout: time.Millisecond}
+		defer w.Close()
+		var msgs []kafka.Message
+		for range n {
+			k, p := fmt.Sprintf("k%d", rnd.IntN(20)), rnd.IntN(1000)
+			prices[k] = append(prices[k], p)
+			msgs = append(msgs, kafka.Message{Value: []byte(fmt.Sprintf("%s,%d", k, p))})
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func() map[string]int {
+		m := map[string]int{}
+		for k, ps := range prices {
+			ps = slices.Clone(ps)
+			slices.SortFunc(ps, func(a, b int) int { return b - a })
+			for i, p := range ps[:min(3, len(ps))] {
+				m[fmt.Sprintf("%s %d", k, i+1)] = p
+			}
+		}
+		return m
+	}
+	table := func(c *pgx.Conn) map[string]int {
+		rows, err := c.Query(ctx, "SELECT k, rn, price FROM best")
+		if err != nil {
+			return nil
+		}
+		got := map[string]int{}
+		for rows.Next() {
+			var k string
+			var rn, p int64
+			if rows.Scan(&k, &rn, &p) == nil {
+				got[fmt.Sprintf("%s %d", k, rn)] = int(p)
+			}
+		}
+		if rows.Err() != nil {
+			return nil
+		}
+		return got
+	}
+	produce(200)
+	waitUntil(t, "the first bids' tops in the table", srv.exited, func() bool { return maps.Equal(table(conn), want()) })
+	produce(3000)
+	srv.kill(t)
+	conn.Close(context.Background())
+	produce(500)
+	srv.start(t)
+	conn = connectWhenUp(t, ctx, srv, addr)
+	defer conn.Close(context.Background())
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(60 * time.Second)
+	for !maps.Equal(table(conn), want()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the kill: best has %v, want %v", table(conn), want())
+		}
+		<-tick.C
+	}
 }
