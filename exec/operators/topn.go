@@ -18,8 +18,8 @@ import (
 
 // TopNConfig configures kind "topn": ROW_NUMBER() OVER (PARTITION BY
 // Partition ORDER BY Order) kept between ranks Lo and Hi (1-based,
-// inclusive), Flink's Rank operator. Rank adds the row number as a last
-// bigint column. Retracts says the input has retractions (Delete,
+// inclusive), Flink's Rank operator. Rank adds the row number (or rank) as
+// a last bigint column. Retracts says the input has retractions (Delete,
 // UpdateBefore rows), so every row of a partition is kept, for a deleted top
 // row to be replaced by the next; otherwise Hi rows per partition suffice.
 // Final emits the rows once, at end of stream (a bounded input, or one
@@ -57,8 +57,9 @@ type TopNConfig struct {
 // State: rows gives each distinct whole row an id (refs counts the entries
 // and emitted tops that hold it; rows is rebuilt from the held ones when
 // there are more others, as upsert does); each partition holds its entries
-// and the top it last emitted. Its checkpoint is both, as two Arrow IPC
-// streams: the entries in order, and the emitted rows with their rank.
+// and the top it last emitted. Its checkpoint (topn_state.go) is both, as
+// two Arrow IPC streams: the entries in order, and the emitted rows with
+// their rank; and First's state.
 type topnOp struct {
 	cfg      TopNConfig
 	mem      memory.Allocator
