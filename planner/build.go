@@ -510,9 +510,15 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return node, nil
 
 	case *sql.Sort, *sql.Limit:
+		if l, ok := p.(*sql.Limit); ok {
+			if t, ok := b.sortLimitTopN(l); ok {
+				return b.topNNode(t, false)
+			}
+		}
 		if b.streaming {
 			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"ORDER BY and LIMIT need the end of their input, and this query reads a stream that never ends; keep the result in a view (CREATE VIEW v AS SELECT ...) and SELECT ... FROM v ORDER BY ... LIMIT ...")
+				"ORDER BY without LIMIT, and LIMIT without ORDER BY, need the end of their input, and this query reads a stream that never ends; "+
+					"ORDER BY ... LIMIT n keeps a top n of the stream, or keep the result in a view (CREATE VIEW v AS SELECT ...) and SELECT ... FROM v ORDER BY ... LIMIT ...")
 		}
 	}
 	switch p := p.(type) {

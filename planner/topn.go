@@ -238,3 +238,18 @@ func (b *builder) projectTopN(p *sql.Project) (topN, bool, bool) {
 	}
 	return b.streamTopN(f, used)
 }
+
+// sortLimitTopN returns, for ORDER BY ... LIMIT n [OFFSET m] over a stream,
+// the Top-N of the whole input that keeps its rows m+1 to m+n (Flink's), as
+// a ROW_NUMBER() over no partition whose number is not selected.
+func (b *builder) sortLimitTopN(l *sql.Limit) (topN, bool) {
+	s, ok := l.Input.(*sql.Sort)
+	if !b.streaming || !ok || l.Count < 1 || len(s.Keys) == 0 {
+		return topN{}, false
+	}
+	in := s.Input.Schema()
+	w := &sql.Window{Input: s.Input, Order: s.Keys,
+		Funcs: []sql.WindowCall{{Func: "row_number", Default: -1, Type: types.Int64Type}},
+		Out:   append(slices.Clone(in), types.Field{Name: "row_number", Type: types.Int64Type})}
+	return topN{w: w, lo: l.Offset + 1, hi: l.Offset + l.Count}, true
+}

@@ -127,7 +127,8 @@ func TestTopNViewFollowsTable(t *testing.T) {
 // closed window is late and dropped there, but not from the per-key Top-2;
 // and the first row of each key by time, which goes out once the watermark
 // passes it (append-only), later and late rows ignored; and the two keys
-// with the most rows, a Top-N over a GROUP BY's updates.
+// with the most rows, a Top-N over a GROUP BY's updates; and the two best
+// prices of the whole stream, by ORDER BY ... LIMIT.
 // The rows are produced in steps, each after the views showed the step
 // before; the expected rows are worked by hand.
 func TestTopNOverKafka(t *testing.T) {
@@ -158,9 +159,10 @@ func topNOverKafka(t *testing.T, parallelism string) {
 	wtop := `SELECT * FROM (SELECT k, price, window_start, window_end, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS rn
 		FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND))) t WHERE rn <= 2`
 	firsts := `SELECT k, price, ts FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM bids) t WHERE rn = 1`
+	best2 := `SELECT k, price FROM bids ORDER BY price DESC LIMIT 2`
 	hot := `SELECT k, n FROM (SELECT k, n, ROW_NUMBER() OVER (ORDER BY n DESC, k) AS rn FROM (SELECT k, count(*) AS n FROM bids GROUP BY k) a) t WHERE rn <= 2`
 	for q, op := range map[string]string{top2: "topn partition=[k]", wtop: "window_topn partition=[window_start, window_end]",
-		firsts: "(first rows, at the watermark)", hot: "(keeps every row: its input retracts)"} {
+		firsts: "(first rows, at the watermark)", hot: "(keeps every row: its input retracts)", best2: "topn partition=[] order=price desc rows 1 to 2"} {
 		var plan strings.Builder
 		rows, err := conn.Query(ctx, "EXPLAIN "+q)
 		if err != nil {
@@ -177,13 +179,15 @@ func topNOverKafka(t *testing.T, parallelism string) {
 	exec("CREATE VIEW wtop AS " + wtop)
 	exec("CREATE VIEW firsts AS " + firsts)
 	exec("CREATE VIEW hot AS " + hot)
-	views := func(top, wtop, firsts, hot string) {
+	exec("CREATE VIEW best2 AS " + best2)
+	views := func(top, wtop, firsts, hot, best2 string) {
 		t.Helper()
 		for _, v := range []struct{ q, want string }{
 			{"SELECT k, price, to_char(ts, 'SS'), rn FROM top2 ORDER BY 1, 4", top},
 			{"SELECT to_char(window_start, 'SS'), to_char(window_end, 'SS'), rn, k, price FROM wtop ORDER BY 1, 3", wtop},
 			{"SELECT k, price, to_char(ts, 'SS') FROM firsts ORDER BY 1", firsts},
 			{"SELECT k, n FROM hot ORDER BY 2 DESC, 1", hot},
+			{"SELECT k, price FROM best2 ORDER BY 2 DESC", best2},
 		} {
 			var got string
 			waitUntil(t, fmt.Sprintf("%s to give %s", v.q, v.want), nil, func() bool {
@@ -197,18 +201,18 @@ func topNOverKafka(t *testing.T, parallelism string) {
 		}
 	}
 	// The first rows of a and b are behind the watermark: out.
-	views("a 30 03 1 | a 25 12 2 | b 7 08 1 | b 5 02 2", "00 10 1 a 30 | 00 10 2 a 20", "a 10 01 | b 5 02", "a 4 | b 2")
+	views("a 30 03 1 | a 25 12 2 | b 7 08 1 | b 5 02 2", "00 10 1 a 30 | 00 10 2 a 20", "a 10 01 | b 5 02", "a 4 | b 2", "a 30 | a 25")
 	// Step 2: b's 40 and a's 35 take the tops; c's row of 5 s is late for
 	// [0,10) and for the first rows, but tops its own key; d's 25 s takes
 	// the watermark to 23, closing [10,20); d's first row waits for it.
 	produce(at("b", 40, 13), at("a", 35, 15), at("c", 1, 5), at("d", 2, 25))
 	views("a 35 15 1 | a 30 03 2 | b 40 13 1 | b 7 08 2 | c 1 05 1 | d 2 25 1",
-		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35", "a 10 01 | b 5 02", "a 5 | b 3")
+		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35", "a 10 01 | b 5 02", "a 5 | b 3", "b 40 | a 35")
 	// Step 3: e's 40 s takes the watermark to 38: d's first row, and
 	// [20,30) with d's row alone.
 	produce(at("e", 3, 40))
 	views("a 35 15 1 | a 30 03 2 | b 40 13 1 | b 7 08 2 | c 1 05 1 | d 2 25 1 | e 3 40 1",
-		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35 | 20 30 1 d 2", "a 10 01 | b 5 02 | d 2 25", "a 5 | b 3")
+		"00 10 1 a 30 | 00 10 2 a 20 | 10 20 1 b 40 | 10 20 2 a 35 | 20 30 1 d 2", "a 10 01 | b 5 02 | d 2 25", "a 5 | b 3", "b 40 | a 35")
 }
 
 // TestTopNRestart: a continuous Top-3 per key from Kafka into a table Hummer
