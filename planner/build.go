@@ -332,6 +332,9 @@ func (b *builder) forward(from int, kind, label string, cfg any, out types.Schem
 }
 
 func (b *builder) build(p sql.Plan) (int, error) {
+	if node, ok, err := b.streamTopNNode(p); ok {
+		return node, err
+	}
 	switch p := p.(type) {
 	case *sql.Scan:
 		return b.scan(p, nil)
@@ -353,9 +356,6 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.add(op, 1, 1), nil
 
 	case *sql.Filter:
-		if t, rank, ok := b.streamTopN(p, true); ok {
-			return b.topNNode(t, rank)
-		}
 		cond := p.Cond
 		if u, ok := p.Input.(*sql.Unnest); ok && u.Func != "generate_series" {
 			// Length conditions on the pieces move into the split
@@ -380,13 +380,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
-		var from int
-		var err error
-		if t, rank, ok := b.projectTopN(p); ok {
-			from, err = b.topNNode(t, rank)
-		} else {
-			from, err = b.build(p.Input)
-		}
+		from, err := b.projectInput(p)
 		if err != nil {
 			return 0, err
 		}
@@ -458,12 +452,6 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
 
 	case *sql.Window:
-		if b.streaming {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"window functions need the end of their input, and this query reads a stream that never ends; "+
-					"over a stream only a Top-N runs: ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn in a subquery whose outer WHERE bounds rn (rn <= N); "+
-					"otherwise keep the result in a view and query it")
-		}
 		from, err := b.build(p.Input)
 		if err != nil {
 			return 0, err
@@ -510,15 +498,8 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return node, nil
 
 	case *sql.Sort, *sql.Limit:
-		if l, ok := p.(*sql.Limit); ok {
-			if t, ok := b.sortLimitTopN(l); ok {
-				return b.topNNode(t, false)
-			}
-		}
 		if b.streaming {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"ORDER BY without LIMIT, and LIMIT without ORDER BY, need the end of their input, and this query reads a stream that never ends; "+
-					"ORDER BY ... LIMIT n keeps a top n of the stream, or keep the result in a view (CREATE VIEW v AS SELECT ...) and SELECT ... FROM v ORDER BY ... LIMIT ...")
+			return 0, errSortOverStream()
 		}
 	}
 	switch p := p.(type) {

@@ -253,3 +253,52 @@ func (b *builder) sortLimitTopN(l *sql.Limit) (topN, bool) {
 		Out:   append(slices.Clone(in), types.Field{Name: "row_number", Type: types.Int64Type})}
 	return topN{w: w, lo: l.Offset + 1, hi: l.Offset + l.Count}, true
 }
+
+// streamTopNNode plans p when it is a Top-N over a stream: a filter of a
+// ROW_NUMBER(), or ORDER BY ... LIMIT; it refuses any other window function
+// over a stream.
+func (b *builder) streamTopNNode(p sql.Plan) (int, bool, error) {
+	switch p := p.(type) {
+	case *sql.Window:
+		if b.streaming {
+			return 0, true, errWindowOverStream()
+		}
+	case *sql.Filter:
+		if t, rank, ok := b.streamTopN(p, true); ok {
+			node, err := b.topNNode(t, rank)
+			return node, true, err
+		}
+	case *sql.Limit:
+		if t, ok := b.sortLimitTopN(p); ok {
+			node, err := b.topNNode(t, false)
+			return node, true, err
+		}
+	}
+	return 0, false, nil
+}
+
+// projectInput plans the input of projection p: a Top-N over a stream
+// without the row number when p does not read it.
+func (b *builder) projectInput(p *sql.Project) (int, error) {
+	if t, rank, ok := b.projectTopN(p); ok {
+		return b.topNNode(t, rank)
+	}
+	return b.build(p.Input)
+}
+
+// errWindowOverStream is the error of a window function over a stream that
+// is no Top-N.
+func errWindowOverStream() error {
+	return sql.Errorf(sql.ErrUnsupported, 0,
+		"window functions need the end of their input, and this query reads a stream that never ends; "+
+			"over a stream only a Top-N runs: ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn in a subquery whose outer WHERE bounds rn (rn <= N); "+
+			"otherwise keep the result in a view and query it")
+}
+
+// errSortOverStream is the error of ORDER BY or LIMIT over a stream that is
+// no Top-N.
+func errSortOverStream() error {
+	return sql.Errorf(sql.ErrUnsupported, 0,
+		"ORDER BY without LIMIT, and LIMIT without ORDER BY, need the end of their input, and this query reads a stream that never ends; "+
+			"ORDER BY ... LIMIT n keeps a top n of the stream, or keep the result in a view (CREATE VIEW v AS SELECT ...) and SELECT ... FROM v ORDER BY ... LIMIT ...")
+}
