@@ -15,7 +15,8 @@ import (
 
 // TestTopNFirstRandom: deduplication keeping the first row by event time
 // (TopNConfig.First) over random rows (ties of time, NULL times, keys
-// coming back after their row went out, late rows) and watermarks. The
+// coming back after their row went out, NULL keys, late rows) and
+// watermarks. The
 // reference keeps, per key, the earliest row so far (by time, NULL last,
 // then arrival) and emits it when the watermark reaches its time, closing
 // the key; a row behind the watermark is late. The operator's output must
@@ -59,7 +60,11 @@ func TestTopNFirstRandom(t *testing.T) {
 				if r.ts >= 0 {
 					ts = fmt.Sprintf(`"1970-01-01 00:00:%02d"`, r.ts)
 				}
-				s := fmt.Sprintf(`{"k": "%s", "v": %d, "ts": %s`, r.k, r.v, ts)
+				k := `"` + r.k + `"`
+				if r.k == "" {
+					k = "null"
+				}
+				s := fmt.Sprintf(`{"k": %s, "v": %d, "ts": %s`, k, r.v, ts)
 				if cfg.Rank {
 					s += `, "rn": 1`
 				}
@@ -121,6 +126,9 @@ func TestTopNFirstRandom(t *testing.T) {
 					for range 1 + rng.IntN(8) {
 						seq++
 						r := row{k: string(rune('a' + rng.IntN(4))), v: rng.IntN(3), ts: rng.IntN(30), seq: seq}
+						if rng.IntN(6) == 0 {
+							r.k = "" // NULL, a partition of its own
+						}
 						if rng.IntN(8) == 0 {
 							r.ts = -1
 						}
