@@ -269,6 +269,11 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 		return err
 	}
 	if !o.cfg.Retracts {
+		for _, op := range b.Ops {
+			if op == exec.Delete || op == exec.UpdateBefore {
+				return fmt.Errorf("topn: a retraction in an input planned without them")
+			}
+		}
 		// Rows that cannot enter a full top (it only gets harder within
 		// the batch) are dropped before their whole rows are encoded.
 		sel := o.sel[:0]
@@ -302,9 +307,6 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 		case exec.Insert, exec.UpdateAfter:
 			changed = o.add(p, o.skeys.key(i), o.rids[i])
 		default:
-			if !o.cfg.Retracts {
-				return fmt.Errorf("topn: a retraction in an input planned without them")
-			}
 			changed = o.remove(p, o.skeys.key(i), o.rids[i])
 		}
 		if changed {

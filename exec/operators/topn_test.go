@@ -367,3 +367,18 @@ func TestWindowTopNRandom(t *testing.T) {
 func (f *topnRef) windowTop(end int64) []string {
 	return f.top(func(r topnRefRow) bool { return r.end == end })
 }
+
+// A retraction reaching a topn planned for an append-only input is an
+// error, not a silently wrong top.
+func TestTopNRetractionUnplanned(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
+	b := testkit.Batches(t, mem, in, `[{"k": "a", "x": 1}, {"k": "a", "x": 2}, {"k": "b", "x": 3}]`)
+	defer testkit.Release(b)
+	b[0].Ops = []exec.ChangeKind{exec.Insert, exec.Insert, exec.Delete}
+	op := opTestNew(t, "topn", TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1}, in)
+	if _, err := testkit.Run(t, op, mem, b...); err == nil || !strings.Contains(err.Error(), "retraction") {
+		t.Errorf("a retraction into an append-only topn: %v", err)
+	}
+}
