@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -86,7 +85,7 @@ type topnOp struct {
 }
 
 type topnPart struct {
-	entries []topnEntry // by (key, seq)
+	entries topnList // by (key, seq)
 	emitted []topnOut
 	dirty   bool
 	pending bool // First: it holds a row not emitted yet
@@ -285,7 +284,7 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 			if o.cfg.First && o.firstSkips(p, i) {
 				continue
 			}
-			if int64(len(p.entries)) < o.cfg.Hi || o.mayEnter(o.skeys.key(i), p.entries[len(p.entries)-1].key) {
+			if int64(p.entries.Len()) < o.cfg.Hi || o.mayEnter(o.skeys.key(i), p.entries.Last().key) {
 				sel = append(sel, int32(i))
 			}
 		}
@@ -366,31 +365,27 @@ func (o *topnOp) maybeCompact() error {
 // changed.
 // Without retractions p keeps its first Hi rows only.
 func (o *topnOp) add(p *topnPart, key []byte, rid uint32) bool {
-	pos := upperBound(p.entries, key)
+	pos := p.entries.bound(key, true)
 	// Its number: by row number its position; by rank that of the first
 	// of its equals.
 	at := int64(pos)
 	if o.cfg.Func == "rank" {
-		at = int64(lowerBound(p.entries[:pos], key))
+		at = int64(p.entries.bound(key, false))
 	}
 	if !o.cfg.Retracts && at >= o.cfg.Hi {
 		return false
 	}
 	o.seq++
-	p.entries = slices.Insert(p.entries, pos, topnEntry{key: bytes.Clone(key), rid: rid, seq: o.seq})
+	p.entries.Insert(pos, topnEntry{key: bytes.Clone(key), rid: rid, seq: o.seq})
 	o.ref(rid, 1)
 	if !o.cfg.Retracts {
 		// The rows numbered past Hi go: by rank, those after the last
 		// equal of the row at Hi - 1.
 		cut := int(o.cfg.Hi)
-		for o.cfg.Func == "rank" && cut < len(p.entries) && bytes.Equal(p.entries[cut].key, p.entries[cut-1].key) {
+		for o.cfg.Func == "rank" && cut < p.entries.Len() && bytes.Equal(p.entries.At(cut).key, p.entries.At(cut-1).key) {
 			cut++
 		}
-		for j := cut; j < len(p.entries); j++ {
-			o.ref(p.entries[j].rid, -1)
-			p.entries[j] = topnEntry{}
-		}
-		p.entries = p.entries[:min(cut, len(p.entries))]
+		p.entries.Truncate(cut, func(e *topnEntry) { o.ref(e.rid, -1) })
 	}
 	return at < o.cfg.Hi
 }
@@ -402,50 +397,28 @@ func (o *topnOp) mayEnter(key, last []byte) bool {
 	return c < 0 || c == 0 && o.cfg.Func == "rank"
 }
 
-// upperBound returns the position of the first entry whose key is after key.
-func upperBound(es []topnEntry, key []byte) int {
-	lo, hi := 0, len(es)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(es[m].key, key) > 0 {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	return lo
-}
-
-// lowerBound returns the position of the first entry whose key is not
-// before key.
-func lowerBound(es []topnEntry, key []byte) int {
-	lo, hi := 0, len(es)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(es[m].key, key) >= 0 {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	return lo
-}
-
 // remove takes the latest-arrived row equal to rid out of p; it reports
 // whether that changed p's top.
 func (o *topnOp) remove(p *topnPart, key []byte, rid uint32) bool {
-	lo := lowerBound(p.entries, key)
+	lo := p.entries.bound(key, false)
 	at := -1
-	for j := lo; j < len(p.entries) && bytes.Equal(p.entries[j].key, key); j++ {
-		if p.entries[j].rid == rid {
+	p.entries.Each(func(j int, e *topnEntry) bool {
+		if j < lo {
+			return true
+		}
+		if !bytes.Equal(e.key, key) {
+			return false
+		}
+		if e.rid == rid {
 			at = j
 		}
-	}
+		return true
+	})
 	if at < 0 {
 		return false
 	}
 	o.ref(rid, -1)
-	p.entries = slices.Delete(p.entries, at, at+1)
+	p.entries.Delete(at)
 	// By rank the rows after it may move into the top: let the flush
 	// compare.
 	return int64(at) < o.cfg.Hi || o.cfg.Func == "rank"
@@ -453,24 +426,21 @@ func (o *topnOp) remove(p *topnPart, key []byte, rid uint32) bool {
 
 // top appends p's rows of ranks Lo to Hi to dst.
 func (o *topnOp) top(dst []topnOut, p *topnPart) []topnOut {
-	if o.cfg.Func != "rank" {
-		for j := o.cfg.Lo - 1; j < min(o.cfg.Hi, int64(len(p.entries))); j++ {
-			dst = append(dst, topnOut{rid: p.entries[j].rid, rank: j + 1})
-		}
-		return dst
-	}
 	var rank int64
-	for j, e := range p.entries {
-		if j == 0 || !bytes.Equal(e.key, p.entries[j-1].key) {
+	var prev []byte
+	p.entries.Each(func(j int, e *topnEntry) bool {
+		if o.cfg.Func != "rank" || j == 0 || !bytes.Equal(e.key, prev) {
 			rank = int64(j) + 1
 		}
+		prev = e.key
 		if rank > o.cfg.Hi {
-			break
+			return false
 		}
 		if rank >= o.cfg.Lo {
 			dst = append(dst, topnOut{rid: e.rid, rank: rank})
 		}
-	}
+		return true
+	})
 	return dst
 }
 
@@ -627,9 +597,10 @@ func (o *topnOp) compact() error {
 		refs[newID[id]] = o.refs[id]
 	}
 	for _, p := range o.ps {
-		for j := range p.entries {
-			p.entries[j].rid = newID[p.entries[j].rid]
-		}
+		p.entries.Each(func(_ int, e *topnEntry) bool {
+			e.rid = newID[e.rid]
+			return true
+		})
 		for j := range p.emitted {
 			p.emitted[j].rid = newID[p.emitted[j].rid]
 		}

@@ -93,12 +93,12 @@ func (o *topnOp) firstAdvance(ctx context.Context, mark int64, out exec.Collecto
 	keep := o.pending[:0]
 	for _, pid := range o.pending {
 		p := o.ps[pid]
-		t, ok := entryTime(p.entries[0].key)
+		t, ok := entryTime(p.entries.At(0).key)
 		if !ok || t > mark {
 			keep = append(keep, pid)
 			continue
 		}
-		rs = append(rs, topnOut{rid: p.entries[0].rid, rank: 1})
+		rs = append(rs, topnOut{rid: p.entries.At(0).rid, rank: 1})
 		closing = append(closing, p)
 	}
 	o.pending = keep
@@ -106,8 +106,9 @@ func (o *topnOp) firstAdvance(ctx context.Context, mark int64, out exec.Collecto
 		return err
 	}
 	for _, p := range closing {
-		o.ref(p.entries[0].rid, -1)
-		p.entries, p.pending, p.closed = nil, false, true
+		o.ref(p.entries.At(0).rid, -1)
+		p.entries.Clear()
+		p.pending, p.closed = false, true
 	}
 	return o.maybeCompact()
 }

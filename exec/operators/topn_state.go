@@ -29,9 +29,10 @@ func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, e
 	}
 	var entries, emitted []topnOut
 	for _, p := range o.ps {
-		for _, e := range p.entries {
+		p.entries.Each(func(_ int, e *topnEntry) bool {
 			entries = append(entries, topnOut{rid: e.rid})
-		}
+			return true
+		})
 		emitted = append(emitted, p.emitted...)
 	}
 	rankSchema := arrow.NewSchema(append(slices.Clone(o.inSchema.Fields()), arrow.Field{Name: "rank", Type: arrow.PrimitiveTypes.Int64}), nil)
@@ -145,7 +146,7 @@ func (o *topnOp) restoreRows(schema *arrow.Schema, recs []arrow.RecordBatch, emi
 			} else {
 				o.touched(o.pids[i])
 				o.seq++
-				p.entries = append(p.entries, topnEntry{key: bytes.Clone(o.skeys.key(i)), rid: o.rids[i], seq: o.seq})
+				p.entries.Append(topnEntry{key: bytes.Clone(o.skeys.key(i)), rid: o.rids[i], seq: o.seq})
 			}
 			o.ref(o.rids[i], 1)
 		}

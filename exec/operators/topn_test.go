@@ -382,3 +382,61 @@ func TestTopNRetractionUnplanned(t *testing.T) {
 		t.Errorf("a retraction into an append-only topn: %v", err)
 	}
 }
+
+// TestTopNLargePartition: one partition of 6,000 rows over an input that
+// retracts (so topn keeps them all, in many chunks), then most of them
+// deleted, top rows among them; after each batch the emitted changes must
+// hold the reference's top.
+func TestTopNLargePartition(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type}}
+	out := append(slices.Clone(in), types.Field{Name: "rn", Type: types.Int64Type})
+	cfg := TopNConfig{Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 5, Rank: true, Retracts: true}
+	op := opTestNew(t, "topn", cfg, out)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	rng := rand.New(rand.NewPCG(8, 9))
+	ref := &topnRef{cfg: cfg}
+	view := &aggTestView{t: t}
+	chunks := 0
+	for batch := range 24 {
+		var rows []string
+		var ops []exec.ChangeKind
+		sorted := slices.SortedFunc(slices.Values(ref.rows), ref.less)
+		for range 500 {
+			if batch >= 12 && len(sorted) > 0 {
+				i := rng.IntN(len(sorted))
+				if rng.IntN(4) == 0 {
+					i = rng.IntN(min(len(sorted), 8)) // a top row
+				}
+				r := sorted[i]
+				sorted = slices.Delete(sorted, i, i+1)
+				ref.remove(r)
+				rows, ops = append(rows, r.json(0)), append(ops, exec.Delete)
+				continue
+			}
+			r := topnRefRow{k: "a", x: int64(rng.IntN(3000)), v: int64(rng.IntN(2))}
+			ref.add(r)
+			rows, ops = append(rows, r.json(0)), append(ops, exec.Insert)
+		}
+		b := testkit.Batches(t, mem, in, "["+strings.Join(rows, ",")+"]")[0]
+		b.Ops = ops
+		err := op.ProcessBatch(ctx, 0, b, view)
+		b.Rec.Release()
+		if err == nil {
+			err = op.(exec.Flusher).Flush(ctx, view)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Equal(t, fmt.Sprintf("after batch %d", batch), view.rows(), topnRows(t, out, ref.top(nil)))
+		chunks = max(chunks, len(op.(*topnOp).ps[0].entries.chunks))
+	}
+	if chunks < 10 {
+		t.Errorf("the partition's rows took at most %d chunks", chunks)
+	}
+}
