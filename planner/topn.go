@@ -34,6 +34,8 @@ import (
 // column a later row never displaces the first; by a column with a
 // watermark each partition's first row goes out when the watermark passes
 // it, and later rows, or late ones, are ignored (operators/topn_first.go).
+// ORDER BY ... LIMIT n [OFFSET m] over a stream is a Top-N of the whole
+// stream (Flink's), its rows m+1 to m+n.
 //
 // Bounded queries keep the window operator and a filter: measured on
 // Nexmark q19 and q18 over 2,000,000 events (hummer serve, parallelism
