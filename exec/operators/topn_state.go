@@ -22,7 +22,10 @@ const (
 
 // SnapshotState returns every partition's entries, in order, and the rows
 // last emitted with their ranks, as two Arrow IPC streams; then First's
-// state (snapshotFirst).
+// state (snapshotFirst). When no partition has changes to flush (as after
+// the flush at a barrier) what each emitted is its top, so the second
+// section is empty: restoring takes the tops again, and the state is half
+// as big.
 func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
 	if o.rows == nil {
 		return nil, fmt.Errorf("topn: snapshot before Open")
@@ -35,14 +38,17 @@ func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, e
 		})
 		emitted = append(emitted, p.emitted...)
 	}
+	tops := len(o.dirty) == 0
 	rankSchema := arrow.NewSchema(append(slices.Clone(o.inSchema.Fields()), arrow.Field{Name: "rank", Type: arrow.PrimitiveTypes.Int64}), nil)
 	a, err := o.snapshotRows(entries, false, o.inSchema)
 	if err != nil {
 		return nil, err
 	}
-	b, err := o.snapshotRows(emitted, true, rankSchema)
-	if err != nil {
-		return nil, err
+	var b []byte
+	if !tops {
+		if b, err = o.snapshotRows(emitted, true, rankSchema); err != nil {
+			return nil, err
+		}
 	}
 	closed, mark, err := o.snapshotFirst()
 	if err != nil {
@@ -83,7 +89,11 @@ func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
 		return fmt.Errorf("topn: %w: %d sections, want 4", state.ErrBadState, len(sections))
 	}
 	o.reset()
+	tops := len(sections[1]) == 0
 	for s, sec := range sections[:2] {
+		if s == 1 && tops {
+			break
+		}
 		schema, recs, err := state.ReadIPC(o.mem, sec)
 		if err != nil {
 			return fmt.Errorf("topn: %w: %v", state.ErrBadState, err)
@@ -99,7 +109,16 @@ func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	if err := o.restoreFirst(sections[2], sections[3]); err != nil {
 		return err
 	}
-	if !o.cfg.Final {
+	switch {
+	case o.cfg.Final:
+	case tops:
+		for _, p := range o.ps {
+			p.emitted = o.top(p.emitted[:0], p)
+			for _, r := range p.emitted {
+				o.ref(r.rid, 1)
+			}
+		}
+	default:
 		// Changes not flushed before the snapshot go out at the next flush.
 		for pid, p := range o.ps {
 			p.dirty = true
