@@ -63,8 +63,10 @@ func (o *windowTopNOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 }
 
 func (o *windowTopNOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
-	if b.Ops != nil {
-		return fmt.Errorf("window_topn: a retraction in an append-only input")
+	for _, op := range b.Ops {
+		if op == exec.Delete || op == exec.UpdateBefore {
+			return fmt.Errorf("window_topn: a retraction in an append-only input")
+		}
 	}
 	return o.route(ctx, b, o.cfg.End, func(w *topnOp, b exec.Batch) error { return w.ProcessBatch(ctx, 0, b, out) })
 }
