@@ -36,6 +36,9 @@ func TestTopNViewFollowsTable(t *testing.T) {
 		// Deduplication keeping the greatest v per group; ties on v give
 		// the same (g, v).
 		"last": "SELECT g, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC) AS rn FROM f) t WHERE rn = 1",
+		// A condition on the row number besides the bound, which the
+		// result does not select.
+		"skip2": "SELECT k, g FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, k) AS rn FROM f) t WHERE rn <= 3 AND rn <> 2",
 		// RANK(): ties share a rank, all of them in the top.
 		"ranked": "SELECT k, g, v, r FROM (SELECT *, RANK() OVER (PARTITION BY g ORDER BY v DESC) AS r FROM f) t WHERE r <= 2",
 		// Ranks 2 and 3 of the whole table, and a condition after the ranking.
