@@ -495,6 +495,9 @@ func (o *topnOp) Flush(ctx context.Context, out exec.Collector) error {
 			o.ref(r.rid, -1)
 		}
 		p.emitted = append(p.emitted[:0], next...)
+		if len(next) == 0 {
+			p.emitted = nil // a partition emptied holds nothing
+		}
 	}
 	o.dirty = o.dirty[:0]
 	// The deleted rows keep their ids until after they are decoded: rows is
