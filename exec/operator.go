@@ -16,7 +16,7 @@
 //	exec         these contracts (imports only types)
 //	vector       column-buffer kernels: gathering rows, building records, hashing, pooled memory
 //	state        operator state: keyed state (row keys, key tables) and the snapshot envelope
-//	operators    the built-in operators: filter, project, unnest, hash aggregation, hash join, stream join, sort, limit, values, views, results
+//	operators    the built-in operators: filter, project, unnest, hash aggregation, hash join, stream join, sort, limit, Top-N, values, views, results
 //	network      network channels (Arrow IPC over TCP) and network tasks
 //	task         the StreamTask: its fused chain, inbox, exchanges, barrier alignment and checkpoints
 //	taskmanager  the TaskManager: slots, and deploying a job's tasks wired by queues and channels

@@ -254,6 +254,9 @@ func (b *builder) forward(from int, kind, label string, cfg any, out types.Schem
 }
 
 func (b *builder) build(p sql.Plan) (int, error) {
+	if node, ok, err := b.streamTopNNode(p); ok {
+		return node, err
+	}
 	switch p := p.(type) {
 	case *sql.Scan:
 		return b.scan(p, nil)
@@ -299,7 +302,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
-		from, err := b.build(p.Input)
+		from, err := b.projectInput(p)
 		if err != nil {
 			return 0, err
 		}
@@ -321,10 +324,6 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.join(p)
 
 	case *sql.Window:
-		if b.streaming {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"window functions need the end of their input, and this query reads a stream that never ends; keep the result in a view and query it")
-		}
 		from, err := b.build(p.Input)
 		if err != nil {
 			return 0, err
@@ -372,8 +371,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 
 	case *sql.Sort, *sql.Limit:
 		if b.streaming {
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"ORDER BY and LIMIT need the end of their input, and this query reads a stream that never ends; keep the result in a view (CREATE VIEW v AS SELECT ...) and SELECT ... FROM v ORDER BY ... LIMIT ...")
+			return 0, errSortOverStream()
 		}
 	}
 	switch p := p.(type) {

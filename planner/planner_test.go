@@ -32,6 +32,9 @@ var catalog = testCatalog{
 			{Name: "dept_id", Type: types.Int64Type}, {Name: "salary", Type: types.DecimalType(10, 2)}}},
 	"clicks": {Name: "clicks", Engine: "kafka", Connection: "kafka://127.0.0.1:9092/clicks?format=json",
 		Columns: types.Schema{{Name: "url", Type: types.StringType}, {Name: "ms", Type: types.Int64Type}}},
+	"bids": {Name: "bids", Engine: "kafka", Connection: "kafka://127.0.0.1:9092/bids?format=json",
+		Columns:   types.Schema{{Name: "k", Type: types.StringType}, {Name: "price", Type: types.Int64Type}, {Name: "ts", Type: types.TimestampType}},
+		Watermark: &sql.Watermark{Column: "ts", Expr: expr.Column(2, types.TimestampType, "ts")}},
 	"dept": {Name: "dept", Engine: "file", Connection: "file:///data/dept.csv?format=csv",
 		Columns: types.Schema{{Name: "id", Type: types.Int64Type}, {Name: "name", Type: types.StringType}}},
 }
@@ -46,7 +49,8 @@ func (e testEstimates) EstimateRows(t *sql.Table) (float64, bool) {
 
 // TestPlanner reads testdata/*: each `explain [parallelism=N] [sink=append|upsert]`
 // case plans its query on two TaskManagers of two slots each and prints the
-// three graphs; `dot` prints the Graphviz form. Table clicks is a stream (kafka);
+// three graphs; `dot` prints the Graphviz form. Tables clicks and bids (with a
+// watermark on ts) are streams (kafka);
 // sink= writes the rows to a kafka table, upsert keyed by the first column.
 func TestPlanner(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {

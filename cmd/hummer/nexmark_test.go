@@ -85,10 +85,44 @@ var nexmarkPG = map[string]string{
 	count(*) FILTER (WHERE price < 10000), count(*) FILTER (WHERE price >= 10000 AND price < 1000000), count(*) FILTER (WHERE price >= 1000000),
 	min(price), max(price), round(sum(price)::numeric(38, 20) / count(*), 16), sum(price)
 	FROM bid GROUP BY auction, 2`,
+	"q9": `SELECT id, itemname, description, initialbid, reserve, datetime, expires, seller, category, extra,
+	auction, bidder, price, bid_datetime, bid_extra
+	FROM (SELECT A.*, B.auction, B.bidder, B.price, B.datetime AS bid_datetime, B.extra AS bid_extra,
+	        ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.datetime ASC) AS rownum
+	      FROM auction A, bid B
+	      WHERE A.id = B.auction AND B.datetime BETWEEN A.datetime AND A.expires) t
+	WHERE rownum <= 1`,
+	"q18": `SELECT auction, bidder, price, channel, url, datetime, extra
+	FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY datetime DESC) AS rank_number FROM bid) t
+	WHERE rank_number <= 1`,
+	"q19": `SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rank_number FROM bid) t
+	WHERE rank_number <= 10`,
 	"q11": `SELECT bidder, count(*) AS bid_count, min(datetime) AS starttime, max(datetime) + interval '10 second' AS endtime
 	FROM (SELECT bidder, datetime, sum(brk) OVER (PARTITION BY bidder ORDER BY datetime ROWS UNBOUNDED PRECEDING) AS sid
 	      FROM (SELECT bidder, datetime, CASE WHEN datetime - lag(datetime) OVER (PARTITION BY bidder ORDER BY datetime) < interval '10 second' THEN 0 ELSE 1 END AS brk FROM bid) x) y
 	GROUP BY bidder, sid`,
+}
+
+// nexmarkTies are, for a query whose answer depends on how ROW_NUMBER()
+// orders rows with equal ORDER BY keys (arbitrary in both PostgreSQL and
+// Hummer), the columns the comparison keeps: those the ties cannot change.
+// q18's last bid of a bidder on an auction: which of the bids at the last
+// instant, not the instant; q19's ten best bids of an auction: which bids
+// at a price, not the prices and their row numbers. q9's winning bid of an
+// auction, by price and then time, is compared whole: over these events no
+// auction has two bids at its best price and time (PostgreSQL finds one
+// such pair, below its auction's best price).
+var nexmarkTies = map[string]string{
+	"q18": "auction, bidder, datetime",
+	"q19": "auction, price, rank_number",
+}
+
+// tieFree returns query q's sel as the comparison reads it (nexmarkTies).
+func tieFree(q, sel string) string {
+	if cols, ok := nexmarkTies[q]; ok {
+		return "SELECT " + cols + " FROM (" + sel + ") AS tie_free"
+	}
+	return sel
 }
 
 func TestNexmarkVsPostgres(t *testing.T) {
@@ -131,12 +165,38 @@ func TestNexmarkVsPostgres(t *testing.T) {
 			}
 		})
 	}
+	// q18 and q19 as views over a copy of bid that Hummer stores: a view
+	// follows its tables' changes, so they run continuously, through the
+	// topn operator, and their first answer must be the batch one.
+	t.Run("topn-views", func(t *testing.T) {
+		if _, err := conn.Exec(ctx, "CREATE TABLE bid_stored AS SELECT * FROM bid"); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"q18", "q19"} {
+			sel := strings.Replace(nexmarkSelect(t, q), "FROM bid", "FROM bid_stored", 1)
+			if _, err := conn.Exec(ctx, "CREATE VIEW "+q+"_view AS "+sel); err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join("testdata/nexmark", q+".pg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := digest(sortedRows(t, ctx, conn, tieFree(q, "SELECT * FROM "+q+"_view"))); d != string(want) {
+				t.Errorf("%s as a view: Hummer's rows: %s\nPostgreSQL's: %s", q, strings.TrimSpace(d), strings.TrimSpace(string(want)))
+			}
+			// Its job would go on checkpointing every bid while the other
+			// queries run.
+			if _, err := conn.Exec(ctx, "DROP VIEW "+q+"_view"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	for _, q := range queries {
 		t.Run(q, func(t *testing.T) {
-			got := sortedRows(t, ctx, conn, nexmarkSelect(t, q))
+			got := sortedRows(t, ctx, conn, tieFree(q, nexmarkSelect(t, q)))
 			golden := filepath.Join("testdata/nexmark", q+".pg")
 			if pg != nil {
-				want := sortedRows(t, ctx, pg, nexmarkPG[q])
+				want := sortedRows(t, ctx, pg, tieFree(q, nexmarkPG[q]))
 				if err := os.WriteFile(golden, []byte(digest(want)), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 // Package operators holds the built-in operators, one family per file: filter,
 // project, unnest (string_split, regexp_split_to_table), hash aggregation
-// (hashagg*.go, two-phase and updating), hash join, sort and top-N, limit, the
+// (hashagg*.go, two-phase and updating), hash join, sort and top-N, limit,
+// streaming Top-N and deduplication (topn*.go, window_topn.go), the
 // values and snapshot sources, the view sink of a materialised view's job and
 // the result sink of a query's. config.go holds the Config each kind's
 // OperatorSpec carries, which the planner fills; Register adds them all to a
@@ -35,6 +36,8 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("window_agg", newWindowAggOp)
 	r.RegisterOperator("window_join", newWindowJoinOp)
 	r.RegisterOperator("session_agg", newSessionAggOp)
+	r.RegisterOperator("topn", newTopNOp)
+	r.RegisterOperator("window_topn", newWindowTopNOp)
 	r.RegisterSourceKind("values", func(spec exec.OperatorSpec) (exec.Source, error) { return newValuesSource(spec) })
 	r.RegisterSourceKind("snapshot", func(spec exec.OperatorSpec) (exec.Source, error) { return newSnapshotSource(spec) })
 }

@@ -1,0 +1,10 @@
+-- Query 18: Find last bid (nexmark-flink/src/main/resources/queries/q18.sql, the DDL for Hummer)
+-- What's a's last bid for bidder to auction? Illustrates a Deduplicate query.
+CREATE TABLE nexmark_q18 (auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, dateTime TIMESTAMP, extra TEXT)
+  ENGINE=blackhole CONNECTION='blackhole://';
+
+INSERT INTO nexmark_q18
+SELECT auction, bidder, price, channel, url, dateTime, extra
+ FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY dateTime DESC) AS rank_number
+       FROM bid)
+ WHERE rank_number <= 1;

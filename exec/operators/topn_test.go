@@ -1,0 +1,442 @@
+package operators
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/types"
+)
+
+// topnRef is the reference a Top-N test checks the operator against: every
+// row held, with its arrival number, whose top it sorts again from scratch.
+// Ties go by arrival, and a retraction removes the latest-arrived equal row,
+// as topn's contract says.
+type topnRef struct {
+	cfg  TopNConfig
+	rows []topnRefRow
+	seq  int
+}
+
+type topnRefRow struct {
+	k   any // string or nil
+	x   any // int64 or nil
+	v   int64
+	end int64 // window end, seconds; 0 without windows
+	seq int
+}
+
+func (r topnRefRow) json(rank int) string {
+	m := map[string]any{"k": r.k, "x": r.x, "v": r.v}
+	if r.end != 0 {
+		m["we"] = fmt.Sprintf("1970-01-01 00:00:%02d", r.end)
+	}
+	if rank > 0 {
+		m["rn"] = rank
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func (f *topnRef) add(r topnRefRow) {
+	f.seq++
+	r.seq = f.seq
+	f.rows = append(f.rows, r)
+}
+
+func (f *topnRef) remove(r topnRefRow) {
+	at := -1
+	for i, h := range f.rows {
+		if h.k == r.k && h.x == r.x && h.v == r.v && h.end == r.end && (at < 0 || h.seq > f.rows[at].seq) {
+			at = i
+		}
+	}
+	if at >= 0 {
+		f.rows = slices.Delete(f.rows, at, at+1)
+	}
+}
+
+// partition returns the partition of r: by its window's end, and by k
+// when column 0 is a partition key.
+func (f *topnRef) partition(r topnRefRow) string {
+	key := fmt.Sprint(r.end)
+	if slices.Contains(f.cfg.Partition, 0) {
+		key += "/" + fmt.Sprint(r.k)
+	}
+	return key
+}
+
+// less orders two rows of a partition by the sort key, then by arrival.
+func (f *topnRef) less(a, b topnRefRow) int {
+	if c := f.keyOrder(a, b); c != 0 {
+		return c
+	}
+	return a.seq - b.seq
+}
+
+// keyOrder orders two rows by the sort key alone.
+func (f *topnRef) keyOrder(a, b topnRefRow) int {
+	spec := f.cfg.Order[0]
+	switch {
+	case a.x == nil && b.x == nil:
+	case a.x == nil || b.x == nil:
+		if (a.x == nil) == spec.NullsFirst {
+			return -1
+		}
+		return 1
+	case a.x.(int64) != b.x.(int64):
+		c := 1
+		if a.x.(int64) < b.x.(int64) {
+			c = -1
+		}
+		if spec.Desc {
+			c = -c
+		}
+		return c
+	}
+	return 0
+}
+
+// top returns the rows of ranks Lo to Hi of every partition (by k and end),
+// as JSON objects of the output's columns.
+func (f *topnRef) top(only func(topnRefRow) bool) []string {
+	parts := map[string][]topnRefRow{}
+	for _, r := range f.rows {
+		if only != nil && !only(r) {
+			continue
+		}
+		parts[f.partition(r)] = append(parts[f.partition(r)], r)
+	}
+	var out []string
+	for _, rs := range parts {
+		slices.SortFunc(rs, f.less)
+		for j, r := range rs {
+			n := j + 1 // ROW_NUMBER()
+			if f.cfg.Func == "rank" {
+				// 1 + the rows before it.
+				n = 1 + slices.IndexFunc(rs, func(o topnRefRow) bool { return f.keyOrder(o, r) == 0 })
+			}
+			if int64(n) < f.cfg.Lo || int64(n) > f.cfg.Hi {
+				continue
+			}
+			rank := 0
+			if f.cfg.Rank {
+				rank = n
+			}
+			out = append(out, r.json(rank))
+		}
+	}
+	return out
+}
+
+// topnRows formats JSON objects as testkit.Rows does the operator's.
+func topnRows(t *testing.T, s types.Schema, objs []string) []string {
+	out := []string{}
+	if len(objs) == 0 {
+		return out
+	}
+	mem := testkit.Mem()
+	rec := testkit.Record(t, mem, s, "["+strings.Join(objs, ",")+"]")
+	out = testkit.Rows(exec.Batch{Rec: rec})
+	rec.Release()
+	slices.Sort(out)
+	return out
+}
+
+// TestTopNRandom feeds Top-N random batches whose tops change in every way
+// (ties, NULLs, rows entering and leaving, retractions of top rows when the
+// input has them), flushing at random, and after each flush applies what
+// the operator emitted to a multiset, which must hold what the reference
+// recomputes from scratch. At random cut points the operator is
+// snapshotted, closed, and a new one restored from the snapshot.
+func TestTopNRandom(t *testing.T) {
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type}}
+	for seed := range uint64(120) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: rng.IntN(2) == 0, NullsFirst: rng.IntN(2) == 0}},
+			Lo: 1 + int64(rng.IntN(2)), Rank: rng.IntN(2) == 0, Retracts: seed%3 != 0, Final: seed%7 == 0}
+		cfg.Hi = cfg.Lo + int64(rng.IntN(3))
+		if seed%4 == 1 {
+			cfg.Func = "rank"
+		}
+		if seed%5 == 0 {
+			cfg.Partition = nil
+		}
+		t.Run(fmt.Sprintf("%d-%+v", seed, cfg), func(t *testing.T) {
+			mem := testkit.Mem()
+			defer mem.AssertSize(t, 0)
+			ctx := context.Background()
+			out := slices.Clone(in)
+			if cfg.Rank {
+				out = append(out, types.Field{Name: "rn", Type: types.Int64Type})
+			}
+			open := func() exec.Operator {
+				op := opTestNew(t, "topn", cfg, out)
+				if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+					t.Fatal(err)
+				}
+				return op
+			}
+			op := open()
+			defer func() { op.Close(ctx) }()
+			ref := &topnRef{cfg: cfg}
+			view := &aggTestView{t: t}
+			check := func(what string) {
+				t.Helper()
+				testkit.Equal(t, what, view.rows(), topnRows(t, out, ref.top(nil)))
+			}
+			for batch := range 1 + rng.IntN(25) {
+				var rows []string
+				var ops []exec.ChangeKind
+				for range 1 + rng.IntN(12) {
+					if cfg.Retracts && len(ref.rows) > 0 && rng.IntN(3) == 0 {
+						// Often one of the top rows.
+						r := ref.rows[rng.IntN(len(ref.rows))]
+						if rng.IntN(2) == 0 {
+							r = ref.topRow(rng)
+						}
+						ref.remove(r)
+						rows = append(rows, r.json(0))
+						ops = append(ops, []exec.ChangeKind{exec.Delete, exec.UpdateBefore}[rng.IntN(2)])
+						continue
+					}
+					r := topnRefRow{k: string(rune('a' + rng.IntN(3))), v: int64(rng.IntN(3))}
+					if rng.IntN(6) == 0 {
+						r.k = nil
+					}
+					if rng.IntN(8) > 0 {
+						r.x = int64(rng.IntN(8))
+					}
+					ref.add(r)
+					rows = append(rows, r.json(0))
+					ops = append(ops, []exec.ChangeKind{exec.Insert, exec.UpdateAfter}[rng.IntN(2)])
+				}
+				b := testkit.Batches(t, mem, in, "["+strings.Join(rows, ",")+"]")[0]
+				b.Ops = ops
+				err := op.ProcessBatch(ctx, 0, b, view)
+				b.Rec.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !cfg.Final && rng.IntN(2) == 0 {
+					if err := op.(exec.Flusher).Flush(ctx, view); err != nil {
+						t.Fatal(err)
+					}
+					check(fmt.Sprintf("after batch %d", batch))
+				}
+				if rng.IntN(4) == 0 {
+					snap, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(batch))
+					if err != nil {
+						t.Fatal(err)
+					}
+					op.Close(ctx)
+					op = open()
+					if err := op.(exec.Checkpointed).RestoreState(ctx, snap); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, view); err != nil {
+				t.Fatal(err)
+			}
+			check("at the end")
+		})
+	}
+}
+
+// topRow picks one of the rows in some partition's top.
+func (f *topnRef) topRow(rng *rand.Rand) topnRefRow {
+	cfg := f.cfg
+	cfg.Rank = false
+	g := &topnRef{cfg: cfg, rows: f.rows}
+	var tops []topnRefRow
+	parts := map[string][]topnRefRow{}
+	for _, r := range g.rows {
+		parts[g.partition(r)] = append(parts[g.partition(r)], r)
+	}
+	for _, rs := range parts {
+		slices.SortFunc(rs, g.less)
+		tops = append(tops, rs[:min(len(rs), int(cfg.Hi))]...)
+	}
+	return tops[rng.IntN(len(tops))]
+}
+
+// TestWindowTopNRandom feeds window_topn random rows of windows ending at
+// 10 to 50 s, and watermarks; each window's top must come out once, when the
+// watermark closes the window, and rows of closed windows are dropped. The
+// reference keeps the rows that arrived while their window was open and
+// recomputes each window's top when it closes. It snapshots and restores at
+// random cut points too.
+func TestWindowTopNRandom(t *testing.T) {
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type},
+		{Name: "we", Type: types.TimestampType}}
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		cfg := TopNConfig{Partition: []int{3, 0}, Order: []SortKeySpec{{Col: 1, Desc: rng.IntN(2) == 0}}, Lo: 1,
+			Hi: 1 + int64(rng.IntN(3)), Rank: rng.IntN(2) == 0}
+		if seed%4 == 0 {
+			cfg.Partition = []int{3}
+		}
+		if seed%3 == 1 {
+			cfg.Func = "rank"
+		}
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			mem := testkit.Mem()
+			defer mem.AssertSize(t, 0)
+			ctx := context.Background()
+			out := slices.Clone(in)
+			if cfg.Rank {
+				out = append(out, types.Field{Name: "rn", Type: types.Int64Type})
+			}
+			open := func() exec.Operator {
+				op := opTestNew(t, "window_topn", WindowTopNConfig{TopN: cfg, End: 3}, out)
+				if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+					t.Fatal(err)
+				}
+				return op
+			}
+			op := open()
+			defer func() { op.Close(ctx) }()
+			ref := &topnRef{cfg: cfg}
+			c := &testkit.Collector{T: t}
+			var want []string
+			mark := int64(0) // seconds; windows ending at or before it are closed
+			closeUpTo := func(m int64) {
+				for end := mark + 1; end <= m; end++ {
+					if end%10 == 0 {
+						want = append(want, ref.windowTop(end)...)
+					}
+				}
+				mark = max(mark, m)
+			}
+			for step := range 5 + rng.IntN(25) {
+				if rng.IntN(3) == 0 {
+					m := mark + int64(rng.IntN(12))
+					// Watermark m s closes the windows ending at or before it
+					// (their last microsecond is before m).
+					if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Watermark, Watermark: m * 1e6}, c); err != nil {
+						t.Fatal(err)
+					}
+					closeUpTo(m)
+				} else {
+					var rows []string
+					for range 1 + rng.IntN(10) {
+						r := topnRefRow{k: string(rune('a' + rng.IntN(3))), x: int64(rng.IntN(6)), v: int64(rng.IntN(3)), end: 10 * int64(1+rng.IntN(5))}
+						if r.end > mark { // not late
+							ref.add(r)
+						}
+						rows = append(rows, r.json(0))
+					}
+					b := testkit.Batches(t, mem, in, "["+strings.Join(rows, ",")+"]")[0]
+					err := op.ProcessBatch(ctx, 0, b, c)
+					b.Rec.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				testkit.Equal(t, fmt.Sprintf("after step %d", step), c.Sorted(), topnRows(t, out, want))
+				if rng.IntN(4) == 0 {
+					snap, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step))
+					if err != nil {
+						t.Fatal(err)
+					}
+					op.Close(ctx)
+					op = open()
+					if err := op.(exec.Checkpointed).RestoreState(ctx, snap); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, c); err != nil {
+				t.Fatal(err)
+			}
+			closeUpTo(math.MaxInt16)
+			testkit.Equal(t, "at the end", c.Sorted(), topnRows(t, out, want))
+		})
+	}
+}
+
+// windowTop returns the top of the window ending at end s.
+func (f *topnRef) windowTop(end int64) []string {
+	return f.top(func(r topnRefRow) bool { return r.end == end })
+}
+
+// A retraction reaching a topn planned for an append-only input is an
+// error, not a silently wrong top.
+func TestTopNRetractionUnplanned(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
+	b := testkit.Batches(t, mem, in, `[{"k": "a", "x": 1}, {"k": "a", "x": 2}, {"k": "b", "x": 3}]`)
+	defer testkit.Release(b)
+	b[0].Ops = []exec.ChangeKind{exec.Insert, exec.Insert, exec.Delete}
+	op := opTestNew(t, "topn", TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1}, in)
+	if _, err := testkit.Run(t, op, mem, b...); err == nil || !strings.Contains(err.Error(), "retraction") {
+		t.Errorf("a retraction into an append-only topn: %v", err)
+	}
+}
+
+// TestTopNLargePartition: one partition of 6,000 rows over an input that
+// retracts (so topn keeps them all, in many chunks), then most of them
+// deleted, top rows among them; after each batch the emitted changes must
+// hold the reference's top.
+func TestTopNLargePartition(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type}}
+	out := append(slices.Clone(in), types.Field{Name: "rn", Type: types.Int64Type})
+	cfg := TopNConfig{Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 5, Rank: true, Retracts: true}
+	op := opTestNew(t, "topn", cfg, out)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	rng := rand.New(rand.NewPCG(8, 9))
+	ref := &topnRef{cfg: cfg}
+	view := &aggTestView{t: t}
+	chunks := 0
+	for batch := range 24 {
+		var rows []string
+		var ops []exec.ChangeKind
+		sorted := slices.SortedFunc(slices.Values(ref.rows), ref.less)
+		for range 500 {
+			if batch >= 12 && len(sorted) > 0 {
+				i := rng.IntN(len(sorted))
+				if rng.IntN(4) == 0 {
+					i = rng.IntN(min(len(sorted), 8)) // a top row
+				}
+				r := sorted[i]
+				sorted = slices.Delete(sorted, i, i+1)
+				ref.remove(r)
+				rows, ops = append(rows, r.json(0)), append(ops, exec.Delete)
+				continue
+			}
+			r := topnRefRow{k: "a", x: int64(rng.IntN(3000)), v: int64(rng.IntN(2))}
+			ref.add(r)
+			rows, ops = append(rows, r.json(0)), append(ops, exec.Insert)
+		}
+		b := testkit.Batches(t, mem, in, "["+strings.Join(rows, ",")+"]")[0]
+		b.Ops = ops
+		err := op.ProcessBatch(ctx, 0, b, view)
+		b.Rec.Release()
+		if err == nil {
+			err = op.(exec.Flusher).Flush(ctx, view)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Equal(t, fmt.Sprintf("after batch %d", batch), view.rows(), topnRows(t, out, ref.top(nil)))
+		chunks = max(chunks, len(op.(*topnOp).ps[0].entries.chunks))
+	}
+	if chunks < 10 {
+		t.Errorf("the partition's rows took at most %d chunks", chunks)
+	}
+}

@@ -1,0 +1,104 @@
+package operators
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/hummer-db/hummer/exec"
+)
+
+// WindowTopNConfig configures kind "window_topn": Top-N (TopN, whose
+// Partition includes the window's end) over a window table function's rows,
+// per window of event time. End is the input column of the window's end (a
+// timestamp, exclusive).
+type WindowTopNConfig struct {
+	TopN TopNConfig `json:"topn"`
+	End  int        `json:"end"`
+}
+
+// windowTopNOp is kind "window_topn" (see WindowTopNConfig), Flink's Window
+// Top-N: one bounded topn per open window, which emits that window's top
+// rows once, as Inserts, when the watermark passes the window's last instant
+// (windows.go); its output is append-only. Rows of closed windows are late:
+// dropped and counted. Its input must be append-only. It is Checkpointed:
+// every open window's topn, and the watermark.
+type windowTopNOp struct {
+	cfg WindowTopNConfig
+	windowed[*topnOp]
+}
+
+var (
+	_ exec.Operator     = (*windowTopNOp)(nil)
+	_ exec.Checkpointed = (*windowTopNOp)(nil)
+)
+
+func newWindowTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
+	var cfg WindowTopNConfig
+	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("window_topn: bad config: %w", err)
+	}
+	cfg.TopN.Final, cfg.TopN.Retracts = true, false
+	if _, err := newTopN(cfg.TopN, spec); err != nil { // check the config once
+		return nil, err
+	}
+	if cfg.End < 0 || cfg.End >= len(spec.Out) {
+		return nil, fmt.Errorf("window_topn: window end column %d of %d", cfg.End, len(spec.Out))
+	}
+	o := &windowTopNOp{cfg: cfg}
+	o.windowed = newWindowed("window_topn", func(ctx context.Context, tc *exec.TaskContext) (*topnOp, error) {
+		w, err := newTopN(cfg.TopN, spec)
+		if err == nil {
+			err = w.Open(ctx, tc)
+		}
+		return w, err
+	})
+	return o, nil
+}
+
+func (o *windowTopNOp) Open(ctx context.Context, tc *exec.TaskContext) error {
+	o.start(tc)
+	return nil
+}
+
+func (o *windowTopNOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	for _, op := range b.Ops {
+		if op == exec.Delete || op == exec.UpdateBefore {
+			return fmt.Errorf("window_topn: a retraction in an append-only input")
+		}
+	}
+	return o.route(ctx, b, o.cfg.End, func(w *topnOp, b exec.Batch) error { return w.ProcessBatch(ctx, 0, b, out) })
+}
+
+func (o *windowTopNOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	mark := int64(math.MinInt64)
+	switch s.Kind {
+	case exec.Watermark:
+		mark = s.Watermark
+	case exec.EndOfStream:
+		mark = math.MaxInt64
+	}
+	if mark > math.MinInt64 {
+		news, err := o.advance(ctx, mark, out, func(w *topnOp, rows exec.Collector) error {
+			return w.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rows)
+		})
+		if err != nil || !news && s.Kind == exec.Watermark {
+			return err
+		}
+	}
+	return out.CollectSignal(ctx, s)
+}
+
+func (o *windowTopNOp) Close(ctx context.Context) error {
+	o.closeAll(ctx)
+	return nil
+}
+
+func (o *windowTopNOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	return o.snapshot(ctx, checkpoint)
+}
+
+func (o *windowTopNOp) RestoreState(ctx context.Context, data []byte) error {
+	return o.restore(ctx, data)
+}
