@@ -28,6 +28,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("union", newUnionOp)
 	r.RegisterOperator("max_one_row", newMaxOneRowOp)
 	r.RegisterOperator("window", newWindowOp)
+	r.RegisterOperator("over_agg", newOverAggOp)
 	r.RegisterOperator("sort", newSortOp)
 	r.RegisterOperator("limit", newLimitOp)
 	r.RegisterOperator("result", newResultOp)
