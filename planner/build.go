@@ -328,18 +328,7 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		cfg := operators.WindowConfig{Partition: p.Partition}
-		for _, k := range p.Order {
-			cfg.Order = append(cfg.Order, operators.SortKeySpec{Col: k.Col, Desc: k.Desc, NullsFirst: k.NullsFirst})
-		}
-		var fns []string
-		for _, f := range p.Funcs {
-			cfg.Funcs = append(cfg.Funcs, operators.WindowFuncSpec{Func: f.Func, Args: f.Args, N: f.N, Default: f.Default, Type: f.Type,
-				Frame: operators.WindowFrame{Rows: f.Frame.Rows, StartUnbounded: f.Frame.StartUnbounded, EndUnbounded: f.Frame.EndUnbounded,
-					Start: f.Frame.Start, End: f.Frame.End, StartOffset: f.Frame.StartOffset, EndOffset: f.Frame.EndOffset,
-					RangeKey: f.Frame.RangeKey, StartBound: f.Frame.StartBound, EndBound: f.Frame.EndBound}})
-			fns = append(fns, f.Func)
-		}
+		cfg, fns := windowConfig(p)
 		op := exec.OperatorSpec{Kind: "window", Label: "window " + strings.Join(fns, ", "), Config: exec.MustConfig(cfg), Out: p.Out}
 		if len(p.Partition) == 0 {
 			return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil

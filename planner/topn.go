@@ -263,7 +263,8 @@ func (b *builder) streamTopNNode(p sql.Plan) (int, bool, error) {
 	switch p := p.(type) {
 	case *sql.Window:
 		if b.streaming {
-			return 0, true, errWindowOverStream()
+			node, err := b.overAgg(p)
+			return node, true, err
 		}
 	case *sql.Filter:
 		if t, rank, ok := b.streamTopN(p, true); ok {
@@ -294,6 +295,7 @@ func errWindowOverStream() error {
 	return sql.Errorf(sql.ErrUnsupported, 0,
 		"window functions need the end of their input, and this query reads a stream that never ends; "+
 			"over a stream only a Top-N runs: ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn in a subquery whose outer WHERE bounds rn (rn <= N); "+
+			"or an OVER aggregation: COUNT, SUM, AVG, MIN or MAX OVER (PARTITION BY ... ORDER BY a time column with a watermark, ascending, ROWS or RANGE BETWEEN ... PRECEDING AND CURRENT ROW); "+
 			"otherwise keep the result in a view and query it")
 }
 

@@ -131,6 +131,8 @@ func eventTime(p sql.Plan, col int) bool {
 		return eventTime(p.Input, col)
 	case *sql.Unnest:
 		return col != p.Col && eventTime(p.Input, col)
+	case *sql.Window: // over a stream an over_agg, which forwards the watermark
+		return col < len(p.Input.Schema()) && eventTime(p.Input, col)
 	}
 	return false
 }
