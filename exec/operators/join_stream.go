@@ -83,6 +83,9 @@ type StreamJoinConfig struct {
 	Left      types.Schema `json:"left"`
 	Right     types.Schema `json:"right"`
 	TTLMillis int64        `json:"ttl_ms,omitempty"`
+	// Interval, for kind "interval_join", bounds the pairs' times
+	// (join_interval.go).
+	Interval *IntervalBounds `json:"interval,omitempty"`
 }
 
 // streamJoinSide is one side's state. A distinct row has an id in rows, its
@@ -277,6 +280,9 @@ func (o *streamJoinOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 	}
 	if err := o.flush(ctx, input, b.Rec, out); err != nil {
 		return err
+	}
+	if o.cfg.Interval != nil {
+		o.stampTimes(input, b.Rec)
 	}
 	if me.rows.Len() > 2*me.live+vector.OutBatchRows {
 		return o.compact(input)
@@ -525,11 +531,17 @@ func (o *streamJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Sign
 		if !first {
 			return nil
 		}
+		if o.cfg.Interval != nil {
+			o.intervalExpire()
+		}
 		if ended {
 			return out.CollectSignal(ctx, s)
 		}
 		return o.in.forward(ctx, out)
 	case exec.Watermark:
+		if o.cfg.Interval != nil {
+			defer o.intervalExpire()
+		}
 		return o.in.watermark(ctx, input, s.Watermark, out)
 	case exec.Idle:
 		return o.in.idleInput(ctx, input, out)

@@ -16,6 +16,8 @@ type twoInputs struct {
 	wmSeen [2]bool
 	wmOut  int64
 	wmSent bool
+	// delay holds the forwarded watermark back (an interval join's).
+	delay int64
 }
 
 // end records that input ended: ended is whether both now have; first
@@ -61,6 +63,9 @@ func (t *twoInputs) forward(ctx context.Context, out exec.Collector) error {
 		if !have || t.wm[i] < wm {
 			wm, have = t.wm[i], true
 		}
+	}
+	if have {
+		wm = satAdd(wm, -t.delay)
 	}
 	if !have || (t.wmSent && wm <= t.wmOut) {
 		return nil

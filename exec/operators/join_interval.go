@@ -1,0 +1,125 @@
+package operators
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/hummer-db/hummer/exec"
+)
+
+// IntervalBounds makes a stream_join an interval join (kind
+// "interval_join", Flink's): the left row's time (column LeftTime of the
+// left side, a timestamp with a watermark) less the right row's (RightTime)
+// lies within [Lo, Hi] microseconds for every pair Extra lets through. Extra
+// still decides which pairs match; the bounds say when a held row can match
+// no later row of the other side, whose rows come after its watermark.
+type IntervalBounds struct {
+	LeftTime  int   `json:"left_time"`
+	RightTime int   `json:"right_time"`
+	Lo        int64 `json:"lo"`
+	Hi        int64 `json:"hi"`
+}
+
+// newIntervalJoinOp builds kind "interval_join": an inner stream_join of two
+// inputs whose rows are only inserted (StreamJoinConfig.Interval set). Each
+// held row keeps its time (in the place a regular join keeps its time of
+// last write), and a watermark of one side drops the other side's rows it
+// puts out of reach: a left row at tl when the right watermark reaches
+// tl - Lo (a later right row, after the watermark, is too late for it), a
+// right row at tr when the left one reaches tr + Hi; a side's end drops
+// every row of the other. Rows without a time never match, and go at the
+// first watermark. Its output is append-only, and its watermark, the least
+// of its inputs', is held back by the most a pair's times can lie behind
+// it (max(Hi, -Lo, 0)), as Flink's, so a window downstream does not find
+// the pairs late.
+func newIntervalJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
+	var cfg StreamJoinConfig
+	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("interval_join: bad config: %w", err)
+	}
+	iv := cfg.Interval
+	if iv == nil || cfg.Kind != "inner" || iv.Lo > iv.Hi || cfg.TTLMillis != 0 {
+		return nil, fmt.Errorf("interval_join: an inner join with bounds Lo <= Hi and no TTL")
+	}
+	if iv.LeftTime < 0 || iv.LeftTime >= len(cfg.Left) || iv.RightTime < 0 || iv.RightTime >= len(cfg.Right) {
+		return nil, fmt.Errorf("interval_join: time columns %d and %d out of range", iv.LeftTime, iv.RightTime)
+	}
+	op, err := newStreamJoinOp(spec)
+	if err != nil {
+		return nil, err
+	}
+	o := op.(*streamJoinOp)
+	o.in.delay = max(iv.Hi, -iv.Lo, 0)
+	return o, nil
+}
+
+// stampTimes sets the time of the held rows of batch rec from input s to
+// their event time.
+func (o *streamJoinOp) stampTimes(s int, rec arrow.RecordBatch) {
+	col := o.cfg.Interval.LeftTime
+	if s == 1 {
+		col = o.cfg.Interval.RightTime
+	}
+	me := o.side[s]
+	ts := rec.Column(col).(*array.Timestamp)
+	for i := range int(rec.NumRows()) {
+		t := int64(math.MinInt64)
+		if ts.IsValid(i) {
+			t = int64(ts.Value(i))
+		}
+		me.touched[me.rowIDs[i]] = t
+	}
+}
+
+// intervalExpire drops the rows no later row of the other side can match.
+func (o *streamJoinOp) intervalExpire() {
+	mark := func(s int) (int64, bool) {
+		switch {
+		case o.in.ended[s]:
+			return math.MaxInt64, true
+		case o.in.wmSeen[s]:
+			return o.in.wm[s], true
+		}
+		return 0, false
+	}
+	iv := o.cfg.Interval
+	for s, sd := range o.side {
+		wm, ok := mark(1 - s)
+		if !ok {
+			continue
+		}
+		for g := range sd.count {
+			if sd.count[g] == 0 {
+				continue
+			}
+			t := sd.touched[g]
+			// Left rows reach right times up to t - Lo, right rows left
+			// times up to t + Hi: saturating, a NULL time reaches nothing.
+			var reach int64
+			if s == 0 {
+				reach = satAdd(t, -iv.Lo)
+			} else {
+				reach = satAdd(t, iv.Hi)
+			}
+			if t == math.MinInt64 || reach <= wm {
+				sd.drop(uint32(g))
+			}
+		}
+	}
+}
+
+// satAdd is a + b, held within int64.
+func satAdd(a, b int64) int64 {
+	c := a + b
+	switch {
+	case b > 0 && c < a:
+		return math.MaxInt64
+	case b < 0 && c > a:
+		return math.MinInt64
+	}
+	return c
+}
