@@ -133,6 +133,15 @@ type Ticker interface {
 	Tick(ctx context.Context, now time.Time, out Collector) error
 }
 
+// PerInputWatermarks is an operator of two inputs that takes each input's
+// watermark apart (the least over that input's channels, on that input)
+// rather than the least over every channel on input 0, as its task gives
+// other operators: an interval join, which frees one side's rows by the
+// other side's watermark. It forwards the watermark it derives itself.
+type PerInputWatermarks interface {
+	PerInputWatermarks() bool
+}
+
 // TickInterval is how often a task ticks its Tickers: how late a window of
 // processing time closes, at most, after its end.
 const TickInterval = 200 * time.Millisecond

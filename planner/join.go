@@ -123,6 +123,9 @@ func (b *builder) join(p *sql.Join) (int, error) {
 		if l, r, ok := windowJoinEnds(p); ok {
 			return b.windowJoin(p, left, right, l, r), nil
 		}
+		if iv, ok := intervalBounds(p); ok && b.streaming {
+			return b.intervalJoin(p, left, right, iv), nil
+		}
 	}
 	// The hash join reads its right side to the end and keeps it as it
 	// was, and a FULL JOIN's unmatched right rows wait for its left

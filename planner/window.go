@@ -131,6 +131,13 @@ func eventTime(p sql.Plan, col int) bool {
 		return eventTime(p.Input, col)
 	case *sql.Unnest:
 		return col != p.Col && eventTime(p.Input, col)
+	case *sql.Join: // an interval join's times keep a watermark, held back by its bounds
+		if _, ok := intervalBounds(p); ok {
+			if nl := len(p.Left.Schema()); col >= nl {
+				return eventTime(p.Right, col-nl)
+			}
+			return eventTime(p.Left, col)
+		}
 	case *sql.Window: // over a stream an over_agg, which forwards the watermark
 		return col < len(p.Input.Schema()) && eventTime(p.Input, col)
 	}

@@ -24,6 +24,8 @@ type IntervalBounds struct {
 	Hi        int64 `json:"hi"`
 }
 
+var _ exec.PerInputWatermarks = (*streamJoinOp)(nil)
+
 // newIntervalJoinOp builds kind "interval_join": an inner stream_join of two
 // inputs whose rows are only inserted (StreamJoinConfig.Interval set). Each
 // held row keeps its time (in the place a regular join keeps its time of
@@ -123,3 +125,7 @@ func satAdd(a, b int64) int64 {
 	}
 	return c
 }
+
+// PerInputWatermarks asks an interval join's task for each input's
+// watermark apart: one side's rows go by the other side's.
+func (o *streamJoinOp) PerInputWatermarks() bool { return o.cfg.Interval != nil }

@@ -362,6 +362,42 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		idle       = map[chanKey]bool{} // channels that hold no watermark back: idle, or ended
 		sentIdle   bool                 // every channel was idle, and downstream was told
 		emittedWM  = int64(-1 << 63)
+		// An operator taking each input's watermark apart gets, per input,
+		// the least over that input's channels once each has one or is idle.
+		pi, perInput = op.(exec.PerInputWatermarks)
+		inputWM      = make([]int64, len(t.channels))
+		inputIdle    = make([]bool, len(t.channels))
+	)
+	perInput = perInput && pi.PerInputWatermarks()
+	for i := range inputWM {
+		inputWM[i] = -1 << 63
+	}
+	inputWatermark := func(in int) error {
+		low, seen, ready := int64(1<<63-1), false, true
+		for c := range t.channels[in] {
+			k := chanKey{in, c}
+			if w, ok := watermarks[k]; ok {
+				low, seen = min(low, w), true
+			} else if !idle[k] {
+				ready = false
+			}
+		}
+		switch {
+		case !ready:
+			return nil
+		case !seen:
+			if inputIdle[in] {
+				return nil
+			}
+			inputIdle[in] = true
+			return op.ProcessSignal(ctx, in, exec.Signal{Kind: exec.Idle}, next)
+		case low > inputWM[in] || inputIdle[in]:
+			inputWM[in], inputIdle[in] = max(low, inputWM[in]), false
+			return op.ProcessSignal(ctx, in, exec.Signal{Kind: exec.Watermark, Watermark: inputWM[in]}, next)
+		}
+		return nil
+	}
+	var (
 		// Barrier alignment.
 		aligning   int64 // the checkpoint being aligned, 0 when none
 		alignStart time.Time
@@ -477,6 +513,12 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 				watermarks[key] = m.Signal.Watermark
 				delete(idle, key)
 				sentIdle = false
+			}
+			if perInput {
+				if err := inputWatermark(m.Input); err != nil {
+					return err
+				}
+				continue
 			}
 			if len(watermarks)+len(idle) < total {
 				continue

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIntervalJoinOverKafka joins a Kafka stream with a watermark 2 seconds
+// behind with itself on its key and on a's time within the 3 seconds up to
+// b's: the view of the pairs, through interval_join, comes to hold every
+// pair the nested loops here find; and a count per 10-second window of a's
+// time over the pairs, downstream of the join, gets every pair in its
+// window once the join's watermark, which the task gives it per input and
+// which it holds back by the bounds' reach, passes the window. (That the
+// hold-back keeps pairs from being late is TestIntervalJoinRandom's: here
+// few pairs would be.)
+func TestIntervalJoinOverKafka(t *testing.T) {
+	for _, par := range []string{"1", "auto"} {
+		t.Run("parallelism "+par, func(t *testing.T) { intervalJoinOverKafka(t, par) })
+	}
+}
+
+func intervalJoinOverKafka(t *testing.T, parallelism string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(25, 1))
+	var rows []overKafkaRow
+	for i := range 80 {
+		rows = append(rows, overKafkaRow{k: string(rune('a' + rng.IntN(3))), price: i, sec: i / 2})
+	}
+	for i := 0; i+2 < len(rows); i += 3 + rng.IntN(3) { // a second out of order
+		rows[i], rows[i+2] = rows[i+2], rows[i]
+	}
+	var lines []string
+	for _, r := range rows {
+		lines = append(lines, fmt.Sprintf("%s,%d,2024-01-01 %s", r.k, r.price, clock(r.sec)))
+	}
+	// The last row, far ahead, takes the watermarks past every window.
+	lines = append(lines, "z,-1,2024-01-01 "+clock(3000))
+	broker, _ := txKafka(t, ctx, lines...)
+	conn := connectPgx(t, ctx, startTestServer(t))
+	defer conn.Close(context.Background())
+	exec := func(q string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("SET parallelism = " + parallelism)
+	exec(fmt.Sprintf("CREATE TABLE bids (k TEXT, price BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) ENGINE=kafka CONNECTION='kafka://%s/events?format=csv'", broker))
+	pairs := `SELECT a.k, a.price AS ap, a.ts AS ats, b.price AS bp FROM bids a JOIN bids b
+		ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '3' SECOND AND b.ts`
+	counts := `SELECT TUMBLE_START(ats, INTERVAL '10' SECOND) AS w, count(*) AS n FROM (` + pairs + `) p GROUP BY TUMBLE(ats, INTERVAL '10' SECOND)`
+	for _, q := range []string{pairs, counts} {
+		plan, err := conn.Query(ctx, "EXPLAIN "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := strings.Join(scanLines(t, plan), "\n"); !strings.Contains(p, "interval_join") {
+			t.Fatalf("no interval_join in the plan:\n%s", p)
+		}
+	}
+	exec("CREATE VIEW ij_pairs AS " + pairs)
+	exec("CREATE VIEW ij_counts AS " + counts)
+
+	var want []string
+	perWindow := map[int]int{}
+	for _, a := range rows {
+		for _, b := range rows {
+			if a.k == b.k && a.sec >= b.sec-3 && a.sec <= b.sec {
+				want = append(want, fmt.Sprintf("%s %d %d", a.k, a.price, b.price))
+				perWindow[a.sec/10*10]++
+			}
+		}
+	}
+	want = append(want, "z -1 -1")
+	slices.Sort(want)
+	var wantCounts []string
+	for _, w := range slices.Sorted(func(yield func(int) bool) {
+		for w := range perWindow {
+			if !yield(w) {
+				return
+			}
+		}
+	}) {
+		wantCounts = append(wantCounts, fmt.Sprintf("%s %d", clock(w), perWindow[w]))
+	}
+	for _, v := range []struct{ q, want string }{
+		{"SELECT k, ap, bp FROM ij_pairs", strings.Join(want, " | ")},
+		{"SELECT to_char(w, 'HH24:MI:SS'), n FROM ij_counts ORDER BY 1", strings.Join(wantCounts, " | ")},
+	} {
+		var got string
+		waitUntil(t, fmt.Sprintf("%s to give %s", v.q, v.want), nil, func() bool {
+			rows, err := conn.Query(ctx, v.q)
+			if err != nil {
+				if e := err.Error(); e != got {
+					got = e
+					t.Logf("%s: %s", v.q, e)
+				}
+				return false // the view has not caught up yet
+			}
+			l := scanLines(t, rows)
+			if err := rows.Err(); err != nil {
+				l = []string{err.Error()}
+			}
+			if !strings.Contains(v.q, "ORDER BY") {
+				slices.Sort(l)
+			}
+			if g := strings.Join(l, " | "); g != got {
+				got = g
+				t.Logf("%s: %s", v.q, got)
+			}
+			return got == v.want
+		})
+	}
+}
