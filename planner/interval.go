@@ -12,14 +12,19 @@ import (
 	"github.com/hummer-db/hummer/sql"
 )
 
-// intervalBounds finds in inner join p's condition an interval join's
+// intervalBounds finds in join p's condition (inner or outer) an interval join's
 // (Flink's): comparisons between a time with a watermark of each side, each
 // maybe plus or minus an interval (a.ts BETWEEN b.ts - INTERVAL '10' SECOND
 // AND b.ts, or with >=, >, <=, <), bounding the left time less the right one
 // from below and from above. It reports the bounds of the first pair of
 // time columns so compared on both sides.
 func intervalBounds(p *sql.Join) (operators.IntervalBounds, bool) {
-	if p.Kind != sql.InnerJoin || len(p.LeftKeys) == 0 || p.Extra == nil {
+	switch p.Kind {
+	case sql.InnerJoin, sql.LeftJoin, sql.FullJoin: // RIGHT JOIN binds as LEFT, its sides swapped
+	default:
+		return operators.IntervalBounds{}, false
+	}
+	if len(p.LeftKeys) == 0 || p.Extra == nil {
 		return operators.IntervalBounds{}, false
 	}
 	nl := len(p.Left.Schema())
@@ -85,11 +90,11 @@ func intervalBounds(p *sql.Join) (operators.IntervalBounds, bool) {
 	return iv, ok
 }
 
-// intervalJoin plans inner join p of two streams of rows only inserted,
-// whose condition bounds the difference of their times (intervalBounds), as
-// kind "interval_join": keyed like a stream_join, but each side's rows go
-// once the other side's watermark leaves them out of reach; its output is
-// append-only.
+// intervalJoin plans join p of two streams of rows only inserted, whose
+// condition bounds the difference of their times (intervalBounds), as kind
+// "interval_join": keyed like a stream_join, but each side's rows go once
+// the other side's watermark leaves them out of reach, an outer join's
+// unmatched ones NULL-padded then; its output is append-only.
 func (b *builder) intervalJoin(p *sql.Join, left, right int, iv operators.IntervalBounds) int {
 	cfg := operators.StreamJoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
 		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), Interval: &iv}

@@ -131,8 +131,8 @@ func eventTime(p sql.Plan, col int) bool {
 		return eventTime(p.Input, col)
 	case *sql.Unnest:
 		return col != p.Col && eventTime(p.Input, col)
-	case *sql.Join: // an interval join's times keep a watermark, held back by its bounds
-		if _, ok := intervalBounds(p); ok {
+	case *sql.Join: // an inner interval join's times keep a watermark, held back by its bounds
+		if _, ok := intervalBounds(p); ok && p.Kind == sql.InnerJoin {
 			if nl := len(p.Left.Schema()); col >= nl {
 				return eventTime(p.Right, col-nl)
 			}

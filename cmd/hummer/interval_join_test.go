@@ -56,7 +56,12 @@ func intervalJoinOverKafka(t *testing.T, parallelism string) {
 	pairs := `SELECT a.k, a.price AS ap, a.ts AS ats, b.price AS bp FROM bids a JOIN bids b
 		ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '3' SECOND AND b.ts`
 	counts := `SELECT TUMBLE_START(ats, INTERVAL '10' SECOND) AS w, count(*) AS n FROM (` + pairs + `) p GROUP BY TUMBLE(ats, INTERVAL '10' SECOND)`
-	for _, q := range []string{pairs, counts} {
+	// A LEFT interval join: b 1 or 2 seconds before a; a row of a without
+	// one goes out NULL-padded once b's watermark passes a's time less 1 s
+	// (not the last row, which it never passes).
+	outer := `SELECT a.k, a.price AS ap, b.price AS bp FROM bids a LEFT JOIN bids b
+		ON a.k = b.k AND a.ts BETWEEN b.ts + INTERVAL '1' SECOND AND b.ts + INTERVAL '2' SECOND`
+	for _, q := range []string{pairs, counts, outer} {
 		plan, err := conn.Query(ctx, "EXPLAIN "+q)
 		if err != nil {
 			t.Fatal(err)
@@ -65,6 +70,7 @@ func intervalJoinOverKafka(t *testing.T, parallelism string) {
 			t.Fatalf("no interval_join in the plan:\n%s", p)
 		}
 	}
+	exec("CREATE VIEW ij_outer AS " + outer)
 	exec("CREATE VIEW ij_pairs AS " + pairs)
 	exec("CREATE VIEW ij_counts AS " + counts)
 
@@ -80,6 +86,19 @@ func intervalJoinOverKafka(t *testing.T, parallelism string) {
 	}
 	want = append(want, "z -1 -1")
 	slices.Sort(want)
+	var wantOuter []string
+	for _, a := range rows {
+		n := len(wantOuter)
+		for _, b := range rows {
+			if a.k == b.k && a.sec >= b.sec+1 && a.sec <= b.sec+2 {
+				wantOuter = append(wantOuter, fmt.Sprintf("%s %d %d", a.k, a.price, b.price))
+			}
+		}
+		if len(wantOuter) == n {
+			wantOuter = append(wantOuter, fmt.Sprintf("%s %d <nil>", a.k, a.price))
+		}
+	}
+	slices.Sort(wantOuter)
 	var wantCounts []string
 	for _, w := range slices.Sorted(func(yield func(int) bool) {
 		for w := range perWindow {
@@ -92,6 +111,7 @@ func intervalJoinOverKafka(t *testing.T, parallelism string) {
 	}
 	for _, v := range []struct{ q, want string }{
 		{"SELECT k, ap, bp FROM ij_pairs", strings.Join(want, " | ")},
+		{"SELECT k, ap, bp FROM ij_outer", strings.Join(wantOuter, " | ")},
 		{"SELECT to_char(w, 'HH24:MI:SS'), n FROM ij_counts ORDER BY 1", strings.Join(wantCounts, " | ")},
 	} {
 		var got string

@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // IntervalBounds makes a stream_join an interval join (kind
@@ -34,7 +36,10 @@ var _ exec.PerInputWatermarks = (*streamJoinOp)(nil)
 // tl - Lo (a later right row, after the watermark, is too late for it), a
 // right row at tr when the left one reaches tr + Hi; a side's end drops
 // every row of the other. Rows without a time never match, and go at the
-// first watermark. Its output is append-only, and its watermark, the least
+// first watermark. A LEFT, RIGHT or FULL one sends a preserved side's row
+// that matched nothing, NULL-padded, when it goes (Flink's): not before, as
+// a regular join does, so as not to retract it. Its output is append-only,
+// and its watermark, the least
 // of its inputs', is held back by the most a pair's times can lie behind
 // it (max(Hi, -Lo, 0)), as Flink's, so a window downstream does not find
 // the pairs late.
@@ -44,8 +49,8 @@ func newIntervalJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		return nil, fmt.Errorf("interval_join: bad config: %w", err)
 	}
 	iv := cfg.Interval
-	if iv == nil || cfg.Kind != "inner" || iv.Lo > iv.Hi || cfg.TTLMillis != 0 {
-		return nil, fmt.Errorf("interval_join: an inner join with bounds Lo <= Hi and no TTL")
+	if iv == nil || iv.Lo > iv.Hi || cfg.TTLMillis != 0 {
+		return nil, fmt.Errorf("interval_join: bounds Lo <= Hi and no TTL")
 	}
 	if iv.LeftTime < 0 || iv.LeftTime >= len(cfg.Left) || iv.RightTime < 0 || iv.RightTime >= len(cfg.Right) {
 		return nil, fmt.Errorf("interval_join: time columns %d and %d out of range", iv.LeftTime, iv.RightTime)
@@ -77,8 +82,11 @@ func (o *streamJoinOp) stampTimes(s int, rec arrow.RecordBatch) {
 	}
 }
 
-// intervalExpire drops the rows no later row of the other side can match.
-func (o *streamJoinOp) intervalExpire() {
+// intervalExpire drops the rows no later row of the other side can match;
+// of an outer join's preserved side, those that matched none go out
+// NULL-padded.
+func (o *streamJoinOp) intervalExpire(ctx context.Context, out exec.Collector) error {
+	var unmatched [2][]int32
 	mark := func(s int) (int64, bool) {
 		switch {
 		case o.in.ended[s]:
@@ -108,10 +116,46 @@ func (o *streamJoinOp) intervalExpire() {
 				reach = satAdd(t, iv.Hi)
 			}
 			if t == math.MinInt64 || reach <= wm {
+				if o.outer[s] && sd.matches[g] == 0 {
+					for range sd.count[g] {
+						unmatched[s] = append(unmatched[s], int32(g))
+					}
+				}
 				sd.drop(uint32(g))
 			}
 		}
 	}
+	for s, ids := range unmatched {
+		for lo := 0; lo < len(ids); lo += vector.OutBatchRows {
+			if err := o.emitUnmatched(ctx, s, ids[lo:min(len(ids), lo+vector.OutBatchRows)], out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emitUnmatched sends rows ids of side s beside NULLs, as they are dropped:
+// drop keeps a row's encoding, which only compact, between batches, frees.
+func (o *streamJoinOp) emitUnmatched(ctx context.Context, s int, ids []int32, out exec.Collector) error {
+	other := o.side[1-s]
+	cols := make([]arrow.Array, len(other.types))
+	for c, dt := range other.types {
+		cols[c] = array.MakeArrayOfNull(o.mem, dt, 0)
+	}
+	empty := array.NewRecordBatch(other.schema, cols, 0)
+	vector.ReleaseArrays(cols)
+	defer empty.Release()
+	in := make([]int32, len(ids))
+	for i := range in {
+		in[i] = -1
+	}
+	r, err := o.pairRecord(1-s, empty, in, ids)
+	if err != nil {
+		return err
+	}
+	defer r.Release()
+	return out.Collect(ctx, exec.Batch{Rec: r})
 }
 
 // satAdd is a + b, held within int64.

@@ -27,14 +27,14 @@ const ijSec = 1_000_000
 
 // ijConfig is l JOIN r ON l.k = r.k AND l.ts BETWEEN r.ts + lo AND r.ts + hi
 // (seconds), the time condition as the binder writes it.
-func ijConfig(lo, hi int64) StreamJoinConfig {
+func ijConfig(kind string, lo, hi int64) StreamJoinConfig {
 	lts := expr.Column(1, types.TimestampType, "ts")
 	rts := expr.Column(4, types.TimestampType, "ts")
 	at := func(off int64) *expr.Expr {
 		return expr.Call("$add_micros", types.TimestampType, rts, expr.Literal(types.Value{Type: types.Int64Type, Int: off * ijSec}))
 	}
 	extra := expr.Call("and", types.BoolType, expr.Call(">=", types.BoolType, lts, at(lo)), expr.Call("<=", types.BoolType, lts, at(hi)))
-	return StreamJoinConfig{Kind: "inner", LeftKeys: []int{0}, RightKeys: []int{0}, Extra: extra, Left: ijSide, Right: ijSide,
+	return StreamJoinConfig{Kind: kind, LeftKeys: []int{0}, RightKeys: []int{0}, Extra: extra, Left: ijSide, Right: ijSide,
 		Interval: &IntervalBounds{LeftTime: 1, RightTime: 1, Lo: lo * ijSec, Hi: hi * ijSec}}
 }
 
@@ -52,9 +52,11 @@ func ijRecord(mem memory.Allocator, rows []ijRow) arrow.RecordBatch {
 }
 
 func TestIntervalJoinRandom(t *testing.T) {
-	for _, b := range [][2]int64{{-10, 0}, {-3, 5}, {2, 6}, {0, 0}} {
-		for seed := range uint64(6) {
-			t.Run(fmt.Sprintf("%d..%d/%d", b[0], b[1], seed), func(t *testing.T) { ijRandomRun(t, b[0], b[1], seed) })
+	for _, kind := range []string{"inner", "left", "right", "full"} {
+		for _, b := range [][2]int64{{-10, 0}, {-3, 5}, {2, 6}, {0, 0}} {
+			for seed := range uint64(4) {
+				t.Run(fmt.Sprintf("%s/%d..%d/%d", kind, b[0], b[1], seed), func(t *testing.T) { ijRandomRun(t, kind, b[0], b[1], seed) })
+			}
 		}
 	}
 }
@@ -65,12 +67,12 @@ func TestIntervalJoinRandom(t *testing.T) {
 // be every pair the nested loops find, each once; the state must hold only
 // rows a later row can still match; the watermark out must be the least of
 // the inputs' less the bounds' reach.
-func ijRandomRun(t *testing.T, lo, hi int64, seed uint64) {
+func ijRandomRun(t *testing.T, kind string, lo, hi int64, seed uint64) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rng := rand.New(rand.NewPCG(seed, 2))
-	cfg := ijConfig(lo, hi)
+	cfg := ijConfig(kind, lo, hi)
 	out := append(slices.Clone(ijSide), ijSide...)
 	open := func() exec.Operator {
 		op := opTestNew(t, "interval_join", cfg, out)
@@ -184,11 +186,28 @@ func ijRandomRun(t *testing.T, lo, hi int64, seed uint64) {
 		defer a.Release()
 		return testkit.Value(a, 0).(string)
 	}
+	matched := [2]map[int64]bool{{}, {}}
 	for _, l := range sides[0] {
 		for _, r := range sides[1] {
 			if l.k == r.k && l.ts-r.ts >= lo*ijSec && l.ts-r.ts <= hi*ijSec {
 				want[fmt.Sprintf(`[%d,"%s",%d,%d,"%s",%d]`, l.k, ts(l.ts), l.v, r.k, ts(r.ts), r.v)]++
+				matched[0][l.v], matched[1][r.v] = true, true
 			}
+		}
+	}
+	for _, l := range sides[0] {
+		if (kind == "left" || kind == "full") && !matched[0][l.v] {
+			want[fmt.Sprintf(`[%d,"%s",%d,null,null,null]`, l.k, ts(l.ts), l.v)]++
+		}
+	}
+	for _, r := range sides[1] {
+		if (kind == "right" || kind == "full") && !matched[1][r.v] {
+			want[fmt.Sprintf(`[null,null,null,%d,"%s",%d]`, r.k, ts(r.ts), r.v)]++
+		}
+	}
+	for _, r := range c.Rows {
+		if strings.Contains(r, "delete") {
+			t.Fatalf("a retraction: %s", r)
 		}
 	}
 	if !maps.Equal(got, want) {

@@ -298,7 +298,7 @@ func (o *streamJoinOp) insertRow(ctx context.Context, s int, rec arrow.RecordBat
 	for _, r := range ms {
 		c := other.count[r]
 		m += int64(c)
-		if o.outer[1-s] && other.matches[r] == 0 {
+		if o.outer[1-s] && other.matches[r] == 0 && o.cfg.Interval == nil {
 			if err := o.add(ctx, s, rec, -1, int32(r), exec.Delete, c, out); err != nil {
 				return err
 			}
@@ -308,7 +308,7 @@ func (o *streamJoinOp) insertRow(ctx context.Context, s int, rec arrow.RecordBat
 			return err
 		}
 	}
-	if o.outer[s] && len(ms) == 0 {
+	if o.outer[s] && len(ms) == 0 && o.cfg.Interval == nil {
 		if err := o.add(ctx, s, rec, int32(i), -1, exec.Insert, 1, out); err != nil {
 			return err
 		}
@@ -532,7 +532,9 @@ func (o *streamJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Sign
 			return nil
 		}
 		if o.cfg.Interval != nil {
-			o.intervalExpire()
+			if err := o.intervalExpire(ctx, out); err != nil {
+				return err
+			}
 		}
 		if ended {
 			return out.CollectSignal(ctx, s)
@@ -540,7 +542,11 @@ func (o *streamJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Sign
 		return o.in.forward(ctx, out)
 	case exec.Watermark:
 		if o.cfg.Interval != nil {
-			defer o.intervalExpire()
+			// The rows it frees go out before the watermark that frees them.
+			o.in.record(input, s.Watermark)
+			if err := o.intervalExpire(ctx, out); err != nil {
+				return err
+			}
 		}
 		return o.in.watermark(ctx, input, s.Watermark, out)
 	case exec.Idle:

@@ -32,11 +32,16 @@ func (t *twoInputs) end(input int) (first, ended bool) {
 
 // watermark records input's watermark and forwards the minimum if it advanced.
 func (t *twoInputs) watermark(ctx context.Context, input int, wm int64, out exec.Collector) error {
+	t.record(input, wm)
+	return t.forward(ctx, out)
+}
+
+// record records input's watermark, without forwarding.
+func (t *twoInputs) record(input int, wm int64) {
 	if !t.wmSeen[input] || wm > t.wm[input] {
 		t.wm[input], t.wmSeen[input] = wm, true
 	}
 	t.idle[input] = false
-	return t.forward(ctx, out)
 }
 
 // idleInput records that input is idle: the other one's watermark goes on
