@@ -138,6 +138,12 @@ func eventTime(p sql.Plan, col int) bool {
 			}
 			return eventTime(p.Left, col)
 		}
+	case *sql.Aggregate:
+		// A window aggregate's window end, whose rows go out before the
+		// watermark passing it (Flink's window_time, a microsecond earlier,
+		// is the time attribute there).
+		end := windowEndKey(p)
+		return end >= 0 && col == end
 	case *sql.Window: // over a stream an over_agg, which forwards the watermark
 		return col < len(p.Input.Schema()) && eventTime(p.Input, col)
 	}
