@@ -40,7 +40,7 @@ type OverAggConfig struct {
 // those within a RANGE frame's reach (the greatest gap seen between a row's
 // time and its frame's start) of the watermark. At each watermark that passes
 // rows it computes the functions of kind "window" over the kept rows up to
-// the watermark and sends the new ones: the work is bounded by the frames,
+// the watermark of the partitions with rows due, and sends the new ones: the work is bounded by the frames,
 // and the answer is the batch operator's by construction. An unbounded
 // preceding frame would keep every row: the planner refuses it.
 //
@@ -206,17 +206,27 @@ func (o *overAggOp) advance(ctx context.Context, mark int64, out exec.Collector)
 		return err
 	}
 	defer all.Release()
+	// The rows due, and the history of their partitions only: a partition
+	// without rows due has nothing to send.
+	dueParts := map[string]bool{}
+	for i, t := range o.times {
+		if !o.sent[i] && t <= mark {
+			dueParts[o.partKey(all, i)] = true
+		}
+	}
 	var upto []int32
 	for i, t := range o.times {
-		if t <= mark {
+		if t <= mark && (!o.sent[i] || dueParts[o.partKey(all, i)]) {
 			upto = append(upto, int32(i))
 		}
 	}
 	if err := o.compute(ctx, all, upto, out); err != nil {
 		return err
 	}
-	for _, i := range upto {
-		o.sent[i] = true
+	for i, t := range o.times {
+		if t <= mark {
+			o.sent[i] = true
+		}
 	}
 	return o.prune(all)
 }
