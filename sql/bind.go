@@ -440,7 +440,7 @@ func (s *scope) hasTable(table string) bool {
 func schemaScope(schema types.Schema, table string, off int) *scope {
 	s := &scope{}
 	for i, f := range schema {
-		s.cols = append(s.cols, column{table: table, name: strings.ToLower(f.Name), typ: f.Type, idx: off + i})
+		s.cols = append(s.cols, column{table: table, name: f.Name, typ: f.Type, idx: off + i})
 		s.star = append(s.star, i)
 	}
 	return s

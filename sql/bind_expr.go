@@ -158,7 +158,7 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 	if k, ok := paramNumber(cn); ok {
 		return b.param(k), nil
 	}
-	table, name := cn.Table.L, cn.Name.L
+	table, name := cn.Table.O, cn.Name.O
 	sc := ctx.scope
 	if sc == nil {
 		sc = &scope{}

@@ -27,13 +27,13 @@ func TestCatalogPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cat.Create(testTable("Docs"), false); err != nil {
+	if err := cat.Create(testTable("docs"), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := cat.Create(testTable("b"), false); err != nil {
 		t.Fatal(err)
 	}
-	if err := cat.Create(testTable("DOCS"), false); !errors.Is(err, ErrDuplicateTable) {
+	if err := cat.Create(testTable("docs"), false); !errors.Is(err, ErrDuplicateTable) {
 		t.Fatalf("duplicate: got %v", err)
 	}
 	if err := cat.Create(testTable("docs"), true); err != nil {
@@ -44,7 +44,10 @@ func TestCatalogPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := again.Table("dOcS")
+	if _, ok := again.Table("Docs"); ok {
+		t.Error(`"Docs" found "docs": names are exact`)
+	}
+	got, ok := again.Table("docs")
 	if !ok {
 		t.Fatal("table lost on reopen")
 	}
@@ -66,7 +69,7 @@ func TestCatalogPersists(t *testing.T) {
 	if names := tableNames(again); names != "[b docs]" {
 		t.Errorf("a failed DROP changed the catalog: %s", names)
 	}
-	if err := again.DropTables([]string{"B", "nope"}, true); err != nil {
+	if err := again.DropTables([]string{"B", "b", "nope"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := again.Drop("docs", false); err != nil {

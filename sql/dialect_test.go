@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 func TestLexCoversTheText(t *testing.T) {
@@ -179,6 +181,37 @@ func TestDialectRewrites(t *testing.T) {
 		if !tested[r.name] {
 			t.Errorf("rewrite %q has no case in dialectCases", r.name)
 		}
+	}
+}
+
+// TestFoldIdentifiers: unquoted words fold to lower case, as PostgreSQL folds
+// unquoted identifiers; quoted identifiers, strings and non-ASCII letters
+// keep theirs; the parser's names are then exact.
+func TestFoldIdentifiers(t *testing.T) {
+	for _, c := range []struct{ in, out string }{
+		{`SELECT "Id", Name FROM "Users" AS U`, `select "Id", name from "Users" as u`},
+		{`SELECT 'Mixed' AS "X", Ü FROM t`, `select 'Mixed' as "X", Ü from t`},
+		{"SELECT `Q`, 'A', $$B$$, 1E3 FROM T", "select `Q`, 'A', 'B', 1E3 from t"},
+	} {
+		d := rewriteDialect(c.in)
+		foldIdentifiers(d)
+		if d.text != c.out {
+			t.Errorf("%q: got %q, want %q", c.in, d.text, c.out)
+		}
+	}
+	stmts, err := Parse(`SELECT "Id", Name FROM "Users" AS U`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := stmts[0].(*ast.SelectStmt)
+	col := sel.Fields.Fields[0].Expr.(*ast.ColumnNameExpr).Name.Name.O
+	col2 := sel.Fields.Fields[1].Expr.(*ast.ColumnNameExpr).Name.Name.O
+	tn := sel.From.TableRefs.Left.(*ast.TableSource).Source.(*ast.TableName).Name.O
+	if col != "Id" || col2 != "name" || tn != "Users" {
+		t.Errorf("parsed names %q %q %q, want Id name Users", col, col2, tn)
+	}
+	if txt := stmts[0].Text(); txt != `SELECT "Id", Name FROM "Users" AS U` {
+		t.Errorf("statement text %q, want the user's", txt)
 	}
 }
 
