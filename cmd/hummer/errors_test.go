@@ -33,6 +33,10 @@ func TestErrorCodes(t *testing.T) {
 		{"SELECT 1 +", "42601", 11},
 		{"SELECT * FROM nope", "42P01", 15},
 		{"SELECT line, nope FROM docs", "42703", 14},
+		// Quoted names are exact, unquoted ones fold (PostgreSQL 15's positions).
+		{`SELECT * FROM "Docs"`, "42P01", 15},
+		{`SELECT LINE, "LINE" FROM DOCS`, "42703", 14},
+		{`SELECT d."line", "Line" FROM docs d`, "42703", 18},
 		{"SELECT nofunc(line) FROM docs", "42883", 0},
 		{"SELECT line + 1 FROM docs", "42883", 0},
 		{"SELECT line, COUNT(*) FROM docs", "42803", 0},
