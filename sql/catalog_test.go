@@ -137,3 +137,34 @@ func tableNames(c *Catalog) string {
 	}
 	return fmt.Sprint(names)
 }
+
+// TestCatalogExactNames: "Users" and users are two tables, as in
+// PostgreSQL, and both survive a reopen under their exact names.
+func TestCatalogExactNames(t *testing.T) {
+	dir := t.TempDir()
+	cat, err := OpenCatalog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"Users", "users"} {
+		if err := cat.Create(testTable(n), false); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	again, err := OpenCatalog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := tableNames(again); names != "[Users users]" {
+		t.Errorf("Tables: %s", names)
+	}
+	if _, ok := again.Table("USERS"); ok {
+		t.Error(`"USERS" found a table`)
+	}
+	if err := again.Drop("Users", false); err != nil {
+		t.Fatal(err)
+	}
+	if names := tableNames(again); names != "[users]" {
+		t.Errorf("after DROP \"Users\": %s", names)
+	}
+}
