@@ -194,9 +194,9 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 	case len(found) == 0 && table != "" && !sc.hasTable(table):
 		return nil, b.errorf(ErrUnknownTable, n, "missing FROM-clause entry for table \"%s\"", table)
 	case len(found) == 0 && table != "":
-		return nil, b.errorf(ErrUnknownColumn, n, "column %s.%s does not exist", table, name)
+		return nil, sc.hintColumn(b.errorf(ErrUnknownColumn, n, "column %s.%s does not exist", table, name), table, name)
 	case len(found) == 0:
-		return nil, b.errorf(ErrUnknownColumn, n, "column \"%s\" does not exist", name)
+		return nil, sc.hintColumn(b.errorf(ErrUnknownColumn, n, "column \"%s\" does not exist", name), table, name)
 	case len(found) > 1:
 		ref := name
 		if table != "" {
