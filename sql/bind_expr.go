@@ -392,6 +392,9 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		}
 		l, r = args[0], args[1]
 	}
+	if e, ok, err := b.intervalOps(n, fn, l, r); ok { // bind_interval.go
+		return e, err
+	}
 	if e, ok, err := b.intervalArith(n, fn, l, r); ok { // bind_pgtypes.go
 		return e, err
 	}
