@@ -58,8 +58,9 @@ func rewriteIntervalLiterals(stmt []token, _ *dialectFacts) []token {
 // before PRECEDING or FOLLOWING (a frame's bound), or as a call's last
 // argument (DATE_ADD(d, INTERVAL ...)). Elsewhere, a select item say, it is
 // a value, which PostgreSQL's interval type holds.
+// Interval + interval is not date arithmetic: both are values then.
 func intervalOperand(stmt []token, i, lit int) bool {
-	if p := prevWord(stmt, i); p >= 0 && (stmt[p].text == "+" || stmt[p].text == "-") {
+	if p := prevWord(stmt, i); p >= 0 && (stmt[p].text == "+" || stmt[p].text == "-") && !intervalBefore(stmt, p) {
 		return true
 	}
 	n := nextWord(stmt, lit+1)
@@ -67,13 +68,36 @@ func intervalOperand(stmt []token, i, lit int) bool {
 		return false
 	}
 	switch t := stmt[n]; {
-	case t.text == "+" || t.text == "-" || t.is("PRECEDING") || t.is("FOLLOWING"):
+	case (t.text == "+" || t.text == "-") && !intervalAfter(stmt, n):
+		return true
+	case t.is("PRECEDING") || t.is("FOLLOWING"):
 		return true
 	case t.text == ")":
 		p := prevWord(stmt, i)
 		return p >= 0 && stmt[p].text == ","
 	}
 	return false
+}
+
+// intervalBefore reports whether the operand just before the operator at p
+// is an interval literal: INTERVAL 'x', or INTERVAL 'n' UNIT as rewritten.
+func intervalBefore(stmt []token, p int) bool {
+	q := prevWord(stmt, p)
+	if q >= 0 && stmt[q].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[q].text)] {
+		q = prevWord(stmt, q)
+	}
+	if q < 0 || stmt[q].kind != tokString {
+		return false
+	}
+	q = prevWord(stmt, q)
+	return q >= 0 && stmt[q].is("INTERVAL")
+}
+
+// intervalAfter reports whether the operand just after the operator at n is
+// an interval literal.
+func intervalAfter(stmt []token, n int) bool {
+	q := nextWord(stmt, n+1)
+	return q >= 0 && stmt[q].is("INTERVAL")
 }
 
 // mysqlIntervalUnits are the unit words MySQL's grammar reads after
