@@ -46,3 +46,32 @@ func (b *binder) intervalOps(n ast.Node, fn string, l, r *expr.Expr) (e *expr.Ex
 	}
 	return nil, false, nil
 }
+
+// intervalSortKey returns the column ORDER BY sorts by for the key at col:
+// for an interval, whose text does not sort as PostgreSQL sorts intervals,
+// a hidden column of its interval_cmp_value key ($interval_key), computed
+// from the column, so DISTINCT is unaffected by it.
+func (b *binder) intervalSortKey(n ast.Node, col int, items []selectItem, hidden []*expr.Expr) (int, []*expr.Expr, error) {
+	var e *expr.Expr
+	if col < len(items) {
+		if items[col].srf != nil {
+			return col, hidden, nil
+		}
+		e = items[col].e
+	} else {
+		e = hidden[col-len(items)]
+	}
+	if e == nil || e.Type.OID != types.OIDInterval {
+		return col, hidden, nil
+	}
+	k, err := b.call(n, "$interval_key", e)
+	if err != nil {
+		return 0, nil, err
+	}
+	for i, h := range hidden {
+		if sameExpr(h, k) {
+			return len(items) + i, hidden, nil
+		}
+	}
+	return len(items) + len(hidden), append(hidden, k), nil
+}

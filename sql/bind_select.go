@@ -216,7 +216,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 			input = &Filter{Input: input, Cond: first}
 		}
 	}
-	if sel.Distinct && len(hidden) > 0 {
+	if sel.Distinct && hiddenAt != nil { // a hidden interval key (intervalSortKey) is one of a listed column
 		return nil, b.errorf(ErrInvalidColumnReference, hiddenAt, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
 	}
 	return b.buildOutput(sel, input, items, hidden, keys, sc.corr)
@@ -582,6 +582,9 @@ func (b *binder) bindOrderBy(ctx *exprCtx, ob *ast.OrderByClause, items []select
 				hidden = append(hidden, e)
 				col = len(items) + len(hidden) - 1
 			}
+		}
+		if col, hidden, err = b.intervalSortKey(by.Expr, col, items, hidden); err != nil { // bind_interval.go
+			return nil, nil, nil, err
 		}
 		key := SortKey{Col: col, Desc: by.Desc, NullsFirst: by.Desc}
 		if first, ok := b.nullsOrder(by.Expr); ok {
