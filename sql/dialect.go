@@ -17,8 +17,8 @@ import (
 // After the rewrites, foldIdentifiers folds every unquoted word to lower case,
 // as PostgreSQL folds unquoted identifiers (keywords read the same in any
 // case), so that the parser's names (model.CIStr's O) are exact: "Users" and
-// "Id" as written, users for Users. The binder and the catalog compare names
-// exactly.
+// "Id" as written, users for Users and for `Users`. The binder and the
+// catalog compare names exactly.
 //
 // Positions stay the user's: every token keeps where it came from in the
 // user's text (a token a rewrite made up, where the text it stands for
@@ -358,13 +358,16 @@ func rewriteDialect(sql string) *dialected {
 
 // foldIdentifiers lower-cases the ASCII letters of every word of d (its
 // unquoted identifiers and keywords), as PostgreSQL's downcase_identifier
-// does: a quoted identifier keeps its case. Lengths do not change, so
+// does: a quoted identifier keeps its case. A backquoted one (`dateTime`,
+// MySQL's and Flink's quoting, which PostgreSQL has not) is folded too, as
+// MySQL compares column names without case: the Nexmark queries quote
+// `dateTime` for a column their DDL names unquoted. Lengths do not change, so
 // offsets in d.text stay where they were.
 func foldIdentifiers(d *dialected) {
 	var b strings.Builder
 	changed := false
 	for i, t := range d.toks {
-		if t.kind == tokWord && hasUpperASCII(t.text) {
+		if (t.kind == tokWord || t.kind == tokIdent && strings.HasPrefix(t.text, "`")) && hasUpperASCII(t.text) {
 			d.toks[i].text = lowerASCII(t.text)
 			changed = true
 		}

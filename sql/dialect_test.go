@@ -194,7 +194,7 @@ func TestFoldIdentifiers(t *testing.T) {
 	for _, c := range []struct{ in, out string }{
 		{`SELECT "Id", Name FROM "Users" AS U`, `select "Id", name from "Users" as u`},
 		{`SELECT 'Mixed' AS "X", Ü FROM t`, `select 'Mixed' as "X", Ü from t`},
-		{"SELECT `Q`, 'A', $$B$$, 1E3 FROM T", "select `Q`, 'A', 'B', 1E3 from t"},
+		{"SELECT `Q`, 'A', $$B$$, 1E3 FROM T", "select `q`, 'A', 'B', 1E3 from t"},
 	} {
 		d := rewriteDialect(c.in)
 		foldIdentifiers(d)
