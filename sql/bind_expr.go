@@ -81,6 +81,9 @@ func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
 		case opcode.Plus:
 			return arg, nil
 		case opcode.Minus:
+			if arg.Type.OID == types.OIDInterval { // interval_um
+				return b.call(n, "$interval_mul", arg, expr.Literal(types.Value{Type: types.Float64Type, Float: -1}))
+			}
 			return b.call(n, "neg", arg)
 		case opcode.Not, opcode.Not2:
 			return b.call(n, "not", arg)

@@ -60,7 +60,7 @@ func rewriteIntervalLiterals(stmt []token, _ *dialectFacts) []token {
 // a value, which PostgreSQL's interval type holds.
 // Interval + interval is not date arithmetic: both are values then.
 func intervalOperand(stmt []token, i, lit int) bool {
-	if p := prevWord(stmt, i); p >= 0 && (stmt[p].text == "+" || stmt[p].text == "-") && !intervalBefore(stmt, p) {
+	if p := prevWord(stmt, i); p >= 0 && (stmt[p].text == "+" || stmt[p].text == "-") && !intervalBefore(stmt, p) && !unaryAt(stmt, p) {
 		return true
 	}
 	n := nextWord(stmt, lit+1)
@@ -92,6 +92,28 @@ func intervalBefore(stmt []token, p int) bool {
 	q = prevWord(stmt, q)
 	return q >= 0 && stmt[q].is("INTERVAL")
 }
+
+// unaryAt reports whether the + or - at p is a sign, not an operator: it
+// follows no operand (nothing, an operator, a comma, an opening
+// parenthesis, or a keyword such as SELECT).
+func unaryAt(stmt []token, p int) bool {
+	q := prevWord(stmt, p)
+	if q < 0 {
+		return true
+	}
+	switch t := stmt[q]; t.kind {
+	case tokPunct:
+		return t.text != ")"
+	case tokWord:
+		return sqlKeywordsBeforeValue[strings.ToUpper(t.text)]
+	}
+	return false
+}
+
+// sqlKeywordsBeforeValue are the keywords after which a - is a sign.
+var sqlKeywordsBeforeValue = map[string]bool{"SELECT": true, "WHERE": true, "AND": true, "OR": true, "NOT": true,
+	"THEN": true, "ELSE": true, "WHEN": true, "BY": true, "ON": true, "HAVING": true, "DISTINCT": true, "ALL": true,
+	"RETURN": true, "VALUES": true, "IS": true, "IN": true, "BETWEEN": true, "LIKE": true}
 
 // intervalAfter reports whether the operand just after the operator at n is
 // an interval literal.

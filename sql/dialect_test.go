@@ -132,6 +132,8 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"INTERVAL 'n unit'", "SUM(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '3 mons' PRECEDING AND INTERVAL '1 week' FOLLOWING)",
 		"SUM(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '3' MONTH PRECEDING AND INTERVAL '1' WEEK FOLLOWING)"},
 	// Interval + interval is no date arithmetic: both stay values.
+	{"INTERVAL 'n unit'", "SELECT -INTERVAL '1 day', (- INTERVAL '2 hours'), now() - INTERVAL '1 hour' FROM t",
+		"SELECT -\"interval\"('1 day' ), (- \"interval\"('2 hours' )), now() - INTERVAL '1' HOUR FROM t"},
 	{"INTERVAL 'n unit'", "SELECT INTERVAL '1 day' + INTERVAL '2 hours', d + INTERVAL '1 day' - INTERVAL '2 hours' FROM t",
 		"SELECT \"interval\"('1 day' ) + \"interval\"('2 hours' ), d + INTERVAL '1' DAY - \"interval\"('2 hours' ) FROM t"},
 	{"FULL [OUTER] JOIN", "SELECT * FROM a FULL JOIN b USING (k, \"L\") WHERE k > 1", "SELECT * FROM a LEFT JOIN b ON TRUE WHERE k > 1"},
