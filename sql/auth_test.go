@@ -78,7 +78,7 @@ func TestCatalogUsersPersist(t *testing.T) {
 	if err := cat.CreateUser(&User{Name: "ann"}, true); err != nil {
 		t.Fatalf("IF NOT EXISTS: %v", err)
 	}
-	if err := cat.Grant([]string{"ann"}, "T", PrivSelect|PrivInsert); err != nil {
+	if err := cat.Grant([]string{"ann"}, "t", PrivSelect|PrivInsert); err != nil {
 		t.Fatal(err)
 	}
 	if err := cat.Grant([]string{"ann"}, AllTables, PrivCreate); err != nil {
@@ -109,7 +109,7 @@ func TestCatalogUsersPersist(t *testing.T) {
 		p     Privileges
 		table string
 		want  bool
-	}{{PrivSelect, "t", true}, {PrivSelect, "T", true}, {PrivInsert, "t", false}, {PrivCreate, "anything", true},
+	}{{PrivSelect, "t", true}, {PrivSelect, "T", false}, {PrivInsert, "t", false}, {PrivCreate, "anything", true},
 		{PrivSelect, "other", false}, {PrivSelect | PrivCreate, "t", true}, {PrivDrop, "t", false}} {
 		if got := ann.Can(c.p, c.table); got != c.want {
 			t.Errorf("ann.Can(%s, %s) = %v", c.p, c.table, got)
@@ -163,5 +163,24 @@ func TestCatalogUsersPersist(t *testing.T) {
 	}
 	if len(again.Users()) != 1 {
 		t.Errorf("users: %v", again.Users())
+	}
+}
+
+// TestGrantsExactNames: a grant on "Users" is on that table, not on users,
+// as table names are exact.
+func TestGrantsExactNames(t *testing.T) {
+	cat, err := OpenCatalog("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateUser(&User{Name: "bob"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Grant([]string{"bob"}, "Users", PrivSelect); err != nil {
+		t.Fatal(err)
+	}
+	bob, _ := cat.User("bob")
+	if !bob.Can(PrivSelect, "Users") || bob.Can(PrivSelect, "users") {
+		t.Errorf("bob.Can(SELECT, Users) = %v, (SELECT, users) = %v, want true, false", bob.Can(PrivSelect, "Users"), bob.Can(PrivSelect, "users"))
 	}
 }

@@ -373,8 +373,8 @@ var tableAfter = []string{"from", "join", ",", "table", "view", "exists", "desc"
 
 // column is one column visible to expressions, as a scope lists it.
 type column struct {
-	table string // qualifier: the lower-case alias or table name; "" if none
-	name  string // lower case
+	table string // qualifier: the alias or table name, exact; "" if none
+	name  string // exact: folded unless it was written quoted
 	typ   types.Type
 	idx   int // position in the input expressions are bound against
 	// hidden columns are reachable only with a qualifier and are left out of *:
@@ -440,7 +440,7 @@ func (s *scope) hasTable(table string) bool {
 func schemaScope(schema types.Schema, table string, off int) *scope {
 	s := &scope{}
 	for i, f := range schema {
-		s.cols = append(s.cols, column{table: table, name: strings.ToLower(f.Name), typ: f.Type, idx: off + i})
+		s.cols = append(s.cols, column{table: table, name: f.Name, typ: f.Type, idx: off + i})
 		s.star = append(s.star, i)
 	}
 	return s

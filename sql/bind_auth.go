@@ -242,7 +242,7 @@ func (b *binder) bindGrant(privs []*ast.PrivElem, obj ast.ObjectTypeType, level 
 	case ast.GrantLevelGlobal, ast.GrantLevelDB:
 		// The engine has one database, so db.* is every table, as *.* is.
 	case ast.GrantLevelTable:
-		object = strings.ToLower(level.TableName)
+		object = level.TableName
 	default:
 		return nil, b.errorf(ErrUnsupported, nil, "%s ON this object is not supported", verb)
 	}

@@ -209,7 +209,7 @@ func (v *freeFinder) Enter(n ast.Node) (ast.Node, bool) {
 	case *ast.SubqueryExpr:
 		return n, true
 	case *ast.ColumnNameExpr:
-		table, name := c.Name.Table.L, c.Name.Name.L
+		table, name := c.Name.Table.O, c.Name.Name.O
 		if len(v.sc.lookup(table, name)) > 0 {
 			return n, true
 		}

@@ -30,7 +30,7 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 	case s.Partition != nil:
 		return nil, b.errorf(ErrUnsupported, nil, "partitioned tables are not supported")
 	}
-	name := s.Table.Name.L
+	name := s.Table.Name.O
 	if sc := s.Table.Schema.L; sc != "" && sc != "public" {
 		return nil, Errorf(ErrUnsupported, b.identPos(s.Table.Schema.O), "schemas are not supported")
 	}
@@ -41,8 +41,8 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 	}
 	t := &Table{Name: name}
 	for _, c := range s.Cols {
-		cname := c.Name.Name.L
-		if t.Columns.Index(cname) >= 0 {
+		cname := c.Name.Name.O
+		if columnIndex(t.Columns, cname) >= 0 {
 			return nil, Errorf(ErrDuplicateColumn, b.identPos(c.Name.Name.O, ","), "column \"%s\" specified more than once", cname)
 		}
 		typ, err := b.sqlType(c.Tp, nil)
@@ -91,7 +91,7 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 			return nil, err
 		}
 		for _, f := range p.Schema() {
-			if t.Columns.Index(f.Name) >= 0 {
+			if columnIndex(t.Columns, f.Name) >= 0 {
 				return nil, b.errorf(ErrDuplicateColumn, nil, "column \"%s\" specified more than once", f.Name)
 			}
 			typ := f.Type
@@ -122,8 +122,8 @@ func (b *binder) bindCreateTable(s *ast.CreateTableStmt) (Statement, error) {
 			if key.Column == nil {
 				return nil, b.errorf(ErrUnsupported, nil, "expressions in PRIMARY KEY are not supported")
 			}
-			cname := key.Column.Name.L
-			if t.Columns.Index(cname) < 0 {
+			cname := key.Column.Name.O
+			if columnIndex(t.Columns, cname) < 0 {
 				return nil, Errorf(ErrUnknownColumn, b.identPos(key.Column.Name.O, "(", ","), "column \"%s\" named in key does not exist", cname)
 			}
 			t.PrimaryKey = append(t.PrimaryKey, cname)
@@ -284,7 +284,7 @@ func (b *binder) sqlType(ft *ptypes.FieldType, node ast.Node) (types.Type, error
 func (b *binder) bindDropTable(s *ast.DropTableStmt) (Statement, error) {
 	var names []string
 	for _, tn := range s.Tables {
-		name := tn.Name.L
+		name := tn.Name.O
 		if b.cat != nil {
 			t, ok := b.cat.Table(name)
 			switch {
@@ -317,7 +317,7 @@ func (b *binder) bindCreateView(s *ast.CreateViewStmt) (Statement, error) {
 	// A view's query is bound again, without a session, when the engine
 	// restarts: it may not use what only a session knows (current_user).
 	b.session = nil
-	name := s.ViewName.Name.L
+	name := s.ViewName.Name.O
 	if sc := s.ViewName.Schema.L; sc != "" && sc != "public" {
 		return nil, Errorf(ErrUnsupported, b.identPos(s.ViewName.Schema.O), "schemas are not supported")
 	}
@@ -340,7 +340,7 @@ func (b *binder) bindCreateView(s *ast.CreateViewStmt) (Statement, error) {
 			return nil, b.errorf(ErrType, nil, "CREATE VIEW names %d columns for a query of %d", len(s.Cols), len(cols))
 		}
 		for i, c := range s.Cols {
-			cols[i].Name = c.L
+			cols[i].Name = c.O
 		}
 	}
 	seen := map[string]bool{}
@@ -350,7 +350,7 @@ func (b *binder) bindCreateView(s *ast.CreateViewStmt) (Statement, error) {
 		}
 		seen[c.Name] = true
 	}
-	view := &Table{Name: name, Columns: cols, Engine: ViewEngine, Query: sel.Text()}
+	view := &Table{Name: name, Columns: cols, Engine: ViewEngine, Query: b.userText(sel)}
 	return &CreateView{View: view, Query: &Query{Plan: p}}, nil
 }
 
@@ -460,4 +460,16 @@ func (b *binder) bindExplain(s *ast.ExplainStmt) (Statement, error) {
 		return nil, err
 	}
 	return &Explain{Format: format, Analyze: s.Analyze, Query: &Query{Plan: p}}, nil
+}
+
+// userText is n's text as the user wrote it where the parser's is the same
+// words with unquoted ones folded (foldIdentifiers), else the parser's (a
+// rewritten form that reads the same). The parser gives no offset for a
+// statement's parts, so it is looked for in the statement's text.
+func (b *binder) userText(n ast.Node) string {
+	txt := n.Text()
+	if i := strings.Index(lowerASCII(b.text), lowerASCII(txt)); i >= 0 && txt != "" {
+		return b.text[i : i+len(txt)]
+	}
+	return txt
 }

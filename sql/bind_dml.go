@@ -86,12 +86,12 @@ func (b *binder) bindUpdate(s *ast.UpdateStmt) (Statement, error) {
 	fields := []*ast.SelectField{{WildCard: &ast.WildCardField{}}}
 	assigned := make([]int, 0, len(s.List)) // the column of each assignment
 	for _, a := range s.List {
-		i := t.Columns.Index(a.Column.Name.L)
+		i := columnIndex(t.Columns, a.Column.Name.O)
 		if i < 0 {
-			return nil, b.errorf(ErrUnknownColumn, a.Column, "column \"%s\" of relation \"%s\" does not exist", a.Column.Name.L, t.Name)
+			return nil, b.errorf(ErrUnknownColumn, a.Column, "column \"%s\" of relation \"%s\" does not exist", a.Column.Name.O, t.Name)
 		}
 		if slices.Contains(assigned, i) {
-			return nil, b.errorf(ErrSyntax, a.Column, "multiple assignments to same column \"%s\"", a.Column.Name.L)
+			return nil, b.errorf(ErrSyntax, a.Column, "multiple assignments to same column \"%s\"", a.Column.Name.O)
 		}
 		assigned = append(assigned, i)
 		e := a.Expr

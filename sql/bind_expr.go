@@ -81,6 +81,9 @@ func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
 		case opcode.Plus:
 			return arg, nil
 		case opcode.Minus:
+			if arg.Type.OID == types.OIDInterval { // interval_um
+				return b.call(n, "$interval_mul", arg, expr.Literal(types.Value{Type: types.Float64Type, Float: -1}))
+			}
 			return b.call(n, "neg", arg)
 		case opcode.Not, opcode.Not2:
 			return b.call(n, "not", arg)
@@ -158,7 +161,7 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 	if k, ok := paramNumber(cn); ok {
 		return b.param(k), nil
 	}
-	table, name := cn.Table.L, cn.Name.L
+	table, name := cn.Table.O, cn.Name.O
 	sc := ctx.scope
 	if sc == nil {
 		sc = &scope{}
@@ -194,9 +197,9 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 	case len(found) == 0 && table != "" && !sc.hasTable(table):
 		return nil, b.errorf(ErrUnknownTable, n, "missing FROM-clause entry for table \"%s\"", table)
 	case len(found) == 0 && table != "":
-		return nil, b.errorf(ErrUnknownColumn, n, "column %s.%s does not exist", table, name)
+		return nil, sc.hintColumn(b.errorf(ErrUnknownColumn, n, "column %s.%s does not exist", table, name), table, name)
 	case len(found) == 0:
-		return nil, b.errorf(ErrUnknownColumn, n, "column \"%s\" does not exist", name)
+		return nil, sc.hintColumn(b.errorf(ErrUnknownColumn, n, "column \"%s\" does not exist", name), table, name)
 	case len(found) > 1:
 		ref := name
 		if table != "" {
@@ -391,6 +394,9 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 			return nil, err
 		}
 		l, r = args[0], args[1]
+	}
+	if e, ok, err := b.intervalOps(n, fn, l, r); ok { // bind_interval.go
+		return e, err
 	}
 	if e, ok, err := b.intervalArith(n, fn, l, r); ok { // bind_pgtypes.go
 		return e, err

@@ -192,11 +192,11 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 		}
 		return b.bindJoin(n, off)
 	case *ast.TableSource:
-		alias := n.AsName.L
+		alias := n.AsName.O
 		var p Plan
 		switch src := n.Source.(type) {
 		case *ast.TableName:
-			if c, ok := b.lookupCTE(src.Name.L); ok && src.Schema.L == "" {
+			if c, ok := b.lookupCTE(src.Name.O); ok && src.Schema.L == "" {
 				q, err := b.bindCTE(c)
 				if err != nil {
 					return nil, err
@@ -215,7 +215,7 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 			if alias == "" {
 				alias = t.Name
 				if t.IsSystem() {
-					alias = src.Name.L // pg_class, not pg_catalog.pg_class
+					alias = src.Name.O // pg_class, not pg_catalog.pg_class
 				}
 			}
 		case *ast.SelectStmt:
@@ -225,7 +225,7 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 				return node, nil
 			}
 			if call, ok := lateralCall(src); ok && b.corrFrom != nil {
-				name := src.Fields.Fields[0].AsName.L
+				name := src.Fields.Fields[0].AsName.O
 				if name == "" {
 					name = "generate_series"
 				}
@@ -263,7 +263,7 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 
 // lookupTable finds a table of the catalog.
 func (b *binder) lookupTable(tn *ast.TableName) (*Table, error) {
-	name := tn.Name.L
+	name := tn.Name.O
 	// pg_catalog comes first on every search path, as in PostgreSQL.
 	if s := tn.Schema.L; s == "" || s == PgCatalog || s == InformationSchema {
 		if t, ok := SystemTable(s, name); ok {
@@ -341,7 +341,7 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	}
 	var using []string
 	for _, c := range n.Using {
-		using = append(using, c.Name.L)
+		using = append(using, c.Name.O)
 	}
 	if full != nil {
 		using = append(using, full.names...)

@@ -53,12 +53,12 @@ func (b *binder) bindInsert(s *ast.InsertStmt) (Statement, error) {
 	// target[j] is the table column the query's column j goes to.
 	var target []int
 	for _, c := range s.Columns {
-		i := t.Columns.Index(c.Name.L)
+		i := columnIndex(t.Columns, c.Name.O)
 		if i < 0 {
-			return nil, b.errorf(ErrUnknownColumn, c, "column \"%s\" of relation \"%s\" does not exist", c.Name.L, t.Name)
+			return nil, b.errorf(ErrUnknownColumn, c, "column \"%s\" of relation \"%s\" does not exist", c.Name.O, t.Name)
 		}
 		if slices.Contains(target, i) {
-			return nil, b.errorf(ErrDuplicateColumn, c, "column \"%s\" specified more than once", c.Name.L)
+			return nil, b.errorf(ErrDuplicateColumn, c, "column \"%s\" specified more than once", c.Name.O)
 		}
 		target = append(target, i)
 	}

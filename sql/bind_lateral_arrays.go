@@ -47,7 +47,7 @@ func lateralArrays(sel *ast.SelectStmt) ([]*ast.FuncCallExpr, []string, bool) {
 				refs = true
 			}
 		}))
-		name := fld.AsName.L
+		name := fld.AsName.O
 		if name == "" {
 			name = f.FnName.L
 		}

@@ -20,7 +20,7 @@ import (
 // name) to the right of the FROM item left, at FROM position off. Without
 // references to left it is any derived table.
 func (b *binder) bindLateral(ts *ast.TableSource, sel ast.ResultSetNode, left *fromNode, off int) (*fromNode, error) {
-	node, corr, err := b.correlatedTable(sel, ts.AsName.L, left.scope, off)
+	node, corr, err := b.correlatedTable(sel, ts.AsName.O, left.scope, off)
 	if err == nil {
 		node.lateral = corr
 	}

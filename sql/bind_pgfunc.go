@@ -175,11 +175,10 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 				if len(t.PrimaryKey) == 0 {
 					continue
 				}
-				cols := strings.Join(t.PrimaryKey, ", ")
 				if name == "pg_get_constraintdef" {
-					names[PrimaryKeyConstraintOID(t.OID)] = "PRIMARY KEY (" + cols + ")"
+					names[PrimaryKeyConstraintOID(t.OID)] = "PRIMARY KEY (" + quoteIdents(t.PrimaryKey) + ")"
 				} else {
-					names[PrimaryKeyIndexOID(t.OID)] = "CREATE UNIQUE INDEX " + t.Name + "_pkey ON public." + t.Name + " USING btree (" + cols + ")"
+					names[PrimaryKeyIndexOID(t.OID)] = primaryKeyIndexDef(t)
 				}
 			}
 		}

@@ -160,7 +160,7 @@ func (b *binder) bindIndexColumnDef(n *ast.FuncCallExpr, args []*expr.Expr) (*ex
 				continue
 			}
 			idx := PrimaryKeyIndexOID(t.OID) * 100 // max_index_keys is 32
-			names[idx] = "CREATE UNIQUE INDEX " + t.Name + "_pkey ON public." + t.Name + " USING btree (" + strings.Join(t.PrimaryKey, ", ") + ")"
+			names[idx] = primaryKeyIndexDef(t)
 			for k, c := range t.PrimaryKey {
 				names[idx+int64(k)+1] = expr.QuoteIdent(c)
 			}
@@ -180,4 +180,20 @@ func (b *binder) bindIndexColumnDef(n *ast.FuncCallExpr, args []*expr.Expr) (*ex
 		return nil, true, err
 	}
 	return b.oidNames(n, key, names, "")
+}
+
+// primaryKeyIndexDef is pg_get_indexdef of t's primary key index, names
+// quoted where PostgreSQL quotes them ("Users_pkey" ON public."Users").
+func primaryKeyIndexDef(t *Table) string {
+	return "CREATE UNIQUE INDEX " + expr.QuoteIdent(t.Name+"_pkey") + " ON public." + expr.QuoteIdent(t.Name) +
+		" USING btree (" + quoteIdents(t.PrimaryKey) + ")"
+}
+
+// quoteIdents is names quoted as identifiers where they need it, joined by ", ".
+func quoteIdents(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = expr.QuoteIdent(n)
+	}
+	return strings.Join(q, ", ")
 }

@@ -56,7 +56,7 @@ func (b *binder) bindRecursive(sel *ast.SelectStmt) (Statement, error) {
 	defer func() { b.ctes = b.ctes[:n] }()
 	rq := &RecursiveQuery{}
 	for _, c := range w.CTEs {
-		def := &cte{name: c.Name.L, visible: len(b.ctes)}
+		def := &cte{name: c.Name.O, visible: len(b.ctes)}
 		if c.Query != nil {
 			def.query = c.Query.Query
 		}
@@ -90,10 +90,10 @@ func (b *binder) bindRecursive(sel *ast.SelectStmt) (Statement, error) {
 func (b *binder) checkNames(w *ast.WithClause) error {
 	seen := map[string]bool{}
 	for _, c := range w.CTEs {
-		if seen[c.Name.L] {
+		if seen[c.Name.O] {
 			return Errorf(ErrDuplicateTable, b.identPos(c.Name.O, "with", ","), "WITH query name \"%s\" specified more than once", c.Name.O)
 		}
-		seen[c.Name.L] = true
+		seen[c.Name.O] = true
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ type nameFinder struct {
 }
 
 func (v *nameFinder) Enter(n ast.Node) (ast.Node, bool) {
-	if t, ok := n.(*ast.TableName); ok && t.Schema.L == "" && t.Name.L == v.name {
+	if t, ok := n.(*ast.TableName); ok && t.Schema.L == "" && t.Name.O == v.name {
 		v.found = true
 	}
 	return n, v.found

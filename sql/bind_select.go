@@ -216,7 +216,7 @@ func (b *binder) bindQuery(sel *ast.SelectStmt) (Plan, error) {
 			input = &Filter{Input: input, Cond: first}
 		}
 	}
-	if sel.Distinct && len(hidden) > 0 {
+	if sel.Distinct && hiddenAt != nil { // a hidden interval key (intervalSortKey) is one of a listed column
 		return nil, b.errorf(ErrInvalidColumnReference, hiddenAt, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
 	}
 	return b.buildOutput(sel, input, items, hidden, keys, sc.corr)
@@ -252,7 +252,7 @@ func (b *binder) bindSelectList(ctx *exprCtx, fields []*ast.SelectField) ([]sele
 			if f.Offset > 0 && f.Offset < len(b.query) {
 				starPos = charPos(b.query, f.Offset)
 			}
-			table := wc.Table.L
+			table := wc.Table.O
 			if table == "" {
 				if len(sc.cols) == 0 {
 					return nil, b.errorf(ErrSyntax, nil, "SELECT * with no tables specified is not valid")
@@ -463,10 +463,10 @@ func (b *binder) bindGroupBy(sc *scope, gb *ast.GroupByClause, items []selectIte
 				return nil, nil, Errorf(ErrInvalidColumnReference, b.ordinalPos(by.Expr, k), "GROUP BY position %d is not in select list", k)
 			}
 			item = &items[k-1]
-		} else if c, ok := by.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.L == "" {
-			if _, param := paramNumber(c.Name); !param && len(sc.lookup("", c.Name.Name.L)) == 0 {
+		} else if c, ok := by.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.O == "" {
+			if _, param := paramNumber(c.Name); !param && len(sc.lookup("", c.Name.Name.O)) == 0 {
 				for i := range items {
-					if items[i].name == c.Name.Name.L {
+					if items[i].name == c.Name.Name.O {
 						item = &items[i]
 						break
 					}
@@ -546,9 +546,9 @@ func (b *binder) bindOrderBy(ctx *exprCtx, ob *ast.OrderByClause, items []select
 				return nil, nil, nil, Errorf(ErrInvalidColumnReference, b.ordinalPos(by.Expr, k), "ORDER BY position %d is not in select list", k)
 			}
 			col = k - 1
-		} else if c, ok := by.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.L == "" {
+		} else if c, ok := by.Expr.(*ast.ColumnNameExpr); ok && c.Name.Table.O == "" {
 			for i, it := range items {
-				if it.name != c.Name.Name.L {
+				if it.name != c.Name.Name.O {
 					continue
 				}
 				if col >= 0 && (items[col].srf != nil || it.srf != nil || !sameExpr(items[col].e, it.e)) {
@@ -582,6 +582,9 @@ func (b *binder) bindOrderBy(ctx *exprCtx, ob *ast.OrderByClause, items []select
 				hidden = append(hidden, e)
 				col = len(items) + len(hidden) - 1
 			}
+		}
+		if col, hidden, err = b.intervalSortKey(by.Expr, col, items, hidden); err != nil { // bind_interval.go
+			return nil, nil, nil, err
 		}
 		key := SortKey{Col: col, Desc: by.Desc, NullsFirst: by.Desc}
 		if first, ok := b.nullsOrder(by.Expr); ok {
@@ -733,7 +736,7 @@ func (b *binder) exprName(n ast.ExprNode) string {
 		return b.exprName(n.Expr)
 	case *ast.ColumnNameExpr:
 		if _, ok := paramNumber(n.Name); !ok {
-			return n.Name.Name.L
+			return n.Name.Name.O
 		}
 	case *ast.FuncCallExpr:
 		if name, ok := b.funcCastName(n); ok { // bind_pgtypes.go

@@ -28,10 +28,10 @@ func (b *binder) bindWatermark(t *Table, k *ast.Constraint) error {
 	switch {
 	case t.Watermark != nil:
 		return b.errorf(ErrInvalidValue, k.Expr, "multiple watermarks for table \"%s\" are not allowed", t.Name)
-	case t.Columns.Index(name) < 0:
+	case columnIndex(t.Columns, name) < 0:
 		return Errorf(ErrUnknownColumn, b.identPos(name, "for"), "column \"%s\" of the watermark does not exist", name)
 	}
-	col := t.Columns[t.Columns.Index(name)]
+	col := t.Columns[columnIndex(t.Columns, name)]
 	if col.Type.ID != types.Timestamp {
 		return Errorf(ErrType, b.identPos(name, "for"), "the watermark's column \"%s\" is of type %s: it must be a timestamp", name, col.Type)
 	}
@@ -47,7 +47,7 @@ func (b *binder) bindWatermark(t *Table, k *ast.Constraint) error {
 		return b.errorf(ErrType, k.Expr, "a watermark expression must be a timestamp, not %s", e.Type)
 	}
 	e = foldExpr(e)
-	t.Watermark = &Watermark{Column: name, Expr: e, Delay: watermarkDelay(e, t.Columns.Index(name))}
+	t.Watermark = &Watermark{Column: name, Expr: e, Delay: watermarkDelay(e, columnIndex(t.Columns, name))}
 	return nil
 }
 

@@ -31,9 +31,9 @@ type winState struct {
 // window that refers to another may add an ORDER BY it lacks and a frame, not
 // a PARTITION BY.
 func (w *winState) resolve(spec ast.WindowSpec, depth int) (ast.WindowSpec, error) {
-	ref := spec.Ref.L
-	if spec.Name.L != "" && spec.OnlyAlias {
-		ref = spec.Name.L
+	ref := spec.Ref.O
+	if spec.Name.O != "" && spec.OnlyAlias {
+		ref = spec.Name.O
 	}
 	if ref == "" {
 		return spec, nil
@@ -42,7 +42,7 @@ func (w *winState) resolve(spec ast.WindowSpec, depth int) (ast.WindowSpec, erro
 		return spec, fmt.Errorf("window \"%s\" refers to itself", ref)
 	}
 	for _, n := range w.named {
-		if n.Name.L != ref {
+		if n.Name.O != ref {
 			continue
 		}
 		base, err := w.resolve(n, depth+1)

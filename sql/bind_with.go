@@ -27,7 +27,7 @@ type cte struct {
 func (b *binder) pushWith(w *ast.WithClause) func() {
 	n := len(b.ctes)
 	for _, c := range w.CTEs {
-		def := &cte{name: c.Name.L, visible: len(b.ctes)}
+		def := &cte{name: c.Name.O, visible: len(b.ctes)}
 		if c.Query != nil {
 			def.query = c.Query.Query
 		}
@@ -46,10 +46,10 @@ func (b *binder) checkWith(w *ast.WithClause) error {
 	}
 	seen := map[string]bool{}
 	for _, c := range w.CTEs {
-		if seen[c.Name.L] {
+		if seen[c.Name.O] {
 			return Errorf(ErrDuplicateTable, b.identPos(c.Name.O, "with", ","), "WITH query name \"%s\" specified more than once", c.Name.O)
 		}
-		seen[c.Name.L] = true
+		seen[c.Name.O] = true
 	}
 	return nil
 }

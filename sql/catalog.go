@@ -11,10 +11,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/hummer-db/hummer/exec/types"
 )
 
 // CatalogReader is what Bind needs of a catalog: table lookup by name. Names are
-// case-insensitive.
+// exact, as PostgreSQL's: the dialect layer folds unquoted names to lower case
+// and keeps quoted ones ("Users") as written.
 type CatalogReader interface {
 	Table(name string) (*Table, bool)
 }
@@ -24,14 +27,15 @@ const catalogFile = "catalog.json"
 
 // Catalog is the set of tables, kept in memory and persisted as JSON in a data
 // directory so that tables survive a restart. It is safe for concurrent use by
-// many sessions. Table names are stored lower case.
+// many sessions. Table names are exact (catalogs written before quoted names
+// kept their case hold lower-case names, which read the same).
 //
 // The *Table values it hands out are shared and must not be modified.
 type Catalog struct {
 	dir string // "" keeps the catalog in memory only
 
 	mu     sync.RWMutex
-	tables map[string]*Table // by lower-case name
+	tables map[string]*Table // by exact name
 	jobs   map[string]*JobRecord
 	users  map[string]*User // by lower-case name (catalog_users.go)
 	// lastOID is the highest object id given (giveOIDLocked).
@@ -128,7 +132,7 @@ func OpenCatalog(dir string) (*Catalog, error) {
 		return nil, fmt.Errorf("catalog: %s: %w", filepath.Join(dir, catalogFile), err)
 	}
 	for _, t := range f.Tables {
-		c.tables[strings.ToLower(t.Name)] = t
+		c.tables[t.Name] = t
 	}
 	for _, j := range f.Jobs {
 		c.jobs[j.ID] = j
@@ -152,11 +156,11 @@ func OpenCatalog(dir string) (*Catalog, error) {
 	return c, nil
 }
 
-// Table returns the table called name (any case).
+// Table returns the table called name, exactly.
 func (c *Catalog) Table(name string) (*Table, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	t, ok := c.tables[strings.ToLower(name)]
+	t, ok := c.tables[name]
 	return t, ok
 }
 
@@ -177,13 +181,12 @@ func (c *Catalog) sortedLocked() []*Table {
 	return ts
 }
 
-// Create adds t, whose name is lower-cased, and persists the catalog. A table of
+// Create adds t under its exact name and persists the catalog. A table of
 // that name already existing is an *Error of kind ErrDuplicateTable, unless
 // ifNotExists, in which case Create does nothing.
 func (c *Catalog) Create(t *Table, ifNotExists bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t.Name = strings.ToLower(t.Name)
 	if _, ok := c.tables[t.Name]; ok {
 		if ifNotExists {
 			return nil
@@ -239,7 +242,6 @@ func (c *Catalog) DropTables(names []string, ifExists bool) error {
 	defer c.mu.Unlock()
 	removed := make(map[string]*Table)
 	for _, n := range names {
-		n = strings.ToLower(n)
 		t, ok := c.tables[n]
 		if !ok {
 			if _, gone := removed[n]; gone || ifExists {
@@ -353,4 +355,15 @@ func (c *Catalog) saveLocked() error {
 		d.Close()
 	}
 	return nil
+}
+
+// columnIndex is the position of the column named name, compared exactly as
+// PostgreSQL compares names (types.Schema.Index ignores case), or -1.
+func columnIndex(cols types.Schema, name string) int {
+	for i, f := range cols {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
 }

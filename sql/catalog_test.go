@@ -27,13 +27,13 @@ func TestCatalogPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cat.Create(testTable("Docs"), false); err != nil {
+	if err := cat.Create(testTable("docs"), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := cat.Create(testTable("b"), false); err != nil {
 		t.Fatal(err)
 	}
-	if err := cat.Create(testTable("DOCS"), false); !errors.Is(err, ErrDuplicateTable) {
+	if err := cat.Create(testTable("docs"), false); !errors.Is(err, ErrDuplicateTable) {
 		t.Fatalf("duplicate: got %v", err)
 	}
 	if err := cat.Create(testTable("docs"), true); err != nil {
@@ -44,7 +44,10 @@ func TestCatalogPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := again.Table("dOcS")
+	if _, ok := again.Table("Docs"); ok {
+		t.Error(`"Docs" found "docs": names are exact`)
+	}
+	got, ok := again.Table("docs")
 	if !ok {
 		t.Fatal("table lost on reopen")
 	}
@@ -66,7 +69,7 @@ func TestCatalogPersists(t *testing.T) {
 	if names := tableNames(again); names != "[b docs]" {
 		t.Errorf("a failed DROP changed the catalog: %s", names)
 	}
-	if err := again.DropTables([]string{"B", "nope"}, true); err != nil {
+	if err := again.DropTables([]string{"B", "b", "nope"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := again.Drop("docs", false); err != nil {
@@ -133,4 +136,35 @@ func tableNames(c *Catalog) string {
 		names = append(names, t.Name)
 	}
 	return fmt.Sprint(names)
+}
+
+// TestCatalogExactNames: "Users" and users are two tables, as in
+// PostgreSQL, and both survive a reopen under their exact names.
+func TestCatalogExactNames(t *testing.T) {
+	dir := t.TempDir()
+	cat, err := OpenCatalog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"Users", "users"} {
+		if err := cat.Create(testTable(n), false); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	again, err := OpenCatalog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := tableNames(again); names != "[Users users]" {
+		t.Errorf("Tables: %s", names)
+	}
+	if _, ok := again.Table("USERS"); ok {
+		t.Error(`"USERS" found a table`)
+	}
+	if err := again.Drop("Users", false); err != nil {
+		t.Fatal(err)
+	}
+	if names := tableNames(again); names != "[users]" {
+		t.Errorf("after DROP \"Users\": %s", names)
+	}
 }

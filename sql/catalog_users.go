@@ -96,7 +96,7 @@ func (u *User) Can(p Privileges, table string) bool {
 	if u.Superuser {
 		return true
 	}
-	return (u.Grants[strings.ToLower(table)]|u.Grants[AllTables])&p == p
+	return (u.Grants[table]|u.Grants[AllTables])&p == p
 }
 
 func (u *User) clone() *User {
@@ -234,7 +234,7 @@ func (c *Catalog) Revoke(names []string, object string, p Privileges) error {
 }
 
 func (c *Catalog) changeGrants(names []string, object string, change func(Privileges) Privileges) error {
-	object = strings.ToLower(object)
+	// object is exact, as table names are (CatalogReader).
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.updateUsersLocked(func(users map[string]*User) error {
@@ -293,7 +293,6 @@ func (c *Catalog) forgetGrantsLocked(tables []string) (undo func()) {
 	var removed []grant
 	for _, u := range c.users {
 		for _, t := range tables {
-			t = strings.ToLower(t)
 			if p, ok := u.Grants[t]; ok {
 				removed = append(removed, grant{u, t, p})
 				delete(u.Grants, t)

@@ -14,6 +14,12 @@ import (
 // form it reads. Every rewrite is listed below, in the order they run, with
 // what users write and what the parser is given; dialect_test.go tests each.
 //
+// After the rewrites, foldIdentifiers folds every unquoted word to lower case,
+// as PostgreSQL folds unquoted identifiers (keywords read the same in any
+// case), so that the parser's names (model.CIStr's O) are exact: "Users" and
+// "Id" as written, users for Users and for `Users`. The binder and the
+// catalog compare names exactly.
+//
 // Positions stay the user's: every token keeps where it came from in the
 // user's text (a token a rewrite made up, where the text it stands for
 // starts), Parse maps the offsets of the parsed statements' nodes back
@@ -294,10 +300,6 @@ type dialectFacts struct {
 	// joinUsing: the USING columns (or NATURAL) of a FULL JOIN written
 	// LEFT JOIN ... ON TRUE, by the offset of that TRUE.
 	joinUsing map[int]joinUsing
-	// quoted: the names written as quoted identifiers ("Schema"), which keep
-	// their case as an output column's name; the parser does not tell a
-	// quoted identifier from an unquoted one.
-	quoted map[string]bool
 	// params: the $n a ? marker stands for, by the offset of the $n
 	// (dialect_limit.go).
 	params map[int]int
@@ -317,7 +319,7 @@ type dialectFacts struct {
 
 func (f *dialectFacts) empty() bool {
 	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.params) == 0 &&
-		len(f.quoted) == 0 && len(f.declares) == 0 && len(f.cursors) == 0 && len(f.session) == 0 && len(f.columnTypes) == 0
+		len(f.declares) == 0 && len(f.cursors) == 0 && len(f.session) == 0 && len(f.columnTypes) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -333,13 +335,8 @@ func rewriteDialect(sql string) *dialected {
 	toks := lex(sql)
 	var out []token
 	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, joinUsing: map[int]joinUsing{}, groupingSets: map[int]groupingSets{},
-		params: map[int]int{}, quoted: map[string]bool{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{},
+		params: map[int]int{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{},
 		session: map[int]*sessionCommand{}, columnTypes: map[int]columnType{}}
-	for _, t := range toks {
-		if t.kind == tokIdent && strings.HasPrefix(t.text, `"`) && len(t.text) >= 2 {
-			facts.quoted[strings.ReplaceAll(t.text[1:len(t.text)-1], `""`, `"`)] = true
-		}
-	}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]
@@ -357,6 +354,48 @@ func rewriteDialect(sql string) *dialected {
 	}
 	d.text = b.String()
 	return d
+}
+
+// foldIdentifiers lower-cases the ASCII letters of every word of d (its
+// unquoted identifiers and keywords), as PostgreSQL's downcase_identifier
+// does: a quoted identifier keeps its case. A backquoted one (`dateTime`,
+// MySQL's and Flink's quoting, which PostgreSQL has not) is folded too, as
+// MySQL compares column names without case: the Nexmark queries quote
+// `dateTime` for a column their DDL names unquoted. Lengths do not change, so
+// offsets in d.text stay where they were.
+func foldIdentifiers(d *dialected) {
+	var b strings.Builder
+	changed := false
+	for i, t := range d.toks {
+		if (t.kind == tokWord || t.kind == tokIdent && strings.HasPrefix(t.text, "`")) && hasUpperASCII(t.text) {
+			d.toks[i].text = lowerASCII(t.text)
+			changed = true
+		}
+		b.WriteString(d.toks[i].text)
+	}
+	if changed {
+		d.text = b.String()
+	}
+}
+
+func hasUpperASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'A' && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerASCII is s with A-Z lower-cased and every other byte kept.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // statementEnd returns the length of the first statement of toks, its ';'
@@ -489,14 +528,9 @@ func (b *binder) nullsOrder(e ast.ExprNode) (first, ok bool) {
 	return first, ok
 }
 
-// aliasName is the name of an output column given as alias: lower-cased,
-// as PostgreSQL folds an unquoted identifier, unless it was written quoted.
-func (b *binder) aliasName(alias string) string {
-	if !b.facts.empty() && b.facts.quoted[alias] {
-		return alias
-	}
-	return strings.ToLower(alias)
-}
+// aliasName is the name of an output column given as alias: as the parser
+// read it, folded already unless it was written quoted (foldIdentifiers).
+func (b *binder) aliasName(alias string) string { return alias }
 
 // fullJoin reports whether the join whose ON condition is on was written
 // FULL JOIN.

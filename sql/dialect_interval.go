@@ -58,8 +58,9 @@ func rewriteIntervalLiterals(stmt []token, _ *dialectFacts) []token {
 // before PRECEDING or FOLLOWING (a frame's bound), or as a call's last
 // argument (DATE_ADD(d, INTERVAL ...)). Elsewhere, a select item say, it is
 // a value, which PostgreSQL's interval type holds.
+// Interval + interval is not date arithmetic: both are values then.
 func intervalOperand(stmt []token, i, lit int) bool {
-	if p := prevWord(stmt, i); p >= 0 && (stmt[p].text == "+" || stmt[p].text == "-") {
+	if p := prevWord(stmt, i); p >= 0 && (stmt[p].text == "+" || stmt[p].text == "-") && !intervalBefore(stmt, p) && !unaryAt(stmt, p) {
 		return true
 	}
 	n := nextWord(stmt, lit+1)
@@ -67,13 +68,58 @@ func intervalOperand(stmt []token, i, lit int) bool {
 		return false
 	}
 	switch t := stmt[n]; {
-	case t.text == "+" || t.text == "-" || t.is("PRECEDING") || t.is("FOLLOWING"):
+	case (t.text == "+" || t.text == "-") && !intervalAfter(stmt, n):
+		return true
+	case t.is("PRECEDING") || t.is("FOLLOWING"):
 		return true
 	case t.text == ")":
 		p := prevWord(stmt, i)
 		return p >= 0 && stmt[p].text == ","
 	}
 	return false
+}
+
+// intervalBefore reports whether the operand just before the operator at p
+// is an interval literal: INTERVAL 'x', or INTERVAL 'n' UNIT as rewritten.
+func intervalBefore(stmt []token, p int) bool {
+	q := prevWord(stmt, p)
+	if q >= 0 && stmt[q].kind == tokWord && mysqlIntervalUnits[strings.ToUpper(stmt[q].text)] {
+		q = prevWord(stmt, q)
+	}
+	if q < 0 || stmt[q].kind != tokString {
+		return false
+	}
+	q = prevWord(stmt, q)
+	return q >= 0 && stmt[q].is("INTERVAL")
+}
+
+// unaryAt reports whether the + or - at p is a sign, not an operator: it
+// follows no operand (nothing, an operator, a comma, an opening
+// parenthesis, or a keyword such as SELECT).
+func unaryAt(stmt []token, p int) bool {
+	q := prevWord(stmt, p)
+	if q < 0 {
+		return true
+	}
+	switch t := stmt[q]; t.kind {
+	case tokPunct:
+		return t.text != ")"
+	case tokWord:
+		return sqlKeywordsBeforeValue[strings.ToUpper(t.text)]
+	}
+	return false
+}
+
+// sqlKeywordsBeforeValue are the keywords after which a - is a sign.
+var sqlKeywordsBeforeValue = map[string]bool{"SELECT": true, "WHERE": true, "AND": true, "OR": true, "NOT": true,
+	"THEN": true, "ELSE": true, "WHEN": true, "BY": true, "ON": true, "HAVING": true, "DISTINCT": true, "ALL": true,
+	"RETURN": true, "VALUES": true, "IS": true, "IN": true, "BETWEEN": true, "LIKE": true}
+
+// intervalAfter reports whether the operand just after the operator at n is
+// an interval literal.
+func intervalAfter(stmt []token, n int) bool {
+	q := nextWord(stmt, n+1)
+	return q >= 0 && stmt[q].is("INTERVAL")
 }
 
 // mysqlIntervalUnits are the unit words MySQL's grammar reads after

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
 func TestLexCoversTheText(t *testing.T) {
@@ -129,6 +131,11 @@ var dialectCases = []struct{ rewrite, in, out string }{
 		"SELECT d - INTERVAL '1' DAY, d + interval '-2' HOUR, INTERVAL '90' DAY + d, \"interval\"('1 day 2 hours' ), 'INTERVAL' FROM t"},
 	{"INTERVAL 'n unit'", "SUM(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '3 mons' PRECEDING AND INTERVAL '1 week' FOLLOWING)",
 		"SUM(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '3' MONTH PRECEDING AND INTERVAL '1' WEEK FOLLOWING)"},
+	// Interval + interval is no date arithmetic: both stay values.
+	{"INTERVAL 'n unit'", "SELECT -INTERVAL '1 day', (- INTERVAL '2 hours'), now() - INTERVAL '1 hour' FROM t",
+		"SELECT -\"interval\"('1 day' ), (- \"interval\"('2 hours' )), now() - INTERVAL '1' HOUR FROM t"},
+	{"INTERVAL 'n unit'", "SELECT INTERVAL '1 day' + INTERVAL '2 hours', d + INTERVAL '1 day' - INTERVAL '2 hours' FROM t",
+		"SELECT \"interval\"('1 day' ) + \"interval\"('2 hours' ), d + INTERVAL '1' DAY - \"interval\"('2 hours' ) FROM t"},
 	{"FULL [OUTER] JOIN", "SELECT * FROM a FULL JOIN b USING (k, \"L\") WHERE k > 1", "SELECT * FROM a LEFT JOIN b ON TRUE WHERE k > 1"},
 	{"FULL [OUTER] JOIN", "SELECT * FROM a NATURAL FULL OUTER JOIN (SELECT 1 AS k) AS b, c", "SELECT * FROM a LEFT JOIN (SELECT 1 AS k) AS b ON TRUE, c"},
 	{"FULL [OUTER] JOIN", "SELECT * FROM a NATURAL FULL JOIN b", "SELECT * FROM a LEFT JOIN b ON TRUE"},
@@ -179,6 +186,37 @@ func TestDialectRewrites(t *testing.T) {
 		if !tested[r.name] {
 			t.Errorf("rewrite %q has no case in dialectCases", r.name)
 		}
+	}
+}
+
+// TestFoldIdentifiers: unquoted words fold to lower case, as PostgreSQL folds
+// unquoted identifiers; quoted identifiers, strings and non-ASCII letters
+// keep theirs; the parser's names are then exact.
+func TestFoldIdentifiers(t *testing.T) {
+	for _, c := range []struct{ in, out string }{
+		{`SELECT "Id", Name FROM "Users" AS U`, `select "Id", name from "Users" as u`},
+		{`SELECT 'Mixed' AS "X", Ü FROM t`, `select 'Mixed' as "X", Ü from t`},
+		{"SELECT `Q`, 'A', $$B$$, 1E3 FROM T", "select `q`, 'A', 'B', 1E3 from t"},
+	} {
+		d := rewriteDialect(c.in)
+		foldIdentifiers(d)
+		if d.text != c.out {
+			t.Errorf("%q: got %q, want %q", c.in, d.text, c.out)
+		}
+	}
+	stmts, err := Parse(`SELECT "Id", Name FROM "Users" AS U`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := stmts[0].(*ast.SelectStmt)
+	col := sel.Fields.Fields[0].Expr.(*ast.ColumnNameExpr).Name.Name.O
+	col2 := sel.Fields.Fields[1].Expr.(*ast.ColumnNameExpr).Name.Name.O
+	tn := sel.From.TableRefs.Left.(*ast.TableSource).Source.(*ast.TableName).Name.O
+	if col != "Id" || col2 != "name" || tn != "Users" {
+		t.Errorf("parsed names %q %q %q, want Id name Users", col, col2, tn)
+	}
+	if txt := stmts[0].Text(); txt != `SELECT "Id", Name FROM "Users" AS U` {
+		t.Errorf("statement text %q, want the user's", txt)
 	}
 }
 

@@ -55,12 +55,17 @@ type Error struct {
 	Pos  int
 	// Detail is the client's DETAIL line, "" for none.
 	Detail string
+	// Hint is the client's HINT line, "" for none.
+	Hint string
 }
 
 func (e *Error) Error() string { return e.Msg }
 
 // ErrorDetail returns the DETAIL line.
 func (e *Error) ErrorDetail() string { return e.Detail }
+
+// ErrorHint returns the HINT line.
+func (e *Error) ErrorHint() string { return e.Hint }
 
 // Unwrap lets errors.Is see the Kind.
 func (e *Error) Unwrap() error { return e.Kind }

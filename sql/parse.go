@@ -33,6 +33,8 @@ const sqlMode = mysql.ModeANSIQuotes | mysql.ModePipesAsConcat | mysql.ModeNoBac
 // user's text and the offsets of its nodes are in query.
 func Parse(query string) (stmts []ast.StmtNode, err error) {
 	d := rewriteDialect(query)
+	rewritten := !d.identity(query)
+	foldIdentifiers(d)
 	// The parser's literal values (its test_driver) panic on some inputs, such
 	// as a decimal literal of more digits than MySQL's DECIMAL holds (found by
 	// wire's FuzzConn): such a query is refused, never a crash.
@@ -47,7 +49,6 @@ func Parse(query string) (stmts []ast.StmtNode, err error) {
 	if err != nil {
 		return nil, syntaxError(query, d, err)
 	}
-	rewritten := !d.identity(query)
 	cursor := 0
 	for _, s := range stmts {
 		text := s.Text()
@@ -63,6 +64,8 @@ func Parse(query string) (stmts []ast.StmtNode, err error) {
 				s.SetText(nil, query[from:to])
 			}
 			start = from
+		} else if start+len(text) <= len(query) {
+			s.SetText(nil, query[start:start+len(text)]) // the user's words, not their folded case
 		}
 		s.SetOriginTextPosition(start)
 	}

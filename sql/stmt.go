@@ -48,7 +48,7 @@ func (t *Table) IsStored() bool { return t.Engine == StoredEngine }
 func (t *Table) NotNullColumns() []int {
 	var cols []int
 	for _, name := range t.NotNull {
-		cols = append(cols, t.Columns.Index(name))
+		cols = append(cols, columnIndex(t.Columns, name))
 	}
 	return cols
 }
@@ -65,7 +65,7 @@ func (t *Table) IsView() bool { return t.Engine == ViewEngine }
 func (t *Table) KeyColumns() []int {
 	var key []int
 	for _, name := range t.PrimaryKey {
-		key = append(key, t.Columns.Index(name))
+		key = append(key, columnIndex(t.Columns, name))
 	}
 	return key
 }

@@ -175,6 +175,12 @@ type errorDetailer interface {
 	ErrorDetail() string
 }
 
+// errorHinter is implemented by errors with a HINT line for the client (the
+// column a misspelt name perhaps meant).
+type errorHinter interface {
+	ErrorHint() string
+}
+
 // errorContexter is implemented by errors with a CONTEXT line for the client
 // (the COPY line a bad value is on), which their message then leaves out.
 type errorContexter interface {
@@ -195,6 +201,10 @@ func errorResponse(err error) (resp *pgproto3.ErrorResponse, internal bool) {
 	var d errorDetailer
 	if errors.As(err, &d) && !internal {
 		resp.Detail = d.ErrorDetail()
+	}
+	var h errorHinter
+	if errors.As(err, &h) && !internal {
+		resp.Hint = h.ErrorHint()
 	}
 	var ec errorContexter
 	if errors.As(err, &ec) && !internal && ec.ErrorContext() != "" {

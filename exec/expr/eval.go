@@ -141,6 +141,10 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalAddInterval, literalArgs
 	case "$interval_months", "$interval_micros":
 		return evalIntervalPart, rowsArgs // pginterval.go
+	case "$interval_key":
+		return evalIntervalKey, rowsArgs // pginterval_ops.go
+	case "$interval_add", "$interval_sub", "$interval_mul", "$timestamp_diff":
+		return evalIntervalOp, rowsArgs
 	case "$days_between":
 		return evalDaysBetween, literalArgs
 	case "tumble_start", "tumble_end", "hop_first", "cumulate_first_end", "session_start", "session_end":

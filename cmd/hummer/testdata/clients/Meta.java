@@ -125,7 +125,20 @@ public class Meta {
       call(c, "getTypeInfo", () -> md.getTypeInfo(), types);
       rsmd(c, "ResultSetMetaData", "SELECT id, name, price, d, id + 1 AS next FROM t ORDER BY id");
       rsmd(c, "ResultSetMetaData view join", "SELECT v.name, t2.a, t2.s, t.price FROM v JOIN t ON t.id = v.id LEFT JOIN t2 ON t2.a = t.id ORDER BY 1");
+      // Mixed-case names, which pgjdbc passes as they are: a pattern is exact.
       try (Statement st = c.createStatement()) {
+        st.execute("DROP TABLE IF EXISTS \"Users\"");
+        st.execute("CREATE TABLE \"Users\" (\"Id\" BIGINT PRIMARY KEY, \"eMail\" TEXT, name TEXT)");
+        st.execute("INSERT INTO \"Users\" VALUES (1, 'a@x', 'ann')");
+      }
+      call(c, "getTables Users", () -> md.getTables(null, "public", "Users", null), null);
+      call(c, "getTables users", () -> md.getTables(null, "public", "users", null), null);
+      call(c, "getColumns Users", () -> md.getColumns(null, "public", "Users", "%"), null);
+      call(c, "getPrimaryKeys Users", () -> md.getPrimaryKeys(null, "public", "Users"), null);
+      call(c, "getIndexInfo Users", () -> md.getIndexInfo(null, "public", "Users", false, true), null);
+      rsmd(c, "ResultSetMetaData Users", "SELECT \"Id\", \"eMail\" AS \"Mail\", name FROM \"Users\"");
+      try (Statement st = c.createStatement()) {
+        st.execute("DROP TABLE \"Users\"");
         st.execute("DROP VIEW v");
         st.execute("DROP TABLE t");
         st.execute("DROP TABLE t2");

@@ -82,4 +82,28 @@ show("has_table w", sa.inspect(engine).has_table("w"))
 md.drop_all(engine)
 show("has_table w after drop_all", sa.inspect(engine).has_table("w"))
 
+# Mixed-case names, which SQLAlchemy quotes: created, filled, reflected and
+# read back exact; the unquoted name folds, and is another relation.
+md2 = sa.MetaData()
+m = sa.Table("Users", md2, sa.Column("Id", sa.BigInteger, primary_key=True, autoincrement=False),
+             sa.Column("name", sa.Text), sa.Column("eMail", sa.Text))
+md2.drop_all(engine)
+md2.create_all(engine)
+with engine.begin() as c:
+    c.execute(m.insert(), [{"Id": 1, "name": "ann", "eMail": "a@x"}, {"Id": 2, "name": "bob", "eMail": None}])
+show("mixed tables", [n for n in sa.inspect(engine).get_table_names() if n.lower() == "users"])
+r = sa.Table("Users", sa.MetaData(), autoload_with=engine)
+show("mixed autoload", [(c.name, repr(c.type), c.primary_key) for c in r.columns])
+show("mixed pk", sa.inspect(engine).get_pk_constraint("Users"))
+with engine.connect() as c:
+    show("mixed rows", c.execute(sa.select(r).where(r.c.eMail.isnot(None)).order_by(r.c.Id)).fetchall())
+    res = c.exec_driver_sql('SELECT "Id", name AS "Name", "eMail" AS mail FROM "Users" WHERE "Id" = 2')
+    show("mixed description", ([d[0] for d in res.cursor.description], res.fetchall()))
+    try:
+        c.exec_driver_sql("SELECT * FROM Users")
+    except sa.exc.ProgrammingError as e:
+        show("folded name", (e.orig.pgcode, str(e.orig).splitlines()[0]))
+md2.drop_all(engine)
+show("has_table Users after drop_all", sa.inspect(engine).has_table("Users"))
+
 print("\n".join(out))
