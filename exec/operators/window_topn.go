@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/hummer-db/hummer/exec"
 )
@@ -72,22 +71,7 @@ func (o *windowTopNOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 }
 
 func (o *windowTopNOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
-	mark := int64(math.MinInt64)
-	switch s.Kind {
-	case exec.Watermark:
-		mark = s.Watermark
-	case exec.EndOfStream:
-		mark = math.MaxInt64
-	}
-	if mark > math.MinInt64 {
-		news, err := o.advance(ctx, mark, out, func(w *topnOp, rows exec.Collector) error {
-			return w.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rows)
-		})
-		if err != nil || !news && s.Kind == exec.Watermark {
-			return err
-		}
-	}
-	return out.CollectSignal(ctx, s)
+	return o.signal(ctx, s, out)
 }
 
 func (o *windowTopNOp) Close(ctx context.Context) error {

@@ -15,12 +15,12 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// windowed is what window_agg and window_join share: one bounded operator
+// windowed is what window_agg, window_topn and window_join share: one bounded operator
 // per window of event time that is open, by the window's end (exclusive),
 // the watermark, and the rule that a window closes when the watermark
 // reaches its last microsecond (Flink's maxTimestamp, end - 1). W is the
-// per-window operator: a bounded hash_agg or hash_join, which emits its rows
-// at end of stream.
+// per-window operator: a bounded hash_agg, topn or hash_join, which emits its
+// rows at end of stream.
 type windowed[W interface {
 	exec.Operator
 	exec.Checkpointed
@@ -155,6 +155,29 @@ func (s *windowed[W]) advance(ctx context.Context, mark int64, out exec.Collecto
 		}
 	}
 	return true, nil
+}
+
+// signal takes a signal of a one-input windowed operator whose windows'
+// operators emit their rows at their end of stream: a watermark, or the end
+// of input, ends the windows it closes; a watermark that is not news goes no
+// further, and every other signal goes on.
+func (s *windowed[W]) signal(ctx context.Context, sig exec.Signal, out exec.Collector) error {
+	mark := int64(math.MinInt64)
+	switch sig.Kind {
+	case exec.Watermark:
+		mark = sig.Watermark
+	case exec.EndOfStream:
+		mark = math.MaxInt64
+	}
+	if mark > math.MinInt64 {
+		news, err := s.advance(ctx, mark, out, func(w W, rows exec.Collector) error {
+			return w.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rows)
+		})
+		if err != nil || !news && sig.Kind == exec.Watermark {
+			return err
+		}
+	}
+	return out.CollectSignal(ctx, sig)
 }
 
 // rowsOnly passes batches on and drops signals: a window's operator ends
