@@ -1,7 +1,8 @@
 // Package web owns Hummer's HTTP endpoint: the health probes Kubernetes asks
-// (/healthz, /readyz), and what later parts of the endpoint add to it. Every role
-// of the binary serves one on --http-addr. It may import the runtime (exec/...)
-// and the session layer; only cmd/hummer imports it.
+// (/healthz, /readyz, server.go) and the Prometheus metrics (/metrics,
+// metrics.go). Every role of the binary serves one on --http-addr. It may
+// import the runtime (exec/...) and the session layer; only cmd/hummer
+// imports it.
 package web
 
 import (
@@ -13,6 +14,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Config configures a Server.
@@ -22,7 +25,9 @@ type Config struct {
 	// Ready says why the process cannot take work yet, or nil once it can; it
 	// answers /readyz. Nil means always ready.
 	Ready func() error
-	Log   *slog.Logger
+	// Metrics, when set, is served at /metrics.
+	Metrics *Metrics
+	Log     *slog.Logger
 }
 
 // Server is a running HTTP endpoint.
@@ -47,6 +52,10 @@ func Listen(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, ln: ln, mux: http.NewServeMux(), done: make(chan struct{})}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if cfg.Metrics != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics.reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)}))
+	}
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)}
 	go func() {
 		defer close(s.done)

@@ -23,18 +23,30 @@ type httpOptions struct {
 // httpFlag declares --http-addr with the given default ("" is off).
 func httpFlag(fs *flag.FlagSet, def string) httpOptions {
 	return httpOptions{fs: fs, def: def, addr: fs.String("http-addr", def,
-		"address of the HTTP endpoint: /healthz, /readyz (empty: none)")}
+		"address of the HTTP endpoint: /healthz, /readyz, /metrics (empty: none)")}
+}
+
+// endpoint is what a process's HTTP endpoint reports: its readiness and its
+// metrics.
+type endpoint struct {
+	ready   *web.Readiness
+	metrics *web.Metrics
+}
+
+// newEndpoint returns an endpoint not ready for the given reason.
+func newEndpoint(notReady string) endpoint {
+	return endpoint{ready: web.NewReadiness(notReady), metrics: web.NewMetrics()}
 }
 
 // start serves the HTTP endpoint, or nothing when the address is empty (stop
 // is then a no-op). The default address taken by another process (a second
 // server on one host, say) is a warning, not a failure: only an address asked
 // for must be had.
-func (o httpOptions) start(ready *web.Readiness, log *slog.Logger) (stop func(), err error) {
+func (o httpOptions) start(ep endpoint, log *slog.Logger) (stop func(), err error) {
 	if *o.addr == "" {
 		return func() {}, nil
 	}
-	s, err := web.Listen(web.Config{Addr: *o.addr, Ready: ready.Check, Log: log})
+	s, err := web.Listen(web.Config{Addr: *o.addr, Ready: ep.ready.Check, Metrics: ep.metrics, Log: log})
 	if errors.Is(err, syscall.EADDRINUSE) && *o.addr == o.def && !o.explicit() {
 		log.Warn("no HTTP endpoint: its default address is in use (give another with --http-addr)", "http-addr", *o.addr)
 		return func() {}, nil

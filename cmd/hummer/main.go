@@ -29,7 +29,6 @@ import (
 	"github.com/hummer-db/hummer/exec/operators"
 	"github.com/hummer-db/hummer/exec/taskmanager"
 	"github.com/hummer-db/hummer/session"
-	"github.com/hummer-db/hummer/web"
 	"github.com/hummer-db/hummer/wire"
 )
 
@@ -46,7 +45,7 @@ Usage:
 
 Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL;
 jobmanager: --heartbeat-timeout D (3s)
-HTTP (--http-addr; '' turns it off): /healthz and /readyz; a TaskManager has none unless given one
+HTTP (--http-addr; '' turns it off): /healthz, /readyz, /metrics; a TaskManager has none unless given one
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
 else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
 
@@ -169,8 +168,8 @@ func serve(args []string) error {
 		return err
 	}
 	defer unlock()
-	ready := web.NewReadiness("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ready, log)
+	ep := newEndpoint("loading the catalog and resuming jobs")
+	stopHTTP, err := httpAddr.start(ep, log)
 	if err != nil {
 		return err
 	}
@@ -185,6 +184,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer eng.Close()
+	ep.metrics.WatchJobs(eng.JobManager())
 	if *initSQL != "" {
 		s := eng.NewSession()
 		err := s.Exec(context.Background(), *initSQL, func(r *session.Result) error { return nil })
@@ -193,12 +193,12 @@ func serve(args []string) error {
 			return fmt.Errorf("--init: %w", err)
 		}
 	}
-	return servePG(eng, *pgAddr, *dataDir, log, sec, ready)
+	return servePG(eng, *pgAddr, *dataDir, log, sec, ep)
 }
 
 // servePG answers the PostgreSQL wire protocol on addr until SIGINT or SIGTERM;
 // the process is ready once it listens.
-func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *securityFlags, ready *web.Readiness) error {
+func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *securityFlags, ep endpoint) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -208,6 +208,7 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *s
 		ln.Close()
 		return err
 	}
+	opts.Observer = ep.metrics.WatchPG()
 	srv := wire.NewServer(backend{eng}, opts)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -215,7 +216,7 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *s
 		<-ctx.Done()
 		srv.Close()
 	}()
-	ready.Ready()
+	ep.ready.Ready()
 	log.Info("hummer serving", "pg-addr", ln.Addr().String(), "data-dir", dataDir)
 	fmt.Fprintf(os.Stderr, "hummer is ready: psql -h %s -p %s -U hummer\n", host(ln.Addr()), port(ln.Addr()))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
@@ -261,8 +262,8 @@ func jobManager(args []string) error {
 	// Ready once the catalog is loaded and its jobs resumed, or queued for
 	// slots: requiring TaskManagers would keep a JobManager unready that they
 	// find through a Service routing only to ready pods.
-	ready := web.NewReadiness("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ready, log)
+	ep := newEndpoint("loading the catalog and resuming jobs")
+	stopHTTP, err := httpAddr.start(ep, log)
 	if err != nil {
 		return err
 	}
@@ -303,7 +304,8 @@ func jobManager(args []string) error {
 		return err
 	}
 	defer eng.Close()
-	return servePG(eng, *pgAddr, *dataDir, log, sec, ready)
+	ep.metrics.WatchJobs(eng.JobManager())
+	return servePG(eng, *pgAddr, *dataDir, log, sec, ep)
 }
 
 // taskManager runs a TaskManager: it registers with the JobManager, heartbeats,
@@ -340,8 +342,8 @@ func taskManager(args []string) error {
 			log.Warn("threads stay under the default scheduling policy", "err", err)
 		}
 	}
-	ready := web.NewReadiness("not registered with the JobManager")
-	stopHTTP, err := httpAddr.start(ready, log)
+	ep := newEndpoint("not registered with the JobManager")
+	stopHTTP, err := httpAddr.start(ep, log)
 	if err != nil {
 		return err
 	}
@@ -375,9 +377,9 @@ func taskManager(args []string) error {
 	return control.RunTaskManager(ctx, control.TaskManagerConfig{JobManager: *jmAddr, TM: tm,
 		Code: wire.SQLState, Log: log, Registered: func(ok bool) {
 			if ok {
-				ready.Ready()
+				ep.ready.Ready()
 			} else {
-				ready.NotReady("not registered with the JobManager")
+				ep.ready.NotReady("not registered with the JobManager")
 			}
 		}})
 }
