@@ -60,7 +60,7 @@ type conn struct {
 	stmtStop context.CancelFunc // cancels the running statement; nil when idle. mu.
 	// stmtStart is when the running statement started (setStatement).
 	stmtStart time.Time
-	rd       *connReader        // reads nc after startup; nil before. Set under mu.
+	rd        *connReader // reads nc after startup; nil before. Set under mu.
 }
 
 // flushThreshold is how much encoded output a connection gathers before writing it
