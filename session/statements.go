@@ -73,6 +73,9 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	if v := s.vars["work_mem"]; v != "" {
 		opts.WorkMem, _ = ParseSize(v, 1<<10) // checked by SET
 	}
+	if v := s.vars["late_rows_table"]; v != "" {
+		opts.Late = s.lateRows(v, sink...)
+	}
 	switch {
 	case len(sink) > 0 && sink[0] == viewSink:
 		opts.View = true
