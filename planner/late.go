@@ -67,7 +67,7 @@ func (b *builder) lateConfig(from int, in types.Schema, label string) (*operator
 		}
 		if at < 0 {
 			return nil, sql.Errorf(sql.ErrUnknownColumn, 0,
-				"late_rows_table %s has column %s, which is not a column of the rows %s reads (%s), nor %s or %s",
+				"late_rows_table %s has column %s, which is not a column of the rows %s reads %s, nor %s or %s",
 				t.Table, c.Name, strings.Fields(label)[0], names(in), LateWatermarkColumn, LateOperatorColumn)
 		}
 		if !sameType(in[at].Type, c.Type) {

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestLateRowsTable: with SET late_rows_table, the rows a window drops as
+// late go to that table as well as being counted, and SQL reads them there.
+// The stream is TestWindowsOutOfOrder's: rows come out of order, the
+// watermark is 2 seconds behind the largest time seen, and each step is
+// produced after the view showed the windows the step before closed, so the
+// watermark each row meets is known. By hand (Flink's rule: a window closes
+// when the watermark reaches its last microsecond): a's 9 comes when the
+// watermark is 10 s, after [0,10) closed; a's 19 when it is 23 s, after
+// [10,20) closed. Those two, and only they, are late; the windows are the
+// same as without the table.
+func TestLateRowsTable(t *testing.T) {
+	for _, par := range []string{"1", "auto"} {
+		t.Run("parallelism "+par, func(t *testing.T) { lateRowsTable(t, par) })
+	}
+}
+
+func lateRowsTable(t *testing.T, parallelism string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	at := func(k string, sec int) string { return fmt.Sprintf("%s,2024-01-01 00:00:%02d", k, sec) }
+	broker, produce := txKafka(t, ctx, at("a", 0), at("b", 3), at("a", 8), at("a", 7), at("a", 12))
+	addr := startTestServer(t)
+	conn := connectPgx(t, ctx, addr)
+	defer conn.Close(context.Background())
+	exec := func(q string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("SET parallelism = " + parallelism)
+	exec("SET checkpoint_interval = '200ms'")
+	exec(fmt.Sprintf("CREATE TABLE clicks (k TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) ENGINE=kafka CONNECTION='kafka://%s/events?format=csv'", broker))
+	exec("CREATE TABLE late_clicks (late_watermark TIMESTAMP, k TEXT, ts TIMESTAMP, late_operator TEXT)")
+	exec("SET late_rows_table = 'late_clicks'")
+	exec(`CREATE VIEW w AS SELECT k, window_start, window_end, count(*) AS n
+		FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`)
+	query := func(q, want string) {
+		t.Helper()
+		var got string
+		waitUntil(t, q+" to give "+want, nil, func() bool {
+			rows, err := conn.Query(ctx, q)
+			if err != nil {
+				return false // the view has not caught up yet
+			}
+			got = strings.Join(scanLines(t, rows), " | ")
+			return got == want
+		})
+	}
+	windows := func(want string) {
+		t.Helper()
+		query("SELECT k, to_char(window_start, 'MI:SS'), to_char(window_end, 'MI:SS'), n FROM w ORDER BY 2, 1", want)
+	}
+	windows("a 00:00 00:10 3 | b 00:00 00:10 1")
+	produce(at("a", 9), at("b", 11), at("c", 25))
+	windows("a 00:00 00:10 3 | b 00:00 00:10 1 | a 00:10 00:20 1 | b 00:10 00:20 1")
+	produce(at("a", 19), at("d", 29), "d,2024-01-01 00:00:40")
+	windows("a 00:00 00:10 3 | b 00:00 00:10 1 | a 00:10 00:20 1 | b 00:10 00:20 1 | c 00:20 00:30 1 | d 00:20 00:30 1")
+
+	// The late rows, committed with the job's checkpoints: each once.
+	query(`SELECT k, to_char(ts, 'MI:SS'), to_char(late_watermark, 'MI:SS'), substr(late_operator, 1, 10) FROM late_clicks ORDER BY ts`,
+		"a 00:09 00:10 window_agg | a 00:19 00:23 window_agg")
+	query("SELECT count(*) FROM late_clicks", "2")
+	var late int64
+	rows, err := conn.Query(ctx, "SHOW PROCESSLIST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range rows.FieldDescriptions() {
+			if f.Name == "late_rows" {
+				late += vals[i].(int64)
+			}
+		}
+	}
+	if late != 2 {
+		t.Errorf("late_rows %d, want 2 (a's 9 and 19)", late)
+	}
+
+	// EXPLAIN shows where the late rows go.
+	rows, err = conn.Query(ctx, `EXPLAIN SELECT k, count(*) FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(scanLines(t, rows), "\n")
+	if !strings.Contains(plan, "late rows: sink [hummer] late_clicks") || !strings.Contains(plan, "(late rows)") {
+		t.Errorf("EXPLAIN shows no late-rows sink:\n%s", plan)
+	}
+
+	// Targets the late rows cannot go to are refused when a windowed job
+	// starts; a job without a window does not care.
+	exec("CREATE TABLE bad_name (k TEXT, zz TEXT)")
+	exec("CREATE TABLE bad_type (k BIGINT)")
+	window := `SELECT k, count(*) FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`
+	for _, c := range []struct{ table, code, msg string }{
+		{"nope", "42P01", `late_rows_table "nope" does not exist`},
+		{"w", "42809", `late_rows_table "w" is not a table that rows can be written to`},
+		{"bad_name", "42703", "late_rows_table bad_name has column zz, which is not a column of the rows window_agg reads (k, window_start, window_end), nor late_watermark or late_operator"},
+		{"bad_type", "42804", "late_rows_table bad_type has column k of type bigint, but the late rows' k is text"},
+	} {
+		exec(fmt.Sprintf("SET late_rows_table = '%s'", c.table))
+		_, err := conn.Exec(ctx, "CREATE VIEW bad AS "+window)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != c.code || !strings.Contains(pe.Message, c.msg) {
+			t.Errorf("late_rows_table %s: got %v, want %s %q", c.table, err, c.code, c.msg)
+		}
+		query("SELECT 1", "1")
+	}
+	exec(fmt.Sprintf("CREATE TABLE sink_clicks (k TEXT, n BIGINT) ENGINE=kafka CONNECTION='kafka://%s/out?format=csv'", broker))
+	exec("SET late_rows_table = 'sink_clicks'")
+	_, err = conn.Exec(ctx, "INSERT INTO sink_clicks "+window)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "0A000" {
+		t.Errorf("late rows into the job's own sink: got %v, want 0A000", err)
+	}
+}
