@@ -25,16 +25,16 @@ type windowed[W interface {
 	exec.Operator
 	exec.Checkpointed
 }] struct {
-	what  string // the operator kind, for errors
-	open  func(ctx context.Context, tc *exec.TaskContext) (W, error)
-	tc    *exec.TaskContext
-	mem   memory.Allocator
+	what string // the operator kind, for errors
+	open func(ctx context.Context, tc *exec.TaskContext) (W, error)
+	tc   *exec.TaskContext
+	mem  memory.Allocator
 	// lateCfg, set by the operator before Open, sends its late rows on.
 	lateCfg *LateConfig
 	late    lateRows
-	wins  map[int64]W
-	mark  int64 // the watermark; math.MinInt64 before the first
-	byEnd map[int64][]int32
+	wins    map[int64]W
+	mark    int64 // the watermark; math.MinInt64 before the first
+	byEnd   map[int64][]int32
 }
 
 func newWindowed[W interface {
