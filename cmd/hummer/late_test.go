@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	osexec "os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +131,40 @@ func lateRowsTable(t *testing.T, parallelism string) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "0A000" {
 		t.Errorf("late rows into the job's own sink: got %v, want 0A000", err)
+	}
+}
+
+// TestReadmeLateRowsExample runs the README's late-rows example as written:
+// its statements through psql, whose output must be the README's. Its rows
+// are worked by hand there (the watermark after each INSERT's batch).
+func TestReadmeLateRowsExample(t *testing.T) {
+	block := readmeBlock(t, "SET late_rows_table = 'late_clicks'")
+	var stmts, want, cur []string
+	for _, line := range strings.Split(strings.TrimRight(block, "\n"), "\n") {
+		if s, ok := cutPrompt(line); ok {
+			cur = append(cur, s)
+			if strings.HasSuffix(s, ";") {
+				stmts = append(stmts, strings.Join(cur, "\n"))
+				cur = nil
+			}
+			continue
+		}
+		want = append(want, line)
+	}
+	if len(stmts) < 5 {
+		t.Fatalf("the README's late-rows example has statements %q", stmts)
+	}
+	addr := startTestServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, "psql", "-X", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-f", "-")
+	cmd.Stdin = strings.NewReader(strings.Join(stmts, "\n"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	if got := strings.TrimRight(string(out), "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, strings.Join(want, "\n"))
 	}
 }
