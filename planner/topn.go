@@ -163,7 +163,13 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	switch {
 	case first:
 		cfg.First = true
-		op = exec.OperatorSpec{Kind: "topn", Label: "topn " + label + " (first rows, at the watermark)", Config: exec.MustConfig(cfg), Out: out}
+		flabel := "topn " + label + " (first rows, at the watermark)"
+		late, err := b.lateConfig(from, inSchema, flabel)
+		if err != nil {
+			return 0, err
+		}
+		cfg.Late, lateCfg = late, late
+		op = exec.OperatorSpec{Kind: "topn", Label: flabel, Config: exec.MustConfig(cfg), Out: out}
 	case end >= 0:
 		wlabel := "window_topn " + label + " end=" + inSchema[end].Name
 		late, err := b.lateConfig(from, inSchema, wlabel)

@@ -14,7 +14,7 @@ import (
 var lateOut = types.Schema{{Name: "ts", Type: types.TimestampType}, {Name: "k", Type: types.StringType},
 	{Name: "late_watermark", Type: types.TimestampType}, {Name: "late_operator", Type: types.StringType}}
 
-// TestLateRowsOut: a windowed operator with a LateConfig sends the rows it
+// TestLateRowsOut: a windowed operator (or first-row deduplication) with a LateConfig sends the rows it
 // finds late to its task's late output, as the late-rows table's columns
 // (input columns picked by the config, the watermark it had, its name), and
 // still counts them; the rows it keeps are not sent. Each case's input is
@@ -50,6 +50,23 @@ func TestLateRowsOut(t *testing.T) {
 		// Sessions of 3 s: the one of 5 s ends at 8 s, behind the watermark.
 		rows: `[{"k": "a", "ts": "2024-01-01 00:00:05", "e": "2024-01-01 00:00:08"},
 		        {"k": "b", "ts": "2024-01-01 00:00:15", "e": "2024-01-01 00:00:18"}]`,
+	}, {
+		kind: "window_topn",
+		in:   types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}, {Name: "window_end", Type: types.TimestampType}},
+		cfg: func(late *LateConfig) any {
+			return WindowTopNConfig{End: 2, Late: late, TopN: TopNConfig{Partition: []int{0, 2}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1}}
+		},
+		out: types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}, {Name: "window_end", Type: types.TimestampType}},
+		rows: `[{"k": "a", "ts": "2024-01-01 00:00:05", "window_end": "2024-01-01 00:00:10"},
+		        {"k": "b", "ts": "2024-01-01 00:00:15", "window_end": "2024-01-01 00:00:20"}]`,
+	}, {
+		kind: "topn", // first-row deduplication by event time
+		in:   types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}},
+		cfg: func(late *LateConfig) any {
+			return TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1, First: true, Late: late}
+		},
+		out: types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}},
+		rows: `[{"k": "a", "ts": "2024-01-01 00:00:05"}, {"k": "b", "ts": "2024-01-01 00:00:15"}]`,
 	}, {
 		kind: "over_agg",
 		in:   overIn,
