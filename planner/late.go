@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hummer-db/hummer/exec"
@@ -57,6 +58,10 @@ func (b *builder) lateConfig(from int, in types.Schema, label string) (*operator
 		case c.Name == LateOperatorColumn && c.Type.ID == types.String:
 			cfg.Cols = append(cfg.Cols, operators.LateOperator)
 			continue
+		case c.Name == LateWatermarkColumn && !slices.ContainsFunc(in, func(f types.Field) bool { return f.Name == c.Name }):
+			return nil, sql.Errorf(sql.ErrType, 0, "late_rows_table %s has column %s of type %s: it takes the watermark, a timestamp", t.Table, c.Name, c.Type)
+		case c.Name == LateOperatorColumn && !slices.ContainsFunc(in, func(f types.Field) bool { return f.Name == c.Name }):
+			return nil, sql.Errorf(sql.ErrType, 0, "late_rows_table %s has column %s of type %s: it takes the operator's name, a text", t.Table, c.Name, c.Type)
 		}
 		at := -1
 		for i, f := range in {

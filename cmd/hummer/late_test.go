@@ -119,12 +119,14 @@ func lateRowsTable(t *testing.T, parallelism string) {
 	// starts; a job without a window does not care.
 	exec("CREATE TABLE bad_name (k TEXT, zz TEXT)")
 	exec("CREATE TABLE bad_type (k BIGINT)")
+	exec("CREATE TABLE bad_meta (k TEXT, late_watermark BIGINT)")
 	window := `SELECT k, count(*) FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`
 	for _, c := range []struct{ table, code, msg string }{
 		{"nope", "42P01", `late_rows_table "nope" does not exist`},
 		{"w", "42809", `late_rows_table "w" is not a table that rows can be written to`},
 		{"bad_name", "42703", "late_rows_table bad_name has column zz, which is not a column of the rows window_agg reads (k, window_start, window_end), nor late_watermark or late_operator"},
 		{"bad_type", "42804", "late_rows_table bad_type has column k of type bigint, but the late rows' k is text"},
+		{"bad_meta", "42804", "late_rows_table bad_meta has column late_watermark of type bigint: it takes the watermark, a timestamp"},
 	} {
 		exec(fmt.Sprintf("SET late_rows_table = '%s'", c.table))
 		_, err := conn.Exec(ctx, "CREATE VIEW bad AS "+window)
