@@ -65,7 +65,7 @@ func TestLateRowsOut(t *testing.T) {
 		cfg: func(late *LateConfig) any {
 			return TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1, First: true, Late: late}
 		},
-		out: types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}},
+		out:  types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}},
 		rows: `[{"k": "a", "ts": "2024-01-01 00:00:05"}, {"k": "b", "ts": "2024-01-01 00:00:15"}]`,
 	}, {
 		kind: "over_agg",
