@@ -167,8 +167,10 @@ func (b *builder) windowAggregate(p *sql.Aggregate, from, end int) (int, error) 
 		label := fmt.Sprintf("window_agg %s group=%s aggs=%s end=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema), sch[group[end]].Name)
 		cfg := operators.WindowAggConfig{End: end, Agg: operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase,
 			Emit: operators.AggEmitFinal, MemoryLimit: b.opts.WorkMem}}
-		if phase != operators.AggFinal {
-			cfg.Late = late
+		if phase != operators.AggFinal && late != nil {
+			l := *late
+			l.Operator = label // the phase's, as EXPLAIN names it
+			cfg.Late = &l
 		}
 		return exec.OperatorSpec{Kind: "window_agg", Label: label, Config: exec.MustConfig(cfg), Out: out}
 	}

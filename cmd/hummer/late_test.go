@@ -200,3 +200,49 @@ func TestReadmeLateRowsExample(t *testing.T) {
 		t.Errorf("psql printed:\n%s\nthe README shows:\n%s", got, strings.Join(want, "\n"))
 	}
 }
+
+// TestLateRowsFromTwoWindows: a query of two windowed aggregations (joined
+// on their windows) sends the late rows of both to the one late-rows table,
+// each with its operator. The input is the README example's, a batch query
+// over a stored table: each INSERT is read as one batch, after which the
+// watermark is its largest time less 2 s; by hand, 9 s is late at 10 s and
+// 19 s at 23 s, for each aggregation.
+func TestLateRowsFromTwoWindows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, startTestServer(t))
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		"SET parallelism = 1",
+		"CREATE TABLE clicks (k TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)",
+		"INSERT INTO clicks VALUES ('a', '2024-01-01 00:00:01'), ('b', '2024-01-01 00:00:03'), ('a', '2024-01-01 00:00:12')",
+		"INSERT INTO clicks VALUES ('a', '2024-01-01 00:00:09'), ('b', '2024-01-01 00:00:11'), ('c', '2024-01-01 00:00:25')",
+		"INSERT INTO clicks VALUES ('a', '2024-01-01 00:00:19'), ('c', '2024-01-01 00:00:27')",
+		"CREATE TABLE late_clicks (ts TIMESTAMP, late_operator TEXT, late_watermark TIMESTAMP)",
+		"SET late_rows_table = 'late_clicks'",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rows, err := conn.Query(ctx, `SELECT to_char(a.window_start, 'MI:SS'), a.n, b.m FROM
+		(SELECT window_start, window_end, count(*) AS n FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end) a
+		JOIN (SELECT window_start, window_end, max(k) AS m FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end) b
+		ON a.window_start = b.window_start AND a.window_end = b.window_end ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(scanLines(t, rows), " | "), "00:00 2 b | 00:10 2 b | 00:20 2 c"; got != want {
+		t.Errorf("windows %q, want %q", got, want)
+	}
+	rows, err = conn.Query(ctx, `SELECT to_char(ts, 'MI:SS'), to_char(late_watermark, 'MI:SS'), late_operator FROM late_clicks ORDER BY 1, 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := "window_agg complete group=[window_start, window_end] aggs=[count(*)] end=window_end"
+	top := "window_agg complete group=[window_start, window_end] aggs=[max(k)] end=window_end"
+	want := "00:09 00:10 " + count + " | 00:09 00:10 " + top + " | 00:19 00:23 " + count + " | 00:19 00:23 " + top
+	if got := strings.Join(scanLines(t, rows), " | "); got != want {
+		t.Errorf("late rows\n%s\nwant\n%s", got, want)
+	}
+}
