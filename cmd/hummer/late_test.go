@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestLateRowsTable: with SET late_rows_table, the rows a window drops as
@@ -244,5 +246,77 @@ func TestLateRowsFromTwoWindows(t *testing.T) {
 	want := "00:09 00:10 " + count + " | 00:09 00:10 " + top + " | 00:19 00:23 " + count + " | 00:19 00:23 " + top
 	if got := strings.Join(scanLines(t, rows), " | "); got != want {
 		t.Errorf("late rows\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestLateRowsToKafka: the late-rows table can be any table a sink writes:
+// here a Kafka topic, which the late rows reach through the Kafka sink's
+// transactions, once each, as a read_committed consumer sees them. Input
+// and late rows as in TestLateRowsTable.
+func TestLateRowsToKafka(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events", "late"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broker.Close)
+	addr := broker.ListenAddrs()[0]
+	tr := &kafka.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "events", BatchTimeout: time.Millisecond, Transport: tr}
+	t.Cleanup(func() { w.Close() })
+	produce := func(secs ...int) {
+		t.Helper()
+		var msgs []kafka.Message
+		for i := 0; i < len(secs); i += 2 {
+			msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, "%c,2024-01-01 00:00:%02d", 'a'+secs[i], secs[i+1])})
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := connectPgx(t, ctx, startTestServer(t))
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		"SET checkpoint_interval = '200ms'",
+		fmt.Sprintf("CREATE TABLE clicks (k TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) ENGINE=kafka CONNECTION='kafka://%s/events?format=csv'", addr),
+		fmt.Sprintf("CREATE TABLE late_out (k TEXT, ts TIMESTAMP, late_watermark TIMESTAMP) ENGINE=kafka CONNECTION='kafka://%s/late?format=csv'", addr),
+		"SET late_rows_table = 'late_out'",
+		`CREATE VIEW w AS SELECT k, window_start, count(*) AS n
+			FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	windows := func(want string) {
+		t.Helper()
+		waitUntil(t, "the view to show "+want, nil, func() bool {
+			rows, err := conn.Query(ctx, "SELECT k, to_char(window_start, 'MI:SS'), n FROM w ORDER BY 2, 1")
+			return err == nil && strings.Join(scanLines(t, rows), " | ") == want
+		})
+	}
+	const a, b, c, d = 0, 1, 2, 3
+	produce(a, 0, b, 3, a, 8, a, 7, a, 12)
+	windows("a 00:00 3 | b 00:00 1")
+	produce(a, 9, b, 11, c, 25)
+	windows("a 00:00 3 | b 00:00 1 | a 00:10 1 | b 00:10 1")
+	produce(a, 19, d, 29, d, 40)
+	windows("a 00:00 3 | b 00:00 1 | a 00:10 1 | b 00:10 1 | c 00:20 1 | d 00:20 1")
+
+	r := newCommittedReader(t, addr, "late")
+	defer r.close()
+	var got []string
+	waitUntil(t, "the two late rows in the topic", nil, func() bool {
+		for _, rec := range r.poll(t, ctx) {
+			got = append(got, string(rec.Value))
+		}
+		return len(got) >= 2
+	})
+	// The CSV sink writes timestamps in ISO 8601.
+	want := []string{"a,2024-01-01T00:00:09,2024-01-01T00:00:10", "a,2024-01-01T00:00:19,2024-01-01T00:00:23"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the late topic holds\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
