@@ -155,6 +155,15 @@ func lateRowsTable(t *testing.T, parallelism string) {
 	if plan := explain(nested); !strings.Contains(plan, "late rows: sink") {
 		t.Errorf("EXPLAIN of nested windows shows no late-rows sink:\n%s", plan)
 	}
+	// Group windows read the table's columns too.
+	for _, q := range []string{
+		"SELECT k, TUMBLE_START(ts, INTERVAL '10' SECOND), count(*) FROM clicks GROUP BY k, TUMBLE(ts, INTERVAL '10' SECOND)",
+		"SELECT k, SESSION_START(ts, INTERVAL '5' SECOND), count(*) FROM clicks GROUP BY k, SESSION(ts, INTERVAL '5' SECOND)",
+	} {
+		if plan := explain(q); !strings.Contains(plan, "late rows: sink") {
+			t.Errorf("EXPLAIN %s shows no late-rows sink:\n%s", q, plan)
+		}
+	}
 	exec("RESET late_rows_table")
 	if plan := explain(window); strings.Contains(plan, "late rows") {
 		t.Errorf("after RESET late_rows_table, EXPLAIN still shows late rows:\n%s", plan)
