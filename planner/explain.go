@@ -132,7 +132,10 @@ func ExplainDot(sg *StreamGraph) string {
 		if vertexOf[e.From] == vertexOf[e.To] {
 			style = ", style=bold, color=gray40"
 		}
-		fmt.Fprintf(&b, "  n%d -> n%d [label=%q%s];\n", e.From, e.To, e.Partition.String(), style)
+		if e.Late {
+			style = ", style=dashed"
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d [label=%q%s];\n", e.From, e.To, e.Partition.String()+lateEdge(e.Late), style)
 	}
 	b.WriteString("}\n")
 	return b.String()
