@@ -30,7 +30,8 @@ type TaskMetrics struct {
 	// BusyNanos, IdleNanos and BackpressureNanos split the task's time as
 	// Flink does: working on its input, waiting on an empty inbox, and
 	// blocked on a full queue of a task downstream. The task adds to them as
-	// it goes (per batch, never per row); a source's reading counts as busy.
+	// it goes (per batch, never per row); a source's reading counts as busy,
+	// but the time it says it waited for input (a throttled generator) as idle.
 	BusyNanos         atomic.Int64
 	IdleNanos         atomic.Int64
 	BackpressureNanos atomic.Int64
