@@ -97,10 +97,10 @@ async function overviewPage() {
     if (rin) totalRate += rin;
     return `<tr data-job="${esc(j.id)}">
       <td><a href="#/jobs/${encodeURIComponent(j.id)}">${esc(j.id)}</a></td>
-      <td>${stateBadge(j.state)}</td>
+      <td class="job-state">${stateBadge(j.state)}</td>
       <td class="sql">${esc(j.statement.length > 160 ? j.statement.slice(0, 159) + "…" : j.statement)}</td>
       <td>${fmtDur(t - j.started_ms)}</td>
-      <td class="num rows-in">${fmtNum(j.rows_in)}</td><td class="num">${fmtNum(rin)}</td>
+      <td class="num rows-in" data-value="${j.rows_in}">${fmtNum(j.rows_in)}</td><td class="num">${fmtNum(rin)}</td>
       <td class="num rows-out">${fmtNum(j.rows_out)}</td><td class="num">${fmtNum(rout)}</td>
       <td class="num">${j.restarts}</td><td class="num">${j.checkpoint || "–"}</td>
       <td class="error">${esc(j.error || "")}</td></tr>`;
@@ -165,12 +165,12 @@ async function jobPage(id) {
   }
   const ck = j.checkpoints;
   main.innerHTML = `
-    <div class="jobhead"><h1 class="grow">Job <span id="job-id">${esc(j.id)}</span> ${stateBadge(j.state)}</h1>
+    <div class="jobhead"><h1 class="grow" data-state="${esc(j.state)}">Job <span id="job-id">${esc(j.id)}</span> ${stateBadge(j.state)}</h1>
       ${live ? `<button class="danger" id="cancel">Cancel job</button>` : ""}</div>
     <pre class="sql" id="statement">${esc(j.statement)}</pre>
     <div class="cards">
-      <div class="card stat"><div class="v" id="rows-in">${fmtNum(j.rows_in)}</div><div class="k">rows read</div></div>
-      <div class="card stat"><div class="v" id="rows-out">${fmtNum(j.rows_out)}</div><div class="k">rows written</div></div>
+      <div class="card stat"><div class="v" id="rows-in" data-value="${j.rows_in}">${fmtNum(j.rows_in)}</div><div class="k">rows read</div></div>
+      <div class="card stat"><div class="v" id="rows-out" data-value="${j.rows_out}">${fmtNum(j.rows_out)}</div><div class="k">rows written</div></div>
       <div class="card stat"><div class="v">${fmtDur(t - j.started_ms)}</div><div class="k">uptime</div></div>
       <div class="card stat"><div class="v" id="restarts">${j.restarts}</div><div class="k">restarts (attempt ${j.attempt})</div></div>
       <div class="card stat"><div class="v">${ck.last || "–"}</div><div class="k">checkpoint (${ck.completed} done, ${ck.failed} failed)</div></div>
@@ -208,7 +208,7 @@ function bar(p, cls) { return `<span class="bar"><i class="${cls}" style="width:
 // graphSVG lays the JobGraph out left to right, a column per depth from the
 // sources, and draws each vertex as a box listing its fused operators.
 function graphSVG(vs, edges, t) {
-  const W = 300, GAP_X = 90, GAP_Y = 28, PAD = 20;
+  const W = 300, GAP_X = 150, GAP_Y = 28, PAD = 20;
   const depth = {};
   for (const {v} of vs) depth[v.id] = 0;
   for (const {v} of vs) for (const e of edges) if (e.to === v.id) depth[v.id] = Math.max(depth[v.id], depth[e.from] + 1);
@@ -240,7 +240,7 @@ function graphSVG(vs, edges, t) {
       <rect class="box${s.bpPct > 50 ? " bp" : ""}" width="${W}" height="${p.h}" rx="6"/>
       <text class="title" x="10" y="18">${v.id}: ${esc(trim(v.name, 34))}  ×${v.parallelism}</text>`;
     v.operators.forEach((op, i) => {
-      out += `<text class="op" x="14" y="${36 + 15 * i}">${i ? "→ " : ""}${esc(trim(op, 42))}<title>${esc(op)}</title></text>`;
+      out += `<text class="op" x="14" y="${36 + 15 * i}">${i ? "→ " : ""}${esc(trim(op, i ? 39 : 41))}<title>${esc(op)}</title></text>`;
     });
     const y0 = 30 + 15 * v.operators.length + 6;
     out += `<text class="metric" x="10" y="${y0 + 10}">in ${fmtNum(s.inRate)}/s · out ${fmtNum(s.outRate)}/s${s.wm ? " · wm lag " + ((t * 1000 - s.wm) / 1e6).toFixed(1) + "s" : ""}</text>`;
