@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"maps"
+	"sync"
 	"sync/atomic"
 )
 
@@ -39,6 +41,9 @@ type TaskMetrics struct {
 	// holds its fill as the last heartbeat told, for a task elsewhere.
 	queue  atomic.Pointer[chan Message]
 	remote atomic.Pointer[[2]int]
+	// lags are a source's consumer lag by partition (SetLag).
+	lagMu sync.Mutex
+	lags  map[int]int64
 	// firstBad describes the first malformed record a source skipped.
 	firstBad atomic.Pointer[string]
 	// status says what the task is waiting for when it is not simply running,
@@ -91,4 +96,24 @@ func (m *TaskMetrics) QueueFill() (n, capacity int) {
 		return r[0], r[1]
 	}
 	return 0, 0
+}
+
+// SetLag records how many records partition p of the task's source holds past
+// what the source fetched (a Kafka partition's high watermark less the next
+// offset), as the source last saw it.
+func (m *TaskMetrics) SetLag(p int, records int64) {
+	m.lagMu.Lock()
+	if m.lags == nil {
+		m.lags = map[int]int64{}
+	}
+	m.lags[p] = records
+	m.lagMu.Unlock()
+}
+
+// Lags returns the consumer lag SetLag recorded, by partition; nil when the
+// task's source records none.
+func (m *TaskMetrics) Lags() map[int]int64 {
+	m.lagMu.Lock()
+	defer m.lagMu.Unlock()
+	return maps.Clone(m.lags)
 }

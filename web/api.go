@@ -113,6 +113,9 @@ type subtaskJSON struct {
 	QueueCap     int    `json:"queue_capacity"`
 	Watermark    int64  `json:"watermark_us,omitempty"`
 	Status       string `json:"status,omitempty"`
+	// Lag is the consumer lag of the task's source over its partitions
+	// (Kafka), -1 when it reports none.
+	Lag int64 `json:"lag"`
 }
 
 // edgeJSON is a JobEdge: Kind is its partitioning (forward, hash[keys],
@@ -221,7 +224,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			vj.Parallelism = t.Parallelism
-			st := subtaskJSON{Subtask: t.ID.Subtask, TaskManager: t.Slot.TaskManager, Slot: t.Slot.Index}
+			st := subtaskJSON{Subtask: t.ID.Subtask, TaskManager: t.Slot.TaskManager, Slot: t.Slot.Index, Lag: -1}
 			if m := metrics[t.ID]; m != nil {
 				st.RowsIn, st.RowsOut = m.RowsIn.Load(), m.RowsOut.Load()
 				st.BatchesIn, st.BatchesOut = m.BatchesIn.Load(), m.BatchesOut.Load()
@@ -230,6 +233,12 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 				st.Queue, st.QueueCap = m.QueueFill()
 				st.Watermark = max(m.Watermark.Load(), 0)
 				st.Status = m.Status()
+				if lags := m.Lags(); lags != nil {
+					st.Lag = 0
+					for _, n := range lags {
+						st.Lag += n
+					}
+				}
 				out.BadRecords += m.BadRecords.Load()
 				out.LateRows += m.LateRows.Load()
 			}

@@ -161,6 +161,7 @@ async function jobPage(id) {
       <td>${bar(whole ? pct(dp, whole) : 0, "bp")}${whole ? Math.round(pct(dp, whole)) + "%" : "–"}</td>
       <td class="num">${st.queue_capacity ? st.queue + "/" + st.queue_capacity : "–"}</td>
       <td>${st.watermark_us ? fmtTime(st.watermark_us / 1000) : "–"}</td>
+      <td class="num">${st.lag < 0 ? "–" : fmtNum(st.lag)}</td>
       <td class="num">${fmtBytes(st.net_bytes_out)}</td><td>${esc(st.status || "")}</td></tr>`);
   }
   const ck = j.checkpoints;
@@ -183,7 +184,7 @@ async function jobPage(id) {
     <div class="legend">Boxes are tasks: a fused chain of operators. Dashed blue edges cross TaskManagers. Bars: busy (orange) and backpressured (red) share of the last second; a red frame marks backpressure over 50%.</div>
     <h2>Subtasks</h2>
     <table id="subtasks"><tr><th>vertex</th><th class="num">subtask</th><th>TaskManager</th><th class="num">slot</th><th class="num">rows in</th><th class="num">in/s</th>
-      <th class="num">rows out</th><th>busy</th><th>backpressured</th><th class="num">queue</th><th>watermark</th><th class="num">net out</th><th>status</th></tr>
+      <th class="num">rows out</th><th>busy</th><th>backpressured</th><th class="num">queue</th><th>watermark</th><th class="num" title="records the source's partitions hold past what it fetched">source lag</th><th class="num">net out</th><th>status</th></tr>
       ${subRows.join("")}</table>
     <h2>Checkpoints</h2>
     <table id="checkpoints"><tr><th class="num">id</th><th>started</th><th class="num">duration</th><th class="num">size</th><th class="num">alignment</th><th>status</th></tr>
