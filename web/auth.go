@@ -95,4 +95,3 @@ func sameOrigin(h http.HandlerFunc) http.HandlerFunc {
 		h(w, r)
 	}
 }
-
