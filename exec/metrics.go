@@ -41,6 +41,11 @@ type TaskMetrics struct {
 	// holds its fill as the last heartbeat told, for a task elsewhere.
 	queue  atomic.Pointer[chan Message]
 	remote atomic.Pointer[[2]int]
+	// SourceBytes counts the bytes a file source read of the SourceTotal its
+	// subtask was given (reading past its range's end to finish a line may
+	// take it a little over): a bounded query's progress.
+	SourceBytes atomic.Int64
+	SourceTotal atomic.Int64
 	// lags are a source's consumer lag by partition (SetLag).
 	lagMu sync.Mutex
 	lags  map[int]int64
