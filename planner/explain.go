@@ -38,6 +38,10 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		if m := metrics[t.ID]; m != nil {
 			fmt.Fprintf(&b, " tm=%s rows_in=%d rows_out=%d net_bytes_out=%d",
 				t.Slot.TaskManager, m.RowsIn.Load(), m.RowsOut.Load(), m.NetBytesOut.Load())
+			// Where its time went (exec.TaskMetrics): working, waiting on
+			// an empty inbox, blocked on a full queue downstream.
+			fmt.Fprintf(&b, " busy_ms=%.1f idle_ms=%.1f backpressured_ms=%.1f", nanosToMillis(m.BusyNanos.Load()),
+				nanosToMillis(m.IdleNanos.Load()), nanosToMillis(m.BackpressureNanos.Load()))
 			if bad := m.BadRecords.Load(); bad > 0 {
 				fmt.Fprintf(&b, " bad_records=%d", bad)
 			}
@@ -158,3 +162,5 @@ func netTaskText(eg *exec.ExecutionGraph, from, to, input int) string {
 	}
 	return fmt.Sprintf("network tasks: own, %d of %d in a slot of their own", own, n)
 }
+
+func nanosToMillis(n int64) float64 { return float64(n) / 1e6 }

@@ -158,6 +158,7 @@ var (
 	descTaskQueue   = prometheus.NewDesc("hummer_task_queue_length", "Messages waiting in the task's inbox.", taskLabels, nil)
 	descTaskQueueC  = prometheus.NewDesc("hummer_task_queue_capacity", "Messages the task's inbox holds before its senders block.", taskLabels, nil)
 	descTaskWMLag   = prometheus.NewDesc("hummer_task_watermark_lag_seconds", "How far the watermark the task last emitted is behind the wall clock.", taskLabels, nil)
+	descSourceLag   = prometheus.NewDesc("hummer_source_consumer_lag_records", "Records a partition of the task's source (Kafka) holds past what the source fetched.", append(taskLabels[:len(taskLabels):len(taskLabels)], "partition"), nil)
 	descTaskInfo    = prometheus.NewDesc("hummer_task_info", "Where a task of a running job runs.", []string{"job_id", "vertex", "name", "subtask", "taskmanager"}, nil)
 )
 
@@ -252,6 +253,9 @@ func collectJob(ch chan<- prometheus.Metric, j *jobmanager.Job, now time.Time) {
 		}
 		if w > 0 {
 			gauge(descTaskWMLag, lagSeconds(now, w), labels...)
+		}
+		for p, n := range m.Lags() {
+			gauge(descSourceLag, float64(n), append(labels, strconv.Itoa(p))...)
 		}
 		if t := g.Task(tid); t != nil {
 			gauge(descTaskInfo, 1, append(labels, t.Slot.TaskManager)...)

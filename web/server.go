@@ -1,8 +1,10 @@
 // Package web owns Hummer's HTTP endpoint: the health probes Kubernetes asks
-// (/healthz, /readyz, server.go) and the Prometheus metrics (/metrics,
-// metrics.go). Every role of the binary serves one on --http-addr. It may
-// import the runtime (exec/...) and the session layer; only cmd/hummer
-// imports it.
+// (/healthz, /readyz, server.go), the Prometheus metrics (/metrics,
+// metrics.go) and, on a JobManager, the JSON API (api.go) and the dashboard
+// that polls it (ui/, embedded in the binary), behind the PostgreSQL port's
+// users when not on loopback (auth.go). Every role of the binary serves one on
+// --http-addr. It may import the runtime (exec/...), the session layer and
+// wire/scram; only cmd/hummer imports it.
 package web
 
 import (
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hummer-db/hummer/session"
 )
 
 // Config configures a Server.
@@ -27,7 +31,14 @@ type Config struct {
 	Ready func() error
 	// Metrics, when set, is served at /metrics.
 	Metrics *Metrics
-	Log     *slog.Logger
+	// Dashboard (serve, jobmanager) serves the JSON API and the dashboard,
+	// of the engine SetEngine names (503 until then).
+	Dashboard bool
+	// Auth requires HTTP basic auth of the engine's users of every request
+	// but the probes' (auth.go); the caller sets it for addresses off
+	// loopback. It needs Dashboard.
+	Auth bool
+	Log  *slog.Logger
 }
 
 // Server is a running HTTP endpoint.
@@ -37,7 +48,22 @@ type Server struct {
 	srv *http.Server
 	mux *http.ServeMux
 	// done is closed when Serve returns.
-	done chan struct{}
+	done      chan struct{}
+	started   time.Time
+	passwords passwordCache
+	eng       atomic.Pointer[session.Engine]
+}
+
+// SetEngine names the engine whose jobs the API shows and whose users log in.
+func (s *Server) SetEngine(e *session.Engine) { s.eng.Store(e) }
+
+// engine returns the engine SetEngine named, or answers 503 and returns nil.
+func (s *Server) engine(w http.ResponseWriter) *session.Engine {
+	e := s.eng.Load()
+	if e == nil {
+		httpError(w, http.StatusServiceUnavailable, "the engine is starting")
+	}
+	return e
 }
 
 // Listen starts serving cfg.Addr. Close stops it.
@@ -49,12 +75,23 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--http-addr: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, mux: http.NewServeMux(), done: make(chan struct{})}
+	if cfg.Auth && !cfg.Dashboard {
+		ln.Close()
+		return nil, errors.New("web: authentication needs the engine's users")
+	}
+	s := &Server{cfg: cfg, ln: ln, mux: http.NewServeMux(), done: make(chan struct{}), started: time.Now()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if cfg.Metrics != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics.reg, promhttp.HandlerOpts{
-			ErrorLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)}))
+		s.mux.HandleFunc("GET /metrics", s.auth(promhttp.HandlerFor(cfg.Metrics.reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)}).ServeHTTP))
+	}
+	if cfg.Dashboard {
+		s.mux.HandleFunc("GET /api/overview", s.auth(s.overview))
+		s.mux.HandleFunc("GET /api/jobs/{id}", s.auth(s.job))
+		s.mux.HandleFunc("POST /api/jobs/{id}/cancel", s.auth(sameOrigin(s.cancelJob)))
+		s.mux.HandleFunc("POST /api/explain", s.auth(sameOrigin(s.explain)))
+		s.mux.HandleFunc("GET /", s.auth(s.dashboard))
 	}
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(cfg.Log.Handler(), slog.LevelWarn)}
 	go func() {

@@ -45,7 +45,8 @@ Usage:
 
 Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL;
 jobmanager: --heartbeat-timeout D (3s)
-HTTP (--http-addr; '' turns it off): /healthz, /readyz, /metrics; a TaskManager has none unless given one
+HTTP (--http-addr; '' turns it off): the dashboard (serve, jobmanager; off loopback it asks for a
+user and password of the PostgreSQL port), /metrics, /healthz, /readyz; a TaskManager has none unless given one
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
 else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
 
@@ -153,7 +154,7 @@ func serve(args []string) error {
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
 	initSQL := fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
 	slots := fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
-	httpAddr := httpFlag(fs, defaultHTTPAddr)
+	httpAddr := httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
 	ckpt := checkpointFlags(fs)
 	sec := addSecurityFlags(fs)
 	mem := memoryFlag(fs)
@@ -169,7 +170,7 @@ func serve(args []string) error {
 	}
 	defer unlock()
 	ep := newEndpoint("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ep, log)
+	stopHTTP, err := httpAddr.start(ep, true, log)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer eng.Close()
-	ep.metrics.WatchJobs(eng.JobManager())
+	ep.attach(eng)
 	if *initSQL != "" {
 		s := eng.NewSession()
 		err := s.Exec(context.Background(), *initSQL, func(r *session.Result) error { return nil })
@@ -198,7 +199,7 @@ func serve(args []string) error {
 
 // servePG answers the PostgreSQL wire protocol on addr until SIGINT or SIGTERM;
 // the process is ready once it listens.
-func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *securityFlags, ep endpoint) error {
+func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *securityFlags, ep *endpoint) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -219,6 +220,9 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *s
 	ep.ready.Ready()
 	log.Info("hummer serving", "pg-addr", ln.Addr().String(), "data-dir", dataDir)
 	fmt.Fprintf(os.Stderr, "hummer is ready: psql -h %s -p %s -U hummer\n", host(ln.Addr()), port(ln.Addr()))
+	if u := ep.dashboardURL(); u != "" {
+		fmt.Fprintf(os.Stderr, "dashboard: %s\n", u)
+	}
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
@@ -250,7 +254,7 @@ func jobManager(args []string) error {
 	heartbeatTimeout := fs.Duration("heartbeat-timeout", 3*time.Second,
 		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
-	httpAddr := httpFlag(fs, defaultHTTPAddr)
+	httpAddr := httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
 	ckpt := checkpointFlags(fs)
 	sec := addSecurityFlags(fs)
 	mem := memoryFlag(fs)
@@ -263,7 +267,7 @@ func jobManager(args []string) error {
 	// slots: requiring TaskManagers would keep a JobManager unready that they
 	// find through a Service routing only to ready pods.
 	ep := newEndpoint("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ep, log)
+	stopHTTP, err := httpAddr.start(ep, true, log)
 	if err != nil {
 		return err
 	}
@@ -304,7 +308,7 @@ func jobManager(args []string) error {
 		return err
 	}
 	defer eng.Close()
-	ep.metrics.WatchJobs(eng.JobManager())
+	ep.attach(eng)
 	return servePG(eng, *pgAddr, *dataDir, log, sec, ep)
 }
 
@@ -328,7 +332,7 @@ func taskManager(args []string) error {
 		return nil
 	})
 	mem := memoryFlag(fs)
-	httpAddr := httpFlag(fs, "")
+	httpAddr := httpFlag(fs, "", "/metrics, /healthz, /readyz")
 	fs.Parse(args)
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
@@ -343,7 +347,7 @@ func taskManager(args []string) error {
 		}
 	}
 	ep := newEndpoint("not registered with the JobManager")
-	stopHTTP, err := httpAddr.start(ep, log)
+	stopHTTP, err := httpAddr.start(ep, false, log)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v2"
 )
 
 // scrape reads url's Prometheus text exposition with expfmt.
@@ -205,5 +207,71 @@ INSERT INTO bids_out SELECT auction, price FROM bids WHERE price > 100;`)
 	}
 	if n, _ := labelled(second, "hummer_pg_connections_total", nil); n < 3 {
 		t.Errorf("hummer_pg_connections_total = %v, want at least the 3 psql runs before the scrape", n)
+	}
+}
+
+// TestReadmeScrapeConfig scrapes as the README's Prometheus config says: the
+// JobManager off loopback with the basic_auth it gives (its user and password
+// made the superuser's), and a TaskManager started with --http-addr, each at
+// the default metrics path; both answer a parseable exposition.
+func TestReadmeScrapeConfig(t *testing.T) {
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName     string `yaml:"job_name"`
+			MetricsPath string `yaml:"metrics_path"`
+			BasicAuth   *struct {
+				Username, Password string
+			} `yaml:"basic_auth"`
+			StaticConfigs []struct{ Targets []string } `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal([]byte(readmeBlock(t, "scrape_configs:")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.ScrapeConfigs) != 2 || cfg.ScrapeConfigs[0].BasicAuth == nil || cfg.ScrapeConfigs[1].BasicAuth != nil {
+		t.Fatalf("the README's scrape config: %+v; want a JobManager's with basic_auth, then TaskManagers' without", cfg)
+	}
+	jmCfg, tmCfg := cfg.ScrapeConfigs[0], cfg.ScrapeConfigs[1]
+	for _, c := range cfg.ScrapeConfigs {
+		if c.MetricsPath != "" || len(c.StaticConfigs) == 0 || !strings.HasSuffix(c.StaticConfigs[0].Targets[0], ":8081") {
+			t.Errorf("scrape job %s: %+v; want the default path and targets on port 8081", c.JobName, c)
+		}
+	}
+	bin := buildHummer(t)
+	rpcAddr := freeAddr(t)
+	_, jmPort, _ := net.SplitHostPort(freeAddr(t))
+	tmHTTP := freeAddr(t)
+	jm := startProcess(t, bin, "jobmanager", "--pg-addr", freeAddr(t), "--rpc-addr", rpcAddr, "--http-addr", "0.0.0.0:"+jmPort,
+		"--superuser-password", jmCfg.BasicAuth.Password, "--data-dir", filepath.Join(t.TempDir(), "jm"))
+	tm := startProcess(t, bin, "taskmanager", "--jobmanager", rpcAddr, "--http-addr", tmHTTP, "--slots", "1",
+		"--data-dir", filepath.Join(t.TempDir(), "tm"))
+	waitUntil(t, "the JobManager's readiness", jm, func() bool { return probe("http://127.0.0.1:"+jmPort+"/readyz") == 200 })
+	waitUntil(t, "the TaskManager's readiness", tm, func() bool { return probe("http://"+tmHTTP+"/readyz") == 200 })
+
+	get := func(url, user, password string) (*http.Response, error) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		return http.DefaultClient.Do(req)
+	}
+	resp, err := get("http://127.0.0.1:"+jmPort+"/metrics", jmCfg.BasicAuth.Username, jmCfg.BasicAuth.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mf, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || mf["hummer_taskmanagers"] == nil {
+		t.Errorf("scraping the JobManager as %s: %s, %v; want 200 with hummer_taskmanagers", jmCfg.JobName, resp.Status, err)
+	}
+	resp, err = get("http://"+tmHTTP+"/metrics", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err = parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || mf["go_goroutines"] == nil {
+		t.Errorf("scraping the TaskManager as %s: %s, %v; want 200 with go_goroutines", tmCfg.JobName, resp.Status, err)
 	}
 }

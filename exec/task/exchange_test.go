@@ -58,3 +58,14 @@ func TestTimeSplit(t *testing.T) {
 		t.Errorf("negative times: busy %d, idle %d", busy, idle)
 	}
 }
+
+// BenchmarkTimeSplit is what a task pays per message for its busy/idle split:
+// the metrics' cost on the hot path, once per batch (bench/README.md's
+// metrics overhead divides it by a batch's cost).
+func BenchmarkTimeSplit(b *testing.B) {
+	var m exec.TaskMetrics
+	s := newTimeSplit(&m)
+	for i := 0; i < b.N; i++ {
+		s.next(i%8 == 0)
+	}
+}
