@@ -143,6 +143,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalIntervalPart, rowsArgs // pginterval.go
 	case "$interval_key":
 		return evalIntervalKey, rowsArgs // pginterval_ops.go
+	case "$interval_ordered", "$interval_unordered":
+		return evalIntervalOrdered, rowsArgs
 	case "$interval_add", "$interval_sub", "$interval_mul", "$timestamp_diff":
 		return evalIntervalOp, rowsArgs
 	case "$days_between":
