@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/hummer-db/hummer/exec/types"
@@ -138,7 +137,7 @@ func OpenCatalog(dir string) (*Catalog, error) {
 		c.jobs[j.ID] = j
 	}
 	for _, u := range f.Users {
-		c.users[strings.ToLower(u.Name)] = u
+		c.users[u.Name] = u
 	}
 	for _, t := range c.tables {
 		c.lastOID = max(c.lastOID, t.OID)
