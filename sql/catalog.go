@@ -113,8 +113,8 @@ const catalogVersion = 1
 type catalogJSON struct {
 	Version int          `json:"version,omitempty"`
 	Tables  []*Table     `json:"tables"`
-	Jobs   []*JobRecord `json:"jobs,omitempty"`
-	Users  []*User      `json:"users,omitempty"`
+	Jobs    []*JobRecord `json:"jobs,omitempty"`
+	Users   []*User      `json:"users,omitempty"`
 }
 
 // OpenCatalog opens (creating if needed) the catalog kept in dir. An empty dir
