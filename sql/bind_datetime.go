@@ -119,7 +119,7 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if !ok {
 			return nil, false, nil
 		}
-		ts, err := b.timestampArg(ctx, n.Args[0])
+		x, err := b.bindExpr(ctx, n.Args[0])
 		if err != nil {
 			return nil, true, err
 		}
@@ -133,7 +133,18 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if count.Type.ID != types.Int64 {
 			return nil, true, b.errorf(ErrType, n.Args[1], "an interval of %s is not supported: use a whole number", count.Type)
 		}
-		r, err := b.addInterval(n, ts, count, unit.Unit, name == "date_sub" || name == "subdate")
+		sub := name == "date_sub" || name == "subdate"
+		if x.Type.OID == types.OIDInterval {
+			// iv + INTERVAL '1 hour' (psycopg2 sends a timedelta as
+			// '...'::interval): interval arithmetic, not a date's.
+			r, err := b.intervalPlusUnits(n, x, count, unit.Unit, sub)
+			return r, true, err
+		}
+		ts, err := b.asTimestamp(n.Args[0], x)
+		if err != nil {
+			return nil, true, err
+		}
+		r, err := b.addInterval(n, ts, count, unit.Unit, sub)
 		return r, true, err
 	}
 	if name == "datediff" && len(n.Args) == 2 {
@@ -232,6 +243,11 @@ func (b *binder) timestampArg(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) 
 	if err != nil {
 		return nil, err
 	}
+	return b.asTimestamp(n, e)
+}
+
+// asTimestamp is timestampArg's conversion of the bound argument e.
+func (b *binder) asTimestamp(n ast.ExprNode, e *expr.Expr) (*expr.Expr, error) {
 	switch e.Type.ID {
 	case types.Timestamp:
 		return e, nil
