@@ -34,6 +34,7 @@ var pgConstant = map[string]types.Value{
 	"pg_get_function_result":             types.NullValue(types.StringType),
 	"pg_get_function_arguments":          types.NullValue(types.StringType),
 	"pg_get_function_identity_arguments": types.NullValue(types.StringType),
+	"pg_get_function_sqlbody":            types.NullValue(types.StringType),
 	"pg_get_statisticsobjdef_columns":    types.NullValue(types.StringType),
 	"pg_get_triggerdef":                  types.NullValue(types.StringType),
 	"pg_get_ruledef":                     types.NullValue(types.StringType),
