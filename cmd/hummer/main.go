@@ -43,7 +43,8 @@ Usage:
   hummer image build --out DIR [--kernel PATH] [--add SRC:DST ...] [-- ROLE ARGS...]
   hummer image run DIR --pg-port PORT [--cpus N] [--memory SIZE] [--forward H:G ...]
 
-Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL;
+Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL
+  (file:///dir, or s3://bucket/prefix?region=R[&endpoint=URL] with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY);
 jobmanager: --heartbeat-timeout D (3s)
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
 else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
@@ -157,6 +158,9 @@ func serve(args []string) error {
 	mem := memoryFlag(fs)
 	fs.Parse(args)
 
+	if err := ckpt.check(); err != nil { // store.go
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
@@ -222,7 +226,7 @@ type checkpointOptions struct {
 func checkpointFlags(fs *flag.FlagSet) checkpointOptions {
 	return checkpointOptions{
 		url: fs.String("checkpoint-store", "", "where continuous jobs keep checkpoints: a bucket URL "+
-			"(file:///dir; default <data-dir>/checkpoints); every TaskManager must reach it"),
+			"(file:///dir, s3://bucket/prefix?region=R[&endpoint=URL]; default <data-dir>/checkpoints); every TaskManager must reach it"),
 		interval: fs.Duration("checkpoint-interval", time.Second, "time between checkpoints of a continuous job "+
 			"(a session changes it with SET checkpoint_interval)"),
 	}
@@ -242,6 +246,9 @@ func jobManager(args []string) error {
 	sec := addSecurityFlags(fs)
 	mem := memoryFlag(fs)
 	fs.Parse(args)
+	if err := ckpt.check(); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
