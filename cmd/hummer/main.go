@@ -42,6 +42,7 @@ Usage:
                      [--network NAME=ADDR ...] [--sched-batch=false]
   hummer image build --out DIR [--kernel PATH] [--add SRC:DST ...] [-- ROLE ARGS...]
   hummer image run DIR --pg-port PORT [--cpus N] [--memory SIZE] [--forward H:G ...]
+  hummer image oci --out DIR|FILE.tar [--push REGISTRY/REPO:TAG]   (a container image; roles as its args)
 
 Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL
   (file:///dir, or s3://bucket/prefix?region=R[&endpoint=URL] with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY);
