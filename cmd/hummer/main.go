@@ -37,8 +37,8 @@ const usage = `hummer — a streaming SQL engine
 Usage:
   hummer serve [--pg-addr 127.0.0.1:4566] [--data-dir ./hummer-data] [--init SQL] [--slots N] [security flags]
   hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql | -f -)
-  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data] [security flags]
-  hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0]
+  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-addr HOST:PORT] [--data-dir ./hummer-data] [security flags]
+  hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0] [--advertise-addr HOST]
                      [--network NAME=ADDR ...] [--sched-batch=false]
   hummer image build --out DIR [--kernel PATH] [--add SRC:DST ...] [-- ROLE ARGS...]
   hummer image run DIR --pg-port PORT [--cpus N] [--memory SIZE] [--forward H:G ...]
@@ -159,7 +159,7 @@ func serve(args []string) error {
 	mem := memoryFlag(fs)
 	fs.Parse(args)
 
-	if err := ckpt.check(); err != nil { // store.go
+	if err := ckpt.check(); err != nil { // cluster.go
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -240,6 +240,8 @@ func jobManager(args []string) error {
 	fs := flag.NewFlagSet("jobmanager", flag.ExitOnError)
 	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
 	rpcAddr := fs.String("rpc-addr", "127.0.0.1:6123", "address TaskManagers register at (control plane)")
+	resultAddr := fs.String("data-addr", "", "address TaskManagers send result rows to (default: --rpc-addr's host, any port; "+
+		"behind a Service, a fixed port it forwards)")
 	heartbeatTimeout := fs.Duration("heartbeat-timeout", 3*time.Second,
 		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
@@ -260,7 +262,10 @@ func jobManager(args []string) error {
 		return fmt.Errorf("--rpc-addr: %w", err)
 	}
 	// Result rows come back from the TaskManagers on a data server beside the RPC port.
-	data, err := network.Listen(network.ServerConfig{Addr: net.JoinHostPort(rpcHost, "0"), Log: log})
+	if *resultAddr == "" {
+		*resultAddr = net.JoinHostPort(rpcHost, "0")
+	}
+	data, err := network.Listen(network.ServerConfig{Addr: *resultAddr, Log: log})
 	if err != nil {
 		return err
 	}
@@ -302,6 +307,8 @@ func taskManager(args []string) error {
 	slots := fs.Int("slots", 0, "task slots (0: one per core)")
 	fs.String("data-dir", "./hummer-data", "directory for the TaskManager's local state")
 	dataAddr := fs.String("data-addr", "127.0.0.1:0", "address other TaskManagers send network channels to")
+	advertise := fs.String("advertise-addr", "", "the host or IP other TaskManagers reach this one at when --data-addr "+
+		"listens on every interface (0.0.0.0:PORT); in Kubernetes the pod's IP, from the downward API")
 	batch := fs.Bool("sched-batch", true, "run the process's threads under Linux's SCHED_BATCH policy with 12 ms time slices: a woken thread does not preempt a running task (sched_linux.go)")
 	networks := map[string]string{}
 	fs.Func("network", "a further network NAME=ADDR for jobs that SET network = 'NAME' (repeatable)", func(v string) error {
@@ -316,6 +323,9 @@ func taskManager(args []string) error {
 	fs.Parse(args)
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
+	}
+	if err := checkAdvertised(*dataAddr, *advertise); err != nil { // cluster.go
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
@@ -346,9 +356,9 @@ func taskManager(args []string) error {
 		named[name] = d
 	}
 	reg, _ := newRegistry()
-	id := data.Addr().String()
+	id := taskmanager.AdvertisedAddr(data.Addr(), *advertise)
 	tm := taskmanager.New(taskmanager.Config{ID: id, Slots: *slots, Registry: reg, Data: data,
-		Networks: named, Log: log.With("tm", id)})
+		Networks: named, Advertise: *advertise, Log: log.With("tm", id)})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))
