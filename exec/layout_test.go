@@ -28,7 +28,7 @@ var tiers = [][]string{
 	{"connectors/internal/records", "connectors/internal/conntest", "sql"},
 	{"connectors/file", "connectors/kafka", "connectors/memory", "connectors/nexmark", "connectors/blackhole", "connectors/socket", "connectors/table", "planner"},
 	{"connectors", "session"},
-	{"wire"},
+	{"wire", "web"},
 	{"cmd/hummer", "cmd/tpchgen"},
 }
 

@@ -27,6 +27,17 @@ type TaskMetrics struct {
 	// DeadLetters counts malformed input records a source routed to its
 	// dead-letter destination instead of skipping them.
 	DeadLetters atomic.Int64
+	// BusyNanos, IdleNanos and BackpressureNanos split the task's time as
+	// Flink does: working on its input, waiting on an empty inbox, and
+	// blocked on a full queue of a task downstream. The task adds to them as
+	// it goes (per batch, never per row); a source's reading counts as busy.
+	BusyNanos         atomic.Int64
+	IdleNanos         atomic.Int64
+	BackpressureNanos atomic.Int64
+	// queue is the task's inbox (nil for a source), for QueueFill; remote
+	// holds its fill as the last heartbeat told, for a task elsewhere.
+	queue  atomic.Pointer[chan Message]
+	remote atomic.Pointer[[2]int]
 	// firstBad describes the first malformed record a source skipped.
 	firstBad atomic.Pointer[string]
 	// status says what the task is waiting for when it is not simply running,
@@ -60,4 +71,23 @@ func (m *TaskMetrics) FirstBadRecord() string {
 		return *s
 	}
 	return ""
+}
+
+// SetQueue records the task's inbox, whose fill QueueFill reports.
+func (m *TaskMetrics) SetQueue(q chan Message) { m.queue.Store(&q) }
+
+// SetQueueFill records the fill of a task's inbox in another process, as its
+// TaskManager reported it.
+func (m *TaskMetrics) SetQueueFill(n, capacity int) { m.remote.Store(&[2]int{n, capacity}) }
+
+// QueueFill returns the messages in the task's inbox and its capacity; 0, 0
+// for a source, which has none.
+func (m *TaskMetrics) QueueFill() (n, capacity int) {
+	if q := m.queue.Load(); q != nil {
+		return len(*q), cap(*q)
+	}
+	if r := m.remote.Load(); r != nil {
+		return r[0], r[1]
+	}
+	return 0, 0
 }

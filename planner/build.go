@@ -79,6 +79,7 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 		opts.Parallelism = exec.AutoParallelism
 	}
 	b := &builder{g: &StreamGraph{}, opts: opts, streaming: Continuous(p, opts.Unbounded), updates: map[int]bool{}}
+	b.findShared(p)
 	root, err := b.build(p)
 	if err != nil {
 		return nil, err
@@ -133,6 +134,9 @@ type builder struct {
 	streaming bool
 	// updates holds the nodes whose output has retractions (deletes, updates).
 	updates map[int]bool
+	// shared holds the tables the query scans more than once, by scanKey
+	// (shared.go).
+	shared map[string]*sharedScan
 }
 
 type input struct {
@@ -169,6 +173,9 @@ func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
 func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 	if p.Table.IsView() || p.Table.IsSystem() {
 		return b.view(p)
+	}
+	if node, ok := b.sharedScanNode(p); ok {
+		return node, nil
 	}
 	key := p.Table.KeyColumns()
 	if len(key) > 0 && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {

@@ -35,11 +35,12 @@ import (
 const usage = `hummer — a streaming SQL engine
 
 Usage:
-  hummer serve [--pg-addr 127.0.0.1:4566] [--data-dir ./hummer-data] [--init SQL] [--slots N] [security flags]
+  hummer serve [--pg-addr 127.0.0.1:4566] [--http-addr 127.0.0.1:8081] [--data-dir ./hummer-data] [--init SQL] [--slots N] [security flags]
   hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql | -f -)
-  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--rpc-addr 127.0.0.1:6123] [--data-addr HOST:PORT] [--data-dir ./hummer-data] [security flags]
+  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--http-addr 127.0.0.1:8081] [--rpc-addr 127.0.0.1:6123] [--data-addr HOST:PORT]
+                    [--data-dir ./hummer-data] [security flags]
   hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0] [--advertise-addr HOST]
-                     [--network NAME=ADDR ...] [--sched-batch=false]
+                     [--http-addr ADDR] [--network NAME=ADDR ...] [--sched-batch=false]
   hummer image build --out DIR [--kernel PATH] [--add SRC:DST ...] [-- ROLE ARGS...]
   hummer image run DIR --pg-port PORT [--cpus N] [--memory SIZE] [--forward H:G ...]
   hummer image oci --out DIR|FILE.tar [--push REGISTRY/REPO:TAG]   (a container image; roles as its args)
@@ -47,6 +48,7 @@ Usage:
 Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL
   (file:///dir, or s3://bucket/prefix?region=R[&endpoint=URL] with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY);
 jobmanager: --heartbeat-timeout D (3s)
+HTTP (--http-addr; '' turns it off): /healthz, /readyz, /metrics; a TaskManager has none unless given one
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
 else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
 
@@ -154,6 +156,7 @@ func serve(args []string) error {
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
 	initSQL := fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
 	slots := fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
+	httpAddr := httpFlag(fs, defaultHTTPAddr)
 	ckpt := checkpointFlags(fs)
 	sec := addSecurityFlags(fs)
 	mem := memoryFlag(fs)
@@ -171,6 +174,12 @@ func serve(args []string) error {
 		return err
 	}
 	defer unlock()
+	ep := newEndpoint("loading the catalog and resuming jobs")
+	stopHTTP, err := httpAddr.start(ep, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
@@ -181,6 +190,7 @@ func serve(args []string) error {
 		return err
 	}
 	defer eng.Close()
+	ep.metrics.WatchJobs(eng.JobManager())
 	if *initSQL != "" {
 		s := eng.NewSession()
 		err := s.Exec(context.Background(), *initSQL, func(r *session.Result) error { return nil })
@@ -189,11 +199,12 @@ func serve(args []string) error {
 			return fmt.Errorf("--init: %w", err)
 		}
 	}
-	return servePG(eng, *pgAddr, *dataDir, log, sec)
+	return servePG(eng, *pgAddr, *dataDir, log, sec, ep)
 }
 
-// servePG answers the PostgreSQL wire protocol on addr until SIGINT or SIGTERM.
-func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *securityFlags) error {
+// servePG answers the PostgreSQL wire protocol on addr until SIGINT or SIGTERM;
+// the process is ready once it listens.
+func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *securityFlags, ep endpoint) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -203,6 +214,7 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *s
 		ln.Close()
 		return err
 	}
+	opts.Observer = ep.metrics.WatchPG()
 	srv := wire.NewServer(backend{eng}, opts)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -210,6 +222,7 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *s
 		<-ctx.Done()
 		srv.Close()
 	}()
+	ep.ready.Ready()
 	log.Info("hummer serving", "pg-addr", ln.Addr().String(), "data-dir", dataDir)
 	fmt.Fprintf(os.Stderr, "hummer is ready: psql -h %s -p %s -U hummer\n", host(ln.Addr()), port(ln.Addr()))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
@@ -245,6 +258,7 @@ func jobManager(args []string) error {
 	heartbeatTimeout := fs.Duration("heartbeat-timeout", 3*time.Second,
 		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
 	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
+	httpAddr := httpFlag(fs, defaultHTTPAddr)
 	ckpt := checkpointFlags(fs)
 	sec := addSecurityFlags(fs)
 	mem := memoryFlag(fs)
@@ -256,6 +270,15 @@ func jobManager(args []string) error {
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
 	}
+	// Ready once the catalog is loaded and its jobs resumed, or queued for
+	// slots: requiring TaskManagers would keep a JobManager unready that they
+	// find through a Service routing only to ready pods.
+	ep := newEndpoint("loading the catalog and resuming jobs")
+	stopHTTP, err := httpAddr.start(ep, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 
 	rpcHost, _, err := net.SplitHostPort(*rpcAddr)
 	if err != nil {
@@ -295,7 +318,8 @@ func jobManager(args []string) error {
 		return err
 	}
 	defer eng.Close()
-	return servePG(eng, *pgAddr, *dataDir, log, sec)
+	ep.metrics.WatchJobs(eng.JobManager())
+	return servePG(eng, *pgAddr, *dataDir, log, sec, ep)
 }
 
 // taskManager runs a TaskManager: it registers with the JobManager, heartbeats,
@@ -320,6 +344,7 @@ func taskManager(args []string) error {
 		return nil
 	})
 	mem := memoryFlag(fs)
+	httpAddr := httpFlag(fs, "")
 	fs.Parse(args)
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
@@ -336,6 +361,12 @@ func taskManager(args []string) error {
 			log.Warn("threads stay under the default scheduling policy", "err", err)
 		}
 	}
+	ep := newEndpoint("not registered with the JobManager")
+	stopHTTP, err := httpAddr.start(ep, log)
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
 	data, err := network.Listen(network.ServerConfig{Addr: *dataAddr, Log: log})
 	if err != nil {
 		return err
@@ -363,7 +394,13 @@ func taskManager(args []string) error {
 	defer stop()
 	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))
 	return control.RunTaskManager(ctx, control.TaskManagerConfig{JobManager: *jmAddr, TM: tm,
-		Code: wire.SQLState, Log: log})
+		Code: wire.SQLState, Log: log, Registered: func(ok bool) {
+			if ok {
+				ep.ready.Ready()
+			} else {
+				ep.ready.NotReady("not registered with the JobManager")
+			}
+		}})
 }
 
 // backend adapts the engine to the wire server.

@@ -138,15 +138,22 @@ type TaskCounters struct {
 	LateRows   int64       `json:"late_rows,omitempty"`
 	Watermark  int64       `json:"watermark,omitempty"`
 	Status     string      `json:"status,omitempty"`
+	Busy       int64       `json:"busy_ns,omitempty"`
+	Idle       int64       `json:"idle_ns,omitempty"`
+	Blocked    int64       `json:"backpressure_ns,omitempty"`
+	Queue      int         `json:"queue,omitempty"`
+	QueueCap   int         `json:"queue_cap,omitempty"`
 }
 
 func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 	out := make([]TaskCounters, 0, len(m))
 	for id, t := range m {
+		q, qcap := t.QueueFill()
 		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
 			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load(),
-			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Watermark: t.Watermark.Load(), Status: t.Status()})
+			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Watermark: t.Watermark.Load(), Status: t.Status(),
+			Busy: t.BusyNanos.Load(), Idle: t.IdleNanos.Load(), Blocked: t.BackpressureNanos.Load(), Queue: q, QueueCap: qcap})
 	}
 	return out
 }
@@ -170,6 +177,10 @@ func storeCounters(m map[exec.TaskID]*exec.TaskMetrics, cs []TaskCounters) {
 		t.LateRows.Store(c.LateRows)
 		t.Watermark.Store(c.Watermark)
 		t.SetStatus(c.Status)
+		t.BusyNanos.Store(c.Busy)
+		t.IdleNanos.Store(c.Idle)
+		t.BackpressureNanos.Store(c.Blocked)
+		t.SetQueueFill(c.Queue, c.QueueCap)
 	}
 }
 

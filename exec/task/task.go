@@ -65,6 +65,7 @@ func New(tc *exec.TaskContext, source exec.Source, chain []exec.Operator, channe
 		out: NewOutput(tc.Alloc, tc.Metrics)}
 	if source == nil {
 		t.inbox = make(chan exec.Message, exec.QueueCapacity)
+		tc.Metrics.SetQueue(t.inbox)
 	}
 	for _, op := range chain {
 		if v, ok := op.(exec.ViewReader); ok {
@@ -220,7 +221,9 @@ func flush(ctx context.Context, fs []chainLink) error {
 }
 
 func (t *StreamTask) runSource(ctx context.Context) error {
-	var head exec.Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics}
+	split := newTimeSplit(t.tc.Metrics)
+	defer split.next(false)
+	var head exec.Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics, split: split}
 	if fs := t.flushers(); len(fs) > 0 {
 		// A source's batch is its own mini-batch: what it read at once.
 		head = &flushingCollector{Collector: head, flushers: fs}
@@ -344,6 +347,8 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		defer tk.Stop()
 		tickC = tk.C
 	}
+	split := newTimeSplit(t.tc.Metrics)
+	defer split.next(false)
 	lastFlush := time.Now()
 	var flushTimer <-chan time.Time // armed while a flush waits for minFlushInterval
 	doFlush := func() error {
@@ -440,19 +445,26 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		if len(replay) > 0 {
 			m, replay = replay[0], replay[1:]
 		} else {
+			if len(t.inbox) == 0 {
+				split.next(true)
+			}
 			select {
 			case m = <-t.inbox:
+				split.next(false)
 			case id := <-completes:
+				split.next(false)
 				if err := t.notifyComplete(ctx, id); err != nil {
 					return err
 				}
 				continue
 			case <-flushTimer:
+				split.next(false)
 				if err := doFlush(); err != nil {
 					return err
 				}
 				continue
 			case now := <-tickC:
+				split.next(false)
 				if err := tick(ctx, ticks, now); err != nil {
 					return err
 				}
@@ -586,15 +598,18 @@ func (c *flushingCollector) Collect(ctx context.Context, b exec.Batch) error {
 	return flush(ctx, c.flushers)
 }
 
-// countingCollector counts what a source emits before passing it on.
+// countingCollector counts what a source emits, and the time it took, before
+// passing it on.
 type countingCollector struct {
 	next    exec.Collector
 	metrics *exec.TaskMetrics
+	split   *timeSplit
 }
 
 func (c *countingCollector) Collect(ctx context.Context, b exec.Batch) error {
 	c.metrics.RowsIn.Add(int64(b.NumRows()))
 	c.metrics.BatchesIn.Add(1)
+	c.split.next(false)
 	return c.next.Collect(ctx, b)
 }
 

@@ -264,7 +264,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 					continue
 				}
 				if to, local := tasks[ee.To]; local {
-					targets = append(targets, task.LocalChannel{Inbox: to.task.Inbox(), Input: ee.Input, Channel: ee.Channel})
+					targets = append(targets, task.LocalChannel{Inbox: to.task.Inbox(), Input: ee.Input, Channel: ee.Channel, Sender: tc.Metrics})
 					continue
 				}
 				addr, ok := g.DataAddrs[g.Task(ee.To).Slot.TaskManager]
