@@ -14,9 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -151,16 +149,9 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 }
 
 func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
-	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
-	initSQL := fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
-	slots := fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
-	httpAddr := httpFlag(fs, defaultHTTPAddr)
-	ckpt := checkpointFlags(fs)
-	sec := addSecurityFlags(fs)
-	mem := memoryFlag(fs)
+	fs, o := serveFlags(flag.ExitOnError) // flags.go
 	fs.Parse(args)
+	pgAddr, dataDir, initSQL, slots, httpAddr, ckpt, sec, mem := o.pgAddr, o.dataDir, o.initSQL, o.slots, o.httpAddr, o.ckpt, o.sec, o.mem
 
 	if err := ckpt.check(); err != nil { // cluster.go
 		return err
@@ -231,38 +222,14 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *s
 	return nil
 }
 
-// checkpointOptions are the flags of serve and jobmanager for checkpoints.
-type checkpointOptions struct {
-	url      *string
-	interval *time.Duration
-}
-
-func checkpointFlags(fs *flag.FlagSet) checkpointOptions {
-	return checkpointOptions{
-		url: fs.String("checkpoint-store", "", "where continuous jobs keep checkpoints: a bucket URL "+
-			"(file:///dir, s3://bucket/prefix?region=R[&endpoint=URL]; default <data-dir>/checkpoints); every TaskManager must reach it"),
-		interval: fs.Duration("checkpoint-interval", time.Second, "time between checkpoints of a continuous job "+
-			"(a session changes it with SET checkpoint_interval)"),
-	}
-}
-
 // jobManager runs the JobManager of a distributed cluster: the PostgreSQL
 // frontend, the catalog, planning and scheduling; TaskManagers register with it
 // on --rpc-addr and run the tasks.
 func jobManager(args []string) error {
-	fs := flag.NewFlagSet("jobmanager", flag.ExitOnError)
-	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
-	rpcAddr := fs.String("rpc-addr", "127.0.0.1:6123", "address TaskManagers register at (control plane)")
-	resultAddr := fs.String("data-addr", "", "address TaskManagers send result rows to (default: --rpc-addr's host, any port; "+
-		"behind a Service, a fixed port it forwards)")
-	heartbeatTimeout := fs.Duration("heartbeat-timeout", 3*time.Second,
-		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
-	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
-	httpAddr := httpFlag(fs, defaultHTTPAddr)
-	ckpt := checkpointFlags(fs)
-	sec := addSecurityFlags(fs)
-	mem := memoryFlag(fs)
+	fs, o := jobManagerFlags(flag.ExitOnError)
 	fs.Parse(args)
+	pgAddr, rpcAddr, resultAddr, heartbeatTimeout, dataDir, httpAddr, ckpt, sec, mem := o.pgAddr, o.rpcAddr, o.resultAddr,
+		o.heartbeatTimeout, o.dataDir, o.httpAddr, o.ckpt, o.sec, o.mem
 	if err := ckpt.check(); err != nil {
 		return err
 	}
@@ -326,26 +293,10 @@ func jobManager(args []string) error {
 // and runs the tasks deployed to it in its slots; network channels of other
 // TaskManagers arrive on --data-addr.
 func taskManager(args []string) error {
-	fs := flag.NewFlagSet("taskmanager", flag.ExitOnError)
-	jmAddr := fs.String("jobmanager", "", "the JobManager's --rpc-addr")
-	slots := fs.Int("slots", 0, "task slots (0: one per core)")
-	fs.String("data-dir", "./hummer-data", "directory for the TaskManager's local state")
-	dataAddr := fs.String("data-addr", "127.0.0.1:0", "address other TaskManagers send network channels to")
-	advertise := fs.String("advertise-addr", "", "the host or IP other TaskManagers reach this one at when --data-addr "+
-		"listens on every interface (0.0.0.0:PORT); in Kubernetes the pod's IP, from the downward API")
-	batch := fs.Bool("sched-batch", true, "run the process's threads under Linux's SCHED_BATCH policy with 12 ms time slices: a woken thread does not preempt a running task (sched_linux.go)")
-	networks := map[string]string{}
-	fs.Func("network", "a further network NAME=ADDR for jobs that SET network = 'NAME' (repeatable)", func(v string) error {
-		name, addr, ok := strings.Cut(v, "=")
-		if !ok || name == "" || addr == "" {
-			return fmt.Errorf("want NAME=ADDR, got %q", v)
-		}
-		networks[name] = addr
-		return nil
-	})
-	mem := memoryFlag(fs)
-	httpAddr := httpFlag(fs, "")
+	fs, o := taskManagerFlags(flag.ExitOnError)
 	fs.Parse(args)
+	jmAddr, slots, dataAddr, advertise, batch, networks, mem, httpAddr := o.jmAddr, o.slots, o.dataAddr, o.advertise,
+		o.batch, o.networks, o.mem, o.httpAddr
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
 	}
