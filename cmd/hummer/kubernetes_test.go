@@ -412,3 +412,31 @@ func TestKubernetesNotInBinary(t *testing.T) {
 	}
 }
 
+// TestReadmeKubernetes: the README's Kubernetes steps create every Secret
+// the manifests use, with the keys they read, and apply the manifests'
+// directory.
+func TestReadmeKubernetes(t *testing.T) {
+	block := readmeBlock(t, "kubectl apply -k deploy/kubernetes")
+	for name, keys := range secretKeys {
+		var line string
+		for _, l := range strings.Split(block, "\n") {
+			if strings.Contains(l, "kubectl create secret ") && strings.Contains(l, " "+name+" ") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Errorf("the README does not create the Secret %s", name)
+			continue
+		}
+		for _, k := range keys {
+			// kubectl create secret tls takes --cert and --key into tls.crt and tls.key.
+			tlsFlag := map[string]string{corev1.TLSCertKey: "--cert=", corev1.TLSPrivateKeyKey: "--key="}[k]
+			if !strings.Contains(line, "--from-literal="+k+"=") && (tlsFlag == "" || !strings.Contains(line, "secret tls ") || !strings.Contains(line, tlsFlag)) {
+				t.Errorf("the README's Secret %s has no key %s: %s", name, k, line)
+			}
+		}
+	}
+	if _, err := os.Stat(manifestDir); err != nil {
+		t.Error(err)
+	}
+}
