@@ -9,20 +9,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/hummer-db/hummer/images/oci"
 )
 
 // TestOCIImage builds the container image with `hummer image oci` from the
 // static binary the VM images boot, twice (the same digest), unpacks its
-// layers into a directory and runs the entrypoint from there as a plain
-// process, with the image's working directory and data directory, until the
-// real psql gets an answer from it. Its config's entrypoint, user and labels
+// layers into a directory and runs the entrypoint with the image's arguments
+// there (chrooted, as the image's user) until the real psql gets an answer
+// from it and its catalog is in the image's data directory. Its config's entrypoint, user and labels
 // are the image's contract with a cluster manager.
 func TestOCIImage(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
@@ -86,11 +90,22 @@ func TestOCIImage(t *testing.T) {
 	if certs, err := os.ReadFile(filepath.Join(root, "etc/ssl/certs/ca-certificates.crt")); err != nil || string(certs) != string(host) {
 		t.Errorf("the image's CA certificates are not the host's: %v", err)
 	}
-	entry := filepath.Join(root, c.Entrypoint[0])
+	// As a container runtime runs it: the entrypoint with the image's
+	// arguments, environment, working directory and user, in the unpacked
+	// root (chroot); the listeners on loopback, as later flags say. Without
+	// root (CI has it) the binary runs as a plain process instead.
 	addr := freeAddr(t)
-	cmd := exec.Command(entry, "serve", "--pg-addr", addr, "--data-dir", filepath.Join(root, c.WorkingDir))
-	cmd.Dir = filepath.Join(root, c.WorkingDir)
-	cmd.Env = c.Env
+	args := append(slices.Clone(c.Cmd), "--pg-addr="+addr, "--http-addr="+freeAddr(t))
+	cmd := exec.Command(c.Entrypoint[0], args...)
+	cmd.Env, cmd.Dir = c.Env, c.WorkingDir
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: oci.UID, Gid: oci.GID}}
+	} else {
+		t.Log("not root: running the image's binary as a plain process, not in a chroot as its user")
+		cmd.Path = filepath.Join(root, c.Entrypoint[0])
+		cmd.Dir = filepath.Join(root, c.WorkingDir)
+		cmd.Args = append(cmd.Args, "--data-dir="+cmd.Dir)
+	}
 	var logs syncBuffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -119,6 +134,20 @@ func TestOCIImage(t *testing.T) {
 	})
 	if out := psql(t, addr, "SELECT 40 + 2 AS answer;"); strings.TrimSpace(out) != "42" {
 		t.Errorf("psql against the image's hummer: %q, want 42", out)
+	}
+	// The catalog went into the image's data directory, written by its user.
+	entries, err := os.ReadDir(filepath.Join(root, c.WorkingDir))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("the data directory after start-up: %v, %v", entries, err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 && st.Uid != oci.UID {
+			t.Errorf("%s in the data directory belongs to uid %d, want the image's user %d", e.Name(), st.Uid, oci.UID)
+		}
 	}
 }
 
@@ -175,6 +204,18 @@ func unpack(t *testing.T, img v1.Image, root string) {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Lchown(p, h.Uid, h.Gid); err != nil {
+				t.Fatal(err)
+			}
+			mode := os.FileMode(h.Mode & 0o777)
+			if h.Mode&0o1000 != 0 {
+				mode |= os.ModeSticky
+			}
+			if err := os.Chmod(p, mode); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -127,7 +127,8 @@ func Image(o Options) (v1.Image, error) {
 		Entrypoint: []string{Binary},
 		// Without arguments the image serves on every interface, as a
 		// container must to be reached; a pod's args pick the role.
-		Cmd:        []string{"serve", fmt.Sprintf("--pg-addr=0.0.0.0:%d", PGPort), "--data-dir=" + DataDir},
+		Cmd: []string{"serve", fmt.Sprintf("--pg-addr=0.0.0.0:%d", PGPort), fmt.Sprintf("--http-addr=0.0.0.0:%d", HTTPPort),
+			"--data-dir=" + DataDir},
 		User:       fmt.Sprintf("%d:%d", UID, GID),
 		WorkingDir: DataDir,
 		Env:        []string{"PATH=/usr/local/bin", "HOME=" + DataDir},
