@@ -398,16 +398,23 @@ func TestKubernetesStrictDecoding(t *testing.T) {
 	}
 }
 
-// TestKubernetesNotInBinary: the Kubernetes API types are the tests' alone;
-// the binary does not link them.
-func TestKubernetesNotInBinary(t *testing.T) {
+// TestTestOnlyModulesNotInBinary: the Kubernetes API types, the fake S3
+// server and the in-process registry are the tests' alone; the binary does
+// not link them.
+func TestTestOnlyModulesNotInBinary(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pkg := range strings.Fields(string(out)) {
-		if strings.HasPrefix(pkg, "k8s.io/") || strings.HasPrefix(pkg, "sigs.k8s.io/") {
-			t.Errorf("cmd/hummer links %s", pkg)
+	pkgs := strings.Fields(string(out))
+	if !slices.Contains(pkgs, "gocloud.dev/blob/s3blob") {
+		t.Fatalf("go list -deps does not list what the binary links:\n%s", out)
+	}
+	for _, pkg := range pkgs {
+		for _, testOnly := range []string{"k8s.io/", "sigs.k8s.io/", "github.com/johannesboyne/gofakes3", "github.com/google/go-containerregistry/pkg/registry"} {
+			if strings.HasPrefix(pkg, testOnly) {
+				t.Errorf("cmd/hummer links %s", pkg)
+			}
 		}
 	}
 }
