@@ -333,6 +333,7 @@ func chaos(t *testing.T, jmFlags ...string) (jmDir string) {
 type killable struct {
 	bin    string
 	args   []string
+	env    []string // added to the test's environment
 	cmd    *exec.Cmd
 	exited chan struct{}
 	logs   *syncBuffer
@@ -340,7 +341,14 @@ type killable struct {
 
 func startKillable(t *testing.T, bin string, args ...string) *killable {
 	t.Helper()
-	k := &killable{bin: bin, args: args, logs: &syncBuffer{}}
+	return startKillableEnv(t, bin, nil, args...)
+}
+
+// startKillableEnv is startKillable with env added to the process's
+// environment.
+func startKillableEnv(t *testing.T, bin string, env []string, args ...string) *killable {
+	t.Helper()
+	k := &killable{bin: bin, args: args, env: env, logs: &syncBuffer{}}
 	k.start(t)
 	t.Cleanup(func() {
 		k.cmd.Process.Signal(os.Interrupt)
@@ -360,6 +368,7 @@ func startKillable(t *testing.T, bin string, args ...string) *killable {
 func (k *killable) start(t *testing.T) {
 	t.Helper()
 	k.cmd = exec.Command(k.bin, k.args...)
+	k.cmd.Env = append(os.Environ(), k.env...)
 	k.cmd.Stderr = k.logs
 	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)
