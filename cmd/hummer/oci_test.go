@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/hummer-db/hummer/images/oci"
 )
@@ -52,6 +57,21 @@ func TestOCIImage(t *testing.T) {
 	if out, err := exec.Command(bin, "image", "oci", "--out", tarFile).CombinedOutput(); err != nil ||
 		!strings.Contains(string(out), d0.String()) {
 		t.Errorf("hummer image oci --out %s: %v\n%s\nwant it to name %s", tarFile, err, out, d0)
+	}
+
+	// --push, to go-containerregistry's in-process registry: pulled back by
+	// its tag, the same image.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	ref := strings.TrimPrefix(reg.URL, "http://") + "/hummer:test"
+	if out, err := exec.Command(bin, "image", "oci", "--push", ref).CombinedOutput(); err != nil {
+		t.Errorf("hummer image oci --push %s: %v\n%s", ref, err, out)
+	} else if r, err := name.ParseReference(ref); err != nil {
+		t.Error(err)
+	} else if pulled, err := remote.Image(r); err != nil {
+		t.Errorf("pulling %s: %v", ref, err)
+	} else if d, _ := pulled.Digest(); d != d0 {
+		t.Errorf("pulled %s back as %s, built %s", ref, d, d0)
 	}
 
 	cf, err := img0.ConfigFile()
