@@ -59,6 +59,8 @@ type Options struct {
 	// table.exec.state.ttl: a row not written for that long is dropped, and
 	// answers over keys idle that long are no longer exact.
 	StateTTL time.Duration
+	// Late, when set, is the job's late-rows table (SET late_rows_table).
+	Late *LateRows
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -84,6 +86,7 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.addLateSink()
 	last := exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(operators.ResultConfig{}), Out: p.Schema()}
 	edge := in(root, exec.Forward)
 	if opts.Sink != nil {
@@ -137,6 +140,8 @@ type builder struct {
 	// shared holds the tables the query scans more than once, by scanKey
 	// (shared.go).
 	shared map[string]*sharedScan
+	// late holds the nodes that send late rows to the late-rows table.
+	late []int
 }
 
 type input struct {

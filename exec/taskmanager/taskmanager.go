@@ -282,6 +282,10 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 					targets = append(targets, ns)
 				}
 			}
+			if je.Late {
+				p.task.LateOutput().AddEdge(je.Partition, targets)
+				continue
+			}
 			p.task.Output().AddEdge(je.Partition, targets)
 		}
 	}

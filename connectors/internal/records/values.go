@@ -495,13 +495,21 @@ func (bb *Builder) Rows() int { return bb.rows }
 func (bb *Builder) Bytes() int { return bb.bytes }
 
 // Flush returns the rows committed so far as a batch and starts the next one.
+//
+// The builders then take room for as many rows again (and as many bytes of
+// text), so that a batch like the last one fills them without growing them a
+// doubling at a time, each a copy and a clear of what they hold.
 func (bb *Builder) Flush() arrow.RecordBatch {
 	cols := make([]arrow.Array, len(bb.builders))
 	for i, b := range bb.builders {
 		cols[i] = b.NewArray()
 	}
 	rec := array.NewRecordBatch(bb.schema, cols, int64(bb.rows))
-	for _, c := range cols {
+	for i, c := range cols {
+		bb.builders[i].Reserve(bb.rows)
+		if s, ok := c.(*array.String); ok {
+			bb.builders[i].(*array.StringBuilder).ReserveData(len(s.ValueBytes()))
+		}
 		c.Release()
 	}
 	bb.rows, bb.bytes = 0, 0
