@@ -314,6 +314,9 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
+		if j, ok := p.Input.(*sql.Join); ok {
+			return b.projectJoin(p, j)
+		}
 		from, err := b.projectInput(p)
 		if err != nil {
 			return 0, err
@@ -660,4 +663,56 @@ func (b *builder) unnest(p *sql.Unnest, minBytes, minChars int) (int, error) {
 	}
 	cfg := operators.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep, MinBytes: minBytes, MinChars: minChars}
 	return b.pass(from, b.forward(from, "unnest", label, cfg, p.Out)), nil
+}
+
+// projectJoin plans projection p of join j, the join gathering only the
+// columns p reads: those p passes on as they are, in p's order (then no
+// projection follows), or else those its expressions read.
+func (b *builder) projectJoin(p *sql.Project, j *sql.Join) (int, error) {
+	refs, passOn := columnRefs(p.Exprs)
+	keep, out, exprs := refs, p.Out, p.Exprs
+	if !passOn {
+		keep = readColumns(p.Exprs)
+		m := make(map[int]int, len(keep))
+		out = make(types.Schema, len(keep))
+		for i, c := range keep {
+			m[c], out[i] = i, j.Out[c]
+		}
+		exprs = make([]*expr.Expr, len(p.Exprs))
+		for i, e := range p.Exprs {
+			exprs[i] = e.Remap(m)
+		}
+	}
+	node, kept, err := b.joinKeeping(j, keep, out)
+	switch {
+	case err != nil:
+		return 0, err
+	case kept && passOn:
+		return node, nil // the join's columns are p's
+	case !kept:
+		exprs = p.Exprs // over the join's whole pairs
+	}
+	return b.pass(node, b.forward(node, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Out)), nil
+}
+
+// readColumns returns the input columns exprs read, in order.
+func readColumns(exprs []*expr.Expr) []int {
+	var cols []int
+	for _, e := range exprs {
+		cols = e.Columns(cols)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(cols)))
+}
+
+// columnRefs returns the input columns of projection exprs when each is a
+// plain column reference.
+func columnRefs(exprs []*expr.Expr) ([]int, bool) {
+	cols := make([]int, len(exprs))
+	for i, e := range exprs {
+		if e.Kind != expr.KindColumn {
+			return nil, false
+		}
+		cols[i] = e.Col
+	}
+	return cols, true
 }

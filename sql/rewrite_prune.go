@@ -466,5 +466,43 @@ func (pr *pruner) pruneJoin(n *Join, need []bool) (Plan, []int) {
 	}
 	// Keep the join's own column names (a Join's Out may differ from its inputs'
 	// schemas only in names, which the root restores anyway).
-	return c, m[:len(need)]
+	return narrowJoin(c, need, m[:len(need)])
+}
+
+// narrowJoin puts a projection over join c of the columns asked for (need,
+// with m where they are in c's output) when c also outputs columns only it
+// reads (its keys, Extra's): the planner then has the join gather only those
+// asked for. A semi or anti join outputs its left side as it is.
+func narrowJoin(c *Join, need []bool, m []int) (Plan, []int) {
+	if c.Kind.Filters() {
+		return c, m
+	}
+	used := make([]bool, len(c.Out))
+	for i, j := range m {
+		if need[i] && j >= 0 {
+			used[j] = true
+		}
+	}
+	var exprs []*expr.Expr
+	var out types.Schema
+	at := make([]int, len(c.Out))
+	for j, u := range used {
+		at[j] = -1
+		if u {
+			at[j] = len(exprs)
+			exprs = append(exprs, expr.Column(j, c.Out[j].Type, c.Out[j].Name))
+			out = append(out, c.Out[j])
+		}
+	}
+	if len(exprs) == len(c.Out) {
+		return c, m
+	}
+	nm := make([]int, len(m))
+	for i, j := range m {
+		nm[i] = -1
+		if need[i] && j >= 0 {
+			nm[i] = at[j]
+		}
+	}
+	return &Project{Input: c, Exprs: exprs, Out: out}, nm
 }

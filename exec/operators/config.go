@@ -164,6 +164,11 @@ type JoinConfig struct {
 	Left        types.Schema `json:"left"`
 	Right       types.Schema `json:"right"`
 	MemoryLimit int64        `json:"memory_limit,omitempty"`
+	// Keep, when set, lists the columns of a pair (left columns, then
+	// right ones) the output has, in order: an inner or outer join then
+	// gathers only those, and not the keys and columns that only the join
+	// itself read. Not for the semi and anti joins, whose output is a side.
+	Keep []int `json:"keep,omitempty"`
 }
 
 // UpsertConfig configures kind "upsert" (upsert.go), which turns upserts and
