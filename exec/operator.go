@@ -74,6 +74,15 @@ type TaskContext struct {
 	// system's temporary directory).
 	WorkMem  int64
 	SpillDir string
+	// StateBackend is the TaskManager's default state backend, "memory" or
+	// "disk" (an operator's config may say otherwise, SET state_backend);
+	// "" is memory. StateMemory bounds, with the disk backend, the memory
+	// each stateful operator of the task keeps its state in (exec/state/disk);
+	// 0 means its default. StateFiles, set when the job takes checkpoints, is
+	// where the disk backend's checkpoints keep their files.
+	StateBackend string
+	StateMemory  int64
+	StateFiles   StateFiles
 	// Colocated is shared by the subtasks of this task's vertex that run in
 	// this TaskManager, in this run of the job; nil when a test builds a
 	// TaskContext alone.
