@@ -155,10 +155,15 @@ func serve(args []string) error {
 	ckpt := checkpointFlags(fs)
 	sec := addSecurityFlags(fs)
 	mem := memoryFlag(fs)
+	st := stateFlags(fs)
 	fs.Parse(args)
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
+		return err
+	}
+	stateBackend, stateMemory, err := st.parse()
+	if err != nil {
 		return err
 	}
 	unlock, err := lockDataDir(*dataDir)
@@ -170,7 +175,7 @@ func serve(args []string) error {
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, Slots: *slots, Log: log, OnClose: tables.Close,
-		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
+		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval, StateBackend: stateBackend, StateMemory: stateMemory,
 	})
 	if err != nil {
 		return err
@@ -305,12 +310,17 @@ func taskManager(args []string) error {
 		return nil
 	})
 	mem := memoryFlag(fs)
+	st := stateFlags(fs)
 	fs.Parse(args)
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
+		return err
+	}
+	stateBackend, stateMemory, err := st.parse()
+	if err != nil {
 		return err
 	}
 	if *batch {
@@ -339,7 +349,7 @@ func taskManager(args []string) error {
 	}
 	reg, _ := newRegistry()
 	id := data.Addr().String()
-	tm := taskmanager.New(taskmanager.Config{ID: id, Slots: *slots, Registry: reg, Data: data,
+	tm := taskmanager.New(taskmanager.Config{ID: id, Slots: *slots, Registry: reg, Data: data, StateBackend: stateBackend, StateMemory: stateMemory,
 		Networks: named, Log: log.With("tm", id)})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

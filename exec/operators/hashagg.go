@@ -76,6 +76,9 @@ type hashAggOp struct {
 	emitted []bool              // by group: its row is out downstream
 	oldIDs  []uint32            // the dirty groups that had been emitted ...
 	oldRows []arrow.RecordBatch // ... and their rows as emitted, in that order
+
+	// disk is the state on the disk backend (hashagg_disk.go), nil on memory.
+	disk *aggDisk
 }
 
 var _ exec.Operator = (*hashAggOp)(nil)
@@ -169,6 +172,9 @@ func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
 	o.table = state.NewKeyTable()
 	o.tc = tc
+	if o.stateBackend(tc) == StateDisk {
+		return o.openDisk(tc)
+	}
 	// Updates keep their state (a disk state backend is to hold it); one
 	// group needs no budget.
 	if !o.updates && len(o.keyCols) > 0 {
@@ -211,6 +217,9 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 	}
 	if err := o.fold(b); err != nil {
 		return err
+	}
+	if o.disk != nil && o.cacheBytes() > o.disk.limit {
+		return o.evict(ctx, out)
 	}
 	if o.budget > 0 && o.overBudget() {
 		if o.cfg.Phase == AggPartial {
@@ -264,7 +273,13 @@ func (o *hashAggOp) fold(b exec.Batch) error {
 			// will hold at least the first batch's keys.
 			o.table.Reserve(n, o.keys.Bytes())
 		}
-		o.table.InsertRows(&o.keys, gids)
+		first := o.table.Len()
+		o.table.InsertRows(&o.keys, gids[:n])
+		if o.disk != nil {
+			if err := o.loadGroups(first, gids[:n]); err != nil {
+				return err
+			}
+		}
 	} else {
 		clear(gids)
 	}
@@ -516,6 +531,7 @@ func (o *hashAggOp) rowsAt(sel state.GroupSel) (arrow.RecordBatch, error) {
 
 // release drops the group state; the operator only forwards signals afterwards.
 func (o *hashAggOp) release() {
+	o.closeDisk()
 	o.releaseOld()
 	if o.table != nil {
 		o.table.Release()

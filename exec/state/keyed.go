@@ -41,6 +41,9 @@ type Keyed interface {
 	Len() int
 	// Reserve makes room for n more keys of keyBytes bytes in all.
 	Reserve(n, keyBytes int)
+	// Key returns key id's bytes as RowKeys encoded them, and whether it is
+	// the NULL key of one text column (which has no bytes of its own).
+	Key(id uint32) (key []byte, null bool)
 	// DecodeKeys returns the key columns, of types, of the selected ids.
 	DecodeKeys(mem memory.Allocator, types []arrow.DataType, sel GroupSel) ([]arrow.Array, error)
 	// Release gives the state's memory back; the state is not used after.
