@@ -83,6 +83,12 @@ type TaskContext struct {
 	StateBackend string
 	StateMemory  int64
 	StateFiles   StateFiles
+	// StateLimit bounds the state an operator keeps on the memory backend
+	// (a slot's share of the process's memory limit): past it, an operator
+	// that checks it fails its job with ErrOutOfMemory naming
+	// state_backend = 'disk', before the process runs out of memory. 0
+	// means none.
+	StateLimit int64
 	// Colocated is shared by the subtasks of this task's vertex that run in
 	// this TaskManager, in this run of the job; nil when a test builds a
 	// TaskContext alone.

@@ -79,6 +79,9 @@ type hashAggOp struct {
 
 	// disk is the state on the disk backend (hashagg_disk.go), nil on memory.
 	disk *aggDisk
+	// stateLimit bounds, on the memory backend, the groups a streaming
+	// aggregation keeps (TaskContext.StateLimit); 0: none.
+	stateLimit int64
 }
 
 var _ exec.Operator = (*hashAggOp)(nil)
@@ -175,6 +178,9 @@ func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if o.stateBackend(tc) == StateDisk {
 		return o.openDisk(tc)
 	}
+	if o.updates && o.cfg.Phase != AggPartial && len(o.keyCols) > 0 {
+		o.stateLimit = tc.StateLimit
+	}
 	// Updates keep their state (a disk state backend is to hold it); one
 	// group needs no budget.
 	if !o.updates && len(o.keyCols) > 0 {
@@ -220,6 +226,11 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 	}
 	if o.disk != nil && o.cacheBytes() > o.disk.limit {
 		return o.evict(ctx, out)
+	}
+	if o.stateLimit > 0 {
+		if n := o.groupBytes(); n > o.stateLimit {
+			return o.errStateLimit(n)
+		}
 	}
 	if o.budget > 0 && o.overBudget() {
 		if o.cfg.Phase == AggPartial {

@@ -257,6 +257,18 @@ func (o *hashAggOp) evict(ctx context.Context, out exec.Collector) error {
 	return nil
 }
 
+// errStateLimit is the error of a streaming aggregation on the memory backend
+// whose groups, n bytes, outgrew the TaskManager's bound: it fails the job
+// with a clear error before the process runs out of memory.
+func (o *hashAggOp) errStateLimit(n int64) error {
+	label := o.spec.Label
+	if label == "" {
+		label = "hash_agg"
+	}
+	return fmt.Errorf("%w: %s: its groups hold %d MiB, more than the %d MiB a slot may keep in memory; SET state_backend = 'disk' keeps them on disk",
+		exec.ErrOutOfMemory, label, n>>20, o.stateLimit>>20)
+}
+
 // closeDisk closes the DB, removing its files.
 func (o *hashAggOp) closeDisk() {
 	if o.disk != nil {

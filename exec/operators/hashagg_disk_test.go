@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -164,5 +165,60 @@ func TestHashAggDiskUnsupported(t *testing.T) {
 	err := op.Open(context.Background(), testkit.TaskContext(mem))
 	if err == nil || !strings.Contains(err.Error(), "count(DISTINCT)") || !strings.Contains(err.Error(), "state_backend = 'memory'") {
 		t.Fatalf("Open: %v", err)
+	}
+}
+
+// TestHashAggStateLimit: a streaming GROUP BY on the memory backend whose
+// groups outgrow the TaskManager's bound fails with ErrOutOfMemory naming
+// the operator and state_backend = 'disk'; on the disk backend the same
+// input finishes.
+func TestHashAggStateLimit(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	var rows []string
+	for k := range 5000 {
+		rows = append(rows, fmt.Sprintf(`{"k": "key %d", "g": 1, "x": %d}`, k, k))
+	}
+	batches := testkit.Batches(t, mem, aggTestIn, "["+strings.Join(rows, ",")+"]")
+	defer testkit.Release(batches)
+	aggs := []AggSpec{{Func: "sum", Arg: 2, Type: aggTestDec0}}
+	out := aggTestOut(types.StringType, aggTestDec0)
+	for _, backend := range []string{StateMemory, StateDisk} {
+		t.Run(backend, func(t *testing.T) {
+			cfg := HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Emit: AggEmitUpdates, StateBackend: backend}
+			spec := opTestSpec("hash_agg", cfg, out)
+			spec.Label = "hash_agg complete group=k"
+			op, err := builtins().NewOperator(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc := testkit.TaskContext(mem)
+			tc.StateLimit = 64 << 10
+			tc.StateMemory = 256 << 10
+			tc.SpillDir = t.TempDir()
+			if err := op.Open(ctx, tc); err != nil {
+				t.Fatal(err)
+			}
+			defer op.Close(ctx)
+			view := &aggTestView{t: t}
+			err = op.ProcessBatch(ctx, 0, batches[0], view)
+			if backend == StateDisk {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, view); err != nil {
+					t.Fatal(err)
+				}
+				if n := len(view.rows()); n != 5000 {
+					t.Fatalf("%d groups, want 5000", n)
+				}
+				return
+			}
+			if !errors.Is(err, exec.ErrOutOfMemory) || !strings.Contains(err.Error(), "hash_agg complete group=k") ||
+				!strings.Contains(err.Error(), "SET state_backend = 'disk'") {
+				t.Fatalf("ProcessBatch: %v", err)
+			}
+		})
 	}
 }

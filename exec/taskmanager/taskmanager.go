@@ -210,6 +210,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			SpillDir:     tm.cfg.SpillDir,
 			StateBackend: tm.cfg.StateBackend,
 			StateMemory:  tm.stateMemory(),
+			StateLimit:   stateLimit(tm.cfg.Slots),
 		}
 		if store != nil {
 			tc.Checkpointing = true
