@@ -53,13 +53,17 @@ type aggDisk struct {
 	limit int64
 	// evictions counts the times the cache was emptied.
 	evictions int
-	changed   []bool
-	dirty     []uint32
+	// written says the DB may hold groups: until the first write-back (or a
+	// restore) a group new in the cache is new, and no lookup is needed.
+	written bool
+	changed []bool
+	dirty   []uint32
 	// Scratch for lookups and write-backs.
 	keys  [][]byte
 	arena []byte
 	ids   []uint32
-	vals  [][]byte
+	loads [][]byte // values loaded, aliasing one buffer
+	vals  [][]byte // values to write, each its own buffer
 }
 
 // stateBackend returns the backend the operator's state is on: disk only
@@ -133,7 +137,7 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 			d.dirty = append(d.dirty, g)
 		}
 	}
-	if n == first {
+	if n == first || !d.written {
 		return nil
 	}
 	d.keys, d.arena = d.keys[:0], d.arena[:0]
@@ -150,7 +154,7 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 	for i := range n - first {
 		d.keys = append(d.keys, d.arena[offs[i]:offs[i+1]])
 	}
-	d.ids, d.vals = d.ids[:0], d.vals[:0]
+	d.ids, d.loads = d.ids[:0], d.loads[:0]
 	var vals []byte
 	var ends []int
 	if err := d.db.Get(d.keys, func(i int, v []byte) error {
@@ -170,14 +174,14 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 			return fmt.Errorf("hash_agg: empty disk state value")
 		}
 		o.emitted[g] = v[0] == 1
-		d.vals = append(d.vals, v[1:])
+		d.loads = append(d.loads, v[1:])
 	}
 	for _, s := range o.slots() {
-		if err := s.decodeSlots(d.ids, d.vals, n); err != nil {
+		if err := s.decodeSlots(d.ids, d.loads, n); err != nil {
 			return err
 		}
 	}
-	for _, v := range d.vals {
+	for _, v := range d.loads {
 		if len(v) != 0 {
 			return fmt.Errorf("hash_agg: disk state value has %d stray bytes", len(v))
 		}
@@ -202,36 +206,55 @@ func (o *hashAggOp) writeBack() error {
 			return err
 		}
 	}
-	d.vals = d.vals[:0]
-	for _, g := range d.dirty {
+	d.written = true
+	for lo := 0; lo < len(d.dirty); lo += writeBackChunk {
+		if err := o.writeBackChunk(d.dirty[lo:min(len(d.dirty), lo+writeBackChunk)]); err != nil {
+			return err
+		}
+	}
+	d.dirty = d.dirty[:0]
+	return nil
+}
+
+// writeBackChunk is the groups a write-back encodes and commits at a time:
+// their values' buffers are reused from chunk to chunk, and a pebble batch
+// stays well below a memtable (a larger one is kept whole until flushed).
+const writeBackChunk = 8192
+
+// writeBackChunk writes the groups gids back in one batch.
+func (o *hashAggOp) writeBackChunk(gids []uint32) error {
+	d := o.disk
+	for len(d.vals) < len(gids) {
+		d.vals = append(d.vals, nil)
+	}
+	vals := d.vals[:len(gids)]
+	for i, g := range gids {
 		flag := byte(0)
 		if o.emitted[g] {
 			flag = 1
 		}
-		d.vals = append(d.vals, []byte{flag})
+		vals[i] = append(vals[i][:0], flag)
 	}
 	for _, s := range o.slots() {
-		s.encodeSlots(d.dirty, d.vals)
+		s.encodeSlots(gids, vals)
 	}
 	b := d.db.NewBatch()
-	var key []byte
-	for i, g := range d.dirty {
+	var err error
+	for i, g := range gids {
 		k, null := o.table.Key(g)
-		var err error
-		if key, err = disk.AppendOrdered(key[:0], k, null, o.keyTypes); err != nil {
+		if d.arena, err = disk.AppendOrdered(d.arena[:0], k, null, o.keyTypes); err != nil {
 			return err
 		}
 		if o.rows.counts[g] == 0 && !o.emitted[g] {
-			err = b.Delete(key)
+			err = b.Delete(d.arena)
 		} else {
-			err = b.Set(key, d.vals[i])
+			err = b.Set(d.arena, vals[i])
 		}
 		if err != nil {
 			return fmt.Errorf("hash_agg: disk state: %w", err)
 		}
 		d.changed[g] = false
 	}
-	d.dirty = d.dirty[:0]
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("hash_agg: disk state: %w", err)
 	}
@@ -362,7 +385,7 @@ func (o *hashAggOp) restoreDisk(ctx context.Context, data []byte) error {
 		return fmt.Errorf("hash_agg: %w", err)
 	}
 	o.disk.db.Close()
-	o.disk.db = db
+	o.disk.db, o.disk.written = db, true
 	o.seen = h.Seen
 	return nil
 }

@@ -21,7 +21,8 @@ type Options struct {
 	// system's temporary directory).
 	Dir string
 	// Memory bounds the memory of the operator's state (see the package
-	// doc): the DB takes half of it; 0 means DefaultMemory.
+	// doc): the DB takes half of it, the operator's cache a quarter; 0
+	// means DefaultMemory.
 	Memory int64
 	// Log receives pebble's messages; nil discards them.
 	Log *slog.Logger
@@ -35,8 +36,8 @@ func (o Options) memory() int64 {
 }
 
 // CacheBytes is the bound of the operator's own cache of keys and values in
-// front of the DB: half of Memory.
-func (o Options) CacheBytes() int64 { return o.memory() / 2 }
+// front of the DB: a quarter of Memory.
+func (o Options) CacheBytes() int64 { return o.memory() / 4 }
 
 // DB is one operator instance's keyed state on disk: a pebble DB in a
 // directory of its own, which Close removes. Keys are AppendOrdered's, values
