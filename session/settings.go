@@ -129,7 +129,8 @@ var paramList = []*param{
 	// answers over old keys are no longer exact.
 	// Where a continuous job's operators keep their state: 'memory' or
 	// 'disk' (pebble, bounded by the TaskManager's --state-memory; for now
-	// a streaming GROUP BY's groups); empty: the TaskManagers' default.
+	// a streaming GROUP BY's groups and a stream join's rows); empty: the
+	// TaskManagers' default.
 	{name: "state_backend", check: checkStateBackend,
 		desc: "Sets where a continuous job keeps its operators' state: 'memory' or 'disk' (empty: the TaskManagers' default)."},
 	{name: "state_ttl", def: "0", check: checkStateTTL,

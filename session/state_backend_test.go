@@ -75,4 +75,7 @@ func TestStateBackendExplain(t *testing.T) {
 	if out := mustRun(t, s, "EXPLAIN SELECT k, count(*) FROM s1 GROUP BY k"); !strings.Contains(out, "state_backend=disk") {
 		t.Errorf("EXPLAIN with state_backend = 'disk':\n%s", out)
 	}
+	if out := mustRun(t, s, "EXPLAIN SELECT a.v, b.v FROM s1 AS a JOIN s1 AS b ON a.k = b.k"); !strings.Contains(out, "stream_join inner on k = k state_backend=disk") {
+		t.Errorf("EXPLAIN of a stream join with state_backend = 'disk':\n%s", out)
+	}
 }
