@@ -67,8 +67,11 @@ type streamJoinOp struct {
 	buf      joinItems
 
 	// disk is the state on the disk backend (join_stream_disk.go), nil on
-	// memory.
-	disk *joinDisk
+	// memory, where stateLimit bounds the rows held
+	// (TaskContext.StateLimit; 0: none).
+	disk       *joinDisk
+	stateLimit int64
+	label      string
 }
 
 // StreamJoinConfig configures kind "stream_join" (join_stream.go): input 0 is
@@ -130,7 +133,7 @@ func newStreamJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("stream_join: bad config: %w", err)
 	}
-	o := &streamJoinOp{cfg: cfg, extra: cfg.Extra, out: spec.Out.Arrow(), now: time.Now,
+	o := &streamJoinOp{cfg: cfg, extra: cfg.Extra, out: spec.Out.Arrow(), now: time.Now, label: spec.Label,
 		ttl: time.Duration(cfg.TTLMillis) * time.Millisecond}
 	switch cfg.Kind {
 	case "inner":
@@ -178,6 +181,7 @@ func (o *streamJoinOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	for _, sd := range o.side {
 		sd.reset()
 	}
+	o.stateLimit = tc.StateLimit
 	return o.openDisk(tc)
 }
 
@@ -298,6 +302,11 @@ func (o *streamJoinOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 	}
 	if o.disk != nil {
 		return o.evictIfFull()
+	}
+	if o.stateLimit > 0 && o.ttl <= 0 && o.cfg.Interval == nil {
+		if n := o.side[0].sideBytes() + o.side[1].sideBytes(); n > o.stateLimit {
+			return o.errStateLimit(n)
+		}
 	}
 	if me.rows.Len() > 2*me.live+vector.OutBatchRows {
 		return o.compact(input)

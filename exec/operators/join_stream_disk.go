@@ -91,6 +91,17 @@ func (o *streamJoinOp) closeDisk() {
 	}
 }
 
+// errStateLimit is the error of a join on the memory backend whose rows, n
+// bytes, outgrew the TaskManager's bound (TaskContext.StateLimit).
+func (o *streamJoinOp) errStateLimit(n int64) error {
+	label := o.label
+	if label == "" {
+		label = "stream_join"
+	}
+	return fmt.Errorf("%w: %s: its rows hold %d MiB, more than the %d MiB a slot may keep in memory; SET state_backend = 'disk' keeps them on disk",
+		exec.ErrOutOfMemory, label, n>>20, o.stateLimit>>20)
+}
+
 // sideBytes is the memory a side's cache holds.
 func (sd *streamJoinSide) sideBytes() int64 {
 	n := sd.keys.Bytes() + sd.rows.Bytes() + int64(cap(sd.rowKey)+cap(sd.pos)+cap(sd.count))*4 +

@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -110,4 +111,116 @@ func TestStreamJoinDiskLarge(t *testing.T) {
 	if held < 4*stateMemory {
 		t.Fatalf("the join holds %d bytes, not four times its %d", held, stateMemory)
 	}
+}
+
+// TestStreamJoinStateLimit: a stream join on the memory backend whose rows
+// outgrow the TaskManager's bound fails with ErrOutOfMemory naming the
+// operator and state_backend = 'disk'.
+func TestStreamJoinStateLimit(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	out := append(append(types.Schema{}, sjLeft...), sjRight...)
+	spec := opTestSpec("stream_join", sjConfig("inner", false), out)
+	spec.Label = "stream_join inner on lk = rk"
+	op, err := builtins().NewOperator(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := testkit.TaskContext(mem)
+	tc.StateLimit = 64 << 10
+	if err := op.Open(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	var objs []string
+	for i := range 5000 {
+		objs = append(objs, fmt.Sprintf(`{"lk": %d, "lv": "row %d"}`, i, i))
+	}
+	rec := testkit.Record(t, mem, sjLeft, "["+strings.Join(objs, ",")+"]")
+	defer rec.Release()
+	err = op.ProcessBatch(ctx, 0, exec.Batch{Rec: rec}, &testkit.Collector{T: t})
+	if !errors.Is(err, exec.ErrOutOfMemory) || !strings.Contains(err.Error(), spec.Label) || !strings.Contains(err.Error(), "SET state_backend = 'disk'") {
+		t.Fatalf("ProcessBatch: %v", err)
+	}
+}
+
+// failingFiles is a checkpoint store whose uploads fail while full is set,
+// as a full disk's would.
+type failingFiles struct {
+	exec.StateFiles
+	full bool
+}
+
+func (f *failingFiles) Upload(ctx context.Context, name, path string) error {
+	if f.full {
+		return fmt.Errorf("write %s: no space left on device", name)
+	}
+	return f.StateFiles.Upload(ctx, name, path)
+}
+
+// TestHashAggDiskCheckpointFails: a checkpoint whose upload fails (a full
+// disk) is an error of that checkpoint only: the operator goes on, its next
+// checkpoint uploads what the failed one did not, and a restore from it is
+// exact.
+func TestHashAggDiskCheckpointFails(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	files := &failingFiles{StateFiles: stateTestFiles(t)}
+	tc := testkit.TaskContext(mem)
+	tc.StateFiles, tc.SpillDir = files, t.TempDir()
+	cfg := HashAggConfig{GroupBy: []int{0}, Emit: AggEmitUpdates, StateBackend: StateDisk,
+		Aggs: []AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}}
+	out := aggTestOut(types.StringType, types.Int64Type)
+	open := func() *hashAggOp {
+		op := opTestNew(t, "hash_agg", cfg, out).(*hashAggOp)
+		if err := op.Open(ctx, tc); err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	op := open()
+	defer func() { op.Close(ctx) }()
+	batches := testkit.Batches(t, mem, aggTestIn,
+		`[{"k": "a"}, {"k": "b"}, {"k": "a"}]`, `[{"k": "c"}, {"k": "a"}]`, `[{"k": "b"}]`)
+	defer testkit.Release(batches)
+	view := &aggTestView{t: t}
+	step := func(b exec.Batch, id int64) ([]byte, error) {
+		t.Helper()
+		if err := op.ProcessBatch(ctx, 0, b, view); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Barrier, Checkpoint: id}, view); err != nil {
+			t.Fatal(err)
+		}
+		return op.SnapshotState(ctx, id)
+	}
+	if _, err := step(batches[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	files.full = true
+	if _, err := step(batches[1], 2); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("checkpoint on a full disk: %v", err)
+	}
+	files.full = false
+	snap, err := step(batches[2], 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Close(ctx)
+	op = open()
+	if err := op.RestoreState(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	// One more "a" after the restore: its count goes from 3 to 4.
+	more := testkit.Batches(t, mem, aggTestIn, `[{"k": "a"}]`)
+	defer testkit.Release(more)
+	if err := op.ProcessBatch(ctx, 0, more[0], view); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, view); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Equal(t, "counts", view.rows(), []string{`["a",4]`, `["b",2]`, `["c",1]`})
 }
