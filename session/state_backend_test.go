@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -77,5 +78,34 @@ func TestStateBackendExplain(t *testing.T) {
 	}
 	if out := mustRun(t, s, "EXPLAIN SELECT a.v, b.v FROM s1 AS a JOIN s1 AS b ON a.k = b.k"); !strings.Contains(out, "stream_join inner on k = k state_backend=disk") {
 		t.Errorf("EXPLAIN of a stream join with state_backend = 'disk':\n%s", out)
+	}
+}
+
+// TestStateBackendReadme runs the README's example of SET state_backend as
+// it is written; the counts are the example's rows counted by hand.
+func TestStateBackendReadme(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(data), "```")
+	block := ""
+	for i := 1; i < len(parts); i += 2 {
+		if strings.Contains(parts[i], "SET state_backend = 'disk'") {
+			_, block, _ = strings.Cut(parts[i], "\n")
+		}
+	}
+	if block == "" {
+		t.Fatal("README.md has no example of SET state_backend")
+	}
+	s := openServeEngine(t)
+	var last string
+	for _, stmt := range strings.Split(block, ";") {
+		if stmt = strings.TrimSpace(stmt); stmt != "" {
+			last = mustRun(t, s, stmt)
+		}
+	}
+	if last != "1|2\n2|1" {
+		t.Fatalf("the example's SELECT: %q, want 1|2 and 2|1", last)
 	}
 }

@@ -9,6 +9,10 @@
 // gives each key, and their hot loops run over those columns a batch at a
 // time. The disk backend keeps that shape and bounds it: the dense ids are the
 // slots of a bounded cache, and pebble holds every key's values beyond it.
+// Two operators use it so far: a streaming GROUP BY (hash_agg, one value per
+// group) and a stream join (stream_join, one value per side and join key
+// listing the key's rows); windows, Top-N and views keep their state in
+// memory.
 //
 //   - The cache is the operator's ordinary in-memory state (a KeyTable and its
 //     columns), bounded in bytes. A batch whose keys are all cached runs
