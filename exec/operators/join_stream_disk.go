@@ -357,7 +357,22 @@ func (o *streamJoinOp) diskHeader() joinDiskHeader {
 
 func (o *streamJoinOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]byte, error) {
 	if checkpoint <= 0 {
-		return nil, fmt.Errorf("stream_join: a final snapshot of disk state that is still in use")
+		// The state a task ended with (StreamTask's storeFinal): once both
+		// inputs ended no row will ever join the held ones, and a task
+		// restored as ended runs none of its operators, so the final
+		// state is the memory backend's with no rows.
+		if !o.in.ended[0] || !o.in.ended[1] {
+			return nil, fmt.Errorf("stream_join: a final snapshot of disk state before both inputs ended")
+		}
+		var sections [][]byte
+		for _, sd := range o.side {
+			data, err := state.WriteIPC(o.mem, sd.stateSchema())
+			if err != nil {
+				return nil, err
+			}
+			sections = append(sections, data)
+		}
+		return state.Encode(streamJoinStateMagic, streamJoinStateVersion, sections...), nil
 	}
 	if err := o.writeBack(); err != nil {
 		return nil, err

@@ -224,3 +224,48 @@ func TestHashAggDiskCheckpointFails(t *testing.T) {
 	}
 	testkit.Equal(t, "counts", view.rows(), []string{`["a",4]`, `["b",2]`, `["c",1]`})
 }
+
+// TestStreamJoinDiskFinal: once both inputs ended, a disk-backed join's final
+// snapshot (the state a task ends with) restores into a fresh operator;
+// before that it is an error.
+func TestStreamJoinDiskFinal(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	cfg := sjConfig("full", false)
+	cfg.StateBackend = StateDisk
+	out := append(append(types.Schema{}, sjLeft...), sjRight...)
+	tc := testkit.TaskContext(mem)
+	tc.StateFiles, tc.SpillDir = stateTestFiles(t), t.TempDir()
+	op := opTestNew(t, "stream_join", cfg, out)
+	if err := op.Open(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	rec := testkit.Record(t, mem, sjLeft, `[{"lk": 1, "lv": "a"}]`)
+	defer rec.Release()
+	c := &testkit.Collector{T: t}
+	if err := op.ProcessBatch(ctx, 0, exec.Batch{Rec: rec}, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.(exec.Checkpointed).SnapshotState(ctx, 0); err == nil {
+		t.Fatal("a final snapshot before the inputs ended")
+	}
+	for input := range 2 {
+		if err := op.ProcessSignal(ctx, input, exec.Signal{Kind: exec.EndOfStream}, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := op.(exec.Checkpointed).SnapshotState(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := opTestNew(t, "stream_join", cfg, out)
+	if err := again.Open(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close(ctx)
+	if err := again.(exec.Checkpointed).RestoreState(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+}
