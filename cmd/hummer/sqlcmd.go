@@ -66,16 +66,22 @@ func runSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	defer s.Close()
 	ctx := context.Background()
 	for _, st := range stmts {
-		if err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r) }); err != nil {
+		p := startProgress(os.Stderr, eng.JobManager())
+		err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r, p) })
+		p.stopAndWipe()
+		if err != nil {
 			return scriptError(name, script, st.OriginTextPosition(), err)
 		}
 	}
 	return nil
 }
 
-// printResult prints a statement's rows as psql's aligned table, or its tag.
-func printResult(ctx context.Context, stdout io.Writer, r *session.Result) error {
+// printResult prints a statement's rows as psql's aligned table, or its tag,
+// counting the rows for the progress line (progress.go), which it wipes before
+// printing.
+func printResult(ctx context.Context, stdout io.Writer, r *session.Result, p *progress) error {
 	if r.Rows == nil {
+		p.stopAndWipe()
 		_, err := fmt.Fprintln(stdout, r.Tag)
 		return err
 	}
@@ -93,8 +99,10 @@ func printResult(ctx context.Context, stdout io.Writer, r *session.Result) error
 		if err != nil {
 			return err
 		}
+		p.addRows(int64(b.NumRows()))
 		batches = append(batches, b)
 	}
+	p.stopAndWipe()
 	return wire.FormatTable(stdout, r.Rows.Schema(), batches)
 }
 

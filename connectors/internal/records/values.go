@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -41,7 +42,7 @@ var (
 // parseValue parses the text of a field into a value of type t. Numbers, booleans
 // and timestamps may be surrounded by spaces, as PostgreSQL's input functions allow;
 // text is taken as it is.
-func parseValue(t types.Type, b []byte, v *value) error {
+func parseValue(t types.Type, b []byte, v *value, zone *time.Location) error {
 	if t.ID == types.String {
 		if !utf8.Valid(b) {
 			return ErrInvalidUTF8
@@ -70,6 +71,13 @@ func parseValue(t types.Type, b []byte, v *value) error {
 	case types.Bool:
 		v.b, ok = parseBool(s)
 	case types.Timestamp:
+		if t.OID == types.OIDTimestamptz {
+			// With PostgreSQL's zone forms (+02, a name), none read in zone.
+			var err error
+			v.i, err = expr.ParseTimestampTZIn(s, zone)
+			ok = err == nil
+			break
+		}
 		v.i, ok = parseTimestamp(s)
 	case types.Date:
 		// A date, or a timestamp's date, as PostgreSQL reads one.
@@ -89,7 +97,7 @@ func parseValue(t types.Type, b []byte, v *value) error {
 // good or bad by all its columns, whichever the query reads.
 func Validate(t types.Type, b []byte) error {
 	var v value
-	return parseValue(t, b, &v)
+	return parseValue(t, b, &v, nil)
 }
 
 // Quote quotes a bad value for a log line, cut short if long.
@@ -430,7 +438,14 @@ type Builder struct {
 	vals     []value // the row being parsed, one per projected column
 	rows     int
 	bytes    int // input bytes of the rows in the batch
+	// zone is where text of a timestamp with time zone without a zone is
+	// wall time (SetZone; nil: UTC).
+	zone *time.Location
 }
+
+// SetZone has a timestamp with time zone's text without a zone read as the
+// wall time in loc (COPY FROM reads it in the session's TimeZone).
+func (bb *Builder) SetZone(loc *time.Location) { bb.zone = loc }
 
 // NewBuilder returns a Builder of batches with columns cols, allocated from alloc.
 // Release it when done.
@@ -455,7 +470,9 @@ func (bb *Builder) IsNull(i int) bool { return bb.vals[i].null }
 // ParseField parses the text of column i of the row being read (see ParseValue's
 // rules: numbers, booleans and timestamps may be surrounded by spaces, text is
 // taken as it is and must be UTF-8). The row borrows b until Commit.
-func (bb *Builder) ParseField(i int, b []byte) error { return parseValue(bb.types[i], b, &bb.vals[i]) }
+func (bb *Builder) ParseField(i int, b []byte) error {
+	return parseValue(bb.types[i], b, &bb.vals[i], bb.zone)
+}
 
 // SetText makes column i, a text column, of the row being read b, which the
 // caller knows is valid UTF-8 (ASCII, say). The row borrows b until Commit.
@@ -495,13 +512,21 @@ func (bb *Builder) Rows() int { return bb.rows }
 func (bb *Builder) Bytes() int { return bb.bytes }
 
 // Flush returns the rows committed so far as a batch and starts the next one.
+//
+// The builders then take room for as many rows again (and as many bytes of
+// text), so that a batch like the last one fills them without growing them a
+// doubling at a time, each a copy and a clear of what they hold.
 func (bb *Builder) Flush() arrow.RecordBatch {
 	cols := make([]arrow.Array, len(bb.builders))
 	for i, b := range bb.builders {
 		cols[i] = b.NewArray()
 	}
 	rec := array.NewRecordBatch(bb.schema, cols, int64(bb.rows))
-	for _, c := range cols {
+	for i, c := range cols {
+		bb.builders[i].Reserve(bb.rows)
+		if s, ok := c.(*array.String); ok {
+			bb.builders[i].(*array.StringBuilder).ReserveData(len(s.ValueBytes()))
+		}
 		c.Release()
 	}
 	bb.rows, bb.bytes = 0, 0
