@@ -37,7 +37,10 @@ import (
 // (avg too, through its sum and count); min and max return an error.
 //
 // It is Checkpointed (hashagg_state.go). In updates mode it flushes when a
-// barrier passes, so that its snapshot has no changes pending.
+// barrier passes, so that its snapshot has no changes pending. In updates
+// mode with GROUP BY its groups may live on the disk state backend
+// (hashagg_disk.go); on the memory backend they fail the job past the
+// TaskManager's bound (TaskContext.StateLimit).
 type hashAggOp struct {
 	cfg     HashAggConfig
 	out     *arrow.Schema
@@ -181,8 +184,8 @@ func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if o.updates && o.cfg.Phase != AggPartial && len(o.keyCols) > 0 {
 		o.stateLimit = tc.StateLimit
 	}
-	// Updates keep their state (a disk state backend is to hold it); one
-	// group needs no budget.
+	// Updates keep their state (bounded by stateLimit above, or on disk);
+	// one group needs no budget.
 	if !o.updates && len(o.keyCols) > 0 {
 		o.budget = spillBudget(o.cfg.MemoryLimit, tc)
 		if o.cfg.Phase == AggPartial {
