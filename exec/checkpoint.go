@@ -52,6 +52,13 @@ type StateFiles interface {
 	Refer(ctx context.Context, checkpoint int64, owner string, names []string) error
 }
 
+// StateUploader is a Checkpointed operator that, besides its state blob,
+// uploads files to StateFiles (the disk state backend): UploadedBytes is
+// what its last SnapshotState uploaded, which the checkpoint's size counts.
+type StateUploader interface {
+	UploadedBytes() int64
+}
+
 // CheckpointListener hears that a checkpoint is complete: every task of the job
 // has stored its state for it. A source commits the offsets of that checkpoint
 // to its consumer group; a transactional sink commits the transaction holding

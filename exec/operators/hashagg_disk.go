@@ -51,8 +51,10 @@ type aggDisk struct {
 	opts  disk.Options
 	files exec.StateFiles
 	limit int64
-	// evictions counts the times the cache was emptied.
+	// evictions counts the times the cache was emptied; uploaded is what
+	// the last checkpoint uploaded.
 	evictions int
+	uploaded  int64
 	// written says the DB may hold groups: until the first write-back (or a
 	// restore) a group new in the cache is new, and no lookup is needed.
 	written bool
@@ -292,6 +294,18 @@ func (o *hashAggOp) errStateLimit(n int64) error {
 		exec.ErrOutOfMemory, label, n>>20, o.stateLimit>>20)
 }
 
+var _ exec.StateUploader = (*hashAggOp)(nil)
+
+// UploadedBytes returns what the last checkpoint of the disk state uploaded.
+func (o *hashAggOp) UploadedBytes() int64 {
+	if o.disk == nil {
+		return 0
+	}
+	u := o.disk.uploaded
+	o.disk.uploaded = 0
+	return u
+}
+
 // closeDisk closes the DB, removing its files.
 func (o *hashAggOp) closeDisk() {
 	if o.disk != nil {
@@ -319,6 +333,7 @@ func (o *hashAggOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]byte,
 	if err != nil {
 		return nil, fmt.Errorf("hash_agg: %w", err)
 	}
+	o.disk.uploaded = m.Uploaded
 	h := hashAggDiskHeader{hashAggStateHeader: o.stateHeader()}
 	h.Seen = o.seen
 	var fields []arrow.Field

@@ -49,6 +49,7 @@ type joinDisk struct {
 	loaded, changed [2][]bool
 	dirty           [2][]uint32
 	evictions       int
+	uploaded        int64 // by the last checkpoint
 
 	probe    *state.KeyTable // the batch's distinct join keys
 	keyEnc   state.RowKeys
@@ -81,6 +82,18 @@ func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
 	d.db = db
 	o.disk = d
 	return nil
+}
+
+var _ exec.StateUploader = (*streamJoinOp)(nil)
+
+// UploadedBytes returns what the last checkpoint of the disk state uploaded.
+func (o *streamJoinOp) UploadedBytes() int64 {
+	if o.disk == nil {
+		return 0
+	}
+	u := o.disk.uploaded
+	o.disk.uploaded = 0
+	return u
 }
 
 func (o *streamJoinOp) closeDisk() {
@@ -381,6 +394,7 @@ func (o *streamJoinOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("stream_join: %w", err)
 	}
+	o.disk.uploaded = m.Uploaded
 	hdr, err := json.Marshal(o.diskHeader())
 	if err != nil {
 		return nil, err

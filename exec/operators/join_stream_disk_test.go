@@ -208,6 +208,14 @@ func TestHashAggDiskCheckpointFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Checkpoint 3 uploaded the files checkpoint 2 could not (the checkpoint's
+	// size counts them), once.
+	if n := op.UploadedBytes(); n <= 0 {
+		t.Errorf("checkpoint 3 uploaded %d bytes", n)
+	}
+	if n := op.UploadedBytes(); n != 0 {
+		t.Errorf("uploaded bytes counted twice: %d", n)
+	}
 	op.Close(ctx)
 	op = open()
 	if err := op.RestoreState(ctx, snap); err != nil {
