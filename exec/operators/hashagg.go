@@ -179,9 +179,11 @@ func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.table = state.NewKeyTable()
 	o.tc = tc
 	if o.stateBackend(tc) == StateDisk {
-		return o.openDisk(tc)
+		if err := o.openDisk(tc); err != nil {
+			return err
+		}
 	}
-	if o.updates && o.cfg.Phase != AggPartial && len(o.keyCols) > 0 {
+	if o.disk == nil && o.updates && o.cfg.Phase != AggPartial && len(o.keyCols) > 0 {
 		o.stateLimit = tc.StateLimit
 	}
 	// Updates keep their state (bounded by stateLimit above, or on disk);

@@ -154,7 +154,9 @@ func aggDiskEvictionRun(t *testing.T, seed uint64, retract bool) {
 }
 
 // TestHashAggDiskUnsupported: an aggregate the disk backend does not hold
-// yet is a clear error at Open, naming it and the setting.
+// yet is a clear error at Open, naming it and the setting, when the job asked
+// for the disk; with the disk only the TaskManager's default, the operator
+// keeps its state in memory.
 func TestHashAggDiskUnsupported(t *testing.T) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
@@ -165,6 +167,17 @@ func TestHashAggDiskUnsupported(t *testing.T) {
 	err := op.Open(context.Background(), testkit.TaskContext(mem))
 	if err == nil || !strings.Contains(err.Error(), "count(DISTINCT)") || !strings.Contains(err.Error(), "state_backend = 'memory'") {
 		t.Fatalf("Open: %v", err)
+	}
+	cfg.StateBackend = ""
+	byDefault := opTestNew(t, "hash_agg", cfg, out)
+	defer byDefault.Close(context.Background())
+	tc := testkit.TaskContext(mem)
+	tc.StateBackend = StateDisk
+	if err := byDefault.Open(context.Background(), tc); err != nil {
+		t.Fatalf("Open with the disk as the TaskManager's default: %v", err)
+	}
+	if byDefault.(*hashAggOp).disk != nil {
+		t.Fatal("count(DISTINCT) on the disk backend")
 	}
 }
 
