@@ -22,6 +22,7 @@ var tiers = [][]string{
 	{"exec"},
 	{"exec/vector"},
 	{"exec/state", "exec/internal/testkit"},
+	{"exec/state/disk"},
 	{"exec/operators", "exec/network", "exec/task"},
 	{"exec/taskmanager", "exec/jobmanager"},
 	{"exec/control"},

@@ -59,6 +59,9 @@ type Options struct {
 	// table.exec.state.ttl: a row not written for that long is dropped, and
 	// answers over keys idle that long are no longer exact.
 	StateTTL time.Duration
+	// StateBackend is where stateful operators keep their state (SET
+	// state_backend: "memory", "disk"; "" the TaskManagers' default).
+	StateBackend string
 	// Late, when set, is the job's late-rows table (SET late_rows_table).
 	Late *LateRows
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
@@ -548,13 +551,16 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 		l := fmt.Sprintf("hash_agg %s group=%s aggs=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema))
 		if b.streaming {
 			l += " emit=updates"
+			if b.opts.StateBackend != "" && len(group) > 0 && phase != operators.AggPartial {
+				l += " state_backend=" + b.opts.StateBackend
+			}
 		}
 		return l
 	}
 	spec := func(phase operators.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
 		return exec.OperatorSpec{Kind: "hash_agg", Label: label(phase, group, sch),
 			Config: exec.MustConfig(operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase, Emit: emit,
-				MemoryLimit: b.opts.WorkMem}), Out: out}
+				MemoryLimit: b.opts.WorkMem, StateBackend: b.opts.StateBackend}), Out: out}
 	}
 	par := b.par(from)
 	switch {

@@ -225,13 +225,17 @@ func (b *builder) streamJoin(p *sql.Join, left, right int) (int, error) {
 			"a join over a stream that never ends or that changes needs an equality between its sides (ON a.k = b.k): without one, every row would be kept to pair with every later row of the other side")
 	}
 	cfg := operators.StreamJoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
-		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), TTLMillis: b.opts.StateTTL.Milliseconds()}
+		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), TTLMillis: b.opts.StateTTL.Milliseconds(),
+		StateBackend: b.opts.StateBackend}
 	label := fmt.Sprintf("stream_join %s on %s", p.Kind, joinKeys(p))
 	if p.Extra != nil {
 		label += " and " + p.Extra.String()
 	}
 	if b.opts.StateTTL > 0 {
 		label += " state_ttl=" + b.opts.StateTTL.String()
+	} else if b.opts.StateBackend != "" {
+		// A join with a TTL keeps its state in memory (join_stream_disk.go).
+		label += " state_backend=" + b.opts.StateBackend
 	}
 	op := exec.OperatorSpec{Kind: "stream_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
 	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))

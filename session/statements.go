@@ -78,6 +78,7 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	if v := s.vars["state_ttl"]; v != "" {
 		opts.StateTTL, _ = parseTTL(v) // checked by SET
 	}
+	opts.StateBackend = s.vars["state_backend"]
 	if v := s.vars["work_mem"]; v != "" {
 		opts.WorkMem, _ = ParseSize(v, 1<<10) // checked by SET
 	}

@@ -34,6 +34,7 @@ type serveOptions struct {
 	httpAddr                      httpOptions
 	ckpt                          checkpointOptions
 	sec                           *securityFlags
+	state                         stateOptions
 }
 
 func serveFlags(onError flag.ErrorHandling) (*flag.FlagSet, *serveOptions) {
@@ -47,6 +48,7 @@ func serveFlags(onError flag.ErrorHandling) (*flag.FlagSet, *serveOptions) {
 	o.ckpt = checkpointFlags(fs)
 	o.sec = addSecurityFlags(fs)
 	o.mem = memoryFlag(fs)
+	o.state = stateFlags(fs)
 	return fs, o
 }
 
@@ -83,6 +85,7 @@ type taskManagerOptions struct {
 	batch                            *bool
 	networks                         map[string]string // --network NAME=ADDR
 	httpAddr                         httpOptions
+	state                            stateOptions
 }
 
 func taskManagerFlags(onError flag.ErrorHandling) (*flag.FlagSet, *taskManagerOptions) {
@@ -105,6 +108,7 @@ func taskManagerFlags(onError flag.ErrorHandling) (*flag.FlagSet, *taskManagerOp
 	})
 	o.mem = memoryFlag(fs)
 	o.httpAddr = httpFlag(fs, "", "/metrics, /healthz, /readyz")
+	o.state = stateFlags(fs)
 	return fs, o
 }
 

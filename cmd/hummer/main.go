@@ -161,6 +161,10 @@ func serve(args []string) error {
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
 	}
+	stateBackend, stateMemory, err := o.state.parse()
+	if err != nil {
+		return err
+	}
 	unlock, err := lockDataDir(*dataDir)
 	if err != nil {
 		return err
@@ -176,7 +180,7 @@ func serve(args []string) error {
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, Slots: *slots, Log: log, OnClose: tables.Close,
-		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
+		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval, StateBackend: stateBackend, StateMemory: stateMemory,
 	})
 	if err != nil {
 		return err
@@ -311,6 +315,10 @@ func taskManager(args []string) error {
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
 	}
+	stateBackend, stateMemory, err := o.state.parse()
+	if err != nil {
+		return err
+	}
 	if *batch {
 		if err := batchScheduling(); err != nil {
 			log.Warn("threads stay under the default scheduling policy", "err", err)
@@ -344,7 +352,7 @@ func taskManager(args []string) error {
 	reg, _ := newRegistry()
 	id := taskmanager.AdvertisedAddr(data.Addr(), *advertise)
 	tm := taskmanager.New(taskmanager.Config{ID: id, Slots: *slots, Registry: reg, Data: data,
-		Networks: named, Advertise: *advertise, Log: log.With("tm", id)})
+		Networks: named, Advertise: *advertise, Log: log.With("tm", id), StateBackend: stateBackend, StateMemory: stateMemory})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))

@@ -23,6 +23,7 @@ import (
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/checkpoint"
 	"github.com/hummer-db/hummer/exec/network"
+	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/task"
 	"github.com/hummer-db/hummer/exec/vector"
 )
@@ -44,8 +45,14 @@ type Config struct {
 	// (TaskContext.WorkMem); 0 means a share of the process's memory limit
 	// (DefaultWorkMem). SpillDir is where operators spill ("" for the
 	// system's temporary directory).
-	WorkMem  int64
-	SpillDir string
+	WorkMem int64
+	// StateBackend is the default state backend of continuous jobs'
+	// operators ("memory", the default, or "disk"; SET state_backend
+	// overrides it per job), and StateMemory the memory the disk backend
+	// may keep state in, shared by the slots (0: disk.DefaultMemory a slot).
+	StateBackend string
+	StateMemory  int64
+	SpillDir     string
 	// Networks are further networks the TaskManager is on, each with its own data
 	// server on its own interface (--network NAME=ADDR). A job on a named network
 	// receives on that server and sends from that interface, so its traffic stays
@@ -97,6 +104,15 @@ func (tm *TaskManager) Slots() []exec.SlotRef {
 		s[i] = exec.SlotRef{TaskManager: tm.cfg.ID, Index: i}
 	}
 	return s
+}
+
+// stateMemory returns a task's share of StateMemory: a slot's (0 for the
+// backend's default).
+func (tm *TaskManager) stateMemory() int64 {
+	if tm.cfg.StateMemory <= 0 {
+		return 0
+	}
+	return max(tm.cfg.StateMemory/int64(max(tm.cfg.Slots, 1)), 1<<20)
 }
 
 // DataAddrs returns, per network ("" for the default), the address other
@@ -198,21 +214,25 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			colocated[et.ID.Vertex] = &exec.Colocated{}
 		}
 		tc := &exec.TaskContext{
-			JobID:       g.JobID,
-			TaskName:    et.Name,
-			Subtask:     et.ID.Subtask,
-			Parallelism: et.Parallelism,
-			Alloc:       tm.cfg.Alloc,
-			Log:         tm.cfg.Log.With("job", g.JobID, "task", et.Name),
-			Results:     results,
-			Metrics:     d.Metrics()[et.ID],
-			Colocated:   colocated[et.ID.Vertex],
-			WorkMem:     tm.cfg.WorkMem,
-			SpillDir:    tm.cfg.SpillDir,
+			JobID:        g.JobID,
+			TaskName:     et.Name,
+			Subtask:      et.ID.Subtask,
+			Parallelism:  et.Parallelism,
+			Alloc:        tm.cfg.Alloc,
+			Log:          tm.cfg.Log.With("job", g.JobID, "task", et.Name),
+			Results:      results,
+			Metrics:      d.Metrics()[et.ID],
+			Colocated:    colocated[et.ID.Vertex],
+			WorkMem:      tm.cfg.WorkMem,
+			SpillDir:     tm.cfg.SpillDir,
+			StateBackend: tm.cfg.StateBackend,
+			StateMemory:  tm.stateMemory(),
+			StateLimit:   stateLimit(tm.cfg.Slots),
 		}
 		if store != nil {
 			tc.Checkpointing = true
 			tc.CheckpointLock = new(sync.Mutex)
+			tc.StateFiles = store.Files(g.JobID, state.TaskKey(et.ID))
 		}
 		t, err := tm.buildTask(g, et, tc)
 		if err != nil {
