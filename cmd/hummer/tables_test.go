@@ -82,13 +82,15 @@ func TestStoredTableConcurrentWriters(t *testing.T) {
 // Statements whose INSERT returned are in the table after kill -9 of the
 // server, and a statement is there whole or not at all: each INSERT writes a
 // batch of rows with the same b, so a count per b other than the batch size
-// would be half a statement.
+// would be half a statement. Meanwhile four sessions insert single rows,
+// which commit to the write-ahead log in groups and are folded into segments
+// as it grows: every one acknowledged is there after the restart.
 func TestStoredTableSurvivesKill(t *testing.T) {
 	bin := buildHummer(t)
 	addr := freeAddr(t)
 	data := filepath.Join(t.TempDir(), "data")
 	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", data)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	connect := func() *pgx.Conn { return connectWhenUp(t, ctx, srv, addr) }
 	conn := connect()
@@ -127,13 +129,44 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 		}
 		done <- n
 	}()
+	if _, err := conn.Exec(ctx, "CREATE TABLE one (id BIGINT PRIMARY KEY, w BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	const singles = 4
+	ackedOne := make(chan []int64, singles)
+	for w := 0; w < singles; w++ {
+		go func() {
+			c, err := pgx.ConnectConfig(ctx, cfg)
+			var acked []int64
+			for i := int64(0); err == nil; i++ {
+				id := int64(w)<<32 | i
+				if _, err = c.Exec(ctx, fmt.Sprintf("INSERT INTO one VALUES (%d, %d)", id, w)); err == nil {
+					acked = append(acked, id)
+				}
+			}
+			if c != nil {
+				c.Close(context.Background())
+			}
+			ackedOne <- acked
+		}()
+	}
 	waitUntil(t, "a concurrent insert", srv.exited, func() bool {
 		var n int64
 		conn.QueryRow(ctx, "SELECT count(*) FROM k WHERE b >= 100").Scan(&n)
 		return n > 0
 	})
+	// More single-row statements than a log holds before it is folded.
+	waitUntilLong(t, "3000 single-row inserts", 3*time.Minute, srv.exited, func() bool {
+		var n int64
+		conn.QueryRow(ctx, "SELECT count(*) FROM one").Scan(&n)
+		return n >= 3000
+	})
 	srv.kill(t)
 	concurrent := <-done
+	var acked1 []int64
+	for w := 0; w < singles; w++ {
+		acked1 = append(acked1, <-ackedOne...)
+	}
 	conn.Close(context.Background())
 	srv.start(t)
 	conn = connect()
@@ -169,6 +202,37 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 	}
 	if late < concurrent {
 		t.Errorf("%d of the concurrent writer's acknowledged statements survived, want at least %d", late, concurrent)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(data, "tables", "one-*", "s-*.arrow")); len(segs) == 0 {
+		t.Errorf("the single-row inserts' log was never folded into a segment")
+	}
+	got1 := map[int64]bool{}
+	rows, err = conn.Query(ctx, "SELECT id FROM one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		got1[id] = true
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	lost := 0
+	for _, id := range acked1 {
+		if !got1[id] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acknowledged single-row inserts lost after kill -9", lost, len(acked1))
+	}
+	// Each session had at most one statement in flight when the server died.
+	if len(got1) > len(acked1)+singles {
+		t.Errorf("%d single rows after kill -9, from %d acknowledged statements", len(got1), len(acked1))
 	}
 	// The table takes writes again, and its keys were read back.
 	if err := insert(conn, 0); err == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -246,7 +245,7 @@ func (s *Store) touchesRows(tx *Tx, changes []exec.Batch) bool {
 func (s *Store) upsert(tx *Tx, changes []exec.Batch) error {
 	t := tx.t
 	t.mu.Lock()
-	segs := append([]segment(nil), t.current.Segments...)
+	cur := t.current
 	t.mu.Unlock()
 	// The last change of each key: the batch and row of its new row, or -1
 	// for a delete.
@@ -265,20 +264,18 @@ func (s *Store) upsert(tx *Tx, changes []exec.Batch) error {
 		}
 	}
 	mem := memory.DefaultAllocator
-	for _, seg := range segs {
-		err := readSegment(filepath.Join(t.dir, seg.File), mem, func(rec arrow.RecordBatch) error {
-			var keep []int32
-			for i := 0; i < int(rec.NumRows()); i++ {
-				buf = appendKey(buf[:0], rec, tx.c.Key, i)
-				if _, touched := last[string(buf)]; !touched {
-					keep = append(keep, int32(i))
-				}
+	err := t.scanVersion(cur, mem, func(rec arrow.RecordBatch) error {
+		var keep []int32
+		for i := 0; i < int(rec.NumRows()); i++ {
+			buf = appendKey(buf[:0], rec, tx.c.Key, i)
+			if _, touched := last[string(buf)]; !touched {
+				keep = append(keep, int32(i))
 			}
-			return appendGathered(tx, rec, keep, mem)
-		})
-		if err != nil {
-			return err
 		}
+		return appendGathered(tx, rec, keep, mem)
+	})
+	if err != nil {
+		return err
 	}
 	for bi, b := range changes {
 		var keep []int32

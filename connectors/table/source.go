@@ -32,8 +32,11 @@ const followPoll = 20 * time.Millisecond
 type source struct {
 	loc  location
 	spec exec.ConnectorSpec
-	// segments are the version's files.
+	// segments are the version's files; its log's rows are those of log
+	// from logStart to loc.logEnd.
 	segments []string
+	log      string
+	logStart int64
 	subtask  int
 	n        int
 	out      *arrow.Schema
@@ -55,10 +58,11 @@ var (
 )
 
 func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
-	v, err := readVersion(s.loc.dir, s.loc.version)
+	v, err := readVersion(s.loc.dir, s.loc.file)
 	if err != nil {
 		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
 	}
+	s.log, s.logStart = filepath.Join(s.loc.dir, v.Log), v.LogStart
 	for _, seg := range v.Segments {
 		if !mayMatch(s.spec.Filter, seg.Ranges) { // prune.go
 			continue
@@ -134,6 +138,9 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 			return err
 		}
 		next += n
+	}
+	if err := s.emitLog(ctx, next, out); err != nil {
+		return err
 	}
 	if !s.loc.follow {
 		return nil
@@ -264,6 +271,65 @@ func (s *source) emitFile(ctx context.Context, path string, first int, del bool,
 		}
 	}
 	return n, nil
+}
+
+// emitLog emits the rows of the version's log, in batches of up to
+// BatchRows rows, from subtask first%n (the log is small: a fold writes it
+// to segments when it grows), as batches first, first+1, ...
+func (s *source) emitLog(ctx context.Context, first int, out exec.Collector) error {
+	if s.loc.logEnd <= s.logStart || first%s.n != s.subtask {
+		return nil
+	}
+	var pending []arrow.RecordBatch
+	rows := int64(0)
+	defer func() {
+		for _, r := range pending {
+			r.Release()
+		}
+	}()
+	emit := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		recs := pending
+		pending, rows = nil, 0
+		defer func() {
+			for _, r := range recs {
+				r.Release()
+			}
+		}()
+		if s.skip > 0 {
+			s.skip--
+			s.emitted++
+			return nil
+		}
+		rec, err := concat(s.out, recs, s.alloc)
+		if err != nil {
+			return err
+		}
+		return s.collect(ctx, exec.Batch{Rec: rec}, out)
+	}
+	_, err := readLog(s.log, s.logStart, s.loc.logEnd, s.alloc, func(_ int64, rec arrow.RecordBatch) error {
+		if int(rec.NumCols()) != len(s.spec.Schema) {
+			return fmt.Errorf("a log record of %d columns for %d", rec.NumCols(), len(s.spec.Schema))
+		}
+		cols := make([]arrow.Array, len(s.cols))
+		for i, c := range s.cols {
+			cols[i] = rec.Column(c)
+		}
+		pending = append(pending, array.NewRecordBatch(s.out, cols, rec.NumRows()))
+		if rows += rec.NumRows(); rows >= BatchRows {
+			return emit()
+		}
+		return nil
+	})
+	if err == nil {
+		err = emit()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+	}
+	return nil
 }
 
 // collect emits b and counts it; a bounded scan takes the checkpoint lock

@@ -60,6 +60,10 @@ type tableState struct {
 	changes   []changeFile // recorded, oldest first, for pruning
 	// dirFile is the table's directory, open for its fsyncs (commitMu).
 	dirFile *os.File
+	// log is the current version's log file (logName), open for appends
+	// (commitMu).
+	log     *os.File
+	logName string
 }
 
 // syncDir fsyncs the table's directory, kept open between commits. The
@@ -91,6 +95,19 @@ type version struct {
 	// Sinks are, by sink (a continuous job's subtask), the last checkpoint
 	// whose changes a version committed (sink.go).
 	Sinks map[string]int64 `json:"sinks,omitempty"`
+	// Log is the table's write-ahead log file and LogStart the offset in it
+	// where the version's log rows start (wal.go).
+	Log      string `json:"log,omitempty"`
+	LogStart int64  `json:"log_start,omitempty"`
+
+	// Not in the file: file is the number of the version file holding the
+	// fields above (a version committed to the log has none of its own), and
+	// the log's records up to logEnd are the version's, logRows rows in
+	// logRecords records.
+	file       int64
+	logEnd     int64
+	logRows    int64
+	logRecords int
 }
 
 type segment struct {
@@ -104,7 +121,7 @@ type segment struct {
 }
 
 func (v *version) rows() int64 {
-	var n int64
+	n := v.logRows
 	for _, s := range v.Segments {
 		n += s.Rows
 	}
@@ -136,7 +153,10 @@ func (s *Store) Create(id string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
-	if err := writeVersion(dir, &version{Version: 1}, func() error { return syncDir(dir) }); err != nil {
+	if err := writeSynced(filepath.Join(dir, logFile(1)), nil); err != nil {
+		return err
+	}
+	if err := writeVersion(dir, &version{Version: 1, Log: logFile(1)}, func() error { return syncDir(dir) }); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -157,6 +177,10 @@ func (s *Store) Drop(id string) error {
 		if t.dirFile != nil {
 			t.dirFile.Close()
 			t.dirFile = nil
+		}
+		if t.log != nil {
+			t.log.Close()
+			t.log = nil
 		}
 		t.commitMu.Unlock()
 		t.mu.Lock()
@@ -224,7 +248,13 @@ func (s *Store) table(id string) (*tableState, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := map[string]bool{versionFile(last): true}
+	v.file = last
+	t := &tableState{id: id, dir: dir, pins: map[int64]int{}, retained: map[int64]*version{}, nextFile: next}
+	if v, err = t.recoverLog(v); err != nil {
+		return nil, fmt.Errorf("table store: table %s: %w", id, err)
+	}
+	t.current = v
+	live := map[string]bool{versionFile(v.file): true, v.Log: true}
 	for _, seg := range v.Segments {
 		live[seg.File] = true
 	}
@@ -233,7 +263,12 @@ func (s *Store) table(id string) (*tableState, error) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-	t := &tableState{id: id, dir: dir, current: v, pins: map[int64]int{}, retained: map[int64]*version{}, nextFile: next}
+	if err := t.openLog(v.Log); err != nil {
+		return nil, err
+	}
+	if err := t.log.Sync(); err != nil { // the cut of a torn record
+		return nil, fmt.Errorf("table store: %w", err)
+	}
 	s.tables[id] = t
 	return t, nil
 }
@@ -261,7 +296,8 @@ func (s *Store) Pin(id string) (*Pinned, error) {
 	v := t.current
 	t.pins[v.Version]++
 	t.mu.Unlock()
-	q := url.Values{"dir": {t.dir}, "version": {strconv.FormatInt(v.Version, 10)}}
+	q := url.Values{"dir": {t.dir}, "version": {strconv.FormatInt(v.Version, 10)},
+		"file": {strconv.FormatInt(v.file, 10)}, "logend": {strconv.FormatInt(v.logEnd, 10)}}
 	return &Pinned{URL: URL(id) + "?" + q.Encode(), Rows: v.rows(), release: func() { s.unpin(t, v.Version) }}, nil
 }
 
@@ -305,14 +341,15 @@ func (s *Store) unpin(t *tableState, v int64) {
 func (t *tableState) unreferenced(old *version) []string {
 	used := map[string]bool{}
 	for _, v := range append([]*version{t.current}, mapValues(t.retained)...) {
+		used[versionFile(v.file)], used[v.Log] = true, true
 		for _, seg := range v.Segments {
 			used[seg.File] = true
 		}
 	}
-	dead := []string{versionFile(old.Version)}
-	for _, seg := range old.Segments {
-		if !used[seg.File] {
-			dead = append(dead, seg.File)
+	var dead []string
+	for _, f := range old.files() {
+		if !used[f] {
+			dead = append(dead, f)
 		}
 	}
 	return dead
@@ -328,6 +365,18 @@ func (t *tableState) install(v *version) []string {
 		return nil
 	}
 	return t.unreferenced(old)
+}
+
+// files are the files v reads.
+func (v *version) files() []string {
+	fs := []string{versionFile(v.file)}
+	if v.Log != "" {
+		fs = append(fs, v.Log)
+	}
+	for _, seg := range v.Segments {
+		fs = append(fs, seg.File)
+	}
+	return fs
 }
 
 func mapValues(m map[int64]*version) []*version {

@@ -6,20 +6,38 @@
 // # Storage
 //
 // A table is a directory of immutable Arrow IPC files ("segments", each a few
-// record batches of up to BatchRows rows) and of numbered versions, small JSON
-// files each listing the segments that make up the table at that version:
+// record batches of up to BatchRows rows), of numbered versions, small JSON
+// files each listing the segments that make up the table at that version, and
+// of a write-ahead log that the version names with the offset its rows start
+// at:
 //
 //	<root>/<id>/s-00000001.arrow ...
 //	<root>/<id>/v-00000001.json ...
+//	<root>/<id>/w-00000001.log
 //
-// A statement writes its new segments, fsyncs them, and commits by renaming
-// the next version file into place (then fsyncing the directory): the rename
-// is the commit point, so after a crash a table is at its last renamed
-// version, with every statement that returned and nothing of one that did
-// not. Readers scan a pinned version, which no later write changes, so a
-// query sees one snapshot however many statements commit while it runs.
-// Writers of a table are serialised (Store.Begin holds the table's lock until
-// Commit or Rollback), so no write is lost.
+// A small statement (an INSERT or COPY whose rows fit in one record batch, the
+// common OLTP write) commits by appending its rows to the log as one record
+// and fsyncing it: one fsync, shared by the statements of concurrent sessions
+// that commit together (group commit, group.go), as PostgreSQL's commits
+// share a WAL flush. Writing a segment instead costs four (the file, its
+// directory entry, the version file and its entry) and a file per statement.
+// When the log holds enough records a background fold writes its rows as a
+// segment and commits a version file that names it and a new log (wal.go),
+// so that the log stays small: scans read it whole, and a restart replays it
+// by reading it once. A bigger statement writes segments (its rows are
+// written once, as a bulk load should be, not once to a log and again to a
+// segment) and commits by renaming the next version file into place (then
+// fsyncing the directory). So does an UPDATE, DELETE or TRUNCATE: it rewrites
+// the table's rows, the log's included, and its version's log starts where
+// the log ends. Either way a commit is one atomic step (a record whose
+// checksum holds, or a rename): after a crash a table is at its last version
+// file plus the whole records of its log, with every statement that returned
+// and nothing of one that did not; a torn record at the log's end is cut off.
+// Readers scan a pinned version, the segments of a version file and the log
+// up to an offset, which no later write changes, so a query sees one
+// snapshot, log-only rows included, however many statements commit while it
+// runs. Writers of a table are serialised (Store.Begin holds the table's lock
+// until Commit or Rollback), so no write is lost.
 //
 // Why Arrow IPC files and not pebble: Hummer's reads are scans into Arrow
 // batches, and a segment is already that layout: a scan reads a file and hands
@@ -114,6 +132,9 @@ type location struct {
 	dir     string
 	version int64
 	follow  bool // after the version's rows, its changes (changes.go)
+	// file is the version file of its segments and log, and logEnd the end
+	// of its log's records (wal.go).
+	file, logEnd int64
 }
 
 func parseURL(u string) (location, error) {
@@ -130,10 +151,18 @@ func parseURL(u string) (location, error) {
 		return location{}, fmt.Errorf("%w: table URL %q: %v", spec.ErrBadOption, u, err)
 	}
 	loc := location{id: id, dir: q.Get("dir"), follow: q.Get("follow") == "1"}
-	if v := q.Get("version"); v != "" {
-		if loc.version, err = strconv.ParseInt(v, 10, 64); err != nil || loc.version <= 0 {
-			return location{}, fmt.Errorf("%w: table URL %q: bad version", spec.ErrBadOption, u)
+	for _, p := range []struct {
+		name string
+		to   *int64
+	}{{"version", &loc.version}, {"file", &loc.file}, {"logend", &loc.logEnd}} {
+		if v := q.Get(p.name); v != "" {
+			if *p.to, err = strconv.ParseInt(v, 10, 64); err != nil || *p.to < 0 {
+				return location{}, fmt.Errorf("%w: table URL %q: bad %s", spec.ErrBadOption, u, p.name)
+			}
 		}
+	}
+	if loc.file == 0 {
+		loc.file = loc.version
 	}
 	return loc, nil
 }
