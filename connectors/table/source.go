@@ -37,12 +37,18 @@ type source struct {
 	segments []string
 	log      string
 	logStart int64
-	subtask  int
-	n        int
-	out      *arrow.Schema
-	cols     []int
-	alloc    memory.Allocator
-	lock     *sync.Mutex // the task's checkpoint lock, if it takes checkpoints
+	// lookup: the scan reads its segments by their key index (lookup.go),
+	// for the rows whose column keyCol lies in ranges; subtask i reads
+	// segments i, i+n, ...
+	lookup  bool
+	keyCol  int
+	ranges  []keyRange
+	subtask int
+	n       int
+	out     *arrow.Schema
+	cols    []int
+	alloc   memory.Allocator
+	lock    *sync.Mutex // the task's checkpoint lock, if it takes checkpoints
 
 	// held: the task's checkpoint lock is held, by a following scan from its
 	// Open through its snapshot (see Run).
@@ -68,6 +74,9 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 			continue
 		}
 		s.segments = append(s.segments, filepath.Join(s.loc.dir, seg.File))
+	}
+	if !s.loc.follow {
+		s.keyCol, s.ranges, s.lookup = keyLookup(s.spec)
 	}
 	s.subtask, s.n = tc.Subtask, max(tc.Parallelism, 1)
 	s.alloc, s.lock = tc.Alloc, tc.CheckpointLock
@@ -132,7 +141,16 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	}
 	defer unlock()
 	next := 0 // the global index of the first batch of the current segment
-	for _, path := range s.segments {
+	for j, path := range s.segments {
+		if s.lookup {
+			if j%s.n == s.subtask {
+				if err := s.emitLookup(ctx, path, out); err != nil {
+					return err
+				}
+			}
+			next++
+			continue
+		}
 		n, err := s.emitFile(ctx, path, next, false, out)
 		if err != nil {
 			return err
