@@ -3,6 +3,9 @@ package session_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/sql"
 )
 
 // EXPLAIN shows the primary-key lookup of a scan whose filter confines a
@@ -32,3 +35,11 @@ func TestExplainKeyLookup(t *testing.T) {
 		}
 	}
 }
+
+// The binder's row-id column is the one the stored table's source fills.
+func TestRowIDColumnName(t *testing.T) {
+	if sql.RowIDColumn != exec.RowIDColumn {
+		t.Errorf("sql.RowIDColumn %q, exec.RowIDColumn %q", sql.RowIDColumn, exec.RowIDColumn)
+	}
+}
+

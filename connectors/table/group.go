@@ -38,7 +38,7 @@ type group struct {
 // groupable says the Tx may commit in a group: it appends, and all its rows
 // are still in memory.
 func (tx *Tx) groupable() bool {
-	return !tx.replace && tx.sinkName == "" && tx.w == nil && len(tx.written) == 0 && tx.pendingRows > 0 && tx.pendingRows < BatchRows
+	return !tx.replace && !tx.change && tx.sinkName == "" && tx.w == nil && len(tx.written) == 0 && tx.pendingRows > 0 && tx.pendingRows < BatchRows
 }
 
 // commitGrouped adds the Tx's rows to the table's open group, lets the

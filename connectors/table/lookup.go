@@ -310,7 +310,7 @@ func buildIndex(f *os.File, data []byte, col int) (*keyIndex, error) {
 // emitLookup emits the rows of one segment file whose keys lie in s.ranges,
 // reading only the record batches that hold them, one batch of rows per
 // record batch read. Batches a restore skips are counted, not emitted.
-func (s *source) emitLookup(ctx context.Context, path string, out exec.Collector) error {
+func (s *source) emitLookup(ctx context.Context, path string, ord int, out exec.Collector) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func (s *source) emitLookup(ctx context.Context, path string, out exec.Collector
 	if ix == nil { // not a column an index holds: the whole segment
 		n, subtask := s.n, s.subtask
 		s.n, s.subtask = 1, 0
-		_, err := s.emitFile(ctx, path, 0, false, out)
+		_, err := s.emitFile(ctx, path, 0, ord, false, out)
 		s.n, s.subtask = n, subtask
 		return err
 	}
@@ -378,7 +378,7 @@ func (s *source) emitLookup(ctx context.Context, path string, out exec.Collector
 		}
 		cols := make([]arrow.Array, 0, len(s.cols))
 		for _, c := range s.cols {
-			col, err := seg.copyArray(s.alloc, rec.Column(c))
+			col, err := s.column(seg, rec, c, ord, ix.starts[b])
 			if err != nil {
 				err = bad(err)
 			}

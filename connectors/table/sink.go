@@ -209,7 +209,7 @@ func (s *Store) applyChanges(id string, c Constraints, changes []exec.Batch, nam
 		}
 		return tx.Commit()
 	}
-	tx.Replace()
+	tx.Change()
 	if err := s.upsert(tx, changes); err != nil {
 		return err
 	}
@@ -240,8 +240,9 @@ func (s *Store) touchesRows(tx *Tx, changes []exec.Batch) bool {
 	return false
 }
 
-// upsert writes into tx (replacing the table) the current rows whose keys no
-// change touches, then each touched key's last inserted row.
+// upsert changes in tx (Change) the rows of the keys the changes touch: it
+// deletes their current rows and appends each touched key's last inserted
+// row. Only the segments holding a touched key are rewritten.
 func (s *Store) upsert(tx *Tx, changes []exec.Batch) error {
 	t := tx.t
 	t.mu.Lock()
@@ -264,17 +265,23 @@ func (s *Store) upsert(tx *Tx, changes []exec.Batch) error {
 		}
 	}
 	mem := memory.DefaultAllocator
-	err := t.scanVersion(cur, mem, func(rec arrow.RecordBatch) error {
-		var keep []int32
+	ids := array.NewInt64Builder(mem)
+	defer ids.Release()
+	err := t.scanRowIDs(cur, mem, func(rec arrow.RecordBatch, first int64) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			buf = appendKey(buf[:0], rec, tx.c.Key, i)
-			if _, touched := last[string(buf)]; !touched {
-				keep = append(keep, int32(i))
+			if _, touched := last[string(buf)]; touched {
+				ids.Append(first + int64(i))
 			}
 		}
-		return appendGathered(tx, rec, keep, mem)
+		return nil
 	})
 	if err != nil {
+		return err
+	}
+	gone := ids.NewInt64Array()
+	defer gone.Release()
+	if err := tx.Delete(gone); err != nil {
 		return err
 	}
 	for bi, b := range changes {

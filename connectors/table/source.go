@@ -35,6 +35,13 @@ type source struct {
 	// segments are the version's files; its log's rows are those of log
 	// from logStart to loc.logEnd.
 	segments []string
+	segOrd   []int // the position of each in the version's Segments
+	nSegs    int   // the version's Segments
+	// rowID is the position in the scan's Schema of its row-id column
+	// (exec.RowIDColumn), -1 for none: a row's id is the position of its
+	// segment in the version's Segments (of the log: after the last) << 32
+	// | its row in the segment (the log).
+	rowID    int
 	log      string
 	logStart int64
 	// lookup: the scan reads its segments by their key index (lookup.go),
@@ -69,11 +76,17 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
 	}
 	s.log, s.logStart = filepath.Join(s.loc.dir, v.Log), v.LogStart
-	for _, seg := range v.Segments {
+	for j, seg := range v.Segments {
 		if !mayMatch(s.spec.Filter, seg.Ranges) { // prune.go
 			continue
 		}
 		s.segments = append(s.segments, filepath.Join(s.loc.dir, seg.File))
+		s.segOrd = append(s.segOrd, j)
+	}
+	s.nSegs = len(v.Segments)
+	s.rowID = -1
+	if n := len(s.spec.Schema); n > 0 && s.spec.Schema[n-1].Name == exec.RowIDColumn {
+		s.rowID = n - 1
 	}
 	if !s.loc.follow {
 		s.keyCol, s.ranges, s.lookup = keyLookup(s.spec)
@@ -144,14 +157,14 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	for j, path := range s.segments {
 		if s.lookup {
 			if j%s.n == s.subtask {
-				if err := s.emitLookup(ctx, path, out); err != nil {
+				if err := s.emitLookup(ctx, path, s.segOrd[j], out); err != nil {
 					return err
 				}
 			}
 			next++
 			continue
 		}
-		n, err := s.emitFile(ctx, path, next, false, out)
+		n, err := s.emitFile(ctx, path, next, s.segOrd[j], false, out)
 		if err != nil {
 			return err
 		}
@@ -209,22 +222,23 @@ func (s *source) checkGap(v int64) error {
 
 func (s *source) emitChanges(ctx context.Context, cs changeSet, out exec.Collector) error {
 	for _, f := range cs.Deleted {
-		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, true, out); err != nil {
+		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, 0, true, out); err != nil {
 			return err
 		}
 	}
 	for _, f := range cs.Added {
-		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, false, out); err != nil {
+		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, 0, false, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// emitFile emits this subtask's batches of one segment file, whose first
-// batch has global index first, as deletes with del; it returns the file's
-// number of batches. Batches a restore skips are counted, not emitted.
-func (s *source) emitFile(ctx context.Context, path string, first int, del bool, out exec.Collector) (int, error) {
+// emitFile emits this subtask's batches of one segment file, the ord'th of
+// the version, whose first batch has global index first, as deletes with
+// del; it returns the file's number of batches. Batches a restore skips are
+// counted, not emitted.
+func (s *source) emitFile(ctx context.Context, path string, first, ord int, del bool, out exec.Collector) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -258,9 +272,16 @@ func (s *source) emitFile(ctx context.Context, path string, first int, del bool,
 		if err != nil {
 			return 0, bad(err)
 		}
+		var firstRow int64
+		if s.rowID >= 0 {
+			if firstRow, err = batchStart(r, i); err != nil {
+				rec.Release()
+				return 0, bad(err)
+			}
+		}
 		cols := make([]arrow.Array, 0, len(s.cols))
 		for _, c := range s.cols {
-			col, err := seg.copyArray(s.alloc, rec.Column(c))
+			col, err := s.column(seg, rec, c, ord, firstRow)
 			if err != nil {
 				err = bad(err)
 			}
@@ -327,15 +348,30 @@ func (s *source) emitLog(ctx context.Context, first int, out exec.Collector) err
 		}
 		return s.collect(ctx, exec.Batch{Rec: rec}, out)
 	}
+	var logRow int64
 	_, err := readLog(s.log, s.logStart, s.loc.logEnd, s.alloc, func(_ int64, rec arrow.RecordBatch) error {
-		if int(rec.NumCols()) != len(s.spec.Schema) {
-			return fmt.Errorf("a log record of %d columns for %d", rec.NumCols(), len(s.spec.Schema))
+		want := len(s.spec.Schema)
+		if s.rowID >= 0 {
+			want-- // not stored
+		}
+		if int(rec.NumCols()) != want {
+			return fmt.Errorf("a log record of %d columns for %d", rec.NumCols(), want)
 		}
 		cols := make([]arrow.Array, len(s.cols))
+		var made []arrow.Array
 		for i, c := range s.cols {
+			if c == s.rowID {
+				cols[i] = rowIDs(s.alloc, s.nSegs, logRow, int(rec.NumRows()))
+				made = append(made, cols[i])
+				continue
+			}
 			cols[i] = rec.Column(c)
 		}
+		logRow += rec.NumRows()
 		pending = append(pending, array.NewRecordBatch(s.out, cols, rec.NumRows()))
+		for _, a := range made {
+			a.Release()
+		}
 		if rows += rec.NumRows(); rows >= BatchRows {
 			return emit()
 		}
@@ -348,6 +384,41 @@ func (s *source) emitLog(ctx context.Context, first int, out exec.Collector) err
 		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
 	}
 	return nil
+}
+
+// column returns column c of rec, a batch of the ord'th segment whose first
+// row is the segment's row first: copied from the mapping, or made (row ids).
+func (s *source) column(seg mappedSegment, rec arrow.RecordBatch, c, ord int, first int64) (arrow.Array, error) {
+	if c == s.rowID {
+		return rowIDs(s.alloc, ord, first, int(rec.NumRows())), nil
+	}
+	return seg.copyArray(s.alloc, rec.Column(c))
+}
+
+// rowIDs returns the ids of n rows of the ord'th segment from its row first.
+func rowIDs(mem memory.Allocator, ord int, first int64, n int) arrow.Array {
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.Reserve(n)
+	base := int64(ord)<<32 | first
+	for k := 0; k < n; k++ {
+		b.UnsafeAppend(base + int64(k))
+	}
+	return b.NewArray()
+}
+
+// batchStart returns the segment's row of the first row of its i'th batch.
+func batchStart(r *ipc.FileReader, i int) (int64, error) {
+	var row int64
+	for k := 0; k < i; k++ {
+		rec, err := r.RecordBatchAt(k)
+		if err != nil {
+			return 0, err
+		}
+		row += rec.NumRows()
+		rec.Release()
+	}
+	return row, nil
 }
 
 // collect emits b and counts it; a bounded scan takes the checkpoint lock

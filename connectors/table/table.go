@@ -27,9 +27,14 @@
 // by reading it once. A bigger statement writes segments (its rows are
 // written once, as a bulk load should be, not once to a log and again to a
 // segment) and commits by renaming the next version file into place (then
-// fsyncing the directory). So does an UPDATE, DELETE or TRUNCATE: it rewrites
-// the table's rows, the log's included, and its version's log starts where
-// the log ends. Either way a commit is one atomic step (a record whose
+// fsyncing the directory). So does an UPDATE, a DELETE or a sink's upsert: it
+// names the rows it removes by their row ids and rewrites only the segments
+// that hold them (change.go), and the log's rows if it removes one of them
+// (its version's log then starts where the log ends); TRUNCATE and DELETE
+// without WHERE commit an empty table. These statements write segments rather
+// than log records because what they change is segments: a logged delete
+// would have every scan apply it until a fold, and a segment they rewrite
+// must be fsynced before the version that names it either way. Either way a commit is one atomic step (a record whose
 // checksum holds, or a rename): after a crash a table is at its last version
 // file plus the whole records of its log, with every statement that returned
 // and nothing of one that did not; a torn record at the log's end is cut off.
@@ -46,7 +51,8 @@
 // immutable files; an UPDATE or DELETE rewrites the segments it changes
 // (copy-on-write), and many small INSERTs are merged into bigger segments as
 // they accumulate. A keyed table keeps its primary keys in memory to enforce
-// uniqueness; point lookups on disk are what this layout gives up.
+// uniqueness; a lookup by a bigint or timestamp key reads segments through
+// key indexes built when first needed (lookup.go).
 //
 // The source reads segment files by their path, which the planner puts in the
 // table's URL together with the pinned version: TaskManagers in other

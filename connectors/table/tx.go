@@ -72,6 +72,12 @@ type Tx struct {
 	// commits (version.Sinks).
 	sinkName       string
 	sinkCheckpoint int64
+	// change: the Tx changes rows in place (change.go): base is the version
+	// it read, deleted the rows it removes, by segment position in base
+	// (the log's: after the last).
+	change  bool
+	base    *version
+	deleted map[int][]int64
 }
 
 // Begin starts a write to table id, waiting for the table's previous writer
@@ -90,7 +96,7 @@ func (s *Store) Begin(id string, c Constraints) (*Tx, error) {
 }
 
 // Replace makes the Tx's rows replace the table's instead of adding to them
-// (UPDATE, DELETE, TRUNCATE). It must come before the first Append, and
+// (TRUNCATE, DELETE without WHERE). It must come before the first Append, and
 // before the caller reads the table: it waits until the rows of INSERTs
 // still committing in a group are in the table (group.go).
 func (tx *Tx) Replace() {
@@ -153,7 +159,7 @@ func (tx *Tx) checkKeys(rec arrow.RecordBatch) error {
 		return nil
 	}
 	var existing map[string]struct{}
-	if !tx.replace {
+	if !tx.replace && !tx.change { // a change's keys are checked as it commits
 		var err error
 		if existing, err = tx.s.keysOf(tx.t, tx.c); err != nil {
 			return err
@@ -258,8 +264,12 @@ func (tx *Tx) Commit() error {
 	if tx.groupable() {
 		return tx.commitGrouped() // group.go
 	}
+	commit := tx.commit
+	if tx.change {
+		commit = tx.commitChange // change.go
+	}
 	tx.t.commitMu.Lock()
-	err := tx.commit()
+	err := commit()
 	tx.t.commitMu.Unlock()
 	if err != nil {
 		tx.Rollback()

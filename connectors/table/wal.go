@@ -191,14 +191,15 @@ func (t *tableState) appendLog(s *Store, rec arrow.RecordBatch) error {
 	t.mu.Unlock()
 	removeFiles(t.dir, dead)
 	if followed {
-		t.recordRows(s, next.Version, nil, []arrow.RecordBatch{rec})
+		t.recordRows(s, next.Version, nil, []arrow.RecordBatch{rec}, nil)
 	}
 	return nil
 }
 
 // recordRows records version n's changes for followers as rows: each list's
-// rows are written to a segment, which recordChanges links.
-func (t *tableState) recordRows(s *Store, n int64, deleted, added []arrow.RecordBatch) {
+// rows are written to a segment, which recordChanges links, with the
+// segments addedSegs of further added rows.
+func (t *tableState) recordRows(s *Store, n int64, deleted, added []arrow.RecordBatch, addedSegs []segment) {
 	var segs [2][]segment
 	for i, recs := range [][]arrow.RecordBatch{deleted, added} {
 		if len(recs) == 0 {
@@ -216,7 +217,7 @@ func (t *tableState) recordRows(s *Store, n int64, deleted, added []arrow.Record
 		}
 		segs[i] = w.written
 	}
-	t.recordChanges(n, segs[0], segs[1])
+	t.recordChanges(n, segs[0], append(segs[1], addedSegs...))
 	for _, ss := range segs {
 		for _, seg := range ss {
 			os.Remove(filepath.Join(t.dir, seg.File))
@@ -266,11 +267,28 @@ func (t *tableState) shouldFold() bool {
 	return t.current.logRecords >= foldRecords || t.current.logEnd-t.current.LogStart >= foldBytes
 }
 
+// shouldFoldNow says the log holds four times the records or bytes that
+// start a fold.
+func (t *tableState) shouldFoldNow() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.current.logRecords >= 4*foldRecords || t.current.logEnd-t.current.LogStart >= 4*foldBytes
+}
+
 // fold checkpoints the log: its rows are written as segments (small ones
 // merged as a commit merges them) and a version file names them and a new,
 // empty log. Commits wait meanwhile; readers of the versions before it read
 // the old log, which goes with the last of them.
 func (t *tableState) fold(s *Store) error {
+	// Not while a statement that changes rows in place holds the writer
+	// lock: the row ids it read are of the version it pinned (change.go).
+	// A log grown far past its bound waits for the lock.
+	if t.shouldFoldNow() {
+		t.writer.Lock()
+	} else if !t.writer.TryLock() {
+		return nil
+	}
+	defer t.writer.Unlock()
 	t.commitMu.Lock()
 	defer t.commitMu.Unlock()
 	t.mu.Lock()
