@@ -84,7 +84,10 @@ func TestStoredTableConcurrentWriters(t *testing.T) {
 // batch of rows with the same b, so a count per b other than the batch size
 // would be half a statement. Meanwhile four sessions insert single rows,
 // which commit to the write-ahead log in groups and are folded into segments
-// as it grows: every one acknowledged is there after the restart.
+// as it grows: every one acknowledged is there after the restart. And an
+// updater moves statements' rows on by UPDATEs, each of which is there
+// whole (every row of a statement at the same generation) if acknowledged,
+// and whole or not at all if not.
 func TestStoredTableSurvivesKill(t *testing.T) {
 	bin := buildHummer(t)
 	addr := freeAddr(t)
@@ -129,6 +132,22 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 		}
 		done <- n
 	}()
+	// An updater moves the rows of statements 0..9 on by a generation, a
+	// statement at a time: UPDATE k SET i = i + 1000 WHERE b = x.
+	updates := make(chan map[int64]int64, 1)
+	go func() {
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		acked := map[int64]int64{}
+		for n := int64(0); err == nil; n++ {
+			if _, err = c.Exec(ctx, fmt.Sprintf("UPDATE k SET i = i + 1000 WHERE b = %d", n%10)); err == nil {
+				acked[n%10]++
+			}
+		}
+		if c != nil {
+			c.Close(context.Background())
+		}
+		updates <- acked
+	}()
 	if _, err := conn.Exec(ctx, "CREATE TABLE one (id BIGINT PRIMARY KEY, w BIGINT)"); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +182,10 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 	})
 	srv.kill(t)
 	concurrent := <-done
+	updated := <-updates
+	if len(updated) == 0 {
+		t.Errorf("no UPDATE was acknowledged before the kill")
+	}
 	var acked1 []int64
 	for w := 0; w < singles; w++ {
 		acked1 = append(acked1, <-ackedOne...)
@@ -171,17 +194,23 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 	srv.start(t)
 	conn = connect()
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, "SELECT b, count(*) FROM k GROUP BY b")
+	rows, err := conn.Query(ctx, "SELECT b, count(*), min(i / 1000), max(i / 1000) FROM k GROUP BY b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int64]int64{}
 	for rows.Next() {
-		var b, n int64
-		if err := rows.Scan(&b, &n); err != nil {
+		var b, n, lo, hi int64
+		if err := rows.Scan(&b, &n, &lo, &hi); err != nil {
 			t.Fatal(err)
 		}
 		seen[b] = n
+		if lo != hi {
+			t.Errorf("an UPDATE of statement %d's rows half applied: generations %d to %d", b, lo, hi)
+		}
+		if b < 10 && (lo < updated[b] || lo > updated[b]+1) {
+			t.Errorf("statement %d's rows are at generation %d after %d acknowledged UPDATEs", b, lo, updated[b])
+		}
 	}
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
@@ -235,8 +264,8 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 		t.Errorf("%d single rows after kill -9, from %d acknowledged statements", len(got1), len(acked1))
 	}
 	// The table takes writes again, and its keys were read back.
-	if err := insert(conn, 0); err == nil {
-		t.Errorf("a duplicate of statement 0 was accepted after the restart")
+	if err := insert(conn, 100); err == nil {
+		t.Errorf("a duplicate of statement 100 was accepted after the restart")
 	}
 	if err := insert(conn, 1000); err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ type tableState struct {
 	// (commitMu).
 	log     *os.File
 	logName string
+	logSize int64 // the log file's length: its records, then zeros (wal.go)
 }
 
 // syncDir fsyncs the table's directory, kept open between commits. The

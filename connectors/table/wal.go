@@ -19,7 +19,8 @@ import (
 // one file, w-<n>.log, that its version file names together with the offset
 // its rows start at (version.Log, version.LogStart). A small INSERT's rows
 // (a group of them: group.go) are appended to it as one record and the file
-// is fsynced: that one fsync commits them. A record is
+// is flushed: that one fdatasync commits them (the file is zero-filled ahead
+// of its records, so the flush writes no metadata: growLog). A record is
 //
 //	length uint32 | crc32c uint32 | version uint64 | Arrow IPC stream
 //
@@ -153,7 +154,12 @@ func (t *tableState) openLog(name string) error {
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
-	t.log, t.logName = f, name
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("table store: %w", err)
+	}
+	t.log, t.logName, t.logSize = f, name, st.Size()
 	return nil
 }
 
@@ -172,12 +178,18 @@ func (t *tableState) appendLog(s *Store, rec arrow.RecordBatch) error {
 	if err := t.openLog(cur.Log); err != nil {
 		return err
 	}
-	_, err = t.log.WriteAt(data, cur.logEnd)
+	if end := cur.logEnd + int64(len(data)); end > t.logSize {
+		err = t.growLog(end)
+	}
 	if err == nil {
-		err = t.log.Sync()
+		_, err = t.log.WriteAt(data, cur.logEnd)
+	}
+	if err == nil {
+		err = datasync(t.log)
 	}
 	if err != nil {
-		t.log.Truncate(cur.logEnd)
+		// The record, or what of it reached the file, is zeros again.
+		t.log.WriteAt(make([]byte, len(data)), cur.logEnd)
 		return fmt.Errorf("table store: %s: %w", cur.Log, err)
 	}
 	next := *cur
@@ -193,6 +205,29 @@ func (t *tableState) appendLog(s *Store, rec arrow.RecordBatch) error {
 	if followed {
 		t.recordRows(s, next.Version, nil, []arrow.RecordBatch{rec}, nil)
 	}
+	return nil
+}
+
+// logChunk is how much a log file is extended by at a time.
+const logChunk = 1 << 20
+
+// growLog extends the log file with zeros to at least end, in logChunk
+// steps, and fsyncs it, so that appending a record changes only data, and
+// its fdatasync need not write the file's length (as PostgreSQL fills its
+// WAL segments). Zeros are no record: a reader of the log after a crash
+// stops at them. The caller holds commitMu.
+func (t *tableState) growLog(end int64) error {
+	size := max(end, t.logSize+logChunk)
+	zeros := make([]byte, 64<<10)
+	for at := t.logSize; at < size; at += int64(len(zeros)) {
+		if _, err := t.log.WriteAt(zeros[:min(int64(len(zeros)), size-at)], at); err != nil {
+			return err
+		}
+	}
+	if err := t.log.Sync(); err != nil {
+		return err
+	}
+	t.logSize = size
 	return nil
 }
 
