@@ -42,4 +42,3 @@ func TestRowIDColumnName(t *testing.T) {
 		t.Errorf("sql.RowIDColumn %q, exec.RowIDColumn %q", sql.RowIDColumn, exec.RowIDColumn)
 	}
 }
-

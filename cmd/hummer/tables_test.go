@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -584,4 +586,112 @@ func connectWhenUp(t *testing.T, ctx context.Context, srv *killable, addr string
 		return err == nil
 	})
 	return connectPgx(t, ctx, addr)
+}
+
+// A view over a stored table resumes after kill -9 of the server from its
+// checkpointed position in the table's changes, not from a new snapshot: the
+// resumed job says which checkpoint it restored, and the view takes the
+// statement that returned just before the kill (whose changes outlived it)
+// and those after, equal to the batch query.
+func TestViewResumesAfterRestart(t *testing.T) {
+	bin := buildHummer(t)
+	addr := freeAddr(t)
+	data := filepath.Join(t.TempDir(), "data")
+	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", data, "--checkpoint-interval", "100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn := connectWhenUp(t, ctx, srv, addr)
+	for _, q := range []string{
+		"CREATE TABLE kv (k BIGINT PRIMARY KEY, g BIGINT, v BIGINT)",
+		"INSERT INTO kv VALUES (1, 1, 10), (2, 1, 20), (3, 2, 30)",
+		"CREATE VIEW sums AS SELECT g, count(*) AS n, sum(v) AS s FROM kv GROUP BY g",
+		"INSERT INTO kv VALUES (4, 2, 40)",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const view = "SELECT g, n, s FROM sums ORDER BY g"
+	const batch = "SELECT g, count(*), sum(v) FROM kv GROUP BY g ORDER BY g"
+	// Rows by hand: g 1: keys 1, 2 (10 + 20); g 2: keys 3, 4 (30 + 40). After
+	// the kill: key 5 in g 1, key 1 at 100, key 4 gone: g 1: 100 + 20 + 5; g 2: 30.
+	same := func(c *pgx.Conn, want string) {
+		t.Helper()
+		waitUntil(t, "the view to equal "+want, srv.exited, func() bool {
+			return rowsText(ctx, c, view) == want && rowsText(ctx, c, batch) == want
+		})
+	}
+	same(conn, "1 2 30\n2 2 70")
+	// A checkpoint completes after the view caught up, so that the job has
+	// one to resume from.
+	first := latestCheckpoint(ctx, conn)
+	waitUntil(t, "a checkpoint of the view", srv.exited, func() bool { return latestCheckpoint(ctx, conn) > first })
+	// A statement the view may not have checkpointed yet: its changes must
+	// outlive the kill.
+	if _, err := conn.Exec(ctx, "INSERT INTO kv VALUES (5, 1, 5)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(context.Background())
+	srv.kill(t)
+	srv.start(t)
+	conn = connectWhenUp(t, ctx, srv, addr)
+	if _, err := conn.Exec(ctx, "UPDATE kv SET v = 100 WHERE k = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "DELETE FROM kv WHERE k = 4"); err != nil {
+		t.Fatal(err)
+	}
+	same(conn, "1 3 125\n2 1 30")
+	if !resumedFromCheckpoint(srv.logs.String()) {
+		t.Errorf("the view's job did not resume from a checkpoint:\n%s", srv.logs.String())
+	}
+	conn.Close(context.Background())
+}
+
+// rowsText returns q's rows, columns separated by spaces, rows by newlines;
+// "" on an error.
+func rowsText(ctx context.Context, c *pgx.Conn, q string) string {
+	rows, err := c.Query(ctx, q)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var cells []string
+		for _, v := range rows.RawValues() {
+			cells = append(cells, string(v))
+		}
+		lines = append(lines, strings.Join(cells, " "))
+	}
+	if rows.Err() != nil {
+		return ""
+	}
+	return strings.Join(lines, "\n")
+}
+
+// latestCheckpoint returns the newest checkpoint SHOW PROCESSLIST lists of
+// any job.
+func latestCheckpoint(ctx context.Context, c *pgx.Conn) int64 {
+	rows, err := c.Query(ctx, "SHOW PROCESSLIST")
+	if err != nil {
+		return 0
+	}
+	defer rows.Close()
+	var last int64
+	for rows.Next() {
+		for i, v := range rows.RawValues() {
+			if string(rows.FieldDescriptions()[i].Name) == "checkpoint" {
+				n, _ := strconv.ParseInt(string(v), 10, 64)
+				last = max(last, n)
+			}
+		}
+	}
+	return last
+}
+
+// resumedFromCheckpoint says a server's log has a job resumed from a
+// checkpoint (not from none).
+func resumedFromCheckpoint(log string) bool {
+	return regexp.MustCompile(`job resumed.* checkpoint=[1-9]`).MatchString(log)
 }

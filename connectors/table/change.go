@@ -83,7 +83,7 @@ func (tx *Tx) commitChange() error {
 		return nil
 	}
 	t.mu.Lock()
-	followed := t.followers > 0
+	followed := t.followed()
 	t.mu.Unlock()
 	w := &Tx{s: tx.s, t: t, schema: tx.schema, alloc: tx.alloc}
 	removed := map[string]struct{}{} // the keys of the deleted rows

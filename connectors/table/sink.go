@@ -33,8 +33,10 @@ import (
 // The sink runs beside the store: in the engine's own TaskManagers (local
 // mode, or a cluster in one process), not in TaskManagers of other processes.
 
-// RegisterSink adds the sink of the tables in store to r.
+// RegisterSink adds the sink of the tables in store to r, and the scans that
+// follow their changes as followers registered with store.
 func RegisterSink(r *exec.Registry, store *Store) {
+	r.RegisterSource(ChangesName, sourceFactory(store))
 	r.RegisterSink(Name, func(c exec.ConnectorSpec) (exec.Operator, error) {
 		loc, err := parseURL(c.URL)
 		if err != nil {

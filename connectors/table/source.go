@@ -62,7 +62,14 @@ type source struct {
 	held    bool
 	emitted int64 // batches emitted (under lock)
 	skip    int64 // batches to skip before emitting, after a restore
-	deletes []exec.ChangeKind
+	// next is the version whose changes a following scan reads next, once
+	// it has emitted the snapshot and caught up (under lock); resume, the
+	// one a restored scan goes on from (0: none, it starts with the
+	// snapshot).
+	next, resume int64
+	store        *Store // the process's store: the scan registers as a follower
+	unfollow     func()
+	deletes      []exec.ChangeKind
 }
 
 var (
@@ -71,9 +78,19 @@ var (
 )
 
 func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
-	v, err := readVersion(s.loc.dir, s.loc.file)
-	if err != nil {
-		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+	if s.loc.follow && s.store != nil && tc.Subtask == 0 {
+		release, err := s.store.Follow(s.loc.id)
+		if err != nil {
+			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+		}
+		s.unfollow = release
+	}
+	v := &version{}
+	if s.resume == 0 { // resumed past it, the snapshot may be gone
+		var err error
+		if v, err = readVersion(s.loc.dir, s.loc.file); err != nil {
+			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+		}
 	}
 	s.log, s.logStart = filepath.Join(s.loc.dir, v.Log), v.LogStart
 	for j, seg := range v.Segments {
@@ -153,6 +170,9 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		}
 	}
 	defer unlock()
+	if s.resume > 0 {
+		return s.follow(ctx, s.resume, true, lock, unlock, out)
+	}
 	next := 0 // the global index of the first batch of the current segment
 	for j, path := range s.segments {
 		if s.lookup {
@@ -176,8 +196,15 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	if !s.loc.follow {
 		return nil
 	}
-	caughtUp := false
-	for v := s.loc.version + 1; ; {
+	return s.follow(ctx, s.loc.version+1, false, lock, unlock, out)
+}
+
+// follow emits the changes of version v and each later one, holding the
+// checkpoint lock around each change set once caughtUp (before: from the
+// start to the first version not yet committed).
+func (s *source) follow(ctx context.Context, v int64, caughtUp bool, lock, unlock func(), out exec.Collector) error {
+	s.next = v
+	for {
 		cs, ok, err := readChanges(s.loc.dir, v)
 		if err != nil {
 			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
@@ -199,16 +226,17 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		if err := s.emitChanges(ctx, cs, out); err != nil {
 			return err
 		}
+		v++
+		s.next = v
 		if caughtUp {
 			unlock()
 		}
-		v++
 	}
 }
 
 // checkGap fails when version v committed without its changes recorded: a
-// later version exists (commits are serialised, and each records its
-// changes before the next begins), or they were pruned.
+// later version has a version file or changes (commits are serialised, and
+// each records its changes before the next begins), or they were pruned.
 func (s *source) checkGap(v int64) error {
 	last, err := latestVersion(s.loc.dir)
 	if err != nil {
@@ -441,21 +469,31 @@ func (s *source) Close() error {
 		s.lock.Unlock()
 		s.held = false
 	}
+	if s.unfollow != nil {
+		s.unfollow()
+		s.unfollow = nil
+	}
 	return nil
 }
 
-// sourceState is the checkpointed position.
+// sourceState is the checkpointed position: of a following scan past its
+// snapshot, the version whose changes come next; else the batches emitted.
 type sourceState struct {
 	Version int64 `json:"version"` // the version scanned, to check a restore against
 	Emitted int64 `json:"emitted"`
+	Next    int64 `json:"next,omitempty"`
 }
 
-// SnapshotState returns the position; the checkpoint lock is held.
+// SnapshotState returns the position; the checkpoint lock is held. A
+// following scan holds it from its start until it has caught up, so a
+// checkpoint finds it between change sets, past the snapshot.
 func (s *source) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
-	return json.Marshal(sourceState{Version: s.loc.version, Emitted: s.emitted})
+	return json.Marshal(sourceState{Version: s.loc.version, Emitted: s.emitted, Next: s.next})
 }
 
-// RestoreState makes Run skip the batches emitted before the checkpoint.
+// RestoreState makes Run skip the batches emitted before the checkpoint, or
+// a following scan go on from the changes after its position (its snapshot,
+// already emitted, may be gone after a restart).
 func (s *source) RestoreState(ctx context.Context, data []byte) error {
 	var st sourceState
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -463,6 +501,10 @@ func (s *source) RestoreState(ctx context.Context, data []byte) error {
 	}
 	if st.Version != s.loc.version {
 		return fmt.Errorf("table %s: the checkpoint is of a scan of version %d, this one reads version %d", s.loc.id, st.Version, s.loc.version)
+	}
+	if s.loc.follow && st.Next > 0 {
+		s.resume = st.Next
+		return nil
 	}
 	s.skip, s.emitted = st.Emitted, 0
 	return nil

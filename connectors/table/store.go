@@ -57,6 +57,10 @@ type tableState struct {
 	// followers counts the scans that follow the table's changes (Follow):
 	// while there are any, each commit records its changes (changes.go).
 	followers int
+	// recording: commits record their changes though no follower is
+	// registered: the table had changes recorded when it was loaded, for a
+	// follower resuming after a restart; until the first follower goes.
+	recording bool
 	changes   []changeFile // recorded, oldest first, for pruning
 	// dirFile is the table's directory, open for its fsyncs (commitMu).
 	dirFile *os.File
@@ -259,8 +263,9 @@ func (s *Store) table(id string) (*tableState, error) {
 	for _, seg := range v.Segments {
 		live[seg.File] = true
 	}
+	kept := t.keepChanges(ents, v.Version) // changes.go
 	for _, e := range ents {
-		if !live[e.Name()] {
+		if !live[e.Name()] && !kept[e.Name()] {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

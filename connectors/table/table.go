@@ -117,7 +117,16 @@ func ChangesSpec() *spec.Connector {
 
 // Register adds the table source to r, under both names.
 func Register(r *exec.Registry) {
-	factory := func(c exec.ConnectorSpec) (exec.Source, error) {
+	r.RegisterSource(Name, sourceFactory(nil))
+	r.RegisterSource(ChangesName, sourceFactory(nil))
+}
+
+// sourceFactory makes sources of table scans; with store (the process's
+// own), a following scan registers as a follower of its table
+// (Store.Follow) while it runs, which a view's job resumed after a restart
+// needs: no session registered it.
+func sourceFactory(store *Store) exec.SourceFactory {
+	return func(c exec.ConnectorSpec) (exec.Source, error) {
 		loc, err := parseURL(c.URL)
 		if err != nil {
 			return nil, err
@@ -125,10 +134,8 @@ func Register(r *exec.Registry) {
 		if loc.dir == "" || loc.version == 0 {
 			return nil, fmt.Errorf("%w: table URL %q has no pinned version (the planner pins one)", spec.ErrBadOption, c.URL)
 		}
-		return &source{loc: loc, spec: c}, nil
+		return &source{loc: loc, spec: c, store: store}, nil
 	}
-	r.RegisterSource(Name, factory)
-	r.RegisterSource(ChangesName, factory)
 }
 
 // location is a parsed table URL: hummer://<id>, or, as the planner rewrites

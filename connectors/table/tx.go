@@ -356,7 +356,7 @@ func (tx *Tx) commit() error {
 			}
 		}
 	}
-	followed := t.followers > 0
+	followed := t.followed()
 	t.mu.Unlock()
 	if followed {
 		// The rows are committed whether or not their changes can be

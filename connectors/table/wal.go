@@ -199,7 +199,7 @@ func (t *tableState) appendLog(s *Store, rec arrow.RecordBatch) error {
 	next.logRecords++
 	t.mu.Lock()
 	dead := t.install(&next)
-	followed := t.followers > 0
+	followed := t.followed()
 	t.mu.Unlock()
 	removeFiles(t.dir, dead)
 	if followed {
@@ -374,7 +374,7 @@ func (t *tableState) fold(s *Store) error {
 	}
 	t.mu.Lock()
 	dead := t.install(next)
-	followed := t.followers > 0
+	followed := t.followed()
 	t.mu.Unlock()
 	kept := map[string]bool{}
 	for _, seg := range segs {
