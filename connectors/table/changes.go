@@ -16,8 +16,9 @@ import (
 // c-N.json, which names the rows it deleted and those it inserted as hard
 // links to segment files (c-N-d0.arrow, c-N-i0.arrow, ...): no row is copied,
 // and the links keep the rows readable after the versions that held them are
-// gone. An UPDATE or DELETE, which rewrites the table, deletes every old row
-// and inserts every new one. Changes are kept for changeRetention, then
+// gone. Rows that were only in memory or in the log (a logged INSERT's, an
+// UPDATE's deleted rows) are written to such files first. An UPDATE or
+// DELETE records the rows it removed and those it added. Changes are kept for changeRetention, then
 // pruned; a follower that falls further behind fails. They are kept across a
 // restart of the engine (written, not fsynced: a kill -9 of the server keeps
 // them, a crash of the machine may not), and a table loaded with changes

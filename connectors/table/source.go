@@ -340,43 +340,17 @@ func (s *source) emitFile(ctx context.Context, path string, first, ord int, del 
 	return n, nil
 }
 
-// emitLog emits the rows of the version's log, in batches of up to
-// BatchRows rows, from subtask first%n (the log is small: a fold writes it
-// to segments when it grows), as batches first, first+1, ...
+// emitLog emits the rows of the version's log, a batch per record (per
+// statement, or group of statements, as a segment per statement would: a
+// fold bounds their number), as batches first, first+1, ... of which
+// subtask i emits those whose index is i modulo n.
 func (s *source) emitLog(ctx context.Context, first int, out exec.Collector) error {
-	if s.loc.logEnd <= s.logStart || first%s.n != s.subtask {
+	if s.loc.logEnd <= s.logStart {
 		return nil
 	}
-	var pending []arrow.RecordBatch
-	rows := int64(0)
-	defer func() {
-		for _, r := range pending {
-			r.Release()
-		}
-	}()
-	emit := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		recs := pending
-		pending, rows = nil, 0
-		defer func() {
-			for _, r := range recs {
-				r.Release()
-			}
-		}()
-		if s.skip > 0 {
-			s.skip--
-			s.emitted++
-			return nil
-		}
-		rec, err := concat(s.out, recs, s.alloc)
-		if err != nil {
-			return err
-		}
-		return s.collect(ctx, exec.Batch{Rec: rec}, out)
-	}
+	k := first
 	var logRow int64
+	var emitErr error // of the collector: not the log's
 	_, err := readLog(s.log, s.logStart, s.loc.logEnd, s.alloc, func(_ int64, rec arrow.RecordBatch) error {
 		want := len(s.spec.Schema)
 		if s.rowID >= 0 {
@@ -385,28 +359,36 @@ func (s *source) emitLog(ctx context.Context, first int, out exec.Collector) err
 		if int(rec.NumCols()) != want {
 			return fmt.Errorf("a log record of %d columns for %d", rec.NumCols(), want)
 		}
+		idx, first := k, logRow
+		k++
+		logRow += rec.NumRows()
+		if idx%s.n != s.subtask {
+			return nil
+		}
+		if s.skip > 0 {
+			s.skip--
+			s.emitted++
+			return nil
+		}
 		cols := make([]arrow.Array, len(s.cols))
 		var made []arrow.Array
 		for i, c := range s.cols {
 			if c == s.rowID {
-				cols[i] = rowIDs(s.alloc, s.nSegs, logRow, int(rec.NumRows()))
+				cols[i] = rowIDs(s.alloc, s.nSegs, first, int(rec.NumRows()))
 				made = append(made, cols[i])
 				continue
 			}
 			cols[i] = rec.Column(c)
 		}
-		logRow += rec.NumRows()
-		pending = append(pending, array.NewRecordBatch(s.out, cols, rec.NumRows()))
+		b := exec.Batch{Rec: array.NewRecordBatch(s.out, cols, rec.NumRows())}
 		for _, a := range made {
 			a.Release()
 		}
-		if rows += rec.NumRows(); rows >= BatchRows {
-			return emit()
-		}
-		return nil
+		emitErr = s.collect(ctx, b, out)
+		return emitErr
 	})
-	if err == nil {
-		err = emit()
+	if emitErr != nil {
+		return emitErr
 	}
 	if err != nil {
 		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
