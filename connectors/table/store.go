@@ -506,26 +506,25 @@ func (s *Store) Distinct(id string, col int) (float64, bool) {
 		t.mu.Unlock()
 	}
 	d := 0.0
-	if len(v.Segments) > 0 {
-		errFirst := errors.New("first batch read")
-		readSegment(filepath.Join(t.dir, v.Segments[0].File), memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
-			if col >= int(rec.NumCols()) {
-				return errFirst
-			}
-			seen := map[string]struct{}{}
-			var buf []byte
-			n := int(rec.NumRows())
-			for row := 0; row < n; row++ {
-				buf = appendKey(buf[:0], rec, []int{col}, row)
-				seen[string(buf)] = struct{}{}
-			}
-			d = float64(len(seen))
-			if d > float64(n)/2 {
-				d = max(d, float64(v.rows())*d/float64(n))
-			}
+	errFirst := errors.New("first batch read")
+	// The first batch: a segment's, or the log's.
+	t.scanVersion(v, memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
+		if col >= int(rec.NumCols()) {
 			return errFirst
-		})
-	}
+		}
+		seen := map[string]struct{}{}
+		var buf []byte
+		n := int(rec.NumRows())
+		for row := 0; row < n; row++ {
+			buf = appendKey(buf[:0], rec, []int{col}, row)
+			seen[string(buf)] = struct{}{}
+		}
+		d = float64(len(seen))
+		if d > float64(n)/2 {
+			d = max(d, float64(v.rows())*d/float64(n))
+		}
+		return errFirst
+	})
 	t.mu.Lock()
 	if t.ndvVersion == v.Version {
 		t.ndv[col] = d
