@@ -147,3 +147,20 @@ func TestFoldLog(t *testing.T) {
 		t.Errorf("Rows = %d after the restart, want 20", n)
 	}
 }
+
+// A table written before the log (a version file without one) gets a log
+// when loaded, and takes small INSERTs into it.
+func TestTableWithoutLog(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := OpenStore(dir)
+	s.Create("t1")
+	tdir := filepath.Join(dir, "t1")
+	os.Remove(filepath.Join(tdir, logFile(1)))
+	os.WriteFile(filepath.Join(tdir, versionFile(2)), []byte(`{"version":2,"segments":[]}`), 0o644)
+	s2, _ := OpenStore(dir)
+	if err := insert(t, s2, "t1", keyed, "1:a"); err != nil {
+		t.Fatal(err)
+	}
+	s3, _ := OpenStore(dir)
+	equal(t, "after a restart", scan(t, s3, "t1", 1), "1|a")
+}
