@@ -72,8 +72,9 @@ func (t *tableState) followed() bool { return t.followers > 0 || t.recording }
 
 // keepChanges returns the change files among a loading table's files ents
 // that a resuming follower may need (those of versions up to last, the
-// table's version), and notes them for pruning; if there are any, the table
-// goes on recording (tableState.recording).
+// table's version), and notes them for pruning, their retention counted from
+// now: an engine down for longer does not make its followers fail. If there
+// are any, the table goes on recording (tableState.recording).
 func (t *tableState) keepChanges(ents []os.DirEntry, last int64) map[string]bool {
 	kept := map[string]bool{}
 	byVersion := map[int64]*changeFile{}
@@ -90,9 +91,6 @@ func (t *tableState) keepChanges(ents []os.DirEntry, last int64) map[string]bool
 		if cf == nil {
 			cf = &changeFile{version: n, at: time.Now()}
 			byVersion[n] = cf
-		}
-		if info, err := e.Info(); err == nil && strings.HasSuffix(name, ".json") {
-			cf.at = info.ModTime()
 		}
 		cf.files = append(cf.files, name)
 		kept[name] = true
