@@ -22,6 +22,12 @@ type OperatorSpec struct {
 	Out types.Schema `json:"out"`
 }
 
+// RowIDColumn names a last column of a stored table's scan Schema that is
+// not one of the table's: the source fills it with each row's id in the
+// version it scans, by which UPDATE and DELETE name the rows they change
+// (connectors/table).
+const RowIDColumn = "$rowid"
+
 // ConnectorSpec configures a source or sink: the connector named by the table's
 // ENGINE, its CONNECTION URL and the table's columns. It is the Config of a
 // "source" or "sink" OperatorSpec.

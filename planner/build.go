@@ -64,6 +64,11 @@ type Options struct {
 	StateBackend string
 	// Late, when set, is the job's late-rows table (SET late_rows_table).
 	Late *LateRows
+	// Lookup describes the rows a stored table's source reads by its
+	// primary key for the filter it is handed (exec.ConnectorSpec.Filter),
+	// for the source's label in EXPLAIN: "" for a scan of every row; nil for
+	// none.
+	Lookup func(spec exec.ConnectorSpec) string
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -186,7 +191,9 @@ func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 		return node, nil
 	}
 	key := p.Table.KeyColumns()
-	if len(key) > 0 && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {
+	// A stored table's scan reads rows unique by its key, not a changelog
+	// of them: no upsert, and its filter reaches the source (a key lookup).
+	if len(key) > 0 && !p.Table.IsStored() && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {
 		return b.changelog(p, key), nil
 	}
 	spec := exec.ConnectorSpec{Connector: p.Table.Engine, URL: p.Table.Connection,
@@ -202,6 +209,11 @@ func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 		spec.Filter = filter.Remap(m)
 	}
 	label := fmt.Sprintf("source %s [%s] %s", p.Table.Name, p.Table.Engine, names(p.Schema()))
+	if b.opts.Lookup != nil {
+		if l := b.opts.Lookup(spec); l != "" {
+			label += " " + l
+		}
+	}
 	wm := p.Table.Watermark
 	var wmCfg operators.WatermarkConfig
 	out := p.Schema()

@@ -220,6 +220,17 @@ func (e *Engine) resumeJob(r *sql.JobRecord) error {
 		return err
 	}
 	e.cfg.Log.Info("job resumed", "job", job.ID, "checkpoint", job.Checkpoints().RestoredFrom)
+	if r.View != "" && job.Checkpoints().RestoredFrom == 0 {
+		// No checkpoint to resume from: the view starts afresh (a view over
+		// stored tables would read a snapshot that went with the restart).
+		job.Cancel(errors.New("no checkpoint to resume the view from"))
+		<-job.Done()
+		if err := e.catalog.RemoveJob(r.ID); err != nil {
+			return err
+		}
+		t, _ := e.catalog.Table(r.View)
+		return e.restartView(t)
+	}
 	if r.View != "" {
 		e.setView(r.View, job)
 	}

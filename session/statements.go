@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hummer-db/hummer/connectors/table"
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/jobmanager"
 	"github.com/hummer-db/hummer/exec/types"
@@ -72,6 +73,7 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 			return s.e.snapshot(ctx, name, wait)
 		}}
 	opts.Rows = func(p sql.Plan, upper bool) (float64, bool) { return sql.EstimateRows(p, s.e.catalog, upper) }
+	opts.Lookup = table.Lookup
 	if v := s.vars["parallelism"]; v != "auto" {
 		opts.Parallelism = s.intVar("parallelism")
 	}

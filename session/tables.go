@@ -199,15 +199,16 @@ func (s *Session) insertStored(ctx context.Context, st *sql.Insert, text string)
 	return &Result{Tag: fmt.Sprintf("INSERT 0 %d", n)}, nil
 }
 
-// update runs UPDATE: the query's rows replace the table's, and the count of
-// those it marked is the statement's.
+// update runs UPDATE: the query's rows are the new rows with the ids of
+// the rows they replace, changed in place, and their count is the
+// statement's.
 func (s *Session) update(ctx context.Context, st *sql.Update, text string) (*Result, error) {
 	tx, err := s.begin(st.Table)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	tx.Replace()
+	tx.Change() // first: it waits for INSERTs committing in a group
 	n, err := s.runInto(ctx, tx, st.Query, text, true)
 	if err != nil {
 		return nil, err
@@ -218,26 +219,28 @@ func (s *Session) update(ctx context.Context, st *sql.Update, text string) (*Res
 	return &Result{Tag: fmt.Sprintf("UPDATE %d", n)}, nil
 }
 
-// deleteRows runs DELETE (the query's rows are those that stay) and TRUNCATE
-// (q nil: none stay).
+// deleteRows runs DELETE (the query's rows are the ids of those that go,
+// changed in place) and TRUNCATE or DELETE without WHERE (q nil: none stay).
 func (s *Session) deleteRows(ctx context.Context, t *sql.Table, q *sql.Query, text, tag string) (*Result, error) {
 	tx, err := s.begin(t)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	tx.Replace() // first: it waits for INSERTs committing in a group
-	id, _ := tableID(t)
-	before, err := s.e.tables.Rows(id)
-	if err != nil {
-		return nil, err
-	}
+	var deleted int64
 	if q != nil {
-		if _, err := s.runInto(ctx, tx, q, text, false); err != nil {
+		tx.Change() // first: it waits for INSERTs committing in a group
+		if _, err := s.runInto(ctx, tx, q, text, true); err != nil {
+			return nil, err
+		}
+		deleted = tx.Deleted()
+	} else {
+		tx.Replace()
+		id, _ := tableID(t)
+		if deleted, err = s.e.tables.Rows(id); err != nil {
 			return nil, err
 		}
 	}
-	deleted := before - tx.Rows()
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
@@ -255,10 +258,12 @@ func (s *Session) begin(t *sql.Table) (*table.Tx, error) {
 	return s.e.tables.Begin(id, constraints(t))
 }
 
-// runInto appends q's rows to tx. With marked, q's last column says whether a
-// row was changed: it is counted (the count is returned) and not written.
+// runInto appends q's rows to tx. With ids, q's last column is the row ids
+// (sql.RowIDColumn) of the rows the statement removes (tx.Delete), the others,
+// if any, the rows it puts in their place; the rows are counted (the count is
+// returned).
 // Constant rows (INSERT ... VALUES) are written without a job.
-func (s *Session) runInto(ctx context.Context, tx *table.Tx, q *sql.Query, text string, marked bool) (int64, error) {
+func (s *Session) runInto(ctx context.Context, tx *table.Tx, q *sql.Query, text string, ids bool) (int64, error) {
 	if rec, ok, err := constantRows(q.Plan, s.alloc()); ok || err != nil {
 		if err != nil {
 			return 0, err
@@ -288,13 +293,17 @@ func (s *Session) runInto(ctx context.Context, tx *table.Tx, q *sql.Query, text 
 		if err != nil {
 			return 0, err
 		}
-		if marked {
+		if ids {
 			n := int(rec.NumCols()) - 1
-			flags := rec.Column(n).(*array.Boolean)
-			for i := 0; i < flags.Len(); i++ {
-				if flags.IsValid(i) && flags.Value(i) {
-					count++
-				}
+			count += rec.NumRows()
+			if err := tx.Delete(rec.Column(n).(*array.Int64)); err != nil {
+				rec.Release()
+				job.Cancel(err)
+				return 0, err
+			}
+			if n == 0 {
+				rec.Release()
+				continue
 			}
 			cols := rec.Columns()[:n]
 			proj := array.NewRecordBatch(arrow.NewSchema(rec.Schema().Fields()[:n], nil), cols, rec.NumRows())

@@ -46,8 +46,9 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanage
 	// Over tables Hummer stores and no stream, the view follows the tables'
 	// changes (their scans read a snapshot, then every later commit): its
 	// job runs until the view is dropped, taking checkpoints (the first says
-	// it has caught up), but is not recorded: after a restart it starts
-	// again from a snapshot.
+	// it has caught up). With the engine's checkpoints (a data directory) it
+	// is recorded and resumes after a restart from its position in the
+	// tables' changes; else it starts again from a snapshot.
 	stream := planner.Continuous(q.Plan, s.e.cfg.Unbounded)
 	follow := !stream && readsStored(q.Plan)
 	_, jg, pins, err := s.planWith(context.Background(), q, follow, viewSink)
@@ -73,7 +74,7 @@ func (s *Session) startView(t *sql.Table, q *sql.Query, text string) (*jobmanage
 	}
 	pins.holdUntil(job)
 	s.e.setView(t.Name, job)
-	if stream && opts.CheckpointURL != "" {
+	if (stream || follow) && opts.CheckpointURL != "" && s.e.cfg.CheckpointURL != "" { // durable checkpoints
 		s.e.keep(job, t.Name)
 	}
 	return job, nil

@@ -135,8 +135,11 @@ func statementName(stmt ast.StmtNode) string {
 
 // binder holds what binding one statement needs to know beyond the AST.
 type binder struct {
-	cat   CatalogReader
-	query string
+	cat CatalogReader
+	// rowIDFor names the stored table whose next scan the FROM binds has
+	// its row-id column (withRowID): UPDATE's and DELETE's.
+	rowIDFor string
+	query    string
 	// start and text locate the statement inside query (byte offsets).
 	start int
 	text  string

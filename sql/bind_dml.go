@@ -15,15 +15,15 @@ import (
 )
 
 // Update is UPDATE t SET ... [WHERE ...]. Query reads t and gives, for each
-// of its rows, t's columns after the update, then a boolean column: whether
-// the row was updated (its count is the statement's).
+// row the update changes, t's columns after it, then the row's id
+// (RowIDColumn): the row it replaces. Their count is the statement's.
 type Update struct {
 	Table *Table
 	Query *Query
 }
 
 // Delete is DELETE FROM t [WHERE ...]. Query, nil without a WHERE, reads t
-// and gives the rows that stay.
+// and gives the ids (RowIDColumn) of the rows that go.
 type Delete struct {
 	Table *Table
 	Query *Query
@@ -68,8 +68,9 @@ func (b *binder) checkStored(t *Table, verb string) error {
 }
 
 // bindUpdate binds UPDATE t SET c = e, ... [WHERE cond] as SELECT *, e, ...,
-// cond IS TRUE FROM t, then the new columns: CASE WHEN matched THEN e ELSE c
-// END for every assigned one.
+// cond IS TRUE FROM t (* with the row id, withRowID), then, of the rows
+// matched, the new columns (e for every assigned one, c for the others) and
+// the row id of the row they replace.
 func (b *binder) bindUpdate(s *ast.UpdateStmt) (Statement, error) {
 	switch {
 	case s.MultipleTable:
@@ -111,21 +112,20 @@ func (b *binder) bindUpdate(s *ast.UpdateStmt) (Statement, error) {
 			sel.Fields.Fields = append(sel.Fields.Fields, f)
 		}
 	}
+	b.rowIDFor = t.Name // * is the table's columns, then its row id
 	p, err := b.bindQuery(sel)
+	b.rowIDFor = ""
 	if err != nil {
 		return nil, err
 	}
 	in := p.Schema()
 	n := len(t.Columns)
-	matched := expr.Literal(types.BoolValue(true))
-	if where != nil {
-		matched = expr.Column(len(in)-1, types.BoolType, "$matched")
-	}
 	exprs := make([]*expr.Expr, n+1)
 	for i, c := range t.Columns {
 		exprs[i] = expr.Column(i, c.Type, c.Name)
 	}
-	next := n // the SELECT item of the next assignment that is not DEFAULT
+	exprs[n] = expr.Column(n, types.Int64Type, RowIDColumn)
+	next := n + 1 // the SELECT item of the next assignment that is not DEFAULT
 	for k, i := range assigned {
 		col := t.Columns[i]
 		var v *expr.Expr
@@ -146,15 +146,30 @@ func (b *binder) bindUpdate(s *ast.UpdateStmt) (Statement, error) {
 				return nil, err
 			}
 		}
-		exprs[i] = expr.Call("case", col.Type, matched, v, exprs[i])
+		exprs[i] = v
 	}
-	exprs[n] = matched
-	out := append(append(types.Schema{}, t.Columns...), types.Field{Name: "$matched", Type: types.BoolType})
+	if where != nil {
+		p = &Filter{Input: p, Cond: expr.Column(len(in)-1, types.BoolType, "$matched")}
+	}
+	out := append(append(types.Schema{}, t.Columns...), types.Field{Name: RowIDColumn, Type: types.Int64Type})
 	return &Update{Table: t, Query: &Query{Plan: &Project{Input: p, Exprs: exprs, Out: out}}}, nil
 }
 
-// bindDelete binds DELETE FROM t [WHERE cond] as SELECT * FROM t WHERE cond IS
-// NOT TRUE: the rows that stay.
+// RowIDColumn names the row-id column a stored table's scan has in UPDATE
+// and DELETE, after the table's own (b.rowIDFor): each row's id in the
+// version scanned, filled by the source (exec.RowIDColumn, the same name).
+const RowIDColumn = "$rowid"
+
+// withRowID returns t with its row-id column after its own.
+func withRowID(t *Table) *Table {
+	c := *t
+	c.Columns = append(append(types.Schema{}, t.Columns...), types.Field{Name: RowIDColumn, Type: types.Int64Type})
+	return &c
+}
+
+// bindDelete binds DELETE FROM t [WHERE cond] as SELECT $rowid FROM t WHERE
+// cond: the ids of the rows that go (without WHERE: a Delete without a
+// query, every row).
 func (b *binder) bindDelete(s *ast.DeleteStmt) (Statement, error) {
 	switch {
 	case s.IsMultiTable:
@@ -173,12 +188,17 @@ func (b *binder) bindDelete(s *ast.DeleteStmt) (Statement, error) {
 	}
 	sel := &ast.SelectStmt{Kind: ast.SelectStmtKindSelect, From: s.TableRefs,
 		Fields: &ast.FieldList{Fields: []*ast.SelectField{{WildCard: &ast.WildCardField{}}}},
-		Where:  &ast.IsTruthExpr{Expr: s.Where, Not: true, True: 1}}
+		Where:  s.Where}
+	b.rowIDFor = t.Name // * is the table's columns, then its row id
 	p, err := b.bindQuery(sel)
+	b.rowIDFor = ""
 	if err != nil {
 		return nil, err
 	}
-	return &Delete{Table: t, Query: &Query{Plan: castPlan(p, t.Columns)}}, nil
+	n := len(t.Columns)
+	ids := &Project{Input: p, Exprs: []*expr.Expr{expr.Column(n, types.Int64Type, RowIDColumn)},
+		Out: types.Schema{{Name: RowIDColumn, Type: types.Int64Type}}}
+	return &Delete{Table: t, Query: &Query{Plan: ids}}, nil
 }
 
 func (b *binder) bindTruncate(s *ast.TruncateTableStmt) (Statement, error) {

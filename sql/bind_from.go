@@ -211,6 +211,9 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 			if err != nil {
 				return nil, err
 			}
+			if b.rowIDFor != "" && t.Name == b.rowIDFor && t.IsStored() {
+				t, b.rowIDFor = withRowID(t), ""
+			}
 			p = &Scan{Table: t}
 			if alias == "" {
 				alias = t.Name

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,13 +84,18 @@ func TestStoredTableConcurrentWriters(t *testing.T) {
 // Statements whose INSERT returned are in the table after kill -9 of the
 // server, and a statement is there whole or not at all: each INSERT writes a
 // batch of rows with the same b, so a count per b other than the batch size
-// would be half a statement.
+// would be half a statement. Meanwhile four sessions insert single rows,
+// which commit to the write-ahead log in groups and are folded into segments
+// as it grows: every one acknowledged is there after the restart. And an
+// updater moves statements' rows on by UPDATEs, each of which is there
+// whole (every row of a statement at the same generation) if acknowledged,
+// and whole or not at all if not.
 func TestStoredTableSurvivesKill(t *testing.T) {
 	bin := buildHummer(t)
 	addr := freeAddr(t)
 	data := filepath.Join(t.TempDir(), "data")
 	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", data)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	connect := func() *pgx.Conn { return connectWhenUp(t, ctx, srv, addr) }
 	conn := connect()
@@ -127,28 +134,85 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 		}
 		done <- n
 	}()
+	// An updater moves the rows of statements 0..9 on by a generation, a
+	// statement at a time: UPDATE k SET i = i + 1000 WHERE b = x.
+	updates := make(chan map[int64]int64, 1)
+	go func() {
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		acked := map[int64]int64{}
+		for n := int64(0); err == nil; n++ {
+			if _, err = c.Exec(ctx, fmt.Sprintf("UPDATE k SET i = i + 1000 WHERE b = %d", n%10)); err == nil {
+				acked[n%10]++
+			}
+		}
+		if c != nil {
+			c.Close(context.Background())
+		}
+		updates <- acked
+	}()
+	if _, err := conn.Exec(ctx, "CREATE TABLE one (id BIGINT PRIMARY KEY, w BIGINT)"); err != nil {
+		t.Fatal(err)
+	}
+	const singles = 4
+	ackedOne := make(chan []int64, singles)
+	for w := 0; w < singles; w++ {
+		go func() {
+			c, err := pgx.ConnectConfig(ctx, cfg)
+			var acked []int64
+			for i := int64(0); err == nil; i++ {
+				id := int64(w)<<32 | i
+				if _, err = c.Exec(ctx, fmt.Sprintf("INSERT INTO one VALUES (%d, %d)", id, w)); err == nil {
+					acked = append(acked, id)
+				}
+			}
+			if c != nil {
+				c.Close(context.Background())
+			}
+			ackedOne <- acked
+		}()
+	}
 	waitUntil(t, "a concurrent insert", srv.exited, func() bool {
 		var n int64
 		conn.QueryRow(ctx, "SELECT count(*) FROM k WHERE b >= 100").Scan(&n)
 		return n > 0
 	})
+	// More single-row statements than a log holds before it is folded.
+	waitUntilLong(t, "3000 single-row inserts", 3*time.Minute, srv.exited, func() bool {
+		var n int64
+		conn.QueryRow(ctx, "SELECT count(*) FROM one").Scan(&n)
+		return n >= 3000
+	})
 	srv.kill(t)
 	concurrent := <-done
+	updated := <-updates
+	if len(updated) == 0 {
+		t.Errorf("no UPDATE was acknowledged before the kill")
+	}
+	var acked1 []int64
+	for w := 0; w < singles; w++ {
+		acked1 = append(acked1, <-ackedOne...)
+	}
 	conn.Close(context.Background())
 	srv.start(t)
 	conn = connect()
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, "SELECT b, count(*) FROM k GROUP BY b")
+	rows, err := conn.Query(ctx, "SELECT b, count(*), min(i / 1000), max(i / 1000) FROM k GROUP BY b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int64]int64{}
 	for rows.Next() {
-		var b, n int64
-		if err := rows.Scan(&b, &n); err != nil {
+		var b, n, lo, hi int64
+		if err := rows.Scan(&b, &n, &lo, &hi); err != nil {
 			t.Fatal(err)
 		}
 		seen[b] = n
+		if lo != hi {
+			t.Errorf("an UPDATE of statement %d's rows half applied: generations %d to %d", b, lo, hi)
+		}
+		if b < 10 && (lo < updated[b] || lo > updated[b]+1) {
+			t.Errorf("statement %d's rows are at generation %d after %d acknowledged UPDATEs", b, lo, updated[b])
+		}
 	}
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
@@ -170,9 +234,40 @@ func TestStoredTableSurvivesKill(t *testing.T) {
 	if late < concurrent {
 		t.Errorf("%d of the concurrent writer's acknowledged statements survived, want at least %d", late, concurrent)
 	}
+	if segs, _ := filepath.Glob(filepath.Join(data, "tables", "one-*", "s-*.arrow")); len(segs) == 0 {
+		t.Errorf("the single-row inserts' log was never folded into a segment")
+	}
+	got1 := map[int64]bool{}
+	rows, err = conn.Query(ctx, "SELECT id FROM one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		got1[id] = true
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	lost := 0
+	for _, id := range acked1 {
+		if !got1[id] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acknowledged single-row inserts lost after kill -9", lost, len(acked1))
+	}
+	// Each session had at most one statement in flight when the server died.
+	if len(got1) > len(acked1)+singles {
+		t.Errorf("%d single rows after kill -9, from %d acknowledged statements", len(got1), len(acked1))
+	}
 	// The table takes writes again, and its keys were read back.
-	if err := insert(conn, 0); err == nil {
-		t.Errorf("a duplicate of statement 0 was accepted after the restart")
+	if err := insert(conn, 100); err == nil {
+		t.Errorf("a duplicate of statement 100 was accepted after the restart")
 	}
 	if err := insert(conn, 1000); err != nil {
 		t.Fatal(err)
@@ -491,4 +586,112 @@ func connectWhenUp(t *testing.T, ctx context.Context, srv *killable, addr string
 		return err == nil
 	})
 	return connectPgx(t, ctx, addr)
+}
+
+// A view over a stored table resumes after kill -9 of the server from its
+// checkpointed position in the table's changes, not from a new snapshot: the
+// resumed job says which checkpoint it restored, and the view takes the
+// statement that returned just before the kill (whose changes outlived it)
+// and those after, equal to the batch query.
+func TestViewResumesAfterRestart(t *testing.T) {
+	bin := buildHummer(t)
+	addr := freeAddr(t)
+	data := filepath.Join(t.TempDir(), "data")
+	srv := startKillable(t, bin, "serve", "--pg-addr", addr, "--data-dir", data, "--checkpoint-interval", "100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn := connectWhenUp(t, ctx, srv, addr)
+	for _, q := range []string{
+		"CREATE TABLE kv (k BIGINT PRIMARY KEY, g BIGINT, v BIGINT)",
+		"INSERT INTO kv VALUES (1, 1, 10), (2, 1, 20), (3, 2, 30)",
+		"CREATE VIEW sums AS SELECT g, count(*) AS n, sum(v) AS s FROM kv GROUP BY g",
+		"INSERT INTO kv VALUES (4, 2, 40)",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const view = "SELECT g, n, s FROM sums ORDER BY g"
+	const batch = "SELECT g, count(*), sum(v) FROM kv GROUP BY g ORDER BY g"
+	// Rows by hand: g 1: keys 1, 2 (10 + 20); g 2: keys 3, 4 (30 + 40). After
+	// the kill: key 5 in g 1, key 1 at 100, key 4 gone: g 1: 100 + 20 + 5; g 2: 30.
+	same := func(c *pgx.Conn, want string) {
+		t.Helper()
+		waitUntil(t, "the view to equal "+want, srv.exited, func() bool {
+			return rowsText(ctx, c, view) == want && rowsText(ctx, c, batch) == want
+		})
+	}
+	same(conn, "1 2 30\n2 2 70")
+	// A checkpoint completes after the view caught up, so that the job has
+	// one to resume from.
+	first := latestCheckpoint(ctx, conn)
+	waitUntil(t, "a checkpoint of the view", srv.exited, func() bool { return latestCheckpoint(ctx, conn) > first })
+	// A statement the view may not have checkpointed yet: its changes must
+	// outlive the kill.
+	if _, err := conn.Exec(ctx, "INSERT INTO kv VALUES (5, 1, 5)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(context.Background())
+	srv.kill(t)
+	srv.start(t)
+	conn = connectWhenUp(t, ctx, srv, addr)
+	if _, err := conn.Exec(ctx, "UPDATE kv SET v = 100 WHERE k = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "DELETE FROM kv WHERE k = 4"); err != nil {
+		t.Fatal(err)
+	}
+	same(conn, "1 3 125\n2 1 30")
+	if !resumedFromCheckpoint(srv.logs.String()) {
+		t.Errorf("the view's job did not resume from a checkpoint:\n%s", srv.logs.String())
+	}
+	conn.Close(context.Background())
+}
+
+// rowsText returns q's rows, columns separated by spaces, rows by newlines;
+// "" on an error.
+func rowsText(ctx context.Context, c *pgx.Conn, q string) string {
+	rows, err := c.Query(ctx, q)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var cells []string
+		for _, v := range rows.RawValues() {
+			cells = append(cells, string(v))
+		}
+		lines = append(lines, strings.Join(cells, " "))
+	}
+	if rows.Err() != nil {
+		return ""
+	}
+	return strings.Join(lines, "\n")
+}
+
+// latestCheckpoint returns the newest checkpoint SHOW PROCESSLIST lists of
+// any job.
+func latestCheckpoint(ctx context.Context, c *pgx.Conn) int64 {
+	rows, err := c.Query(ctx, "SHOW PROCESSLIST")
+	if err != nil {
+		return 0
+	}
+	defer rows.Close()
+	var last int64
+	for rows.Next() {
+		for i, v := range rows.RawValues() {
+			if string(rows.FieldDescriptions()[i].Name) == "checkpoint" {
+				n, _ := strconv.ParseInt(string(v), 10, 64)
+				last = max(last, n)
+			}
+		}
+	}
+	return last
+}
+
+// resumedFromCheckpoint says a server's log has a job resumed from a
+// checkpoint (not from none).
+func resumedFromCheckpoint(log string) bool {
+	return regexp.MustCompile(`job resumed.* checkpoint=[1-9]`).MatchString(log)
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -13,10 +16,15 @@ import (
 // c-N.json, which names the rows it deleted and those it inserted as hard
 // links to segment files (c-N-d0.arrow, c-N-i0.arrow, ...): no row is copied,
 // and the links keep the rows readable after the versions that held them are
-// gone. An UPDATE or DELETE, which rewrites the table, deletes every old row
-// and inserts every new one. Changes are kept for changeRetention, then
-// pruned; a follower that falls further behind fails. A restarted engine
-// keeps none: its followers start again from a snapshot.
+// gone. Rows that were only in memory or in the log (a logged INSERT's, an
+// UPDATE's deleted rows) are written to such files first. An UPDATE or
+// DELETE records the rows it removed and those it added. Changes are kept for changeRetention, then
+// pruned; a follower that falls further behind fails. They are kept across a
+// restart of the engine (written, not fsynced: a kill -9 of the server keeps
+// them, a crash of the machine may not), and a table loaded with changes
+// records those of its commits until its first follower goes, so that a
+// follower resuming from its checkpoint (a view's job) finds every change
+// after its position. A change missing is a gap the follower fails on.
 
 // changeRetention is how long a commit's changes are kept for followers.
 const changeRetention = 10 * time.Minute
@@ -54,8 +62,45 @@ func (s *Store) Follow(id string) (release func(), err error) {
 		if !done {
 			done = true
 			t.followers--
+			t.recording = false
 		}
 	}, nil
+}
+
+// followed says commits record their changes. Lock should be held.
+func (t *tableState) followed() bool { return t.followers > 0 || t.recording }
+
+// keepChanges returns the change files among a loading table's files ents
+// that a resuming follower may need (those of versions up to last, the
+// table's version), and notes them for pruning, their retention counted from
+// now: an engine down for longer does not make its followers fail. If there
+// are any, the table goes on recording (tableState.recording).
+func (t *tableState) keepChanges(ents []os.DirEntry, last int64) map[string]bool {
+	kept := map[string]bool{}
+	byVersion := map[int64]*changeFile{}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "c-") || strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimPrefix(name, "c-")[:8], 10, 64)
+		if len(name) < 10 || err != nil || n > last {
+			continue
+		}
+		cf := byVersion[n]
+		if cf == nil {
+			cf = &changeFile{version: n, at: time.Now()}
+			byVersion[n] = cf
+		}
+		cf.files = append(cf.files, name)
+		kept[name] = true
+	}
+	for _, cf := range byVersion {
+		t.changes = append(t.changes, *cf)
+	}
+	slices.SortFunc(t.changes, func(a, b changeFile) int { return cmpInt(a.version, b.version) })
+	t.recording = len(t.changes) > 0
+	return kept
 }
 
 // recordChanges writes version n's changes and prunes those past retention.
@@ -127,7 +172,8 @@ func readChanges(dir string, n int64) (cs changeSet, ok bool, err error) {
 	return cs, true, nil
 }
 
-// latestVersion returns the number of the newest version file in dir.
+// latestVersion returns the newest version in dir that has a version file or
+// a change set.
 func latestVersion(dir string) (int64, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -136,6 +182,9 @@ func latestVersion(dir string) (int64, error) {
 	var last int64
 	for _, e := range ents {
 		if n, ok := fileNumber(e.Name(), "v-", ".json"); ok {
+			last = max(last, n)
+		}
+		if n, ok := fileNumber(e.Name(), "c-", ".json"); ok {
 			last = max(last, n)
 		}
 	}

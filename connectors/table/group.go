@@ -12,8 +12,8 @@ import (
 // table's checks under the writer lock, they join the table's open group and
 // the lock goes to the next writer, whose checks see them (their keys join
 // the table's at once). The first Tx to join a group while none is being
-// written writes it, and the groups that open meanwhile, as one segment and
-// one version each, fsynced once for all their statements; each statement
+// written writes it, and the groups that open meanwhile, as one log record
+// each (wal.go), fsynced once for all their statements; each statement
 // returns when its group is durable, with the group's error if it failed. So
 // sixteen sessions inserting one row each share the fsyncs, as PostgreSQL's
 // commits share its WAL flushes. A Tx that replaces the table (UPDATE,
@@ -38,7 +38,7 @@ type group struct {
 // groupable says the Tx may commit in a group: it appends, and all its rows
 // are still in memory.
 func (tx *Tx) groupable() bool {
-	return !tx.replace && tx.sinkName == "" && tx.w == nil && len(tx.written) == 0 && tx.pendingRows > 0 && tx.pendingRows < BatchRows
+	return !tx.replace && !tx.change && tx.sinkName == "" && tx.w == nil && len(tx.written) == 0 && tx.pendingRows > 0 && tx.pendingRows < BatchRows
 }
 
 // commitGrouped adds the Tx's rows to the table's open group, lets the
@@ -83,6 +83,9 @@ func (tx *Tx) commitGrouped() error {
 func (t *tableState) writeGroups(s *Store) {
 	for t.writeGroup(s) {
 	}
+	if t.shouldFold() {
+		t.fold(s) // a fold that fails is tried again after the next group
+	}
 }
 
 // writeGroup writes the open group, if any, and tells its statements; it
@@ -101,13 +104,17 @@ func (t *tableState) writeGroup(s *Store) bool {
 		return false
 	}
 	g.mu.Unlock()
-	w := &Tx{s: s, t: t, c: gr.c, schema: gr.c.Schema.Arrow(), alloc: memory.DefaultAllocator,
-		pending: gr.recs, pendingRows: gr.rows, rows: int64(gr.rows)}
-	t.commitMu.Lock()
-	err := w.commit()
-	t.commitMu.Unlock()
+	rec, err := concat(gr.c.Schema.Arrow(), gr.recs, memory.DefaultAllocator)
+	for _, r := range gr.recs {
+		r.Release()
+	}
+	if err == nil {
+		t.commitMu.Lock()
+		err = t.appendLog(s, rec) // wal.go
+		t.commitMu.Unlock()
+		rec.Release()
+	}
 	if err != nil {
-		w.discard()
 		t.mu.Lock()
 		t.keys = nil // the group's keys joined them: read them again from the table
 		t.mu.Unlock()

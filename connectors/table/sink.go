@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,8 +33,10 @@ import (
 // The sink runs beside the store: in the engine's own TaskManagers (local
 // mode, or a cluster in one process), not in TaskManagers of other processes.
 
-// RegisterSink adds the sink of the tables in store to r.
+// RegisterSink adds the sink of the tables in store to r, and the scans that
+// follow their changes as followers registered with store.
 func RegisterSink(r *exec.Registry, store *Store) {
+	r.RegisterSource(ChangesName, sourceFactory(store))
 	r.RegisterSink(Name, func(c exec.ConnectorSpec) (exec.Operator, error) {
 		loc, err := parseURL(c.URL)
 		if err != nil {
@@ -210,7 +211,7 @@ func (s *Store) applyChanges(id string, c Constraints, changes []exec.Batch, nam
 		}
 		return tx.Commit()
 	}
-	tx.Replace()
+	tx.Change()
 	if err := s.upsert(tx, changes); err != nil {
 		return err
 	}
@@ -241,12 +242,13 @@ func (s *Store) touchesRows(tx *Tx, changes []exec.Batch) bool {
 	return false
 }
 
-// upsert writes into tx (replacing the table) the current rows whose keys no
-// change touches, then each touched key's last inserted row.
+// upsert changes in tx (Change) the rows of the keys the changes touch: it
+// deletes their current rows and appends each touched key's last inserted
+// row. Only the segments holding a touched key are rewritten.
 func (s *Store) upsert(tx *Tx, changes []exec.Batch) error {
 	t := tx.t
 	t.mu.Lock()
-	segs := append([]segment(nil), t.current.Segments...)
+	cur := t.current
 	t.mu.Unlock()
 	// The last change of each key: the batch and row of its new row, or -1
 	// for a delete.
@@ -265,20 +267,24 @@ func (s *Store) upsert(tx *Tx, changes []exec.Batch) error {
 		}
 	}
 	mem := memory.DefaultAllocator
-	for _, seg := range segs {
-		err := readSegment(filepath.Join(t.dir, seg.File), mem, func(rec arrow.RecordBatch) error {
-			var keep []int32
-			for i := 0; i < int(rec.NumRows()); i++ {
-				buf = appendKey(buf[:0], rec, tx.c.Key, i)
-				if _, touched := last[string(buf)]; !touched {
-					keep = append(keep, int32(i))
-				}
+	ids := array.NewInt64Builder(mem)
+	defer ids.Release()
+	err := t.scanRowIDs(cur, mem, func(rec arrow.RecordBatch, first int64) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			buf = appendKey(buf[:0], rec, tx.c.Key, i)
+			if _, touched := last[string(buf)]; touched {
+				ids.Append(first + int64(i))
 			}
-			return appendGathered(tx, rec, keep, mem)
-		})
-		if err != nil {
-			return err
 		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	gone := ids.NewInt64Array()
+	defer gone.Release()
+	if err := tx.Delete(gone); err != nil {
+		return err
 	}
 	for bi, b := range changes {
 		var keep []int32

@@ -32,21 +32,44 @@ const followPoll = 20 * time.Millisecond
 type source struct {
 	loc  location
 	spec exec.ConnectorSpec
-	// segments are the version's files.
+	// segments are the version's files; its log's rows are those of log
+	// from logStart to loc.logEnd.
 	segments []string
-	subtask  int
-	n        int
-	out      *arrow.Schema
-	cols     []int
-	alloc    memory.Allocator
-	lock     *sync.Mutex // the task's checkpoint lock, if it takes checkpoints
+	segOrd   []int // the position of each in the version's Segments
+	nSegs    int   // the version's Segments
+	// rowID is the position in the scan's Schema of its row-id column
+	// (exec.RowIDColumn), -1 for none: a row's id is the position of its
+	// segment in the version's Segments (of the log: after the last) << 32
+	// | its row in the segment (the log).
+	rowID    int
+	log      string
+	logStart int64
+	// lookup: the scan reads its segments by their key index (lookup.go),
+	// for the rows whose column keyCol lies in ranges; subtask i reads
+	// segments i, i+n, ...
+	lookup  bool
+	keyCol  int
+	ranges  []keyRange
+	subtask int
+	n       int
+	out     *arrow.Schema
+	cols    []int
+	alloc   memory.Allocator
+	lock    *sync.Mutex // the task's checkpoint lock, if it takes checkpoints
 
 	// held: the task's checkpoint lock is held, by a following scan from its
 	// Open through its snapshot (see Run).
 	held    bool
 	emitted int64 // batches emitted (under lock)
 	skip    int64 // batches to skip before emitting, after a restore
-	deletes []exec.ChangeKind
+	// next is the version whose changes a following scan reads next, once
+	// it has emitted the snapshot and caught up (under lock); resume, the
+	// one a restored scan goes on from (0: none, it starts with the
+	// snapshot).
+	next, resume int64
+	store        *Store // the process's store: the scan registers as a follower
+	unfollow     func()
+	deletes      []exec.ChangeKind
 }
 
 var (
@@ -55,15 +78,35 @@ var (
 )
 
 func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
-	v, err := readVersion(s.loc.dir, s.loc.version)
-	if err != nil {
-		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+	if s.loc.follow && s.store != nil && tc.Subtask == 0 {
+		release, err := s.store.Follow(s.loc.id)
+		if err != nil {
+			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+		}
+		s.unfollow = release
 	}
-	for _, seg := range v.Segments {
+	v := &version{}
+	if s.resume == 0 { // resumed past it, the snapshot may be gone
+		var err error
+		if v, err = readVersion(s.loc.dir, s.loc.file); err != nil {
+			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+		}
+	}
+	s.log, s.logStart = filepath.Join(s.loc.dir, v.Log), v.LogStart
+	for j, seg := range v.Segments {
 		if !mayMatch(s.spec.Filter, seg.Ranges) { // prune.go
 			continue
 		}
 		s.segments = append(s.segments, filepath.Join(s.loc.dir, seg.File))
+		s.segOrd = append(s.segOrd, j)
+	}
+	s.nSegs = len(v.Segments)
+	s.rowID = -1
+	if n := len(s.spec.Schema); n > 0 && s.spec.Schema[n-1].Name == exec.RowIDColumn {
+		s.rowID = n - 1
+	}
+	if !s.loc.follow {
+		s.keyCol, s.ranges, s.lookup = keyLookup(s.spec)
 	}
 	s.subtask, s.n = tc.Subtask, max(tc.Parallelism, 1)
 	s.alloc, s.lock = tc.Alloc, tc.CheckpointLock
@@ -127,19 +170,41 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		}
 	}
 	defer unlock()
+	if s.resume > 0 {
+		return s.follow(ctx, s.resume, true, lock, unlock, out)
+	}
 	next := 0 // the global index of the first batch of the current segment
-	for _, path := range s.segments {
-		n, err := s.emitFile(ctx, path, next, false, out)
+	for j, path := range s.segments {
+		if s.lookup {
+			if j%s.n == s.subtask {
+				if err := s.emitLookup(ctx, path, s.segOrd[j], out); err != nil {
+					return err
+				}
+			}
+			next++
+			continue
+		}
+		n, err := s.emitFile(ctx, path, next, s.segOrd[j], false, out)
 		if err != nil {
 			return err
 		}
 		next += n
 	}
+	if err := s.emitLog(ctx, next, out); err != nil {
+		return err
+	}
 	if !s.loc.follow {
 		return nil
 	}
-	caughtUp := false
-	for v := s.loc.version + 1; ; {
+	return s.follow(ctx, s.loc.version+1, false, lock, unlock, out)
+}
+
+// follow emits the changes of version v and each later one, holding the
+// checkpoint lock around each change set once caughtUp (before: from the
+// start to the first version not yet committed).
+func (s *source) follow(ctx context.Context, v int64, caughtUp bool, lock, unlock func(), out exec.Collector) error {
+	s.next = v
+	for {
 		cs, ok, err := readChanges(s.loc.dir, v)
 		if err != nil {
 			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
@@ -161,16 +226,17 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		if err := s.emitChanges(ctx, cs, out); err != nil {
 			return err
 		}
+		v++
+		s.next = v
 		if caughtUp {
 			unlock()
 		}
-		v++
 	}
 }
 
 // checkGap fails when version v committed without its changes recorded: a
-// later version exists (commits are serialised, and each records its
-// changes before the next begins), or they were pruned.
+// later version has a version file or changes (commits are serialised, and
+// each records its changes before the next begins), or they were pruned.
 func (s *source) checkGap(v int64) error {
 	last, err := latestVersion(s.loc.dir)
 	if err != nil {
@@ -184,22 +250,23 @@ func (s *source) checkGap(v int64) error {
 
 func (s *source) emitChanges(ctx context.Context, cs changeSet, out exec.Collector) error {
 	for _, f := range cs.Deleted {
-		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, true, out); err != nil {
+		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, 0, true, out); err != nil {
 			return err
 		}
 	}
 	for _, f := range cs.Added {
-		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, false, out); err != nil {
+		if _, err := s.emitFile(ctx, filepath.Join(s.loc.dir, f), 0, 0, false, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// emitFile emits this subtask's batches of one segment file, whose first
-// batch has global index first, as deletes with del; it returns the file's
-// number of batches. Batches a restore skips are counted, not emitted.
-func (s *source) emitFile(ctx context.Context, path string, first int, del bool, out exec.Collector) (int, error) {
+// emitFile emits this subtask's batches of one segment file, the ord'th of
+// the version, whose first batch has global index first, as deletes with
+// del; it returns the file's number of batches. Batches a restore skips are
+// counted, not emitted.
+func (s *source) emitFile(ctx context.Context, path string, first, ord int, del bool, out exec.Collector) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -233,9 +300,16 @@ func (s *source) emitFile(ctx context.Context, path string, first int, del bool,
 		if err != nil {
 			return 0, bad(err)
 		}
+		var firstRow int64
+		if s.rowID >= 0 {
+			if firstRow, err = batchStart(r, i); err != nil {
+				rec.Release()
+				return 0, bad(err)
+			}
+		}
 		cols := make([]arrow.Array, 0, len(s.cols))
 		for _, c := range s.cols {
-			col, err := seg.copyArray(s.alloc, rec.Column(c))
+			col, err := s.column(seg, rec, c, ord, firstRow)
 			if err != nil {
 				err = bad(err)
 			}
@@ -266,6 +340,97 @@ func (s *source) emitFile(ctx context.Context, path string, first int, del bool,
 	return n, nil
 }
 
+// emitLog emits the rows of the version's log, a batch per record (per
+// statement, or group of statements, as a segment per statement would: a
+// fold bounds their number), as batches first, first+1, ... of which
+// subtask i emits those whose index is i modulo n.
+func (s *source) emitLog(ctx context.Context, first int, out exec.Collector) error {
+	if s.loc.logEnd <= s.logStart {
+		return nil
+	}
+	k := first
+	var logRow int64
+	var emitErr error // of the collector: not the log's
+	_, err := readLog(s.log, s.logStart, s.loc.logEnd, s.alloc, func(_ int64, rec arrow.RecordBatch) error {
+		want := len(s.spec.Schema)
+		if s.rowID >= 0 {
+			want-- // not stored
+		}
+		if int(rec.NumCols()) != want {
+			return fmt.Errorf("a log record of %d columns for %d", rec.NumCols(), want)
+		}
+		idx, first := k, logRow
+		k++
+		logRow += rec.NumRows()
+		if idx%s.n != s.subtask {
+			return nil
+		}
+		if s.skip > 0 {
+			s.skip--
+			s.emitted++
+			return nil
+		}
+		cols := make([]arrow.Array, len(s.cols))
+		var made []arrow.Array
+		for i, c := range s.cols {
+			if c == s.rowID {
+				cols[i] = rowIDs(s.alloc, s.nSegs, first, int(rec.NumRows()))
+				made = append(made, cols[i])
+				continue
+			}
+			cols[i] = rec.Column(c)
+		}
+		b := exec.Batch{Rec: array.NewRecordBatch(s.out, cols, rec.NumRows())}
+		for _, a := range made {
+			a.Release()
+		}
+		emitErr = s.collect(ctx, b, out)
+		return emitErr
+	})
+	if emitErr != nil {
+		return emitErr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
+	}
+	return nil
+}
+
+// column returns column c of rec, a batch of the ord'th segment whose first
+// row is the segment's row first: copied from the mapping, or made (row ids).
+func (s *source) column(seg mappedSegment, rec arrow.RecordBatch, c, ord int, first int64) (arrow.Array, error) {
+	if c == s.rowID {
+		return rowIDs(s.alloc, ord, first, int(rec.NumRows())), nil
+	}
+	return seg.copyArray(s.alloc, rec.Column(c))
+}
+
+// rowIDs returns the ids of n rows of the ord'th segment from its row first.
+func rowIDs(mem memory.Allocator, ord int, first int64, n int) arrow.Array {
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.Reserve(n)
+	base := int64(ord)<<32 | first
+	for k := 0; k < n; k++ {
+		b.UnsafeAppend(base + int64(k))
+	}
+	return b.NewArray()
+}
+
+// batchStart returns the segment's row of the first row of its i'th batch.
+func batchStart(r *ipc.FileReader, i int) (int64, error) {
+	var row int64
+	for k := 0; k < i; k++ {
+		rec, err := r.RecordBatchAt(k)
+		if err != nil {
+			return 0, err
+		}
+		row += rec.NumRows()
+		rec.Release()
+	}
+	return row, nil
+}
+
 // collect emits b and counts it; a bounded scan takes the checkpoint lock
 // around each batch (a following one holds it around whole change sets).
 func (s *source) collect(ctx context.Context, b exec.Batch, out exec.Collector) error {
@@ -286,21 +451,31 @@ func (s *source) Close() error {
 		s.lock.Unlock()
 		s.held = false
 	}
+	if s.unfollow != nil {
+		s.unfollow()
+		s.unfollow = nil
+	}
 	return nil
 }
 
-// sourceState is the checkpointed position.
+// sourceState is the checkpointed position: of a following scan past its
+// snapshot, the version whose changes come next; else the batches emitted.
 type sourceState struct {
 	Version int64 `json:"version"` // the version scanned, to check a restore against
 	Emitted int64 `json:"emitted"`
+	Next    int64 `json:"next,omitempty"`
 }
 
-// SnapshotState returns the position; the checkpoint lock is held.
+// SnapshotState returns the position; the checkpoint lock is held. A
+// following scan holds it from its start until it has caught up, so a
+// checkpoint finds it between change sets, past the snapshot.
 func (s *source) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
-	return json.Marshal(sourceState{Version: s.loc.version, Emitted: s.emitted})
+	return json.Marshal(sourceState{Version: s.loc.version, Emitted: s.emitted, Next: s.next})
 }
 
-// RestoreState makes Run skip the batches emitted before the checkpoint.
+// RestoreState makes Run skip the batches emitted before the checkpoint, or
+// a following scan go on from the changes after its position (its snapshot,
+// already emitted, may be gone after a restart).
 func (s *source) RestoreState(ctx context.Context, data []byte) error {
 	var st sourceState
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -308,6 +483,10 @@ func (s *source) RestoreState(ctx context.Context, data []byte) error {
 	}
 	if st.Version != s.loc.version {
 		return fmt.Errorf("table %s: the checkpoint is of a scan of version %d, this one reads version %d", s.loc.id, st.Version, s.loc.version)
+	}
+	if s.loc.follow && st.Next > 0 {
+		s.resume = st.Next
+		return nil
 	}
 	s.skip, s.emitted = st.Emitted, 0
 	return nil

@@ -57,9 +57,18 @@ type tableState struct {
 	// followers counts the scans that follow the table's changes (Follow):
 	// while there are any, each commit records its changes (changes.go).
 	followers int
+	// recording: commits record their changes though no follower is
+	// registered: the table had changes recorded when it was loaded, for a
+	// follower resuming after a restart; until the first follower goes.
+	recording bool
 	changes   []changeFile // recorded, oldest first, for pruning
 	// dirFile is the table's directory, open for its fsyncs (commitMu).
 	dirFile *os.File
+	// log is the current version's log file (logName), open for appends
+	// (commitMu).
+	log     *os.File
+	logName string
+	logSize int64 // the log file's length: its records, then zeros (wal.go)
 }
 
 // syncDir fsyncs the table's directory, kept open between commits. The
@@ -91,6 +100,19 @@ type version struct {
 	// Sinks are, by sink (a continuous job's subtask), the last checkpoint
 	// whose changes a version committed (sink.go).
 	Sinks map[string]int64 `json:"sinks,omitempty"`
+	// Log is the table's write-ahead log file and LogStart the offset in it
+	// where the version's log rows start (wal.go).
+	Log      string `json:"log,omitempty"`
+	LogStart int64  `json:"log_start,omitempty"`
+
+	// Not in the file: file is the number of the version file holding the
+	// fields above (a version committed to the log has none of its own), and
+	// the log's records up to logEnd are the version's, logRows rows in
+	// logRecords records.
+	file       int64
+	logEnd     int64
+	logRows    int64
+	logRecords int
 }
 
 type segment struct {
@@ -104,7 +126,7 @@ type segment struct {
 }
 
 func (v *version) rows() int64 {
-	var n int64
+	n := v.logRows
 	for _, s := range v.Segments {
 		n += s.Rows
 	}
@@ -136,7 +158,10 @@ func (s *Store) Create(id string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
-	if err := writeVersion(dir, &version{Version: 1}, func() error { return syncDir(dir) }); err != nil {
+	if err := writeSynced(filepath.Join(dir, logFile(1)), nil); err != nil {
+		return err
+	}
+	if err := writeVersion(dir, &version{Version: 1, Log: logFile(1)}, func() error { return syncDir(dir) }); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -157,6 +182,10 @@ func (s *Store) Drop(id string) error {
 		if t.dirFile != nil {
 			t.dirFile.Close()
 			t.dirFile = nil
+		}
+		if t.log != nil {
+			t.log.Close()
+			t.log = nil
 		}
 		t.commitMu.Unlock()
 		t.mu.Lock()
@@ -224,16 +253,28 @@ func (s *Store) table(id string) (*tableState, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := map[string]bool{versionFile(last): true}
+	v.file = last
+	t := &tableState{id: id, dir: dir, pins: map[int64]int{}, retained: map[int64]*version{}, nextFile: next}
+	if v, err = t.recoverLog(v); err != nil {
+		return nil, fmt.Errorf("table store: table %s: %w", id, err)
+	}
+	t.current = v
+	live := map[string]bool{versionFile(v.file): true, v.Log: true}
 	for _, seg := range v.Segments {
 		live[seg.File] = true
 	}
+	kept := t.keepChanges(ents, v.Version) // changes.go
 	for _, e := range ents {
-		if !live[e.Name()] {
+		if !live[e.Name()] && !kept[e.Name()] {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-	t := &tableState{id: id, dir: dir, current: v, pins: map[int64]int{}, retained: map[int64]*version{}, nextFile: next}
+	if err := t.openLog(v.Log); err != nil {
+		return nil, err
+	}
+	if err := t.log.Sync(); err != nil { // the cut of a torn record
+		return nil, fmt.Errorf("table store: %w", err)
+	}
 	s.tables[id] = t
 	return t, nil
 }
@@ -261,7 +302,8 @@ func (s *Store) Pin(id string) (*Pinned, error) {
 	v := t.current
 	t.pins[v.Version]++
 	t.mu.Unlock()
-	q := url.Values{"dir": {t.dir}, "version": {strconv.FormatInt(v.Version, 10)}}
+	q := url.Values{"dir": {t.dir}, "version": {strconv.FormatInt(v.Version, 10)},
+		"file": {strconv.FormatInt(v.file, 10)}, "logend": {strconv.FormatInt(v.logEnd, 10)}}
 	return &Pinned{URL: URL(id) + "?" + q.Encode(), Rows: v.rows(), release: func() { s.unpin(t, v.Version) }}, nil
 }
 
@@ -305,14 +347,15 @@ func (s *Store) unpin(t *tableState, v int64) {
 func (t *tableState) unreferenced(old *version) []string {
 	used := map[string]bool{}
 	for _, v := range append([]*version{t.current}, mapValues(t.retained)...) {
+		used[versionFile(v.file)], used[v.Log] = true, true
 		for _, seg := range v.Segments {
 			used[seg.File] = true
 		}
 	}
-	dead := []string{versionFile(old.Version)}
-	for _, seg := range old.Segments {
-		if !used[seg.File] {
-			dead = append(dead, seg.File)
+	var dead []string
+	for _, f := range old.files() {
+		if !used[f] {
+			dead = append(dead, f)
 		}
 	}
 	return dead
@@ -328,6 +371,18 @@ func (t *tableState) install(v *version) []string {
 		return nil
 	}
 	return t.unreferenced(old)
+}
+
+// files are the files v reads.
+func (v *version) files() []string {
+	fs := []string{versionFile(v.file)}
+	if v.Log != "" {
+		fs = append(fs, v.Log)
+	}
+	for _, seg := range v.Segments {
+		fs = append(fs, seg.File)
+	}
+	return fs
 }
 
 func mapValues(m map[int64]*version) []*version {
@@ -451,26 +506,25 @@ func (s *Store) Distinct(id string, col int) (float64, bool) {
 		t.mu.Unlock()
 	}
 	d := 0.0
-	if len(v.Segments) > 0 {
-		errFirst := errors.New("first batch read")
-		readSegment(filepath.Join(t.dir, v.Segments[0].File), memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
-			if col >= int(rec.NumCols()) {
-				return errFirst
-			}
-			seen := map[string]struct{}{}
-			var buf []byte
-			n := int(rec.NumRows())
-			for row := 0; row < n; row++ {
-				buf = appendKey(buf[:0], rec, []int{col}, row)
-				seen[string(buf)] = struct{}{}
-			}
-			d = float64(len(seen))
-			if d > float64(n)/2 {
-				d = max(d, float64(v.rows())*d/float64(n))
-			}
+	errFirst := errors.New("first batch read")
+	// The first batch: a segment's, or the log's.
+	t.scanVersion(v, memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
+		if col >= int(rec.NumCols()) {
 			return errFirst
-		})
-	}
+		}
+		seen := map[string]struct{}{}
+		var buf []byte
+		n := int(rec.NumRows())
+		for row := 0; row < n; row++ {
+			buf = appendKey(buf[:0], rec, []int{col}, row)
+			seen[string(buf)] = struct{}{}
+		}
+		d = float64(len(seen))
+		if d > float64(n)/2 {
+			d = max(d, float64(v.rows())*d/float64(n))
+		}
+		return errFirst
+	})
 	t.mu.Lock()
 	if t.ndvVersion == v.Version {
 		t.ndv[col] = d

@@ -6,20 +6,43 @@
 // # Storage
 //
 // A table is a directory of immutable Arrow IPC files ("segments", each a few
-// record batches of up to BatchRows rows) and of numbered versions, small JSON
-// files each listing the segments that make up the table at that version:
+// record batches of up to BatchRows rows), of numbered versions, small JSON
+// files each listing the segments that make up the table at that version, and
+// of a write-ahead log that the version names with the offset its rows start
+// at:
 //
 //	<root>/<id>/s-00000001.arrow ...
 //	<root>/<id>/v-00000001.json ...
+//	<root>/<id>/w-00000001.log
 //
-// A statement writes its new segments, fsyncs them, and commits by renaming
-// the next version file into place (then fsyncing the directory): the rename
-// is the commit point, so after a crash a table is at its last renamed
-// version, with every statement that returned and nothing of one that did
-// not. Readers scan a pinned version, which no later write changes, so a
-// query sees one snapshot however many statements commit while it runs.
-// Writers of a table are serialised (Store.Begin holds the table's lock until
-// Commit or Rollback), so no write is lost.
+// A small statement (an INSERT or COPY whose rows fit in one record batch, the
+// common OLTP write) commits by appending its rows to the log as one record
+// and fsyncing it: one fsync, shared by the statements of concurrent sessions
+// that commit together (group commit, group.go), as PostgreSQL's commits
+// share a WAL flush. Writing a segment instead costs four (the file, its
+// directory entry, the version file and its entry) and a file per statement.
+// When the log holds enough records a background fold writes its rows as a
+// segment and commits a version file that names it and a new log (wal.go),
+// so that the log stays small: scans read it whole, and a restart replays it
+// by reading it once. A bigger statement writes segments (its rows are
+// written once, as a bulk load should be, not once to a log and again to a
+// segment) and commits by renaming the next version file into place (then
+// fsyncing the directory). So does an UPDATE, a DELETE or a sink's upsert: it
+// names the rows it removes by their row ids and rewrites only the segments
+// that hold them (change.go), and the log's rows if it removes one of them
+// (its version's log then starts where the log ends); TRUNCATE and DELETE
+// without WHERE commit an empty table. These statements write segments rather
+// than log records because what they change is segments: a logged delete
+// would have every scan apply it until a fold, and a segment they rewrite
+// must be fsynced before the version that names it either way. Either way a commit is one atomic step (a record whose
+// checksum holds, or a rename): after a crash a table is at its last version
+// file plus the whole records of its log, with every statement that returned
+// and nothing of one that did not; a torn record at the log's end is cut off.
+// Readers scan a pinned version, the segments of a version file and the log
+// up to an offset, which no later write changes, so a query sees one
+// snapshot, log-only rows included, however many statements commit while it
+// runs. Writers of a table are serialised (Store.Begin holds the table's lock
+// until Commit or Rollback), so no write is lost.
 //
 // Why Arrow IPC files and not pebble: Hummer's reads are scans into Arrow
 // batches, and a segment is already that layout: a scan reads a file and hands
@@ -28,7 +51,8 @@
 // immutable files; an UPDATE or DELETE rewrites the segments it changes
 // (copy-on-write), and many small INSERTs are merged into bigger segments as
 // they accumulate. A keyed table keeps its primary keys in memory to enforce
-// uniqueness; point lookups on disk are what this layout gives up.
+// uniqueness; a lookup by a bigint or timestamp key reads segments through
+// key indexes built when first needed (lookup.go).
 //
 // The source reads segment files by their path, which the planner puts in the
 // table's URL together with the pinned version: TaskManagers in other
@@ -93,7 +117,16 @@ func ChangesSpec() *spec.Connector {
 
 // Register adds the table source to r, under both names.
 func Register(r *exec.Registry) {
-	factory := func(c exec.ConnectorSpec) (exec.Source, error) {
+	r.RegisterSource(Name, sourceFactory(nil))
+	r.RegisterSource(ChangesName, sourceFactory(nil))
+}
+
+// sourceFactory makes sources of table scans; with store (the process's
+// own), a following scan registers as a follower of its table
+// (Store.Follow) while it runs, which a view's job resumed after a restart
+// needs: no session registered it.
+func sourceFactory(store *Store) exec.SourceFactory {
+	return func(c exec.ConnectorSpec) (exec.Source, error) {
 		loc, err := parseURL(c.URL)
 		if err != nil {
 			return nil, err
@@ -101,10 +134,8 @@ func Register(r *exec.Registry) {
 		if loc.dir == "" || loc.version == 0 {
 			return nil, fmt.Errorf("%w: table URL %q has no pinned version (the planner pins one)", spec.ErrBadOption, c.URL)
 		}
-		return &source{loc: loc, spec: c}, nil
+		return &source{loc: loc, spec: c, store: store}, nil
 	}
-	r.RegisterSource(Name, factory)
-	r.RegisterSource(ChangesName, factory)
 }
 
 // location is a parsed table URL: hummer://<id>, or, as the planner rewrites
@@ -114,6 +145,9 @@ type location struct {
 	dir     string
 	version int64
 	follow  bool // after the version's rows, its changes (changes.go)
+	// file is the version file of its segments and log, and logEnd the end
+	// of its log's records (wal.go).
+	file, logEnd int64
 }
 
 func parseURL(u string) (location, error) {
@@ -130,10 +164,18 @@ func parseURL(u string) (location, error) {
 		return location{}, fmt.Errorf("%w: table URL %q: %v", spec.ErrBadOption, u, err)
 	}
 	loc := location{id: id, dir: q.Get("dir"), follow: q.Get("follow") == "1"}
-	if v := q.Get("version"); v != "" {
-		if loc.version, err = strconv.ParseInt(v, 10, 64); err != nil || loc.version <= 0 {
-			return location{}, fmt.Errorf("%w: table URL %q: bad version", spec.ErrBadOption, u)
+	for _, p := range []struct {
+		name string
+		to   *int64
+	}{{"version", &loc.version}, {"file", &loc.file}, {"logend", &loc.logEnd}} {
+		if v := q.Get(p.name); v != "" {
+			if *p.to, err = strconv.ParseInt(v, 10, 64); err != nil || *p.to < 0 {
+				return location{}, fmt.Errorf("%w: table URL %q: bad %s", spec.ErrBadOption, u, p.name)
+			}
 		}
+	}
+	if loc.file == 0 {
+		loc.file = loc.version
 	}
 	return loc, nil
 }

@@ -283,7 +283,19 @@ func files(t *testing.T, s *Store, id string) []string {
 // there once, a key inserted by several writers is there once (the others
 // get 23505), and a writer that replaces the table meanwhile (rewriting it
 // as it is, as an UPDATE that changes nothing) loses none of them.
+//
+// Again with the rewrites as changes in place (every row deleted by its row
+// id and put back), while the log is folded every few records.
 func TestGroupCommit(t *testing.T) {
+	t.Run("replace", func(t *testing.T) { groupCommit(t, false) })
+	t.Run("change, folding", func(t *testing.T) {
+		defer func(n int) { foldRecords = n }(foldRecords)
+		foldRecords = 3
+		groupCommit(t, true)
+	})
+}
+
+func groupCommit(t *testing.T, change bool) {
 	s, err := OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -330,11 +342,22 @@ func TestGroupCommit(t *testing.T) {
 				errs <- err
 				return
 			}
-			tx.Replace()
+			if change {
+				tx.Change()
+				var ids []int64
+				for _, id := range scanRowIDs(t, s, "t1") {
+					ids = append(ids, id)
+				}
+				del := int64s(ids...)
+				err = tx.Delete(del)
+				del.Release()
+			} else {
+				tx.Replace()
+			}
 			p, _ := s.Pin("t1")
 			rows := scanURL(t, p.URL, 1)
 			p.Release()
-			if len(rows) > 0 {
+			if len(rows) > 0 && err == nil {
 				items := make([]string, len(rows))
 				for i, r := range rows {
 					items[i] = strings.Replace(r, "|", ":", 1)
@@ -367,6 +390,9 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if dupOK.Load() != 1 || dupRefused.Load() != writers-1 {
 		t.Errorf("key 0: %d inserts succeeded and %d were refused, want 1 and %d", dupOK.Load(), dupRefused.Load(), writers-1)
+	}
+	if rewrites.Load() == 0 {
+		t.Errorf("no rewrite ran among the inserts")
 	}
 	got := scan(t, s, "t1", 2)
 	if len(got) != writers*each+1 {
@@ -422,7 +448,8 @@ func rows2(items ...string) arrow.RecordBatch {
 }
 
 // A scan skips the segments whose value ranges its filter rules out: three
-// INSERTs of ten ids each, then a lookup of id 15 reads only the second's
+// INSERTs of ten ids each (each folded from the log into a segment of its
+// own), then a lookup of id 15 reads only the second's
 // rows; conditions it cannot judge by ranges read everything.
 func TestPruneSegments(t *testing.T) {
 	s, err := OpenStore(t.TempDir())
@@ -438,6 +465,7 @@ func TestPruneSegments(t *testing.T) {
 		if err := insert(t, s, "t1", keyed, items...); err != nil {
 			t.Fatal(err)
 		}
+		foldLog(t, s, "t1")
 	}
 	id := expr.Column(0, types.Int64Type, "id")
 	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
@@ -477,5 +505,17 @@ func TestPruneSegments(t *testing.T) {
 		if got := count(c.f); got != c.want {
 			t.Errorf("%s: %d rows read, want %d", c.what, got, c.want)
 		}
+	}
+}
+
+// foldLog folds table id's log into segments.
+func foldLog(t *testing.T, s *Store, id string) {
+	t.Helper()
+	ts, err := s.table(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.fold(s); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -72,6 +72,12 @@ type Tx struct {
 	// commits (version.Sinks).
 	sinkName       string
 	sinkCheckpoint int64
+	// change: the Tx changes rows in place (change.go): base is the version
+	// it read, deleted the rows it removes, by segment position in base
+	// (the log's: after the last).
+	change  bool
+	base    *version
+	deleted map[int][]int64
 }
 
 // Begin starts a write to table id, waiting for the table's previous writer
@@ -90,7 +96,7 @@ func (s *Store) Begin(id string, c Constraints) (*Tx, error) {
 }
 
 // Replace makes the Tx's rows replace the table's instead of adding to them
-// (UPDATE, DELETE, TRUNCATE). It must come before the first Append, and
+// (TRUNCATE, DELETE without WHERE). It must come before the first Append, and
 // before the caller reads the table: it waits until the rows of INSERTs
 // still committing in a group are in the table (group.go).
 func (tx *Tx) Replace() {
@@ -153,7 +159,7 @@ func (tx *Tx) checkKeys(rec arrow.RecordBatch) error {
 		return nil
 	}
 	var existing map[string]struct{}
-	if !tx.replace {
+	if !tx.replace && !tx.change { // a change's keys are checked as it commits
 		var err error
 		if existing, err = tx.s.keysOf(tx.t, tx.c); err != nil {
 			return err
@@ -258,8 +264,12 @@ func (tx *Tx) Commit() error {
 	if tx.groupable() {
 		return tx.commitGrouped() // group.go
 	}
+	commit := tx.commit
+	if tx.change {
+		commit = tx.commitChange // change.go
+	}
 	tx.t.commitMu.Lock()
-	err := tx.commit()
+	err := commit()
 	tx.t.commitMu.Unlock()
 	if err != nil {
 		tx.Rollback()
@@ -270,13 +280,21 @@ func (tx *Tx) Commit() error {
 	return nil
 }
 
-func (tx *Tx) commit() error {
+// writePending writes the rows not yet written and closes the segment.
+func (tx *Tx) writePending() error {
 	if tx.pendingRows > 0 {
 		if err := tx.flush(tx.pendingRows); err != nil {
 			return err
 		}
 	}
-	if err := tx.closeSegment(); err != nil {
+	return tx.closeSegment()
+}
+
+// commit commits the Tx's segments with a version file, which also names the
+// current log: its rows stay, unless the Tx replaces the table (it read them
+// and rewrote them), when the new version's log starts at its end.
+func (tx *Tx) commit() error {
+	if err := tx.writePending(); err != nil {
 		return err
 	}
 	if tx.rows == 0 && !tx.replace {
@@ -286,7 +304,12 @@ func (tx *Tx) commit() error {
 	t.mu.Lock()
 	cur := t.current
 	t.mu.Unlock()
-	next := &version{Version: cur.Version + 1, Segments: tx.written}
+	n := cur.Version + 1
+	next := &version{Version: n, file: n, Segments: tx.written, Log: cur.Log, LogStart: cur.LogStart,
+		logEnd: cur.logEnd, logRows: cur.logRows, logRecords: cur.logRecords}
+	if tx.replace {
+		next.LogStart, next.logRows, next.logRecords = cur.logEnd, 0, 0
+	}
 	if len(cur.Sinks) > 0 || tx.sinkName != "" {
 		next.Sinks = map[string]int64{}
 		for k, v := range cur.Sinks {
@@ -333,20 +356,44 @@ func (tx *Tx) commit() error {
 			}
 		}
 	}
-	followed := t.followers > 0
+	followed := t.followed()
 	t.mu.Unlock()
 	if followed {
+		// The rows are committed whether or not their changes can be
+		// recorded; a follower that misses them fails on the gap.
 		var deleted []segment
 		if tx.replace {
 			deleted = cur.Segments
 		}
-		// The rows are committed whether or not their changes can be
-		// recorded; a follower that misses them fails on the gap.
-		t.recordChanges(next.Version, deleted, own)
+		if tx.replace && cur.logRecords > 0 {
+			tx.recordReplacedLog(cur, next.Version, deleted, own)
+		} else {
+			t.recordChanges(next.Version, deleted, own)
+		}
 	}
 	removeFiles(t.dir, dead)
 	tx.written = nil
 	return nil
+}
+
+// recordReplacedLog records the changes of version n, which replaced cur:
+// cur's segments and log rows deleted, the segments own added.
+func (tx *Tx) recordReplacedLog(cur *version, n int64, deleted, own []segment) {
+	t := tx.t
+	recs, err := t.logRecords(cur, memory.DefaultAllocator)
+	if err != nil {
+		return // the follower fails on the gap
+	}
+	w := &Tx{s: tx.s, t: t, schema: recs[0].Schema(), alloc: memory.DefaultAllocator, pending: recs}
+	for _, r := range recs {
+		w.pendingRows += int(r.NumRows())
+	}
+	if err := w.writePending(); err != nil {
+		w.discard()
+		return
+	}
+	t.recordChanges(n, append(append([]segment{}, deleted...), w.written...), own)
+	w.discard() // the links stay
 }
 
 // Rollback drops the Tx's rows and releases the writer lock; safe to call
@@ -422,17 +469,15 @@ func (s *Store) keysOf(t *tableState, c Constraints) (map[string]struct{}, error
 	}
 	keys := map[string]struct{}{}
 	var buf []byte
-	for _, seg := range t.current.Segments {
-		err := readSegment(filepath.Join(t.dir, seg.File), memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
-			for row := 0; row < int(rec.NumRows()); row++ {
-				buf = appendKey(buf[:0], rec, c.Key, row)
-				keys[string(buf)] = struct{}{}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	err := t.scanVersion(t.current, memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
+		for row := 0; row < int(rec.NumRows()); row++ {
+			buf = appendKey(buf[:0], rec, c.Key, row)
+			keys[string(buf)] = struct{}{}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	t.keys, t.keyCols = keys, append([]int(nil), c.Key...)
 	return keys, nil

@@ -128,7 +128,7 @@ func runTables(ctx context.Context, cfg config, b bins, vers versions, work stri
 		{nameTabPostgres, pg.socketDir, strconv.Itoa(pg.port), "postgres", "postgres"},
 	}
 	rep.Contenders = []contenderReport{
-		{Name: nameTabHummer, Notes: "`hummer serve` over TCP on loopback (it has no Unix socket), a table it stores: each statement fsyncs its segment file and the version that names it before it returns"},
+		{Name: nameTabHummer, Notes: "`hummer serve` over TCP on loopback (it has no Unix socket), a table it stores: a single-row INSERT appends to the table's write-ahead log and flushes it (fdatasync, shared by the statements committing together) before it returns; \\copy writes segment files and fsyncs them and the version that names them"},
 		{Name: nameTabPostgres, Notes: "PostgreSQL 15 (Debian's), a server of its own with its durable defaults (`fsync` and `synchronous_commit` on), `shared_buffers = 1GB`, `max_wal_size = 4GB`, over its Unix socket"},
 	}
 
