@@ -57,7 +57,7 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 	switch name {
 	case "pg_get_userbyid", "regrole", "pg_table_is_visible", "pg_type_is_visible", "regclass", "regtype", "regnamespace",
 		"regproc", "regprocedure", "pg_get_expr", "pg_encoding_to_char", "pg_get_constraintdef",
-		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz", "pg_typeof", "bytea", "interval":
+		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz", "pg_typeof", "bytea", "interval", "numeric":
 	default:
 		if !constant {
 			return nil, false, nil
@@ -96,6 +96,9 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to bytea", x.Type)
 		}
 		return expr.Cast(x, types.ByteaType), true, nil
+	case "numeric":
+		e, err := b.unconstrainedNumeric(n, x)
+		return e, true, err
 	case "interval":
 		// interval's input function reads text; the value is its output.
 		if x.Type.ID != types.String && x.Type.ID != types.Null {
