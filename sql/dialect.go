@@ -190,7 +190,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "CAST AS SQL type names",
 		users: "CAST(x AS TEXT), CAST(x AS VARCHAR(20)), CAST(x AS INTEGER), CAST(x AS DOUBLE PRECISION)",
-		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), CAST(x AS bytea) bytea(x), CAST(x AS interval) \"interval\"(x), PostgreSQL's function-style casts",
+		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), CAST(x AS bytea) bytea(x), CAST(x AS interval) \"interval\"(x), PostgreSQL's function-style casts; CAST(x AS numeric) without a precision \"numeric\"(x), which keeps x's scale (the binder is told each cast's PostgreSQL type name, which names its column)",
 		apply: rewriteCastTypes,
 	},
 	{

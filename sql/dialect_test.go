@@ -99,6 +99,7 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"x::type", "SELECT '::' FROM t -- a::b", "SELECT '::' FROM t -- a::b"},
 	{"CAST AS SQL type names", "SELECT CAST(x AS TEXT), CAST(y AS integer)", "SELECT CAST(x AS CHAR), CAST(y AS SIGNED)"},
 	{"CAST AS SQL type names", "SELECT CAST(f(a, b) AS character varying(20)) + CAST(z AS NUMERIC(10,2))", "SELECT CAST(f(a, b) AS CHAR(20)) + CAST(z AS DECIMAL(10,2))"},
+	{"CAST AS SQL type names", "SELECT CAST(x AS numeric), CAST(y AS NUMERIC(5,2)), z::numeric", "SELECT \"numeric\"(x ), CAST(y AS DECIMAL(5,2)), \"numeric\"(z )"},
 	{"CAST AS SQL type names", "SELECT CAST(x AS DOUBLE PRECISION), CAST(y AS DECIMAL(5,1)), CAST(z AS SIGNED)", "SELECT CAST(x AS DOUBLE), CAST(y AS DECIMAL(5,1)), CAST(z AS SIGNED)"},
 	{"EXTRACT(PostgreSQL field FROM x)", "SELECT EXTRACT(DOW FROM d), extract(epoch from t.ts + 1), EXTRACT(YEAR FROM d)", "SELECT date_part('dow', d), date_part('epoch', t.ts + 1), EXTRACT(YEAR FROM d)"},
 	{"DISTINCT ON (...)", "SELECT DISTINCT ON (a, b) x, y FROM t WHERE z ORDER BY a, b, c DESC LIMIT 3", "SELECT  x, y , ROW_NUMBER() OVER (PARTITION BY a, b ORDER BY a, b, c DESC) AS \"$distinct_on\" FROM t WHERE z ORDER BY a, b, c DESC LIMIT 3"},
