@@ -72,6 +72,20 @@ var psqlDescribeWant = map[string]string{
  server_encoding | UTF8
 (2 rows)
 `,
+	`\dp`: `                            Access privileges
+ Schema | Name | Type  | Access privileges | Column privileges | Policies 
+--------+------+-------+-------------------+-------------------+----------
+ public | docs | table |                   |                   | 
+ public | t1   | table |                   |                   | 
+ public | v1   | view  |                   |                   | 
+(3 rows)
+`,
+	`\z t1`: `                            Access privileges
+ Schema | Name | Type  | Access privileges | Column privileges | Policies 
+--------+------+-------+-------------------+-------------------+----------
+ public | t1   | table |                   |                   | 
+(1 row)
+`,
 	`\dT`: `     List of data types
  Schema | Name | Description 
 --------+------+-------------
