@@ -134,9 +134,10 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, b.errorf(ErrType, n.Args[1], "an interval of %s is not supported: use a whole number", count.Type)
 		}
 		sub := name == "date_sub" || name == "subdate"
-		if x.Type.OID == types.OIDInterval {
+		if x.Type.OID == types.OIDInterval || x.Type.OID == types.OIDTimestamptz {
 			// iv + INTERVAL '1 hour' (psycopg2 sends a timedelta as
-			// '...'::interval): interval arithmetic, not a date's.
+			// '...'::interval): interval arithmetic, not a date's; a
+			// timestamptz stays one, its days counted in the session's zone.
 			r, err := b.intervalPlusUnits(n, x, count, unit.Unit, sub)
 			return r, true, err
 		}

@@ -79,6 +79,9 @@ func (b *binder) intervalArith(n ast.Node, fn string, l, r *expr.Expr) (e *expr.
 		return nil, false, nil
 	}
 	tz := ts.Type.OID == types.OIDTimestamptz
+	if tz && b.timeZone() != "" {
+		return b.zonedIntervalArith(n, fn, ts, iv)
+	}
 	ts = expr.Cast(ts, types.TimestampType)
 	months, err := b.call(n, "$interval_months", iv)
 	if err != nil {

@@ -141,7 +141,7 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalSecondsPart, rowsArgs
 	case "$add_micros", "$add_months":
 		return evalAddInterval, literalArgs
-	case "$interval_months", "$interval_micros":
+	case "$interval_months", "$interval_micros", "$interval_days", "$interval_time":
 		return evalIntervalPart, rowsArgs // pginterval.go
 	case "$interval_key":
 		return evalIntervalKey, rowsArgs // pginterval_ops.go

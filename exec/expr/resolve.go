@@ -69,6 +69,8 @@ var catalog = map[string]resolver{
 	"$tz_text":            fixed(types.StringType, types.TimestampType, types.StringType),
 	"$interval_months":    fixed(types.Int64Type, types.StringType),
 	"$interval_micros":    fixed(types.Int64Type, types.StringType),
+	"$interval_days":      fixed(types.Int64Type, types.StringType),
+	"$interval_time":      fixed(types.Int64Type, types.StringType),
 	"$interval_key":       fixed(types.Int64Type, types.StringType),
 	"$interval_ordered":   fixed(types.StringType, types.StringType),
 	"$interval_unordered": fixed(types.IntervalType, types.StringType),
