@@ -40,6 +40,7 @@ var pgConstant = map[string]types.Value{
 	"pg_get_ruledef":                     types.NullValue(types.StringType),
 	"pg_relation_is_publishable":         types.BoolValue(false),
 	"pg_function_is_visible":             types.BoolValue(true),
+	"pg_collation_is_visible":            types.BoolValue(true),
 	"has_table_privilege":                types.BoolValue(true), "has_schema_privilege": types.BoolValue(true),
 	"has_database_privilege": types.BoolValue(true), "has_column_privilege": types.BoolValue(true),
 	"has_any_column_privilege": types.BoolValue(true), "has_function_privilege": types.BoolValue(true),
@@ -48,6 +49,12 @@ var pgConstant = map[string]types.Value{
 	"pg_relation_size": types.IntValue(0), "pg_indexes_size": types.IntValue(0),
 	// Hummer has no sequences (SQLAlchemy's get_columns asks).
 	"pg_get_serial_sequence": types.NullValue(types.StringType),
+	// Hummer's tablespaces are PostgreSQL's built-in ones, which have no
+	// directory of their own (psql's \db).
+	"pg_tablespace_location": types.StringValue(""),
+	"pg_tablespace_size":     types.IntValue(0),
+	// The one encoding Hummer has: UTF8's number (psql's \dO).
+	"pg_char_to_encoding": types.IntValue(6),
 }
 
 // bindPgFunc binds the catalog functions; ok is false for other names.

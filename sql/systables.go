@@ -58,7 +58,7 @@ var systemColumns = map[string]string{
 	"pg_catalog.pg_am": "oid oid, amname name, amhandler regproc, amtype char",
 	"pg_catalog.pg_language": "oid oid, lanname name, lanowner oid, lanispl bool, lanpltrusted bool, " +
 		"lanplcallfoid oid, laninline oid, lanvalidator oid, lanacl aclitem[]",
-	"pg_catalog.pg_collation": "oid oid, collname name, collnamespace oid, collowner oid, collprovider char, collisdeterministic bool, collencoding int4, collcollate text, collctype text",
+	"pg_catalog.pg_collation": "oid oid, collname name, collnamespace oid, collowner oid, collprovider char, collisdeterministic bool, collencoding int4, collcollate text, collctype text, colliculocale text, collversion text",
 	"pg_catalog.pg_database": "oid oid, datname name, datdba oid, encoding int4, datlocprovider char, datistemplate bool, " +
 		"datallowconn bool, datconnlimit int4, dattablespace oid, datcollate text, datctype text, daticulocale text, " +
 		"datcollversion text, datacl aclitem[]",

@@ -86,6 +86,11 @@ var psqlDescribeWant = map[string]string{
  public | t1   | table |                   |                   | 
 (1 row)
 `,
+	`\dO`: `                            List of collations
+ Schema | Name | Collate | Ctype | ICU Locale | Provider | Deterministic? 
+--------+------+---------+-------+------------+----------+----------------
+(0 rows)
+`,
 	`\dT`: `     List of data types
  Schema | Name | Description 
 --------+------+-------------
