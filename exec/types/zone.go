@@ -52,8 +52,10 @@ func readZone(name string) (*time.Location, error) {
 	if west, ok := posixSeconds(posix); ok && (posix != name || posix[0] == '+' || posix[0] == '-') {
 		return time.FixedZone(name, -west), nil
 	}
-	if loc, err := time.LoadLocation(name); err == nil {
-		return loc, nil
+	for _, spelling := range ZoneSpellings(name) {
+		if loc, err := time.LoadLocation(spelling); err == nil {
+			return loc, nil
+		}
 	}
 	return nil, fmt.Errorf("time zone %q not recognized", name)
 }
@@ -149,4 +151,27 @@ func AppendZoneOffset(dst []byte, off int) []byte {
 		dst = appendPadded(append(dst, ':'), off%60, 2)
 	}
 	return dst
+}
+
+// ZoneSpellings are the spellings of an IANA zone name to try, since
+// PostgreSQL finds a zone in any case and Go only in the file's: as written,
+// each part capitalised (America/New_York), and those with the parts after
+// the first upper case (Etc/UTC), or all upper case (EST5EDT, CET).
+func ZoneSpellings(name string) []string {
+	capital := func(part string) string {
+		b := []byte(strings.ToLower(part))
+		up := true
+		for i, c := range b {
+			if up && c >= 'a' && c <= 'z' {
+				b[i] = c - 'a' + 'A'
+			}
+			up = c == '_' || c == '-' || c == '/'
+		}
+		return string(b)
+	}
+	out := []string{name, capital(name)}
+	if first, rest, ok := strings.Cut(name, "/"); ok {
+		out = append(out, capital(first)+"/"+strings.ToUpper(rest))
+	}
+	return append(out, strings.ToUpper(name))
 }
