@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -66,15 +67,16 @@ func runSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	defer s.Close()
 	ctx := context.Background()
 	for _, st := range stmts {
-		if err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r) }); err != nil {
+		if err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r, s.TimeZone()) }); err != nil {
 			return scriptError(name, script, st.OriginTextPosition(), err)
 		}
 	}
 	return nil
 }
 
-// printResult prints a statement's rows as psql's aligned table, or its tag.
-func printResult(ctx context.Context, stdout io.Writer, r *session.Result) error {
+// printResult prints a statement's rows as psql's aligned table, or its tag,
+// a timestamptz in the session's zone loc.
+func printResult(ctx context.Context, stdout io.Writer, r *session.Result, loc *time.Location) error {
 	if r.Rows == nil {
 		_, err := fmt.Fprintln(stdout, r.Tag)
 		return err
@@ -95,7 +97,7 @@ func printResult(ctx context.Context, stdout io.Writer, r *session.Result) error
 		}
 		batches = append(batches, b)
 	}
-	return wire.FormatTable(stdout, r.Rows.Schema(), batches)
+	return wire.FormatTable(stdout, r.Rows.Schema(), batches, loc)
 }
 
 // scriptError words the error of the statement at byte offset start of
