@@ -65,6 +65,29 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		e, err := b.bindAtTimeZone(ctx, n) // bind_timezone.go
 		return e, true, err
 	}
+	if name == "to_timestamp" && len(n.Args) == 1 {
+		// PostgreSQL's to_timestamp(seconds since the epoch): a
+		// timestamptz, rounded to microseconds.
+		x, err := b.bindExpr(ctx, n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		if !x.Type.IsNumeric() && x.Type.ID != types.Null {
+			return nil, true, b.errorf(ErrUnknownFunction, n, "function to_timestamp(%s) does not exist", x.Type)
+		}
+		micros, err := b.call(n, "*", expr.Cast(x, types.Float64Type), expr.Literal(types.FloatValue(1e6)))
+		if err == nil {
+			micros, err = b.call(n, "round", micros)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := b.call(n, "$add_micros", expr.Literal(types.TimestampValue(0)), expr.Cast(micros, types.Int64Type))
+		if err != nil {
+			return nil, true, err
+		}
+		return expr.Cast(e, types.TimestamptzType), true, nil
+	}
 	switch name {
 	case "now", "current_timestamp", "localtimestamp", "current_date", "curdate":
 		if len(n.Args) > 0 {
