@@ -413,6 +413,8 @@ func TestSessionCommandFacts(t *testing.T) {
 		{"SET myapp.tenant = 'it''s'", sessionCommand{verb: "SET", name: "myapp.tenant", values: []string{"it's"}}},
 		{"SET TIME ZONE 'Europe/Paris'", sessionCommand{verb: "SET", name: "timezone", values: []string{"Europe/Paris"}}},
 		{"SET TIME ZONE -3.5", sessionCommand{verb: "SET", name: "timezone", values: []string{"-3.5"}}},
+		{"SET TIME ZONE INTERVAL '+02:00' HOUR TO MINUTE", sessionCommand{verb: "SET", name: "timezone", values: []string{"2"}}},
+		{"SET TIME ZONE INTERVAL '-03:30'", sessionCommand{verb: "SET", name: "timezone", values: []string{"-3.5"}}},
 		{"SET TIME ZONE DEFAULT", sessionCommand{verb: "SET", name: "timezone"}},
 		{"SET work_mem TO DEFAULT", sessionCommand{verb: "SET", name: "work_mem"}},
 		{"SET NAMES 'UTF8'", sessionCommand{verb: "SET", name: "client_encoding", values: []string{"UTF8"}}},
