@@ -123,6 +123,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalPgSizePretty, rowsArgs
 	case "array_position":
 		return evalArrayPosition, rowsArgs
+	case "array_remove":
+		return evalArrayRemove, rowsArgs
 	case "array_get":
 		return evalArrayGet, rowsArgs
 	case "array_build":
