@@ -99,6 +99,15 @@ func (b *binder) intervalPlusUnits(n ast.Node, x, count *expr.Expr, unit ast.Tim
 		fn = "-"
 	}
 	if x.Type.OID == types.OIDTimestamptz {
+		if per := microsPer[unit]; per > 0 && (per < microsPer[ast.TimeUnitDay] || b.timeZone() == "") {
+			// Elapsed time, which no zone changes (a watermark's
+			// ts - INTERVAL '5' SECOND keeps its plain form).
+			e, err := b.addInterval(n, x, count, unit, sub)
+			if err != nil {
+				return nil, err
+			}
+			return expr.Cast(e, types.TimestamptzType), nil
+		}
 		e, _, err := b.intervalArith(n, fn, x, units)
 		return e, err
 	}
