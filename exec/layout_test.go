@@ -17,7 +17,7 @@ import (
 // the runtime (exec/...), then connectors and SQL, planning, sessions, the
 // wire protocol and the binary.
 var tiers = [][]string{
-	{"exec/types", "exec/checkpoint", "connectors/spec", "connectors/tpch", "wire/scram", "images"},
+	{"exec/types", "exec/checkpoint", "connectors/spec", "connectors/tpch", "wire/scram", "images", "images/oci"},
 	{"exec/expr"},
 	{"exec"},
 	{"exec/vector"},
@@ -28,7 +28,7 @@ var tiers = [][]string{
 	{"connectors/internal/records", "connectors/internal/conntest", "sql"},
 	{"connectors/file", "connectors/kafka", "connectors/memory", "connectors/nexmark", "connectors/blackhole", "connectors/socket", "connectors/table", "planner"},
 	{"connectors", "session"},
-	{"wire"},
+	{"wire", "web"},
 	{"cmd/hummer", "cmd/tpchgen"},
 }
 

@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"maps"
+	"sync"
 	"sync/atomic"
 )
 
@@ -27,6 +29,26 @@ type TaskMetrics struct {
 	// DeadLetters counts malformed input records a source routed to its
 	// dead-letter destination instead of skipping them.
 	DeadLetters atomic.Int64
+	// BusyNanos, IdleNanos and BackpressureNanos split the task's time as
+	// Flink does: working on its input, waiting on an empty inbox, and
+	// blocked on a full queue of a task downstream. The task adds to them as
+	// it goes (per batch, never per row); a source's reading counts as busy,
+	// but the time it says it waited for input (a throttled generator) as idle.
+	BusyNanos         atomic.Int64
+	IdleNanos         atomic.Int64
+	BackpressureNanos atomic.Int64
+	// queue is the task's inbox (nil for a source), for QueueFill; remote
+	// holds its fill as the last heartbeat told, for a task elsewhere.
+	queue  atomic.Pointer[chan Message]
+	remote atomic.Pointer[[2]int]
+	// SourceBytes counts the bytes a file source read of the SourceTotal its
+	// subtask was given (reading past its range's end to finish a line may
+	// take it a little over): a bounded query's progress.
+	SourceBytes atomic.Int64
+	SourceTotal atomic.Int64
+	// lags are a source's consumer lag by partition (SetLag).
+	lagMu sync.Mutex
+	lags  map[int]int64
 	// firstBad describes the first malformed record a source skipped.
 	firstBad atomic.Pointer[string]
 	// status says what the task is waiting for when it is not simply running,
@@ -60,4 +82,43 @@ func (m *TaskMetrics) FirstBadRecord() string {
 		return *s
 	}
 	return ""
+}
+
+// SetQueue records the task's inbox, whose fill QueueFill reports.
+func (m *TaskMetrics) SetQueue(q chan Message) { m.queue.Store(&q) }
+
+// SetQueueFill records the fill of a task's inbox in another process, as its
+// TaskManager reported it.
+func (m *TaskMetrics) SetQueueFill(n, capacity int) { m.remote.Store(&[2]int{n, capacity}) }
+
+// QueueFill returns the messages in the task's inbox and its capacity; 0, 0
+// for a source, which has none.
+func (m *TaskMetrics) QueueFill() (n, capacity int) {
+	if q := m.queue.Load(); q != nil {
+		return len(*q), cap(*q)
+	}
+	if r := m.remote.Load(); r != nil {
+		return r[0], r[1]
+	}
+	return 0, 0
+}
+
+// SetLag records how many records partition p of the task's source holds past
+// what the source fetched (a Kafka partition's high watermark less the next
+// offset), as the source last saw it.
+func (m *TaskMetrics) SetLag(p int, records int64) {
+	m.lagMu.Lock()
+	if m.lags == nil {
+		m.lags = map[int]int64{}
+	}
+	m.lags[p] = records
+	m.lagMu.Unlock()
+}
+
+// Lags returns the consumer lag SetLag recorded, by partition; nil when the
+// task's source records none.
+func (m *TaskMetrics) Lags() map[int]int64 {
+	m.lagMu.Lock()
+	defer m.lagMu.Unlock()
+	return maps.Clone(m.lags)
 }

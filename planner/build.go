@@ -59,6 +59,8 @@ type Options struct {
 	// table.exec.state.ttl: a row not written for that long is dropped, and
 	// answers over keys idle that long are no longer exact.
 	StateTTL time.Duration
+	// Late, when set, is the job's late-rows table (SET late_rows_table).
+	Late *LateRows
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -79,10 +81,12 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 		opts.Parallelism = exec.AutoParallelism
 	}
 	b := &builder{g: &StreamGraph{}, opts: opts, streaming: Continuous(p, opts.Unbounded), updates: map[int]bool{}}
+	b.findShared(p)
 	root, err := b.build(p)
 	if err != nil {
 		return nil, err
 	}
+	b.addLateSink()
 	last := exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(operators.ResultConfig{}), Out: p.Schema()}
 	edge := in(root, exec.Forward)
 	if opts.Sink != nil {
@@ -133,6 +137,11 @@ type builder struct {
 	streaming bool
 	// updates holds the nodes whose output has retractions (deletes, updates).
 	updates map[int]bool
+	// shared holds the tables the query scans more than once, by scanKey
+	// (shared.go).
+	shared map[string]*sharedScan
+	// late holds the nodes that send late rows to the late-rows table.
+	late []int
 }
 
 type input struct {
@@ -169,6 +178,9 @@ func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
 func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 	if p.Table.IsView() || p.Table.IsSystem() {
 		return b.view(p)
+	}
+	if node, ok := b.sharedScanNode(p); ok {
+		return node, nil
 	}
 	key := p.Table.KeyColumns()
 	if len(key) > 0 && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {

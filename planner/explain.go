@@ -20,7 +20,7 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		fmt.Fprintf(&b, "  #%d %s: %s (parallelism=%s)\n", n.ID, n.Kind, n.Op.Label, parText(n.Parallelism))
 	}
 	for _, e := range sg.Edges {
-		fmt.Fprintf(&b, "  #%d -> #%d input=%d %s\n", e.From, e.To, e.Input, e.Partition)
+		fmt.Fprintf(&b, "  #%d -> #%d input=%d %s%s\n", e.From, e.To, e.Input, e.Partition, lateEdge(e.Late))
 	}
 	b.WriteString("JobGraph\n")
 	for _, v := range jg.Vertices {
@@ -30,7 +30,7 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		}
 	}
 	for _, e := range jg.Edges {
-		fmt.Fprintf(&b, "  V%d -> V%d input=%d %s\n", e.From, e.To, e.Input, e.Partition)
+		fmt.Fprintf(&b, "  V%d -> V%d input=%d %s%s\n", e.From, e.To, e.Input, e.Partition, lateEdge(e.Late))
 	}
 	b.WriteString("ExecutionGraph\n")
 	for _, t := range eg.Tasks {
@@ -38,6 +38,10 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		if m := metrics[t.ID]; m != nil {
 			fmt.Fprintf(&b, " tm=%s rows_in=%d rows_out=%d net_bytes_out=%d",
 				t.Slot.TaskManager, m.RowsIn.Load(), m.RowsOut.Load(), m.NetBytesOut.Load())
+			// Where its time went (exec.TaskMetrics): working, waiting on
+			// an empty inbox, blocked on a full queue downstream.
+			fmt.Fprintf(&b, " busy_ms=%.1f idle_ms=%.1f backpressured_ms=%.1f", nanosToMillis(m.BusyNanos.Load()),
+				nanosToMillis(m.IdleNanos.Load()), nanosToMillis(m.BackpressureNanos.Load()))
 			if bad := m.BadRecords.Load(); bad > 0 {
 				fmt.Fprintf(&b, " bad_records=%d", bad)
 			}
@@ -132,7 +136,10 @@ func ExplainDot(sg *StreamGraph) string {
 		if vertexOf[e.From] == vertexOf[e.To] {
 			style = ", style=bold, color=gray40"
 		}
-		fmt.Fprintf(&b, "  n%d -> n%d [label=%q%s];\n", e.From, e.To, e.Partition.String(), style)
+		if e.Late {
+			style = ", style=dashed"
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d [label=%q%s];\n", e.From, e.To, e.Partition.String()+lateEdge(e.Late), style)
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -155,3 +162,5 @@ func netTaskText(eg *exec.ExecutionGraph, from, to, input int) string {
 	}
 	return fmt.Sprintf("network tasks: own, %d of %d in a slot of their own", own, n)
 }
+
+func nanosToMillis(n int64) float64 { return float64(n) / 1e6 }

@@ -129,6 +129,11 @@ var paramList = []*param{
 	// answers over old keys are no longer exact.
 	{name: "state_ttl", def: "0", check: checkStateTTL,
 		desc: "Sets how long a stream join keeps a row of either side not written since ('0': for ever); answers over keys idle longer are not exact."},
+	// The table a job's windowed operators send their late rows to (rows
+	// behind the watermark, which they drop and count); empty: none.
+	// Checked when a job starts (late.go).
+	{name: "late_rows_table",
+		desc: "Sets the table the jobs started after it send their late rows to (rows behind the watermark; empty: none, they are only counted)."},
 	// A query over a view waits until the view has caught up with its inputs
 	// (views.go); off reads its rows at once.
 	{name: "wait_for_views", def: "on", check: checkBool,

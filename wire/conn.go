@@ -58,7 +58,9 @@ type conn struct {
 
 	mu       sync.Mutex
 	stmtStop context.CancelFunc // cancels the running statement; nil when idle. mu.
-	rd       *connReader        // reads nc after startup; nil before. Set under mu.
+	// stmtStart is when the running statement started (setStatement).
+	stmtStart time.Time
+	rd        *connReader // reads nc after startup; nil before. Set under mu.
 }
 
 // flushThreshold is how much encoded output a connection gathers before writing it
@@ -450,10 +452,16 @@ func (c *conn) cancelStatement() {
 }
 
 // setStatement records how to cancel the running statement (nil: none runs).
+// The Observer is told each statement's time.
 func (c *conn) setStatement(stop context.CancelFunc) {
 	c.mu.Lock()
 	c.stmtStop = stop
 	c.mu.Unlock()
+	if stop != nil {
+		c.stmtStart = time.Now()
+	} else {
+		c.srv.observe(func(o Observer) { o.Statement(time.Since(c.stmtStart)) })
+	}
 }
 
 // kill cancels whatever the connection does and closes its socket, so that serve

@@ -96,6 +96,7 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) {
 	}
 	if err != nil && c.writeErr == nil {
 		resp, internal := errorResponse(err)
+		c.srv.observe(func(o Observer) { o.Error(resp.Code) })
 		if internal {
 			c.logInternal("extended protocol message failed with an internal error", err)
 		} else {

@@ -112,6 +112,7 @@ func (c *conn) simpleQuery(query string) {
 func (c *conn) sendError(err error, query string) {
 	c.failTransaction()
 	resp, internal := errorResponse(err)
+	c.srv.observe(func(o Observer) { o.Error(resp.Code) })
 	if internal {
 		c.logInternal("statement failed with an internal error", err, "query", redact(query))
 	} else {

@@ -64,6 +64,9 @@ type Options struct {
 	// a superuser can still get in to KILL what holds them. 0: none; it must
 	// be less than MaxConnections.
 	SuperuserReservedConnections int
+
+	// Observer, when set, is told of connections, statements and errors.
+	Observer Observer
 }
 
 // DefaultServerVersion is the server_version reported when Options leave it empty.
@@ -263,8 +266,10 @@ func (s *Server) startConn(nc net.Conn) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 
+	s.observe(func(o Observer) { o.Connection(true) })
 	go func() {
 		defer s.wg.Done()
+		defer s.observe(func(o Observer) { o.Connection(false) })
 		defer s.forget(c)
 		c.serve()
 	}()

@@ -81,6 +81,7 @@ func TestDistributedWordCount(t *testing.T) {
 	analyzed := psql(t, pgAddr, "SET parallelism = 3;\nEXPLAIN ANALYZE "+query+";")
 	ran := map[string]bool{}
 	var rowsIn, netBytes int64
+	var busy float64
 	for _, line := range strings.Split(analyzed, "\n") {
 		if !strings.Contains(line, "tm=") {
 			continue
@@ -95,11 +96,14 @@ func TestDistributedWordCount(t *testing.T) {
 				rowsIn += n
 			case "net_bytes_out":
 				netBytes += n
+			case "busy_ms":
+				f, _ := strconv.ParseFloat(v, 64)
+				busy += f
 			}
 		}
 	}
-	if len(ran) != 3 || rowsIn == 0 || netBytes == 0 {
-		t.Errorf("EXPLAIN ANALYZE: tasks on %d TaskManagers, %d rows in, %d network bytes; want 3 and both > 0:\n%s",
-			len(ran), rowsIn, netBytes, analyzed)
+	if len(ran) != 3 || rowsIn == 0 || netBytes == 0 || busy <= 0 {
+		t.Errorf("EXPLAIN ANALYZE: tasks on %d TaskManagers, %d rows in, %d network bytes, %.1f ms busy; want 3 and the rest > 0:\n%s",
+			len(ran), rowsIn, netBytes, busy, analyzed)
 	}
 }

@@ -67,7 +67,10 @@ func runSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	defer s.Close()
 	ctx := context.Background()
 	for _, st := range stmts {
-		if err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r, s.TimeZone()) }); err != nil {
+		p := startProgress(os.Stderr, eng.JobManager())
+		err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r, p, s.TimeZone()) })
+		p.stopAndWipe()
+		if err != nil {
 			return scriptError(name, script, st.OriginTextPosition(), err)
 		}
 	}
@@ -75,9 +78,11 @@ func runSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 }
 
 // printResult prints a statement's rows as psql's aligned table, or its tag,
-// a timestamptz in the session's zone loc.
-func printResult(ctx context.Context, stdout io.Writer, r *session.Result, loc *time.Location) error {
+// counting the rows for the progress line (progress.go), which it wipes before
+// printing; a timestamptz prints in the session's zone loc.
+func printResult(ctx context.Context, stdout io.Writer, r *session.Result, p *progress, loc *time.Location) error {
 	if r.Rows == nil {
+		p.stopAndWipe()
 		_, err := fmt.Fprintln(stdout, r.Tag)
 		return err
 	}
@@ -95,8 +100,10 @@ func printResult(ctx context.Context, stdout io.Writer, r *session.Result, loc *
 		if err != nil {
 			return err
 		}
+		p.addRows(int64(b.NumRows()))
 		batches = append(batches, b)
 	}
+	p.stopAndWipe()
 	return wire.FormatTable(stdout, r.Rows.Schema(), batches, loc)
 }
 

@@ -33,8 +33,9 @@ func writeFile(t *testing.T, content string) (path, url string) {
 
 // subtaskResult is what one subtask of a source emitted.
 type subtaskResult struct {
-	rows []string
-	bad  int64
+	rows        []string
+	bad         int64
+	read, total int64 // TaskMetrics.SourceBytes and SourceTotal
 }
 
 // readAll runs subtasks 0..n-1 of the source c describes, one after the other, and
@@ -69,7 +70,8 @@ func readAll(t *testing.T, alloc memory.Allocator, c exec.ConnectorSpec, n int) 
 				t.Errorf("batch of %d rows, more than BatchRows", b.NumRows())
 			}
 		}
-		res[i] = subtaskResult{rows: out.Rows(), bad: tc.Metrics.BadRecords.Load()}
+		res[i] = subtaskResult{rows: out.Rows(), bad: tc.Metrics.BadRecords.Load(),
+			read: tc.Metrics.SourceBytes.Load(), total: tc.Metrics.SourceTotal.Load()}
 		out.Release()
 	}
 	return res
@@ -260,5 +262,27 @@ func TestCheckFile(t *testing.T) {
 	}
 	if err := CheckFile(exec.ConnectorSpec{Connector: Name, URL: "file://" + present + "?format=xml", Schema: lineSchema}); !errors.Is(err, spec.ErrBadOption) {
 		t.Errorf("a bad option: %v, want ErrBadOption", err)
+	}
+}
+
+// TestSourceProgressBytes: the subtasks' totals add up to the file's size,
+// and having read it all they count at least as many bytes read (a subtask
+// reads a little past its range to finish its last line).
+func TestSourceProgressBytes(t *testing.T) {
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "line %d of the file\n", i)
+	}
+	content := b.String()
+	_, url := writeFile(t, content)
+	for _, n := range []int{1, 3} {
+		var read, total int64
+		for _, r := range readAll(t, memory.DefaultAllocator, exec.ConnectorSpec{Connector: Name, URL: url, Schema: lineSchema}, n) {
+			read += r.read
+			total += r.total
+		}
+		if total != int64(len(content)) || read < total {
+			t.Errorf("%d subtasks: read %d bytes of a total of %d, want a total of the file's %d and all of it read", n, read, total, len(content))
+		}
 	}
 }

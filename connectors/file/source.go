@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -148,13 +149,14 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 			skipFirst = false
 		}
 	}
+	s.metrics.SourceTotal.Add(end - start)
 	if n > 1 && !tc.Checkpointing && tc.Colocated != nil && s.cfg.format != FormatCSV {
 		s.queue = tc.Colocated.Value(func() any { return newRangeQueue() }).(*rangeQueue)
 		s.queue.add(start, end)
 		s.size = size
 		return nil
 	}
-	s.lr, err = newLineReader(s.f, size, start, end, skipFirst, readBlock)
+	s.lr, err = newLineReader(countingReader{s.f, s.metrics}, size, start, end, skipFirst, readBlock)
 	if err != nil {
 		return fmt.Errorf("%w: file %s: %w", exec.ErrBadInput, s.cfg.path, err)
 	}
@@ -174,7 +176,7 @@ func (s *source) nextPiece() (bool, error) {
 	}
 	var err error
 	if s.lr == nil {
-		s.lr, err = newLineReader(s.f, s.size, start, end, start > 0, readBlock)
+		s.lr, err = newLineReader(countingReader{s.f, s.metrics}, s.size, start, end, start > 0, readBlock)
 	} else {
 		err = s.lr.reset(start, end, start > 0)
 	}
@@ -549,7 +551,7 @@ func (s *source) csvRow(p *csvParser, bb *records.Builder) error {
 	if n := p.rec.numFields(); n != len(s.cfg.schema) {
 		return fmt.Errorf("%d fields, the table has %d columns", n, len(s.cfg.schema))
 	}
-	bb.Reset()
+	// Every column of the row is set below: no Reset.
 	ascii := p.rec.ascii
 	for i, col := range s.cfg.cols {
 		f, quoted := p.rec.field(col)
@@ -621,4 +623,17 @@ func isBlank(line []byte) bool {
 		}
 	}
 	return true
+}
+
+// countingReader counts what a line reader reads (TaskMetrics.SourceBytes),
+// a block at a time.
+type countingReader struct {
+	r io.ReaderAt
+	m *exec.TaskMetrics
+}
+
+func (c countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.m.SourceBytes.Add(int64(n))
+	return n, err
 }

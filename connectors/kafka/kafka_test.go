@@ -454,3 +454,22 @@ func TestReadRecordsGivesPagesBack(t *testing.T) {
 		t.Errorf("a fetch allocated %d bytes: its pages did not go back to the pool", per)
 	}
 }
+
+// TestSourceLag: a source that has read every record of its partitions
+// reports a consumer lag of 0 for each of them.
+func TestSourceLag(t *testing.T) {
+	addr := cluster(t, "lines", 2)
+	var lines []string
+	for i := range 50 {
+		lines = append(lines, fmt.Sprint("line ", i))
+	}
+	produce(t, addr, "lines", lines...)
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	defer mem.AssertSize(t, 0)
+	r := startSource(t, mem, exec.ConnectorSpec{Connector: Name, URL: "kafka://" + addr + "/lines", Schema: textSchema}, 0, 1)
+	waitFor(t, 8*time.Second, "every record, and both partitions' lag at 0", func() bool {
+		lags := r.tc.Metrics.Lags()
+		return r.col.NumRows() == len(lines) && len(lags) == 2 && lags[0] == 0 && lags[1] == 0
+	})
+	r.stop()
+}

@@ -40,12 +40,14 @@ const maxLoggedBadRecords = 5
 // progress (with the group option, without checkpoints) and closes the
 // connections. source_checkpoint.go holds its part in checkpoints.
 type source struct {
-	cfg    config
-	out    types.Schema // the projected columns
-	log    *slog.Logger
-	tc     *exec.TaskContext
-	nbad   int64
-	parser *records.Parser
+	cfg config
+	out types.Schema // the projected columns
+	log *slog.Logger
+	tc  *exec.TaskContext
+	// metrics are tc's, or a private set when tc has none.
+	metrics *exec.TaskMetrics
+	nbad    int64
+	parser  *records.Parser
 	// keyOut, for a keyed table whose key columns the query reads (the
 	// planner reads such a table whole), holds their positions in out: the
 	// source then emits a tombstone as the Delete of its key, and a value
@@ -115,6 +117,9 @@ func (s *source) parseKey(key []byte, bb *records.Builder) error {
 // while they are unreachable.
 func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	s.tc = tc
+	if s.metrics = tc.Metrics; s.metrics == nil {
+		s.metrics = &exec.TaskMetrics{}
+	}
 	s.log = tc.Log
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -300,6 +305,11 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		return nil
 	}
 	for {
+		// Time waiting for records is idle, not busy (exec.TaskMetrics).
+		var waiting time.Time
+		if len(msgs) == 0 {
+			waiting = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -318,6 +328,9 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 				return err
 			}
 		case m := <-msgs:
+			if !waiting.IsZero() {
+				s.metrics.IdleNanos.Add(time.Since(waiting).Nanoseconds())
+			}
 			pending[m.Partition] = m.Offset + 1
 			switch {
 			case m.Value == nil && s.keyOut != nil:
@@ -419,6 +432,9 @@ func (s *source) fetch(ctx context.Context, p int, offset int64, msgs chan<- kaf
 				return err
 			}
 			got, offset = recs, next
+			if res.HighWatermark >= offset {
+				s.metrics.SetLag(p, res.HighWatermark-offset)
+			}
 			return nil
 		})
 		if err != nil {

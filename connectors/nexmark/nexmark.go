@@ -295,11 +295,13 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 				} else {
 					timer.Reset(wait)
 				}
+				waited := time.Now()
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
 				case <-timer.C:
 				}
+				s.m.IdleNanos.Add(time.Since(waited).Nanoseconds()) // not busy: throttled
 				continue
 			}
 			if end < 0 || due+1 < end {

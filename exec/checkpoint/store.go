@@ -3,8 +3,9 @@
 // complete checkpoint, written by the JobManager's coordinator. The storage is a
 // gocloud.dev blob bucket, so the same code keeps checkpoints in a local
 // directory (file:///path, the default: TaskManagers on one host share it) or
-// in object storage for a cluster (a bucket URL whose driver the binary links;
-// this one links file:// and mem://).
+// in object storage for a cluster: s3:// (AWS S3 and S3-compatible stores such
+// as MinIO; drivers.go says which drivers are linked and how their URLs read),
+// and mem:// for tests.
 //
 // Layout inside the bucket:
 //
@@ -32,8 +33,6 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob" // file:// buckets
-	_ "gocloud.dev/blob/memblob"  // mem:// buckets, for tests
 	"gocloud.dev/gcerrors"
 )
 
@@ -49,7 +48,8 @@ type Store struct {
 	dir string
 }
 
-// Open opens the bucket at rawURL. A file:// bucket's directory is created if
+// Open opens the bucket at rawURL (see bucketURL for object stores). It does
+// not reach the store: Check does. A file:// bucket's directory is created if
 // needed, and it writes each blob to a temporary file beside the blob, then
 // renames it (fileblob's no_tmp_dir), as PostgreSQL's durable_rename and
 // Flink's file system checkpoint storage do: from os.TempDir the rename fails
@@ -74,13 +74,32 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			s.dir = strings.TrimPrefix(s.dir, "/")
 		}
 		rawURL, s.dir = u.String(), filepath.FromSlash(s.dir)
+	} else {
+		var err error
+		if rawURL, err = bucketURL(rawURL); err != nil {
+			return nil, err
+		}
 	}
 	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: opening %s: %w", s.url, err)
+		return nil, fmt.Errorf("checkpoint: opening %s: %w", redact(s.url), err)
 	}
 	s.b = b
 	return s, nil
+}
+
+// Check reaches the store and returns an error when the bucket does not exist
+// or its credentials do not let the store in: what a server checks at start-up
+// rather than at its first checkpoint.
+func (s *Store) Check(ctx context.Context) error {
+	ok, err := s.b.IsAccessible(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint store %s: %w", redact(s.url), err)
+	}
+	if !ok {
+		return fmt.Errorf("checkpoint store %s: the bucket does not exist", redact(s.url))
+	}
+	return nil
 }
 
 // Close releases the bucket.

@@ -126,27 +126,35 @@ type JobDone struct {
 
 // TaskCounters are one task's final exec.TaskMetrics.
 type TaskCounters struct {
-	Task       exec.TaskID `json:"task"`
-	RowsIn     int64       `json:"rows_in"`
-	RowsOut    int64       `json:"rows_out"`
-	BatchesIn  int64       `json:"batches_in"`
-	BatchesOut int64       `json:"batches_out"`
-	BadRecords int64       `json:"bad_records"`
-	NetBytes   int64       `json:"net_bytes_out"`
-	SinkRows   int64       `json:"sink_rows"`
-	DeadLetter int64       `json:"dead_letters,omitempty"`
-	LateRows   int64       `json:"late_rows,omitempty"`
-	Watermark  int64       `json:"watermark,omitempty"`
-	Status     string      `json:"status,omitempty"`
+	Task       exec.TaskID   `json:"task"`
+	RowsIn     int64         `json:"rows_in"`
+	RowsOut    int64         `json:"rows_out"`
+	BatchesIn  int64         `json:"batches_in"`
+	BatchesOut int64         `json:"batches_out"`
+	BadRecords int64         `json:"bad_records"`
+	NetBytes   int64         `json:"net_bytes_out"`
+	SinkRows   int64         `json:"sink_rows"`
+	DeadLetter int64         `json:"dead_letters,omitempty"`
+	LateRows   int64         `json:"late_rows,omitempty"`
+	Watermark  int64         `json:"watermark,omitempty"`
+	Status     string        `json:"status,omitempty"`
+	Busy       int64         `json:"busy_ns,omitempty"`
+	Idle       int64         `json:"idle_ns,omitempty"`
+	Blocked    int64         `json:"backpressure_ns,omitempty"`
+	Queue      int           `json:"queue,omitempty"`
+	QueueCap   int           `json:"queue_cap,omitempty"`
+	Lags       map[int]int64 `json:"lags,omitempty"`
 }
 
 func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 	out := make([]TaskCounters, 0, len(m))
 	for id, t := range m {
+		q, qcap := t.QueueFill()
 		out = append(out, TaskCounters{Task: id, RowsIn: t.RowsIn.Load(), RowsOut: t.RowsOut.Load(),
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
 			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load(),
-			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Watermark: t.Watermark.Load(), Status: t.Status()})
+			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Watermark: t.Watermark.Load(), Status: t.Status(),
+			Busy: t.BusyNanos.Load(), Idle: t.IdleNanos.Load(), Blocked: t.BackpressureNanos.Load(), Queue: q, QueueCap: qcap, Lags: t.Lags()})
 	}
 	return out
 }
@@ -170,6 +178,13 @@ func storeCounters(m map[exec.TaskID]*exec.TaskMetrics, cs []TaskCounters) {
 		t.LateRows.Store(c.LateRows)
 		t.Watermark.Store(c.Watermark)
 		t.SetStatus(c.Status)
+		t.BusyNanos.Store(c.Busy)
+		t.IdleNanos.Store(c.Idle)
+		t.BackpressureNanos.Store(c.Blocked)
+		t.SetQueueFill(c.Queue, c.QueueCap)
+		for p, n := range c.Lags {
+			t.SetLag(p, n)
+		}
 	}
 }
 

@@ -26,7 +26,10 @@ type TaskManagerConfig struct {
 	// Code gives an error its SQLSTATE, so a task's failure reaches the client
 	// with the code it would have had in local mode.
 	Code func(error) string
-	Log  *slog.Logger
+	// Registered, when set, is told true once the JobManager has answered
+	// Register and false when that session ends: the TaskManager's readiness.
+	Registered func(bool)
+	Log        *slog.Logger
 }
 
 // RunTaskManager connects to the JobManager, registers and serves deployments
@@ -104,6 +107,10 @@ func serveSession(ctx context.Context, cfg TaskManagerConfig, conn *grpc.ClientC
 	}
 	reg := first.Registered
 	cfg.Log.Info("registered with the JobManager", "jobmanager", cfg.JobManager)
+	if cfg.Registered != nil {
+		cfg.Registered(true)
+		defer cfg.Registered(false)
+	}
 	go func() {
 		t := time.NewTicker(time.Duration(reg.HeartbeatMillis) * time.Millisecond)
 		defer t.Stop()

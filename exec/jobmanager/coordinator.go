@@ -26,6 +26,45 @@ type CheckpointStats struct {
 	FailedInARow int
 }
 
+// CheckpointRecord is one checkpoint's outcome, for the dashboard's history and
+// the metrics' histograms.
+type CheckpointRecord struct {
+	ID       int64
+	Started  time.Time
+	Duration time.Duration // from trigger to complete, or to the failure
+	Bytes    int64         // state stored (complete ones)
+	Align    time.Duration // longest barrier alignment of a task
+	// Failure says why the checkpoint failed; "" when it completed.
+	Failure string
+}
+
+// historyLength is how many checkpoints Job.CheckpointHistory keeps.
+const historyLength = 20
+
+// record adds r to the job's history and tells the JobManager's observer.
+// Lock should be held.
+func (j *Job) record(r CheckpointRecord) {
+	if len(j.history) == historyLength {
+		j.history = append(j.history[:0], j.history[1:]...)
+	}
+	j.history = append(j.history, r)
+	if f := j.jm.observer.Load(); f != nil {
+		(*f)(j, r)
+	}
+}
+
+// CheckpointHistory returns the job's last checkpoints, oldest first.
+func (j *Job) CheckpointHistory() []CheckpointRecord {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]CheckpointRecord(nil), j.history...)
+}
+
+// OnCheckpoint has f told of every checkpoint of every job as it completes
+// or fails (for metrics); f is called with the job's lock held, so it must
+// not call the job's methods. A second call replaces the first f.
+func (jm *JobManager) OnCheckpoint(f func(*Job, CheckpointRecord)) { jm.observer.Store(&f) }
+
 // coordinate is the checkpoint coordinator of one attempt: every interval it
 // triggers a checkpoint (one at a time), collects the tasks' acknowledgements,
 // marks the checkpoint complete in the store once every task stored its state,
@@ -82,6 +121,8 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) error {
 		j.stats.Failed++
 		j.stats.FailedInARow++
 		j.stats.LastFailure = fmt.Sprintf("checkpoint %d: %s", cur.id, reason)
+		j.record(CheckpointRecord{ID: cur.id, Started: cur.started, Duration: time.Since(cur.started),
+			Align: cur.align, Failure: reason})
 		n := j.stats.FailedInARow
 		j.mu.Unlock()
 		cur = nil
@@ -183,6 +224,8 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) error {
 			j.stats.LastBytes = cur.bytes
 			j.stats.LastAlign = cur.align
 			j.stats.FailedInARow = 0
+			j.record(CheckpointRecord{ID: cur.id, Started: cur.started, Duration: j.stats.LastDuration,
+				Bytes: cur.bytes, Align: cur.align})
 			j.mu.Unlock()
 			if err := j.store.Prune(ctx, j.ID, keep); err != nil {
 				j.jm.log.Warn("pruning checkpoints", "job", j.ID, "err", err)

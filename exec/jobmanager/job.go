@@ -48,6 +48,7 @@ type Job struct {
 	deployments []*exec.Deployment // of the current attempt, one per TaskManager
 	release     func()             // frees the current attempt's slots
 	attempt     int
+	current     *exec.ExecutionGraph // the current attempt's
 	state       JobState
 	err         error
 	// failure is why the job is restarting or waiting for slots (nil while
@@ -57,6 +58,7 @@ type Job struct {
 	cancelCause error         // set by Cancel
 	cancelCh    chan struct{} // closed by Cancel
 	stats       CheckpointStats
+	history     []CheckpointRecord // the last historyLength checkpoints
 	// lastTriggered is the newest checkpoint id handed out.
 	lastTriggered int64
 }
@@ -344,4 +346,18 @@ func (j *Job) Metrics() map[exec.TaskID]*exec.TaskMetrics {
 		}
 	}
 	return m
+}
+
+// Current returns the current attempt's ExecutionGraph: where its tasks run now.
+func (j *Job) Current() *exec.ExecutionGraph {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.current
+}
+
+// Attempt returns the number of the current attempt, 0 for the first.
+func (j *Job) Attempt() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.attempt
 }

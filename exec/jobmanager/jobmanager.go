@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hummer-db/hummer/exec"
@@ -35,6 +36,8 @@ type JobManager struct {
 	seq  int
 	// busy counts, per slot, the running jobs with a task there.
 	busy map[exec.SlotRef]int
+	// observer is told of every checkpoint (OnCheckpoint).
+	observer atomic.Pointer[func(*Job, CheckpointRecord)]
 }
 
 // New returns a JobManager with no TaskManagers.
@@ -90,6 +93,18 @@ func (jm *JobManager) Slots() []exec.SlotRef {
 	jm.mu.Lock()
 	defer jm.mu.Unlock()
 	return jm.slots()
+}
+
+// BusySlots returns, of every registered slot, whether a running job has a
+// task there.
+func (jm *JobManager) BusySlots() map[exec.SlotRef]bool {
+	jm.mu.Lock()
+	defer jm.mu.Unlock()
+	m := map[exec.SlotRef]bool{}
+	for _, s := range jm.slots() {
+		m[s] = jm.busy[s] > 0
+	}
+	return m
 }
 
 // slots lists the slots of every TaskManager. Lock should be held.
@@ -300,7 +315,7 @@ func (jm *JobManager) deploy(j *Job, job *exec.JobGraph, attempt int, restore in
 			d.Cancel(j.cancelCause)
 		}
 	}
-	j.deployments, j.release, j.attempt = ds, release, attempt
+	j.deployments, j.release, j.attempt, j.current = ds, release, attempt, g
 	return g, nil
 }
 

@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/hummer-db/hummer/exec"
 )
@@ -31,9 +32,18 @@ func (n *Task) Drain() { exec.DrainInbox(n.inbox) }
 
 // Push queues a batch (taking over the caller's reference) or a signal for the
 // network task, blocking while its inbox is full, until ctx is cancelled.
+// The time it blocks adds to the producing task's BackpressureNanos.
 func (n *Task) Push(ctx context.Context, b exec.Batch, s exec.Signal) error {
+	m := exec.Message{Batch: b, Signal: s}
 	select {
-	case n.inbox <- exec.Message{Batch: b, Signal: s}:
+	case n.inbox <- m:
+		return nil
+	default:
+	}
+	start := time.Now()
+	defer func() { n.out.metrics.BackpressureNanos.Add(time.Since(start).Nanoseconds()) }()
+	select {
+	case n.inbox <- m:
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)

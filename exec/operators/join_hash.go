@@ -302,7 +302,7 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 		return nil
 	}
 	nl := int(b.Rec.NumCols())
-	if o.out.NumFields() < nl {
+	if o.out.NumFields() < nl && !o.semi.buildOutput() { // those emit build rows only
 		return fmt.Errorf("hash_join: output of %d columns for a left side of %d", o.out.NumFields(), nl)
 	}
 	if len(o.cfg.LeftKeys) == 0 {

@@ -217,6 +217,11 @@ func (t *StreamTask) runEnded(ctx context.Context) error {
 			return context.Cause(ctx)
 		}
 	}
+	if t.late != nil {
+		if err := t.late.CollectSignal(ctx, exec.Signal{Kind: exec.EndOfStream}); err != nil {
+			return err
+		}
+	}
 	return t.out.CollectSignal(ctx, exec.Signal{Kind: exec.EndOfStream})
 }
 

@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -24,12 +25,24 @@ type LocalChannel struct {
 	Inbox   chan<- exec.Message
 	Input   int
 	Channel int
+	// Sender, when set, is the sending task's metrics: the time Push blocks
+	// on a full inbox adds to its BackpressureNanos.
+	Sender *exec.TaskMetrics
 }
 
 // Push queues m for the receiver, blocking while its inbox is full (this is the
 // backpressure between tasks) until ctx is cancelled.
 func (c LocalChannel) Push(ctx context.Context, b exec.Batch, s exec.Signal) error {
 	m := exec.Message{Input: c.Input, Channel: c.Channel, Batch: b, Signal: s}
+	select {
+	case c.Inbox <- m:
+		return nil
+	default:
+	}
+	if c.Sender != nil {
+		start := time.Now()
+		defer func() { c.Sender.BackpressureNanos.Add(time.Since(start).Nanoseconds()) }()
+	}
 	select {
 	case c.Inbox <- m:
 		return nil

@@ -47,6 +47,9 @@ type StreamTask struct {
 	// channels[i] is the number of channels feeding input i.
 	channels []int
 	out      *Output
+	// late, when the vertex has late edges, takes the late rows of its
+	// LateEmitter operators (exec.TaskContext.Late); nil otherwise.
+	late *Output
 	// ckpt is the task's part in checkpointing; nil when the job takes none.
 	ckpt *taskCheckpoints
 	// view is the task's view operator, if its chain ends with one.
@@ -65,6 +68,7 @@ func New(tc *exec.TaskContext, source exec.Source, chain []exec.Operator, channe
 		out: NewOutput(tc.Alloc, tc.Metrics)}
 	if source == nil {
 		t.inbox = make(chan exec.Message, exec.QueueCapacity)
+		tc.Metrics.SetQueue(t.inbox)
 	}
 	for _, op := range chain {
 		if v, ok := op.(exec.ViewReader); ok {
@@ -85,6 +89,17 @@ func (t *StreamTask) Inbox() chan exec.Message { return t.inbox }
 // TaskManager adds before the task runs.
 func (t *StreamTask) Output() *Output { return t.out }
 
+// LateOutput returns the collector of the task's late rows, whose late edges
+// (exec.JobEdge.Late) the TaskManager adds before the task runs, and makes it
+// the task context's Late.
+func (t *StreamTask) LateOutput() *Output {
+	if t.late == nil {
+		t.late = NewOutput(t.tc.Alloc, &exec.TaskMetrics{}) // late rows are not the task's output
+		t.tc.Late = t.late
+	}
+	return t.late
+}
+
 // ViewReader returns the task's view operator, or nil.
 func (t *StreamTask) ViewReader() exec.ViewReader { return t.view }
 
@@ -104,15 +119,45 @@ func (l *chainLink) CollectSignal(ctx context.Context, s exec.Signal) error {
 }
 
 // collectors returns, for each operator of the chain, the Collector its output
-// goes to.
+// goes to. With late edges, the output of the chain's last LateEmitter (or
+// the chain's end) also sends barriers and the end of stream to them.
 func (t *StreamTask) collectors() []exec.Collector {
 	cs := make([]exec.Collector, len(t.chain))
+	tap := -1
+	if t.late != nil {
+		tap = len(t.chain) - 1
+		for i, op := range t.chain {
+			if l, ok := op.(exec.LateEmitter); ok && l.EmitsLate() {
+				tap = i
+			}
+		}
+	}
 	var next exec.Collector = t.out
 	for i := len(t.chain) - 1; i >= 0; i-- {
 		cs[i] = next
-		next = &chainLink{op: t.chain[i], next: next}
+		if i == tap {
+			cs[i] = &lateSignals{Collector: next, late: t.late}
+		}
+		next = &chainLink{op: t.chain[i], next: cs[i]}
 	}
 	return cs
+}
+
+// lateSignals passes on what an operator emits and sends its barriers and
+// end of stream to the task's late edges too, after the late rows that came
+// before them.
+type lateSignals struct {
+	exec.Collector
+	late *Output
+}
+
+func (c *lateSignals) CollectSignal(ctx context.Context, s exec.Signal) error {
+	if s.Kind == exec.Barrier || s.Kind == exec.EndOfStream {
+		if err := c.late.CollectSignal(ctx, s); err != nil {
+			return err
+		}
+	}
+	return c.Collector.CollectSignal(ctx, s)
 }
 
 // Run executes the task to completion. A panic in an operator becomes the task's
@@ -220,7 +265,9 @@ func flush(ctx context.Context, fs []chainLink) error {
 }
 
 func (t *StreamTask) runSource(ctx context.Context) error {
-	var head exec.Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics}
+	split := newTimeSplit(t.tc.Metrics)
+	defer split.next(false)
+	var head exec.Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics, split: split}
 	if fs := t.flushers(); len(fs) > 0 {
 		// A source's batch is its own mini-batch: what it read at once.
 		head = &flushingCollector{Collector: head, flushers: fs}
@@ -344,6 +391,8 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		defer tk.Stop()
 		tickC = tk.C
 	}
+	split := newTimeSplit(t.tc.Metrics)
+	defer split.next(false)
 	lastFlush := time.Now()
 	var flushTimer <-chan time.Time // armed while a flush waits for minFlushInterval
 	doFlush := func() error {
@@ -440,19 +489,26 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		if len(replay) > 0 {
 			m, replay = replay[0], replay[1:]
 		} else {
+			if len(t.inbox) == 0 {
+				split.next(true)
+			}
 			select {
 			case m = <-t.inbox:
+				split.next(false)
 			case id := <-completes:
+				split.next(false)
 				if err := t.notifyComplete(ctx, id); err != nil {
 					return err
 				}
 				continue
 			case <-flushTimer:
+				split.next(false)
 				if err := doFlush(); err != nil {
 					return err
 				}
 				continue
 			case now := <-tickC:
+				split.next(false)
 				if err := tick(ctx, ticks, now); err != nil {
 					return err
 				}
@@ -586,15 +642,18 @@ func (c *flushingCollector) Collect(ctx context.Context, b exec.Batch) error {
 	return flush(ctx, c.flushers)
 }
 
-// countingCollector counts what a source emits before passing it on.
+// countingCollector counts what a source emits, and the time it took, before
+// passing it on.
 type countingCollector struct {
 	next    exec.Collector
 	metrics *exec.TaskMetrics
+	split   *timeSplit
 }
 
 func (c *countingCollector) Collect(ctx context.Context, b exec.Batch) error {
 	c.metrics.RowsIn.Add(int64(b.NumRows()))
 	c.metrics.BatchesIn.Add(1)
+	c.split.next(false)
 	return c.next.Collect(ctx, b)
 }
 

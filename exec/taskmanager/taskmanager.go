@@ -51,6 +51,10 @@ type Config struct {
 	// receives on that server and sends from that interface, so its traffic stays
 	// on that network (the paper's per-edge network isolation).
 	Networks map[string]*network.Server
+	// Advertise is the host other TaskManagers reach this one at, given for
+	// data servers listening on every interface (0.0.0.0, ::): in a
+	// container, the pod's IP. A data server on one address is reached there.
+	Advertise string
 }
 
 // TaskManager owns one node's slots and runs the tasks deployed to it. As in the
@@ -100,12 +104,25 @@ func (tm *TaskManager) Slots() []exec.SlotRef {
 func (tm *TaskManager) DataAddrs() map[string]string {
 	addrs := map[string]string{}
 	if tm.cfg.Data != nil {
-		addrs[""] = tm.cfg.Data.Addr().String()
+		addrs[""] = AdvertisedAddr(tm.cfg.Data.Addr(), tm.cfg.Advertise)
 	}
 	for name, d := range tm.cfg.Networks {
-		addrs[name] = d.Addr().String()
+		addrs[name] = AdvertisedAddr(d.Addr(), tm.cfg.Advertise)
 	}
 	return addrs
+}
+
+// AdvertisedAddr is the address others reach a listener on addr at: addr,
+// or with host in place of an unspecified IP (0.0.0.0, ::) when host is set.
+func AdvertisedAddr(addr net.Addr, host string) string {
+	h, port, err := net.SplitHostPort(addr.String())
+	if err != nil || host == "" {
+		return addr.String()
+	}
+	if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // dataServer returns the data server of a network, and the local address senders
@@ -247,7 +264,7 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 					continue
 				}
 				if to, local := tasks[ee.To]; local {
-					targets = append(targets, task.LocalChannel{Inbox: to.task.Inbox(), Input: ee.Input, Channel: ee.Channel})
+					targets = append(targets, task.LocalChannel{Inbox: to.task.Inbox(), Input: ee.Input, Channel: ee.Channel, Sender: tc.Metrics})
 					continue
 				}
 				addr, ok := g.DataAddrs[g.Task(ee.To).Slot.TaskManager]
@@ -264,6 +281,10 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 				} else {
 					targets = append(targets, ns)
 				}
+			}
+			if je.Late {
+				p.task.LateOutput().AddEdge(je.Partition, targets)
+				continue
 			}
 			p.task.Output().AddEdge(je.Partition, targets)
 		}
