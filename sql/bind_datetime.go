@@ -233,6 +233,10 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, err
 		}
 		f = expr.Literal(types.StringValue(strings.ToLower(f.Value.Str)))
+		if strings.HasPrefix(f.Value.Str, "timezone") {
+			r, err := b.zoneField(n, f.Value.Str, e) // bind_timezone.go
+			return r, true, err
+		}
 		if f.Value.Str != "epoch" {
 			if e, err = b.zonedTimestamp(n, e); err != nil {
 				return nil, true, err

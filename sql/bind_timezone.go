@@ -138,3 +138,34 @@ func (b *binder) zonedIntervalArith(n ast.Node, fn string, ts, iv *expr.Expr) (*
 	}
 	return expr.Cast(e, types.TimestamptzType), true, nil
 }
+
+// zoneField binds date_part('timezone' | 'timezone_hour' | 'timezone_minute',
+// x), EXTRACT(TIMEZONE FROM x): the session zone's offset from UTC at the
+// timestamp with time zone x, in seconds, its hours, or its minutes past
+// them (negative west of Greenwich, as PostgreSQL's).
+func (b *binder) zoneField(n ast.Node, field string, x *expr.Expr) (*expr.Expr, error) {
+	if x.Type.OID != types.OIDTimestamptz {
+		return nil, b.errorf(ErrUnsupported, n, "unit \"%s\" not supported for type %s", field, x.Type)
+	}
+	zone := b.timeZone()
+	if zone == "" {
+		zone = "UTC"
+	}
+	off, err := b.call(n, "$tz_offset", x, expr.Literal(types.StringValue(zone)))
+	if err != nil {
+		return nil, err
+	}
+	switch field {
+	case "timezone":
+		return off, nil
+	case "timezone_hour":
+		return b.call(n, "/", off, expr.Literal(types.IntValue(3600)))
+	case "timezone_minute":
+		m, err := b.call(n, "/", off, expr.Literal(types.IntValue(60)))
+		if err != nil {
+			return nil, err
+		}
+		return b.call(n, "%", m, expr.Literal(types.IntValue(60)))
+	}
+	return nil, b.errorf(ErrUnsupported, n, "unit \"%s\" not recognized for type timestamp with time zone", field)
+}

@@ -577,7 +577,8 @@ func matchingParen(stmt []token, open int) int {
 // pgOnlyFields are the EXTRACT fields PostgreSQL has and MySQL's grammar does
 // not.
 var pgOnlyFields = map[string]bool{"dow": true, "doy": true, "isodow": true, "isoyear": true, "epoch": true,
-	"decade": true, "century": true, "millennium": true, "milliseconds": true, "microseconds": true}
+	"decade": true, "century": true, "millennium": true, "milliseconds": true, "microseconds": true,
+	"timezone": true, "timezone_hour": true, "timezone_minute": true}
 
 // rewriteExtractFields turns EXTRACT(field FROM x), for a field only
 // PostgreSQL has, into date_part('field', x).

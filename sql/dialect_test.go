@@ -102,6 +102,7 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"CAST AS SQL type names", "SELECT CAST(x AS numeric), CAST(y AS NUMERIC(5,2)), z::numeric", "SELECT \"numeric\"(x ), CAST(y AS DECIMAL(5,2)), \"numeric\"(z )"},
 	{"CAST AS SQL type names", "SELECT CAST(x AS DOUBLE PRECISION), CAST(y AS DECIMAL(5,1)), CAST(z AS SIGNED)", "SELECT CAST(x AS DOUBLE), CAST(y AS DECIMAL(5,1)), CAST(z AS SIGNED)"},
 	{"EXTRACT(PostgreSQL field FROM x)", "SELECT EXTRACT(DOW FROM d), extract(epoch from t.ts + 1), EXTRACT(YEAR FROM d)", "SELECT date_part('dow', d), date_part('epoch', t.ts + 1), EXTRACT(YEAR FROM d)"},
+	{"EXTRACT(PostgreSQL field FROM x)", "SELECT EXTRACT(TIMEZONE_HOUR FROM ts)", "SELECT date_part('timezone_hour', ts)"},
 	{"DISTINCT ON (...)", "SELECT DISTINCT ON (a, b) x, y FROM t WHERE z ORDER BY a, b, c DESC LIMIT 3", "SELECT  x, y , ROW_NUMBER() OVER (PARTITION BY a, b ORDER BY a, b, c DESC) AS \"$distinct_on\" FROM t WHERE z ORDER BY a, b, c DESC LIMIT 3"},
 	{"DISTINCT ON (...)", "SELECT DISTINCT ON (k) k FROM (SELECT DISTINCT x AS k FROM t) AS s", "SELECT  k , ROW_NUMBER() OVER (PARTITION BY k) AS \"$distinct_on\" FROM (SELECT DISTINCT x AS k FROM t) AS s"},
 	{"VALUES lists", "SELECT * FROM (VALUES (1, 'a'), (2, f(x, y))) AS t (n, s)", "SELECT * FROM (SELECT 1 AS n, 'a' AS s UNION ALL SELECT 2, f(x, y)) AS t "},

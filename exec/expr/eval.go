@@ -131,7 +131,7 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalArrayBuild, rowsArgs
 	case "$timestamptz":
 		return evalTimestampTZ, rowsArgs
-	case "$timestamptz_in", "$tz_from_local", "$tz_to_local", "$tz_text":
+	case "$timestamptz_in", "$tz_from_local", "$tz_to_local", "$tz_text", "$tz_offset":
 		return evalZoned, rowsArgs // pgzone.go
 	case "to_char", "date_format":
 		return evalToChar, literalArgs

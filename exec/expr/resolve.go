@@ -68,6 +68,7 @@ var catalog = map[string]resolver{
 	"$tz_from_local":      fixed(types.TimestamptzType, types.TimestampType, types.StringType),
 	"$tz_to_local":        fixed(types.TimestampType, types.TimestampType, types.StringType),
 	"$tz_text":            fixed(types.StringType, types.TimestampType, types.StringType),
+	"$tz_offset":          fixed(types.Int64Type, types.TimestampType, types.StringType),
 	"$interval_months":    fixed(types.Int64Type, types.StringType),
 	"$interval_micros":    fixed(types.Int64Type, types.StringType),
 	"$interval_days":      fixed(types.Int64Type, types.StringType),
