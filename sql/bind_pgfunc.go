@@ -41,6 +41,8 @@ var pgConstant = map[string]types.Value{
 	"pg_relation_is_publishable":         types.BoolValue(false),
 	"pg_function_is_visible":             types.BoolValue(true),
 	"pg_collation_is_visible":            types.BoolValue(true),
+	"pg_opclass_is_visible":              types.BoolValue(true),
+	"pg_opfamily_is_visible":             types.BoolValue(true),
 	"has_table_privilege":                types.BoolValue(true), "has_schema_privilege": types.BoolValue(true),
 	"has_database_privilege": types.BoolValue(true), "has_column_privilege": types.BoolValue(true),
 	"has_any_column_privilege": types.BoolValue(true), "has_function_privilege": types.BoolValue(true),

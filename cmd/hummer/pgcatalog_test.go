@@ -91,6 +91,11 @@ var psqlDescribeWant = map[string]string{
 --------+------+---------+-------+------------+----------+----------------
 (0 rows)
 `,
+	`\dd`: `         Object descriptions
+ Schema | Name | Object | Description 
+--------+------+--------+-------------
+(0 rows)
+`,
 	`\dT`: `     List of data types
  Schema | Name | Description 
 --------+------+-------------
