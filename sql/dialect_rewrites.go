@@ -713,7 +713,12 @@ func rewriteStringAgg(stmt []token, _ *dialectFacts) []token {
 		with = append(with, made(at, " SEPARATOR ")...)
 		with = append(with, trimBlanks(stmt[comma+1:order])...)
 		with = append(with, made(stmt[closing].pos, ")")...)
-		stmt = splice(stmt, i, closing+1, with...)
+		start := i
+		if i >= 2 && stmt[i-1].text == "." && stmt[i-2].is("pg_catalog") {
+			start, at = i-2, stmt[i-2].pos // pg_catalog.string_agg, as psql writes it
+			with[0].pos = at
+		}
+		stmt = splice(stmt, start, closing+1, with...)
 	}
 	return stmt
 }

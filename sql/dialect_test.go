@@ -115,6 +115,7 @@ var dialectCases = []struct{ rewrite, in, out string }{
 	{"GROUPING SETS, ROLLUP, CUBE", "SELECT count(*) FROM t GROUP BY GROUPING SETS (())", "SELECT count(*) FROM t "},
 	{"string_agg", "SELECT string_agg(name, ', ' ORDER BY f(a, b) DESC), STRING_AGG(DISTINCT x, '') FROM t",
 		"SELECT GROUP_CONCAT(name ORDER BY f(a, b) DESC SEPARATOR ', '), GROUP_CONCAT(DISTINCT x SEPARATOR '') FROM t"},
+	{"string_agg", "SELECT pg_catalog.string_agg(x, ', ' ORDER BY 1) FROM t", "SELECT GROUP_CONCAT(x ORDER BY 1 SEPARATOR ', ') FROM t"},
 	{"string_agg", "SELECT string_agg(x, ',') FILTER (WHERE x <> 'a') FROM t",
 		"SELECT GROUP_CONCAT(CASE WHEN x <> 'a' THEN x END SEPARATOR ',') FROM t"},
 	{"derived table column lists", "SELECT * FROM (SELECT k, count(*) FROM t GROUP BY k) AS c (key, n)", "SELECT * FROM (SELECT k AS \"key\", count(*) AS n FROM t GROUP BY k) AS c "},

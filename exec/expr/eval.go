@@ -125,6 +125,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalArrayPosition, rowsArgs
 	case "array_remove":
 		return evalArrayRemove, rowsArgs
+	case "format":
+		return evalFormat, rowsArgs // pgformat.go
 	case "array_get":
 		return evalArrayGet, rowsArgs
 	case "array_build":

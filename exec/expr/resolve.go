@@ -62,6 +62,7 @@ var catalog = map[string]resolver{
 	"array_position":      resolveArrayPosition,
 	"array_get":           fixed(types.StringType, types.StringType, types.Int64Type),
 	"array_remove":        fixed(types.StringType, types.StringType, types.StringType),
+	"format":              resolveAllToText,
 	"array_build":         resolveAllToText,
 	"$timestamptz":        fixed(types.TimestampType, types.StringType),
 	"$timestamptz_in":     fixed(types.TimestamptzType, types.StringType, types.StringType),
