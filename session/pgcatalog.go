@@ -206,7 +206,8 @@ func (s *Session) systemRows(name string) []row {
 			"datlocprovider": "c", "datallowconn": true, "datconnlimit": -1, "dattablespace": 1663,
 			"datcollate": "C", "datctype": "C"}}
 	case "pg_catalog.pg_tablespace":
-		return []row{{"oid": 1663, "spcname": "pg_default", "spcowner": sql.SuperuserOID}}
+		return []row{{"oid": 1663, "spcname": "pg_default", "spcowner": sql.SuperuserOID},
+			{"oid": 1664, "spcname": "pg_global", "spcowner": sql.SuperuserOID}}
 	case "pg_catalog.pg_roles":
 		rows := []row{{"rolname": "pg_database_owner", "rolinherit": true, "rolconnlimit": -1,
 			"rolpassword": "********", "oid": databaseOwnerOID}}

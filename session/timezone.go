@@ -29,7 +29,7 @@ func checkTimeZone(_ *Session, p *param, v string) (string, error) {
 	if posixOffset(t) {
 		return t, nil
 	}
-	for _, name := range zoneSpellings(t) {
+	for _, name := range types.ZoneSpellings(t) {
 		if _, err := time.LoadLocation(name); err == nil {
 			return name, nil
 		}
@@ -92,29 +92,6 @@ func posixOffset(s string) bool {
 		}
 	}
 	return true
-}
-
-// zoneSpellings are the spellings of an IANA zone name to try, since
-// PostgreSQL finds a zone in any case and Go only in the file's: as written,
-// each part capitalised (America/New_York), and those with the parts after
-// the first upper case (Etc/UTC), or all upper case (EST5EDT, CET).
-func zoneSpellings(name string) []string {
-	capital := func(part string) string {
-		b := []byte(strings.ToLower(part))
-		up := true
-		for i, c := range b {
-			if up && c >= 'a' && c <= 'z' {
-				b[i] = c - 'a' + 'A'
-			}
-			up = c == '_' || c == '-' || c == '/'
-		}
-		return string(b)
-	}
-	out := []string{name, capital(name)}
-	if first, rest, ok := strings.Cut(name, "/"); ok {
-		out = append(out, capital(first)+"/"+strings.ToUpper(rest))
-	}
-	return append(out, strings.ToUpper(name))
 }
 
 // TimeZone returns the location of the session's TimeZone (wire.Zoner): a

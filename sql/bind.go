@@ -400,6 +400,22 @@ type scope struct {
 	// nothing matched.
 	corr      *correlation
 	countRows *expr.Expr
+	// tableOIDs are the oids of the tables read, by their qualifier: what
+	// PostgreSQL's system column tableoid reads (psql's \dd and \dL join
+	// pg_description on it).
+	tableOIDs map[string]int64
+}
+
+// tableOID returns the oid of the table qualified by table, or of the one
+// table in scope when table is "".
+func (s *scope) tableOID(table string) (int64, bool) {
+	if table == "" && len(s.tableOIDs) == 1 {
+		for _, oid := range s.tableOIDs {
+			return oid, true
+		}
+	}
+	oid, ok := s.tableOIDs[table]
+	return oid, ok
 }
 
 func (c column) qualified() string {

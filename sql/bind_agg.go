@@ -149,6 +149,9 @@ func (b *binder) bindStringAgg(ctx *exprCtx, n *ast.AggregateFuncExpr) (*expr.Ex
 	}
 	inner := *ctx
 	inner.inAgg = true
+	if ctx.preSubs != nil { // a subquery in the argument, as bindAggregate's
+		inner.subs = ctx.preSubs
+	}
 	var parts []*expr.Expr
 	for _, a := range n.Args[:len(n.Args)-1] {
 		e, err := b.bindExpr(&inner, a)

@@ -65,6 +65,29 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		e, err := b.bindAtTimeZone(ctx, n) // bind_timezone.go
 		return e, true, err
 	}
+	if name == "to_timestamp" && len(n.Args) == 1 {
+		// PostgreSQL's to_timestamp(seconds since the epoch): a
+		// timestamptz, rounded to microseconds.
+		x, err := b.bindExpr(ctx, n.Args[0])
+		if err != nil {
+			return nil, true, err
+		}
+		if !x.Type.IsNumeric() && x.Type.ID != types.Null {
+			return nil, true, b.errorf(ErrUnknownFunction, n, "function to_timestamp(%s) does not exist", x.Type)
+		}
+		micros, err := b.call(n, "*", expr.Cast(x, types.Float64Type), expr.Literal(types.FloatValue(1e6)))
+		if err == nil {
+			micros, err = b.call(n, "round", micros)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		e, err := b.call(n, "$add_micros", expr.Literal(types.TimestampValue(0)), expr.Cast(micros, types.Int64Type))
+		if err != nil {
+			return nil, true, err
+		}
+		return expr.Cast(e, types.TimestamptzType), true, nil
+	}
 	switch name {
 	case "now", "current_timestamp", "localtimestamp", "current_date", "curdate":
 		if len(n.Args) > 0 {
@@ -134,9 +157,10 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, b.errorf(ErrType, n.Args[1], "an interval of %s is not supported: use a whole number", count.Type)
 		}
 		sub := name == "date_sub" || name == "subdate"
-		if x.Type.OID == types.OIDInterval {
+		if x.Type.OID == types.OIDInterval || x.Type.OID == types.OIDTimestamptz {
 			// iv + INTERVAL '1 hour' (psycopg2 sends a timedelta as
-			// '...'::interval): interval arithmetic, not a date's.
+			// '...'::interval): interval arithmetic, not a date's; a
+			// timestamptz stays one, its days counted in the session's zone.
 			r, err := b.intervalPlusUnits(n, x, count, unit.Unit, sub)
 			return r, true, err
 		}
@@ -209,6 +233,10 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, err
 		}
 		f = expr.Literal(types.StringValue(strings.ToLower(f.Value.Str)))
+		if strings.HasPrefix(f.Value.Str, "timezone") {
+			r, err := b.zoneField(n, f.Value.Str, e) // bind_timezone.go
+			return r, true, err
+		}
 		if f.Value.Str != "epoch" {
 			if e, err = b.zonedTimestamp(n, e); err != nil {
 				return nil, true, err

@@ -189,6 +189,11 @@ func (b *binder) bindColumn(ctx *exprCtx, n *ast.ColumnNameExpr) (*expr.Expr, er
 			}
 		}
 	}
+	if name == "tableoid" && len(found) == 0 {
+		if oid, ok := sc.tableOID(table); ok {
+			return expr.Literal(types.IntValue(oid)), nil
+		}
+	}
 	if fn, ok := sessionWords[name]; ok && len(found) == 0 && table == "" && !b.quoted(n) {
 		e, _, err := b.bindSessionFunc(ctx, n, fn, nil) // user, current_schema, ...: bind_session.go
 		return e, err

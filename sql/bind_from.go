@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -259,7 +260,15 @@ func (b *binder) bindFrom(rs ast.ResultSetNode, off int) (*fromNode, error) {
 			return nil, b.errorf(ErrUnsupported, nil, "this FROM item is not supported")
 		}
 		s := p.Schema()
-		return &fromNode{plan: p, off: off, n: len(s), scope: schemaScope(s, alias, off)}, nil
+		node := &fromNode{plan: p, off: off, n: len(s), scope: schemaScope(s, alias, off)}
+		if scan, ok := p.(*Scan); ok {
+			oid := scan.Table.OID
+			if scan.Table.IsSystem() {
+				oid = SystemOID(scan.Table.Name)
+			}
+			node.scope.tableOIDs = map[string]int64{alias: oid}
+		}
+		return node, nil
 	}
 	return nil, b.errorf(ErrUnsupported, nil, "this FROM item is not supported")
 }
@@ -323,6 +332,13 @@ func (b *binder) bindJoin(n *ast.Join, off int) (*fromNode, error) {
 	}
 	// Copy the columns: USING hides some in this scope, not in the children's.
 	sc := &scope{cols: append(append([]column{}, left.scope.cols...), right.scope.cols...)}
+	if len(left.scope.tableOIDs)+len(right.scope.tableOIDs) > 0 {
+		sc.tableOIDs = maps.Clone(left.scope.tableOIDs)
+		if sc.tableOIDs == nil {
+			sc.tableOIDs = map[string]int64{}
+		}
+		maps.Copy(sc.tableOIDs, right.scope.tableOIDs)
+	}
 	sc.star = append([]int{}, left.scope.star...)
 	for _, i := range right.scope.star {
 		sc.star = append(sc.star, len(left.scope.cols)+i)

@@ -104,7 +104,7 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 			name = "||"
 		}
 	case "extract", "date_part", "date_trunc", "to_char", "date_format", "datediff", "date_add", "date_sub", "adddate", "subdate", "now", "current_timestamp", "localtimestamp",
-		"current_date", "curdate", "timezone",
+		"current_date", "curdate", "timezone", "to_timestamp",
 		"year", "quarter", "month", "week", "day", "dayofmonth", "dayofyear", "hour", "minute", "second":
 		if e, ok, err := b.bindDateTime(ctx, n, name); ok || err != nil {
 			return e, err

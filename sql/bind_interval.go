@@ -82,9 +82,10 @@ var unitIntervals = map[ast.TimeUnitType]string{ast.TimeUnitMicrosecond: "00:00:
 	ast.TimeUnitMinute: "00:01:00", ast.TimeUnitHour: "01:00:00", ast.TimeUnitDay: "1 day", ast.TimeUnitWeek: "7 days",
 	ast.TimeUnitMonth: "1 mon", ast.TimeUnitQuarter: "3 mons", ast.TimeUnitYear: "1 year"}
 
-// intervalPlusUnits binds the interval iv plus (minus, sub) count units, as
-// PostgreSQL adds iv + interval 'count unit': part by part.
-func (b *binder) intervalPlusUnits(n ast.Node, iv, count *expr.Expr, unit ast.TimeUnitType, sub bool) (*expr.Expr, error) {
+// intervalPlusUnits binds x plus (minus, sub) count units, as PostgreSQL
+// adds x + interval 'count unit' to an interval x (part by part) or a
+// timestamp with time zone x (intervalArith).
+func (b *binder) intervalPlusUnits(n ast.Node, x, count *expr.Expr, unit ast.TimeUnitType, sub bool) (*expr.Expr, error) {
 	one, ok := unitIntervals[unit]
 	if !ok {
 		return nil, b.errorf(ErrUnsupported, n, "INTERVAL ... %s is not supported", unit)
@@ -93,8 +94,25 @@ func (b *binder) intervalPlusUnits(n ast.Node, iv, count *expr.Expr, unit ast.Ti
 	if err != nil {
 		return nil, err
 	}
+	fn := "+"
 	if sub {
-		return b.call(n, "$interval_sub", iv, units)
+		fn = "-"
 	}
-	return b.call(n, "$interval_add", iv, units)
+	if x.Type.OID == types.OIDTimestamptz {
+		if per := microsPer[unit]; per > 0 && (per < microsPer[ast.TimeUnitDay] || b.timeZone() == "") {
+			// Elapsed time, which no zone changes (a watermark's
+			// ts - INTERVAL '5' SECOND keeps its plain form).
+			e, err := b.addInterval(n, x, count, unit, sub)
+			if err != nil {
+				return nil, err
+			}
+			return expr.Cast(e, types.TimestamptzType), nil
+		}
+		e, _, err := b.intervalArith(n, fn, x, units)
+		return e, err
+	}
+	if sub {
+		return b.call(n, "$interval_sub", x, units)
+	}
+	return b.call(n, "$interval_add", x, units)
 }

@@ -40,6 +40,9 @@ var pgConstant = map[string]types.Value{
 	"pg_get_ruledef":                     types.NullValue(types.StringType),
 	"pg_relation_is_publishable":         types.BoolValue(false),
 	"pg_function_is_visible":             types.BoolValue(true),
+	"pg_collation_is_visible":            types.BoolValue(true),
+	"pg_opclass_is_visible":              types.BoolValue(true),
+	"pg_opfamily_is_visible":             types.BoolValue(true),
 	"has_table_privilege":                types.BoolValue(true), "has_schema_privilege": types.BoolValue(true),
 	"has_database_privilege": types.BoolValue(true), "has_column_privilege": types.BoolValue(true),
 	"has_any_column_privilege": types.BoolValue(true), "has_function_privilege": types.BoolValue(true),
@@ -48,6 +51,12 @@ var pgConstant = map[string]types.Value{
 	"pg_relation_size": types.IntValue(0), "pg_indexes_size": types.IntValue(0),
 	// Hummer has no sequences (SQLAlchemy's get_columns asks).
 	"pg_get_serial_sequence": types.NullValue(types.StringType),
+	// Hummer's tablespaces are PostgreSQL's built-in ones, which have no
+	// directory of their own (psql's \db).
+	"pg_tablespace_location": types.StringValue(""),
+	"pg_tablespace_size":     types.IntValue(0),
+	// The one encoding Hummer has: UTF8's number (psql's \dO).
+	"pg_char_to_encoding": types.IntValue(6),
 }
 
 // bindPgFunc binds the catalog functions; ok is false for other names.
@@ -57,7 +66,7 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 	switch name {
 	case "pg_get_userbyid", "regrole", "pg_table_is_visible", "pg_type_is_visible", "regclass", "regtype", "regnamespace",
 		"regproc", "regprocedure", "pg_get_expr", "pg_encoding_to_char", "pg_get_constraintdef",
-		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz", "pg_typeof", "bytea", "interval":
+		"pg_get_indexdef", "pg_get_viewdef", "quote_ident", "bool", "timestamptz", "pg_typeof", "bytea", "interval", "numeric":
 	default:
 		if !constant {
 			return nil, false, nil
@@ -96,6 +105,9 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to bytea", x.Type)
 		}
 		return expr.Cast(x, types.ByteaType), true, nil
+	case "numeric":
+		e, err := b.unconstrainedNumeric(n, x)
+		return e, true, err
 	case "interval":
 		// interval's input function reads text; the value is its output.
 		if x.Type.ID != types.String && x.Type.ID != types.Null {

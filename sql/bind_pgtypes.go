@@ -79,6 +79,9 @@ func (b *binder) intervalArith(n ast.Node, fn string, l, r *expr.Expr) (e *expr.
 		return nil, false, nil
 	}
 	tz := ts.Type.OID == types.OIDTimestamptz
+	if tz && b.timeZone() != "" {
+		return b.zonedIntervalArith(n, fn, ts, iv)
+	}
 	ts = expr.Cast(ts, types.TimestampType)
 	months, err := b.call(n, "$interval_months", iv)
 	if err != nil {
@@ -110,7 +113,34 @@ func (b *binder) intervalArith(n ast.Node, fn string, l, r *expr.Expr) (e *expr.
 
 // castFuncs are the casts the dialect layer writes as function calls
 // (dialect_rewrites.go's funcCasts): x::regclass is regclass(x).
-var castFuncs = map[string]bool{"regclass": true, "bool": true, "timestamptz": true, "bytea": true, "interval": true}
+var castFuncs = map[string]bool{"regclass": true, "bool": true, "timestamptz": true, "bytea": true, "interval": true, "numeric": true}
+
+// unconstrainedNumeric binds x::numeric without a precision, which keeps
+// the value's scale in PostgreSQL, as a decimal of the scale x needs: a
+// decimal as it is, an integer of scale 0, a constant text of the digits it
+// has after its point. A double stays one (a decimal has one scale for all
+// rows; a double prints its value as numeric would), as does text that is
+// not a constant, read with scale 16.
+func (b *binder) unconstrainedNumeric(n ast.Node, x *expr.Expr) (*expr.Expr, error) {
+	switch x.Type.ID {
+	case types.Decimal, types.Float64:
+		return x, nil
+	case types.Int64, types.Null:
+		return expr.Cast(x, types.DecimalType(38, 0)), nil
+	case types.String:
+		scale := 16
+		if x.Kind == expr.KindLiteral && !x.Value.Null {
+			s := strings.TrimSpace(x.Value.Str)
+			scale = 0
+			if _, frac, ok := strings.Cut(s, "."); ok {
+				scale = min(len(frac)-len(strings.TrimLeft(frac, "0123456789")), 38) // its digits
+
+			}
+		}
+		return expr.Cast(x, types.DecimalType(38, scale)), nil
+	}
+	return nil, b.errorf(ErrType, n, "cannot cast type %s to numeric", x.Type)
+}
 
 // funcCastName names a select item that is one of castFuncs as PostgreSQL
 // names a cast (FigureColname): the name of what is cast when that is a

@@ -759,6 +759,11 @@ func (b *binder) exprName(n ast.ExprNode) string {
 		if name := b.exprName(n.Expr); name != "?column?" && !b.namedByType(n.Expr) {
 			return name
 		}
+		if !b.facts.empty() {
+			if name, ok := b.facts.castNames[n.OriginTextPosition()]; ok {
+				return name // as PostgreSQL names it: ::integer is int4
+			}
+		}
 		if t, err := b.sqlType(n.Tp, n); err == nil {
 			return t.ID.String()
 		}

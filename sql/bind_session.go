@@ -113,6 +113,7 @@ var sessionFuncs = map[string]int{
 	"version": 0, "current_database": 0, "current_user": 0, "session_user": 0, "user": 0,
 	"current_role": 0, "current_schema": 0, "current_schemas": 1, "current_setting": -1,
 	"set_config": 3, "pg_backend_pid": 0, "inet_server_addr": 0, "inet_server_port": 0,
+	"getdatabaseencoding": 0,
 }
 
 // sessionWords are the SQL keywords PostgreSQL reads as session functions
@@ -226,6 +227,8 @@ func (b *binder) sessionValue(name string, args []types.Value) (types.Value, err
 	switch name {
 	case "version":
 		return text(s.Version), nil
+	case "getdatabaseencoding":
+		return text("UTF8"), nil // server_encoding
 	case "current_database":
 		return text(s.Database), nil
 	case "current_user", "session_user", "user", "current_role":

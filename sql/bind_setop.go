@@ -141,6 +141,9 @@ func (b *binder) setOp(op ast.SetOprType, l, r Plan) (Plan, error) {
 	}
 	switch op {
 	case ast.UnionAll:
+		if v, ok := concatValues(l, r, out); ok {
+			return v, nil
+		}
 		return &Union{Left: castTo(l, out, nil), Right: castTo(r, out, nil), Out: out}, nil
 	case ast.Union:
 		u := &Union{Left: castTo(l, out, nil), Right: castTo(r, out, nil), Out: out}
@@ -268,4 +271,49 @@ func (b *binder) bindSetOrderLimit(p Plan, ob *ast.OrderByClause, lim *ast.Limit
 		p = l
 	}
 	return p, nil
+}
+
+// concatValues returns the UNION ALL of two lists of constant rows (a
+// VALUES list, which the dialect layer writes as SELECT ... UNION ALL
+// SELECT ...) as one list, each value cast to out's type: its rows then come
+// in the order written, as PostgreSQL returns a VALUES list's (psql's
+// \gdesc lists a statement's columns so), where a Union's inputs run side
+// by side. ok is false unless both sides are such lists.
+func concatValues(l, r Plan, out types.Schema) (*Values, bool) {
+	lrows, lok := constantRows(l)
+	rrows, rok := constantRows(r)
+	if !lok || !rok {
+		return nil, false
+	}
+	v := &Values{Out: out}
+	for _, row := range append(lrows, rrows...) {
+		cast := make([]*expr.Expr, len(row))
+		for i, e := range row {
+			cast[i] = expr.Cast(e, out[i].Type)
+		}
+		v.Rows = append(v.Rows, cast)
+	}
+	return v, true
+}
+
+// constantRows returns the rows of a plan that is a list of constant rows:
+// a Values, or a SELECT of constants without FROM (a Project of constant
+// expressions over a Values of one empty row).
+func constantRows(p Plan) ([][]*expr.Expr, bool) {
+	switch p := p.(type) {
+	case *Values:
+		return p.Rows, true
+	case *Project:
+		in, ok := p.Input.(*Values)
+		if !ok || len(in.Rows) != 1 || len(in.Rows[0]) != 0 {
+			return nil, false
+		}
+		for _, e := range p.Exprs {
+			if !constant(e) {
+				return nil, false
+			}
+		}
+		return [][]*expr.Expr{p.Exprs}, true
+	}
+	return nil, false
 }

@@ -94,3 +94,78 @@ func (b *binder) bindAtTimeZone(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, 
 	}
 	return nil, b.errorf(ErrUnknownFunction, n, "function timezone(text, %s) does not exist", x.Type)
 }
+
+// zonedIntervalArith binds timestamptz + interval (and -) in a session zone
+// other than UTC as PostgreSQL's timestamptz_pl_interval computes it: the
+// months and days on the wall clock there (a day across a change to summer
+// time is 23 hours), then the time as elapsed microseconds.
+func (b *binder) zonedIntervalArith(n ast.Node, fn string, ts, iv *expr.Expr) (*expr.Expr, bool, error) {
+	part := func(name string) (*expr.Expr, error) {
+		e, err := b.call(n, name, iv)
+		if err == nil && fn == "-" {
+			e, err = b.call(n, "neg", e)
+		}
+		return e, err
+	}
+	months, err := part("$interval_months")
+	if err != nil {
+		return nil, true, err
+	}
+	days, err := part("$interval_days")
+	if err != nil {
+		return nil, true, err
+	}
+	elapsed, err := part("$interval_time")
+	if err != nil {
+		return nil, true, err
+	}
+	zone := expr.Literal(types.StringValue(b.timeZone()))
+	e, err := b.call(n, "$tz_to_local", ts, zone)
+	if err == nil {
+		e, err = b.call(n, "$add_months", e, months)
+	}
+	if err == nil {
+		e, err = b.call(n, "$add_micros", e, days)
+	}
+	if err == nil {
+		e, err = b.call(n, "$tz_from_local", e, zone)
+	}
+	if err == nil {
+		e, err = b.call(n, "$add_micros", e, elapsed)
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	return expr.Cast(e, types.TimestamptzType), true, nil
+}
+
+// zoneField binds date_part('timezone' | 'timezone_hour' | 'timezone_minute',
+// x), EXTRACT(TIMEZONE FROM x): the session zone's offset from UTC at the
+// timestamp with time zone x, in seconds, its hours, or its minutes past
+// them (negative west of Greenwich, as PostgreSQL's).
+func (b *binder) zoneField(n ast.Node, field string, x *expr.Expr) (*expr.Expr, error) {
+	if x.Type.OID != types.OIDTimestamptz {
+		return nil, b.errorf(ErrUnsupported, n, "unit \"%s\" not supported for type %s", field, x.Type)
+	}
+	zone := b.timeZone()
+	if zone == "" {
+		zone = "UTC"
+	}
+	off, err := b.call(n, "$tz_offset", x, expr.Literal(types.StringValue(zone)))
+	if err != nil {
+		return nil, err
+	}
+	switch field {
+	case "timezone":
+		return off, nil
+	case "timezone_hour":
+		return b.call(n, "/", off, expr.Literal(types.IntValue(3600)))
+	case "timezone_minute":
+		m, err := b.call(n, "/", off, expr.Literal(types.IntValue(60)))
+		if err != nil {
+			return nil, err
+		}
+		return b.call(n, "%", m, expr.Literal(types.IntValue(60)))
+	}
+	return nil, b.errorf(ErrUnsupported, n, "unit \"%s\" not recognized for type timestamp with time zone", field)
+}

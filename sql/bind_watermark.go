@@ -54,6 +54,17 @@ func (b *binder) bindWatermark(t *Table, k *ast.Constraint) error {
 // watermarkDelay returns d when e is column col minus the constant interval d
 // (in microseconds), or col itself (0); -1 for any other expression.
 func watermarkDelay(e *expr.Expr, col int) int64 {
+	// A timestamptz column's arithmetic is its timestamp's, cast back.
+	unwrap := func(e *expr.Expr) *expr.Expr {
+		if e.Kind == expr.KindCast && e.Type.ID == types.Timestamp && e.Args[0].Type.ID == types.Timestamp {
+			return e.Args[0]
+		}
+		return e
+	}
+	e = unwrap(e)
+	if e.Kind == expr.KindCall && len(e.Args) == 2 {
+		e = &expr.Expr{Kind: e.Kind, Type: e.Type, Func: e.Func, Args: []*expr.Expr{unwrap(e.Args[0]), e.Args[1]}}
+	}
 	if e.Kind == expr.KindColumn && e.Col == col {
 		return 0
 	}

@@ -190,7 +190,7 @@ var dialectRewrites = []dialectRewrite{
 	{
 		name:  "CAST AS SQL type names",
 		users: "CAST(x AS TEXT), CAST(x AS VARCHAR(20)), CAST(x AS INTEGER), CAST(x AS DOUBLE PRECISION)",
-		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), CAST(x AS bytea) bytea(x), CAST(x AS interval) \"interval\"(x), PostgreSQL's function-style casts",
+		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), CAST(x AS bytea) bytea(x), CAST(x AS interval) \"interval\"(x), PostgreSQL's function-style casts; CAST(x AS numeric) without a precision \"numeric\"(x), which keeps x's scale (the binder is told each cast's PostgreSQL type name, which names its column)",
 		apply: rewriteCastTypes,
 	},
 	{
@@ -321,11 +321,15 @@ type dialectFacts struct {
 	// as one of its own (timestamptz, bytea, interval), written as the type
 	// holding it, by the offset of its name (dialect_pg.go).
 	columnTypes map[int]columnType
+	// castNames: the name PostgreSQL gives a select item that is a cast
+	// (its type's name in pg_type: int4 for ::integer), by the offset of
+	// the CAST (dialect_rewrites.go's rewriteCastTypes).
+	castNames map[int]string
 }
 
 func (f *dialectFacts) empty() bool {
 	return f == nil || len(f.nullsFirst) == 0 && len(f.fullJoin) == 0 && len(f.groupingSets) == 0 && len(f.params) == 0 &&
-		len(f.declares) == 0 && len(f.cursors) == 0 && len(f.session) == 0 && len(f.columnTypes) == 0
+		len(f.declares) == 0 && len(f.cursors) == 0 && len(f.session) == 0 && len(f.columnTypes) == 0 && len(f.castNames) == 0
 }
 
 // dialected is SQL text as the dialect layer rewrote it.
@@ -342,7 +346,7 @@ func rewriteDialect(sql string) *dialected {
 	var out []token
 	facts := &dialectFacts{nullsFirst: map[int]bool{}, fullJoin: map[int]bool{}, joinUsing: map[int]joinUsing{}, groupingSets: map[int]groupingSets{},
 		params: map[int]int{}, declares: map[int]*DeclareCursor{}, cursors: map[int]cursorFact{},
-		session: map[int]*sessionCommand{}, columnTypes: map[int]columnType{}}
+		session: map[int]*sessionCommand{}, columnTypes: map[int]columnType{}, castNames: map[int]string{}}
 	for len(toks) > 0 {
 		end := statementEnd(toks)
 		stmt := toks[:end]

@@ -283,6 +283,16 @@ var castTypes = map[string]string{
 	"name": "CHAR", "oid": "SIGNED",
 }
 
+// pgTypeNames are PostgreSQL's names (pg_type.typname) of the types a CAST
+// may name, which name a select item that is a cast (FigureColname).
+var pgTypeNames = map[string]string{
+	"text": "text", "varchar": "varchar", "character varying": "varchar", "character": "bpchar", "char": "bpchar",
+	"int": "int4", "integer": "int4", "int4": "int4", "int2": "int2", "smallint": "int2", "int8": "int8", "bigint": "int8",
+	"numeric": "numeric", "decimal": "numeric", "timestamp": "timestamp", "timestamp without time zone": "timestamp",
+	"double precision": "float8", "float8": "float8", "float4": "float4", "real": "float4", "name": "name", "oid": "oid",
+	"date": "date",
+}
+
 // funcCasts are the types a CAST to is bound as a function of the binder
 // (bind_pgfunc.go): MySQL's CAST has no such target (bool, a keyword of
 // its grammar, is quoted to be a function name).
@@ -292,7 +302,7 @@ var funcCasts = map[string]string{"boolean": `"bool"`, "bool": `"bool"`, "timest
 // rewriteCastTypes renames the type of each CAST(x AS type) the parser cannot
 // read to MySQL's name for it, keeping a length or precision: VARCHAR(20) is
 // CHAR(20), NUMERIC(10,2) DECIMAL(10,2).
-func rewriteCastTypes(stmt []token, _ *dialectFacts) []token {
+func rewriteCastTypes(stmt []token, f *dialectFacts) []token {
 	for i := 0; i < len(stmt); i++ {
 		if !stmt[i].is("CAST") {
 			continue
@@ -347,6 +357,17 @@ func rewriteCastTypes(stmt []token, _ *dialectFacts) []token {
 				ws = append(ws, strings.ToLower(stmt[k].text))
 				wordsEnd = k + 1
 			}
+		}
+		if name, ok := pgTypeNames[strings.Join(ws, " ")]; ok {
+			f.castNames[stmt[i].pos] = name
+		}
+		if wordsEnd == end && closing > 0 && end <= closing && strings.Join(ws, " ") == "numeric" {
+			// numeric without a precision keeps the value's scale, where
+			// MySQL's DECIMAL is DECIMAL(10,0): bind_pgfunc.go's numeric(x).
+			with := append(made(stmt[i].pos, `"numeric"(`), stmt[open+1:as]...)
+			with = append(with, made(stmt[first].pos, ")")...)
+			stmt = splice(stmt, i, closing+1, with...)
+			continue
 		}
 		if fn, ok := funcCasts[strings.Join(ws, " ")]; ok && closing > 0 && end <= closing {
 			// A type the parser cannot CAST to, bound as the function-style
@@ -556,7 +577,8 @@ func matchingParen(stmt []token, open int) int {
 // pgOnlyFields are the EXTRACT fields PostgreSQL has and MySQL's grammar does
 // not.
 var pgOnlyFields = map[string]bool{"dow": true, "doy": true, "isodow": true, "isoyear": true, "epoch": true,
-	"decade": true, "century": true, "millennium": true, "milliseconds": true, "microseconds": true}
+	"decade": true, "century": true, "millennium": true, "milliseconds": true, "microseconds": true,
+	"timezone": true, "timezone_hour": true, "timezone_minute": true}
 
 // rewriteExtractFields turns EXTRACT(field FROM x), for a field only
 // PostgreSQL has, into date_part('field', x).
@@ -691,7 +713,12 @@ func rewriteStringAgg(stmt []token, _ *dialectFacts) []token {
 		with = append(with, made(at, " SEPARATOR ")...)
 		with = append(with, trimBlanks(stmt[comma+1:order])...)
 		with = append(with, made(stmt[closing].pos, ")")...)
-		stmt = splice(stmt, i, closing+1, with...)
+		start := i
+		if i >= 2 && stmt[i-1].text == "." && stmt[i-2].is("pg_catalog") {
+			start, at = i-2, stmt[i-2].pos // pg_catalog.string_agg, as psql writes it
+			with[0].pos = at
+		}
+		stmt = splice(stmt, start, closing+1, with...)
 	}
 	return stmt
 }

@@ -1,6 +1,9 @@
 package sql
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // PostgreSQL's session commands, read by the dialect layer itself: SET's
 // value lists, TO and TIME ZONE, RESET, DISCARD and DEALLOCATE have no MySQL
@@ -31,7 +34,7 @@ const sessionPlaceholder = "DO 0"
 // rewriteSessionCommand recognises a whole statement that is one of
 //
 //	SET [SESSION | LOCAL] name {TO | =} {value [, ...] | DEFAULT}
-//	SET [SESSION | LOCAL] TIME ZONE {value | LOCAL | DEFAULT}
+//	SET [SESSION | LOCAL] TIME ZONE {value | LOCAL | DEFAULT | INTERVAL '+hh:mm' [HOUR TO MINUTE]}
 //	SET NAMES value   (client_encoding)
 //	RESET {name | ALL | TIME ZONE | SESSION AUTHORIZATION | TRANSACTION ISOLATION LEVEL}
 //	DISCARD {ALL | PLANS | SEQUENCES | TEMP | TEMPORARY}
@@ -126,6 +129,10 @@ func readSet(toks []token) (*sessionCommand, bool) {
 		if len(vals) == 1 && (vals[0].is("LOCAL") || vals[0].is("DEFAULT")) {
 			return cmd, true
 		}
+		if hours, ok := intervalZone(vals); ok {
+			cmd.values = []string{hours}
+			return cmd, true
+		}
 	case len(toks) >= 2 && toks[0].is("NAMES"):
 		cmd.name, vals = "client_encoding", toks[1:]
 	default:
@@ -151,6 +158,36 @@ func readSet(toks []token) (*sessionCommand, bool) {
 	values, ok := readSetValues(vals)
 	cmd.values = values
 	return cmd, ok && len(values) > 0
+}
+
+// intervalZone reads SET TIME ZONE INTERVAL '+02:00' [HOUR TO MINUTE], the
+// SQL standard's form, as the hours east of Greenwich it gives ("2"), which
+// SET TIME ZONE 2 means too; ok is false for anything else.
+func intervalZone(vals []token) (string, bool) {
+	if len(vals) < 2 || !vals[0].is("INTERVAL") || vals[1].kind != tokString || vals[1].text[0] != '\'' {
+		return "", false
+	}
+	if rest := vals[2:]; len(rest) != 0 && !(len(rest) == 3 && rest[0].is("HOUR") && rest[1].is("TO") && rest[2].is("MINUTE")) {
+		return "", false
+	}
+	s := strings.TrimSpace(vals[1].text[1 : len(vals[1].text)-1])
+	sign := 1.0
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		if s[0] == '-' {
+			sign = -1
+		}
+		s = s[1:]
+	}
+	h, m, _ := strings.Cut(s, ":")
+	hh, err1 := strconv.Atoi(h)
+	mm, err2 := strconv.Atoi(m)
+	if m == "" {
+		mm, err2 = 0, nil
+	}
+	if err1 != nil || err2 != nil || mm < 0 || mm > 59 {
+		return "", false
+	}
+	return strconv.FormatFloat(sign*(float64(hh)+float64(mm)/60), 'f', -1, 64), true
 }
 
 // readParamName reads a parameter's name: a word, a quoted identifier, or

@@ -39,6 +39,14 @@ func TestWatermarkClause(t *testing.T) {
 	if w := tab.Watermark; w == nil || w.Column != "date_time" || w.Delay != 4e6 {
 		t.Fatalf("watermark %+v, want date_time, 4 s behind", w)
 	}
+	// A timestamptz column's watermark is as plain.
+	tab, err = bind("CREATE TABLE bz (date_time timestamptz, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) ENGINE=kafka CONNECTION='kafka://k/t'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := tab.Watermark; w == nil || w.Delay != 4e6 {
+		t.Fatalf("timestamptz watermark %+v, want 4 s behind", w)
+	}
 	tab, err = bind("CREATE TABLE b (ts TIMESTAMP, WATERMARK FOR ts AS ts) ENGINE=kafka CONNECTION='kafka://k/t'")
 	if err != nil || tab.Watermark == nil || tab.Watermark.Delay != 0 {
 		t.Fatalf("WATERMARK FOR ts AS ts: %+v, %v", tab, err)

@@ -101,7 +101,7 @@ func TestFormatTableMatchesPsql(t *testing.T) {
 		out, _ := psql(t, ts, "-c", fmt.Sprintf("table %d", k))
 		batches := buildBatches(ts.be.mem, tc.schema, tc.rows)
 		var buf bytes.Buffer
-		err := FormatTable(&buf, tc.schema, batches)
+		err := FormatTable(&buf, tc.schema, batches, nil)
 		for _, b := range batches {
 			b.Release()
 		}

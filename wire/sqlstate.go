@@ -83,6 +83,7 @@ var sentinelCodes = []struct {
 	{expr.ErrInvalidCast, "22P02"},           // invalid_text_representation
 	{expr.ErrOutOfRange, "22003"},            // numeric_value_out_of_range
 	{expr.ErrInvalidArgument, "22023"},       // invalid_parameter_value
+	{expr.ErrNullValue, "22004"},             // null_value_not_allowed
 	{expr.ErrSubqueryRows, "21000"},          // cardinality_violation
 	// expr.ErrBadExpression is a binder bug: internal, left to the default.
 	{exec.ErrUnknownConnector, "42704"}, // undefined_object

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -18,8 +19,9 @@ import (
 // centred column names, a separator line, the rows (numbers right-aligned, other
 // values left-aligned, multi-line values continued with '+'), a "(n rows)" footer
 // and a blank line. Like psql it expands tabs, escapes other control characters
-// and counts East Asian wide characters as two columns.
-func FormatTable(w io.Writer, schema types.Schema, batches []arrow.RecordBatch) error {
+// and counts East Asian wide characters as two columns. A timestamp with time
+// zone prints in loc (nil: UTC), the session's TimeZone.
+func FormatTable(w io.Writer, schema types.Schema, batches []arrow.RecordBatch, loc *time.Location) error {
 	ncols := len(schema)
 	t := table{ncols: ncols, widths: make([]int, ncols), right: make([]bool, ncols)}
 
@@ -37,7 +39,7 @@ func FormatTable(w io.Writer, schema types.Schema, batches []arrow.RecordBatch) 
 		}
 		appenders := make([]textAppender, ncols)
 		for j := range ncols {
-			appenders[j] = appenderFor(b.Column(j), b.Schema().Field(j), nil)
+			appenders[j] = appenderFor(b.Column(j), b.Schema().Field(j), loc)
 		}
 		for i := range int(b.NumRows()) {
 			row := make([]cell, ncols)

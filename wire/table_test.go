@@ -107,7 +107,7 @@ func TestFormatTable(t *testing.T) {
 		}
 		batches := buildBatches(mem, tc.schema, tc.rows)
 		var buf bytes.Buffer
-		if err := FormatTable(&buf, tc.schema, batches); err != nil {
+		if err := FormatTable(&buf, tc.schema, batches, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, b := range batches {

@@ -195,6 +195,12 @@ func TestSQLCommand(t *testing.T) {
 		t.Errorf("a script that does not parse ran some of it: count\n%s", stdout)
 	}
 
+	// A timestamptz prints in the session's zone, as psql prints PostgreSQL's.
+	stdout, _, err = run("SET TIME ZONE 'Asia/Tokyo';\nSELECT TIMESTAMPTZ '2024-01-01 00:00:00+00' AS t;\n", "-f", "-")
+	if want := "SET\n           t            \n------------------------\n 2024-01-01 09:00:00+09\n(1 row)\n\n"; err != nil || stdout != want {
+		t.Errorf("timestamptz after SET TIME ZONE: %v\n%q\nwant %q", err, stdout, want)
+	}
+
 	// A server on the directory: hummer sql and a second server are refused.
 	addr := freeAddr(t)
 	exited := startProcess(t, bin, "serve", "--pg-addr", addr, "--data-dir", dir)

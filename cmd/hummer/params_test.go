@@ -217,6 +217,27 @@ psycopg2 numeric bool float: (Decimal('12.34'), True, Decimal('1.5'))
 	}
 }
 
+// TestJDBCTimeZone: pgjdbc in a JVM of zone Europe/Paris, which it sends as
+// TimeZone at start-up: timestamptz results, setTimestamp, an
+// OffsetDateTime and zone-less text parameters, AT TIME ZONE. want is what
+// the same program printed against PostgreSQL 15.
+func TestJDBCTimeZone(t *testing.T) {
+	jar := "/usr/share/java/postgresql.jar"
+	if _, err := os.Stat(jar); err != nil {
+		t.Skipf("%s: %v (install libpostgresql-jdbc-java to run this test)", jar, err)
+	}
+	out := clientScript(t, []string{"java", "-version"}, func(addr string) *exec.Cmd {
+		return exec.Command("java", "-Duser.timezone=Europe/Paris", "-cp", jar, "TimeZoneJdbc.java", "jdbc:postgresql://"+addr+"/hummer", "hummer")
+	})
+	want := `zone Europe/Paris
+2024-07-01T10:00:00Z 2024-07-01 14:00:00+02 2024-07-01T10:00Z
+2024-01-01T12:00:00Z 2024-07-01 10:00:00 2024-03-31 03:30:00+02
+`
+	if out != want {
+		t.Errorf("TimeZoneJdbc.java printed:\n%s\nwant (PostgreSQL's):\n%s", out, want)
+	}
+}
+
 // TestJDBCParams: pgjdbc's PreparedStatement with LIMIT ? OFFSET ? (past
 // prepareThreshold too, server-prepared and binary), dates, timestamps,
 // decimals and booleans. Each line is what it prints against PostgreSQL 15

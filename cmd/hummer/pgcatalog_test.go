@@ -72,6 +72,30 @@ var psqlDescribeWant = map[string]string{
  server_encoding | UTF8
 (2 rows)
 `,
+	`\dp`: `                            Access privileges
+ Schema | Name | Type  | Access privileges | Column privileges | Policies 
+--------+------+-------+-------------------+-------------------+----------
+ public | docs | table |                   |                   | 
+ public | t1   | table |                   |                   | 
+ public | v1   | view  |                   |                   | 
+(3 rows)
+`,
+	`\z t1`: `                            Access privileges
+ Schema | Name | Type  | Access privileges | Column privileges | Policies 
+--------+------+-------+-------------------+-------------------+----------
+ public | t1   | table |                   |                   | 
+(1 row)
+`,
+	`\dO`: `                            List of collations
+ Schema | Name | Collate | Ctype | ICU Locale | Provider | Deterministic? 
+--------+------+---------+-------+------------+----------+----------------
+(0 rows)
+`,
+	`\dd`: `         Object descriptions
+ Schema | Name | Object | Description 
+--------+------+--------+-------------
+(0 rows)
+`,
 	`\dT`: `     List of data types
  Schema | Name | Description 
 --------+------+-------------
@@ -262,5 +286,26 @@ b | four
 `
 	if string(out) != want {
 		t.Errorf("psql printed:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestCastColumnNames: a select item that is a cast is named as PostgreSQL
+// names it, by its type's name in pg_type (::integer is int4, ::varchar(3)
+// varchar), and unconstrained numeric keeps the value's scale; want is
+// what psql printed for the same query against PostgreSQL 15.
+func TestCastColumnNames(t *testing.T) {
+	addr := startTestServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	q := "select 1::bigint, 1::int, 'a'::text, 2.5::numeric, 7::numeric, 1.5::float8, true::boolean, '2024-01-01'::date, " +
+		"CAST(1 AS integer), CAST('x' AS varchar(3)), 1::double precision, 2.5::numeric(5,2), 1::smallint, 2::real"
+	out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-c", q).CombinedOutput()
+	want := ` int8 | int4 | text | numeric | numeric | float8 | bool |    date    | int4 | varchar | float8 | numeric | int2 | float4 
+------+------+------+---------+---------+--------+------+------------+------+---------+--------+---------+------+--------
+    1 |    1 | a    |     2.5 |       7 |    1.5 | t    | 2024-01-01 |    1 | x       |      1 |    2.50 |    1 |      2
+(1 row)
+
+`
+	if err != nil || string(out) != want {
+		t.Errorf("psql printed (%v):\n%s\nPostgreSQL's psql printed:\n%s", err, out, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -67,7 +68,7 @@ func runSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	ctx := context.Background()
 	for _, st := range stmts {
 		p := startProgress(os.Stderr, eng.JobManager())
-		err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r, p) })
+		err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r, p, s.TimeZone()) })
 		p.stopAndWipe()
 		if err != nil {
 			return scriptError(name, script, st.OriginTextPosition(), err)
@@ -78,8 +79,8 @@ func runSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 
 // printResult prints a statement's rows as psql's aligned table, or its tag,
 // counting the rows for the progress line (progress.go), which it wipes before
-// printing.
-func printResult(ctx context.Context, stdout io.Writer, r *session.Result, p *progress) error {
+// printing; a timestamptz prints in the session's zone loc.
+func printResult(ctx context.Context, stdout io.Writer, r *session.Result, p *progress, loc *time.Location) error {
 	if r.Rows == nil {
 		p.stopAndWipe()
 		_, err := fmt.Fprintln(stdout, r.Tag)
@@ -103,7 +104,7 @@ func printResult(ctx context.Context, stdout io.Writer, r *session.Result, p *pr
 		batches = append(batches, b)
 	}
 	p.stopAndWipe()
-	return wire.FormatTable(stdout, r.Rows.Schema(), batches)
+	return wire.FormatTable(stdout, r.Rows.Schema(), batches, loc)
 }
 
 // scriptError words the error of the statement at byte offset start of

@@ -27,6 +27,8 @@ var (
 	// ErrInvalidArgument: an argument value the function rejects, such as a
 	// negative substring length or a malformed LIKE escape.
 	ErrInvalidArgument = errors.New("invalid argument value")
+	// ErrNullValue: a NULL where a function takes none, such as format's %I.
+	ErrNullValue = errors.New("null value not allowed")
 	// ErrBadExpression: the tree breaks the binder's contract (an argument of the
 	// wrong type, a column index outside the batch, an unknown node kind).
 	ErrBadExpression = errors.New("malformed expression")

@@ -123,13 +123,17 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalPgSizePretty, rowsArgs
 	case "array_position":
 		return evalArrayPosition, rowsArgs
+	case "array_remove":
+		return evalArrayRemove, rowsArgs
+	case "format":
+		return evalFormat, rowsArgs // pgformat.go
 	case "array_get":
 		return evalArrayGet, rowsArgs
 	case "array_build":
 		return evalArrayBuild, rowsArgs
 	case "$timestamptz":
 		return evalTimestampTZ, rowsArgs
-	case "$timestamptz_in", "$tz_from_local", "$tz_to_local", "$tz_text":
+	case "$timestamptz_in", "$tz_from_local", "$tz_to_local", "$tz_text", "$tz_offset":
 		return evalZoned, rowsArgs // pgzone.go
 	case "to_char", "date_format":
 		return evalToChar, literalArgs
@@ -141,7 +145,7 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalSecondsPart, rowsArgs
 	case "$add_micros", "$add_months":
 		return evalAddInterval, literalArgs
-	case "$interval_months", "$interval_micros":
+	case "$interval_months", "$interval_micros", "$interval_days", "$interval_time":
 		return evalIntervalPart, rowsArgs // pginterval.go
 	case "$interval_key":
 		return evalIntervalKey, rowsArgs // pginterval_ops.go

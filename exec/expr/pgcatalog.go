@@ -472,3 +472,39 @@ func evalTimestampTZ(c *call) (arrow.Array, error) {
 	}
 	return finish(types.TimestampType.Arrow(), c.n, nulls, valid, data), nil
 }
+
+// evalArrayRemove is array_remove(array, x): the array without its elements
+// equal to x (compared as text; NULL x removes the NULLs), NULL for a NULL
+// array.
+func evalArrayRemove(c *call) (arrow.Array, error) {
+	arr, x := textOf(c.args[0]), textOf(c.args[1])
+	valid, nulls := validity(c.mem, c.n, c.args[0])
+	sb := newStringBuilder(c.mem, c.n, len(arr.all()))
+	var buf []byte
+	for i := range c.n {
+		if validAt(valid, i) {
+			removeNull := c.args[1].IsNull(i)
+			want := string(x.row(i))
+			buf = append(buf[:0], '{')
+			first := true
+			for _, e := range parseArray(string(arr.row(i))) {
+				if e == nil && removeNull || e != nil && !removeNull && *e == want {
+					continue
+				}
+				if !first {
+					buf = append(buf, ',')
+				}
+				first = false
+				if e == nil {
+					buf = append(buf, "NULL"...)
+				} else {
+					buf = append(buf, quoteArrayElement(*e)...)
+				}
+			}
+			sb.write(append(buf, '}'))
+		}
+		sb.end()
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array(), nil
+}

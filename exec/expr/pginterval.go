@@ -143,12 +143,12 @@ func intervalText(dst, s []byte) ([]byte, error) {
 }
 
 // evalIntervalPart is $interval_months(iv) and $interval_micros(iv) (its
-// days and time, a day 24 hours long).
+// days and time, a day 24 hours long), $interval_days(iv) (its days, as
+// microseconds) and $interval_time(iv) (its time).
 func evalIntervalPart(c *call) (arrow.Array, error) {
 	in := textOf(c.args[0])
 	valid, nulls := validity(c.mem, c.n, c.args[0])
 	data, out := newValues[int64](c.mem, c.n)
-	months := c.e.Func == "$interval_months"
 	for i := range c.n {
 		if !validAt(valid, i) {
 			continue
@@ -159,9 +159,14 @@ func evalIntervalPart(c *call) (arrow.Array, error) {
 			releaseBuffer(valid)
 			return nil, err
 		}
-		if months {
+		switch c.e.Func {
+		case "$interval_months":
 			out[i] = int64(mo)
-		} else {
+		case "$interval_days": // as microseconds
+			out[i] = int64(d) * microsPerDay
+		case "$interval_time":
+			out[i] = us
+		default:
 			out[i] = int64(d)*microsPerDay + us
 		}
 	}

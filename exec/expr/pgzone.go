@@ -18,6 +18,7 @@ import (
 //	$tz_from_local(ts, zone)      the instant when the wall clock in zone shows ts
 //	$tz_to_local(tstz, zone)      what the wall clock in zone shows at tstz
 //	$tz_text(tstz, zone)          tstz's text in zone, with its offset
+//	$tz_offset(tstz, zone)        zone's offset from UTC at tstz, in seconds
 
 // zoneArg reads the zone argument of row i, looking a name up once while
 // the rows name the same zone.
@@ -79,10 +80,11 @@ func evalZoned(c *call) (arrow.Array, error) {
 			return nil, err
 		}
 	}
-	return finish(types.TimestampType.Arrow(), c.n, nulls, valid, data), nil
+	return finish(c.e.Type.Arrow(), c.n, nulls, valid, data), nil
 }
 
-// zoned computes row i of $timestamptz_in, $tz_from_local or $tz_to_local.
+// zoned computes row i of $timestamptz_in, $tz_from_local, $tz_to_local or
+// $tz_offset.
 func zoned(fn string, a arrow.Array, i int, loc *time.Location) (int64, error) {
 	switch fn {
 	case "$timestamptz_in":
@@ -93,6 +95,8 @@ func zoned(fn string, a arrow.Array, i int, loc *time.Location) (int64, error) {
 			return local, nil
 		}
 		return local - int64(types.LocalOffset(loc, local))*microsPerSecond, nil
+	case "$tz_offset":
+		return int64(types.ZoneOffset(loc, int64Values(a)[i])), nil
 	default: // $tz_to_local
 		at := int64Values(a)[i]
 		if isInfinite(at) {

@@ -13,7 +13,7 @@ import (
 // Time zones, as PostgreSQL's TimeZone setting names them and as a
 // timestamp with time zone prints in one.
 
-// zones caches the locations Zone has read, by name.
+// zones caches the zone files' locations Zone has read, by lower-case name.
 var zones sync.Map
 
 // Zone returns the location a TimeZone value names, as PostgreSQL reads it:
@@ -25,18 +25,22 @@ func Zone(name string) (*time.Location, error) {
 	if name == "" || strings.EqualFold(name, "UTC") {
 		return time.UTC, nil
 	}
-	if loc, ok := zones.Load(name); ok {
+	key := strings.ToLower(name) // zone names are found in any case
+	if loc, ok := zones.Load(key); ok {
 		return loc.(*time.Location), nil
 	}
-	loc, err := readZone(name)
+	loc, named, err := readZone(name)
 	if err != nil {
 		return nil, err
 	}
-	zones.Store(name, loc)
+	if named { // the zone files' names are few; offsets, cheap to make, are not kept
+		zones.Store(key, loc)
+	}
 	return loc, nil
 }
 
-func readZone(name string) (*time.Location, error) {
+// readZone reads a zone; named says it is one of the zone files'.
+func readZone(name string) (loc *time.Location, named bool, err error) {
 	posix := name
 	if strings.HasPrefix(name, "<") {
 		// <+07>-07: the abbreviation in brackets, then the POSIX offset.
@@ -50,12 +54,14 @@ func readZone(name string) (*time.Location, error) {
 		}
 	}
 	if west, ok := posixSeconds(posix); ok && (posix != name || posix[0] == '+' || posix[0] == '-') {
-		return time.FixedZone(name, -west), nil
+		return time.FixedZone(name, -west), false, nil
 	}
-	if loc, err := time.LoadLocation(name); err == nil {
-		return loc, nil
+	for _, spelling := range ZoneSpellings(name) {
+		if loc, err := time.LoadLocation(spelling); err == nil {
+			return loc, true, nil
+		}
 	}
-	return nil, fmt.Errorf("time zone %q not recognized", name)
+	return nil, false, fmt.Errorf("time zone %q not recognized", name)
 }
 
 // posixSeconds reads [+|-]hh[:mm[:ss]] as seconds.
@@ -149,4 +155,27 @@ func AppendZoneOffset(dst []byte, off int) []byte {
 		dst = appendPadded(append(dst, ':'), off%60, 2)
 	}
 	return dst
+}
+
+// ZoneSpellings are the spellings of an IANA zone name to try, since
+// PostgreSQL finds a zone in any case and Go only in the file's: as written,
+// each part capitalised (America/New_York), and those with the parts after
+// the first upper case (Etc/UTC), or all upper case (EST5EDT, CET).
+func ZoneSpellings(name string) []string {
+	capital := func(part string) string {
+		b := []byte(strings.ToLower(part))
+		up := true
+		for i, c := range b {
+			if up && c >= 'a' && c <= 'z' {
+				b[i] = c - 'a' + 'A'
+			}
+			up = c == '_' || c == '-' || c == '/'
+		}
+		return string(b)
+	}
+	out := []string{name, capital(name)}
+	if first, rest, ok := strings.Cut(name, "/"); ok {
+		out = append(out, capital(first)+"/"+strings.ToUpper(rest))
+	}
+	return append(out, strings.ToUpper(name))
 }
