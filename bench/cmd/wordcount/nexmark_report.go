@@ -51,6 +51,27 @@ var nexmarkPublished = map[string]map[string]float64{
 		"q21": 89_377, "q22": 110_500},
 }
 
+// nexmarkProfiles is, per query, where its CPU went in a CPU profile of the
+// server (HUMMER_CPUPROFILE, one run at parallelism 1 on 2026-12-06); the
+// README gives it for the queries short of a goal. storeFinal is the state
+// each task stores as it ends (exec/task/checkpoint.go), here once, when the
+// input ends: every key of a join's or Top-N's state as JSON (the Arrow IPC
+// bytes in base64), written through gocloud's blob.WriteAll, which hashes it
+// with MD5 three times (WriteAll, the Writer, fileblob's attributes file).
+var nexmarkProfiles = map[string]string{
+	"q3":  "a stream_join of people and auctions; not profiled (it passes when the machine is quiet)",
+	"q4":  "the stream_join of auctions and bids keeping both sides' rows: its ProcessBatch 43% (inserting into its keyed state, KeyTable.InsertRows, 28%); the final state stored when the input ends 37% (MD5 17%, JSON 8%); the generator 17%",
+	"q5":  "the HOP window copies each bid into 5 windows (series 60%) before counting them per auction and window (window_agg 44%, its keyed state 29%); the generator's own work is a tenth",
+	"q7":  "planned as a regular stream_join on price (its BETWEEN is over a window bound, not a watermarked column, so no interval join), which keeps every bid in state: stream_join 53% (keyed-state inserts 35%), the generator 37%",
+	"q8":  "window_join of people and auctions; not profiled",
+	"q9":  "the final state stored when the input ends 47% (MD5 20%, JSON 11%); the stream_join and the Top-N 19% each, their keyed-state inserts 23%",
+	"q11": "session windows per bidder; not profiled",
+	"q13": "the lookup join; not profiled",
+	"q18": "the Top-N per bidder and auction 38% (keyed-state inserts 32%); the final state stored when the input ends 28% (MD5 11%)",
+	"q19": "the final state stored when the input ends 38% (MD5 14%); the Top-N per auction 33% (keyed-state inserts 25%); the generator 14%",
+	"q20": "the final state stored when the input ends 61% (MD5 27%, JSON 14%): the stream_join keeps every bid and auction; the join itself 25% (keyed-state inserts 19%)",
+}
+
 // nexmarkTarget is issues 24 and 25's per-core target for a query, in
 // events/s; 0: none (the issues set none for q10, q12, q14-q17, q21, q22).
 func nexmarkTarget(q string) float64 {
@@ -325,6 +346,27 @@ func (r *nexmarkReport) readme(resultsDir string, p func(string, ...any)) {
 		p("")
 		for _, e := range errs {
 			p("%s", e)
+		}
+		p("")
+	}
+	var short []string
+	for _, q := range r.queryNames() {
+		for _, g := range r.Goals {
+			if g.Query == q && !g.Pass && g.Note != "no published figure" {
+				short = append(short, q)
+				break
+			}
+		}
+	}
+	if len(short) > 0 {
+		p("Short of a goal in this run, and where the CPU goes (CPU profiles of `hummer serve` under `HUMMER_CPUPROFILE`, one run at parallelism 1, the shares of all the server's samples):")
+		p("")
+		for _, q := range short {
+			why, ok := nexmarkProfiles[q]
+			if !ok {
+				why = "not profiled"
+			}
+			p("- %s: %s", q, why)
 		}
 		p("")
 	}
