@@ -67,6 +67,7 @@ func TestUnbounded(t *testing.T) {
 		{"socket", "socket://localhost:9999", true},
 		{"nexmark", "nexmark://bid", true},
 		{"nexmark", "nexmark://bid?events=10", false},
+		{"nexmark", "nexmark://bid?events=10&continuous=true", true},
 		{"file", "file:///x", false},
 		{"memory", "memory://t", false},
 	} {

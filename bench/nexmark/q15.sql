@@ -2,7 +2,7 @@
 -- Hummer; the suite's later DDL calls the time column customTime, ddl.sql here dateTime)
 CREATE TABLE nexmark_q15 (`day` TEXT, total_bids BIGINT, rank1_bids BIGINT, rank2_bids BIGINT, rank3_bids BIGINT,
   total_bidders BIGINT, rank1_bidders BIGINT, rank2_bidders BIGINT, rank3_bidders BIGINT,
-  total_auctions BIGINT, rank1_auctions BIGINT, rank2_auctions BIGINT, rank3_auctions BIGINT) ENGINE=blackhole CONNECTION='blackhole://';
+  total_auctions BIGINT, rank1_auctions BIGINT, rank2_auctions BIGINT, rank3_auctions BIGINT, PRIMARY KEY (`day`)) ENGINE=blackhole CONNECTION='blackhole://';
 
 INSERT INTO nexmark_q15
 SELECT

@@ -1,7 +1,7 @@
 -- Query 16: Channel Statistics Report (nexmark-flink/src/main/resources/queries/q16.sql, the DDL for Hummer)
 CREATE TABLE nexmark_q16 (channel TEXT, `day` TEXT, `minute` TEXT, total_bids BIGINT, rank1_bids BIGINT, rank2_bids BIGINT, rank3_bids BIGINT,
   total_bidders BIGINT, rank1_bidders BIGINT, rank2_bidders BIGINT, rank3_bidders BIGINT,
-  total_auctions BIGINT, rank1_auctions BIGINT, rank2_auctions BIGINT, rank3_auctions BIGINT) ENGINE=blackhole CONNECTION='blackhole://';
+  total_auctions BIGINT, rank1_auctions BIGINT, rank2_auctions BIGINT, rank3_auctions BIGINT, PRIMARY KEY (channel, `day`)) ENGINE=blackhole CONNECTION='blackhole://';
 
 INSERT INTO nexmark_q16
 SELECT

@@ -1,6 +1,6 @@
 -- Query 17: Auction Statistics Report (nexmark-flink/src/main/resources/queries/q17.sql, the DDL for Hummer)
 CREATE TABLE nexmark_q17 (auction BIGINT, `day` TEXT, total_bids BIGINT, rank1_bids BIGINT, rank2_bids BIGINT, rank3_bids BIGINT,
-  min_price BIGINT, max_price BIGINT, avg_price BIGINT, sum_price BIGINT) ENGINE=blackhole CONNECTION='blackhole://';
+  min_price BIGINT, max_price BIGINT, avg_price BIGINT, sum_price BIGINT, PRIMARY KEY (auction, `day`)) ENGINE=blackhole CONNECTION='blackhole://';
 
 INSERT INTO nexmark_q17
 SELECT

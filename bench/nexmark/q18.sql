@@ -1,6 +1,6 @@
 -- Query 18: Find last bid (nexmark-flink/src/main/resources/queries/q18.sql, the DDL for Hummer)
 -- What's a's last bid for bidder to auction? Illustrates a Deduplicate query.
-CREATE TABLE nexmark_q18 (auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, dateTime TIMESTAMP, extra TEXT)
+CREATE TABLE nexmark_q18 (auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, dateTime TIMESTAMP, extra TEXT, PRIMARY KEY (bidder, auction))
   ENGINE=blackhole CONNECTION='blackhole://';
 
 INSERT INTO nexmark_q18

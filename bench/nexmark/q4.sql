@@ -1,5 +1,5 @@
 -- Query 4: Average Price for a Category (nexmark-flink/src/main/resources/queries/q4.sql, the DDL for Hummer)
-CREATE TABLE nexmark_q4 (id BIGINT, final BIGINT) ENGINE=blackhole CONNECTION='blackhole://';
+CREATE TABLE nexmark_q4 (id BIGINT, final BIGINT, PRIMARY KEY (id)) ENGINE=blackhole CONNECTION='blackhole://';
 
 INSERT INTO nexmark_q4
 SELECT

@@ -3,7 +3,7 @@
 -- Over bounded tables its join is a hash join; over streams it needs a join of two streams.
 CREATE TABLE nexmark_q9 (id BIGINT, itemName TEXT, description TEXT, initialBid BIGINT, reserve BIGINT, dateTime TIMESTAMP,
   expires TIMESTAMP, seller BIGINT, category BIGINT, extra TEXT, auction BIGINT, bidder BIGINT, price BIGINT,
-  bid_dateTime TIMESTAMP, bid_extra TEXT) ENGINE=blackhole CONNECTION='blackhole://';
+  bid_dateTime TIMESTAMP, bid_extra TEXT, PRIMARY KEY (id)) ENGINE=blackhole CONNECTION='blackhole://';
 
 INSERT INTO nexmark_q9
 SELECT

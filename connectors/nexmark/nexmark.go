@@ -59,6 +59,7 @@ func Spec() *spec.Connector {
 			{Name: "event_rate", Type: spec.String, Default: "", Description: "events per second of event time (the spacing of their times); default: rate, or 10000 when rate is 0"},
 			{Name: "seed", Type: spec.String, Default: "0", Description: "the seed every event's fields are drawn with: the three tables over one seed describe one site"},
 			{Name: "base", Type: spec.String, Default: DefaultBase, Description: "the event time of the first event (RFC 3339), or now: when the job starts"},
+			{Name: "continuous", Type: spec.String, Default: "false", Description: "with events=N, plan queries over the table as over a stream without end (continuous jobs: stream joins, updating aggregations), as Flink's streaming mode runs its bounded generator, though the source still ends after N events (for benchmarks)"},
 		},
 	}
 }
@@ -81,17 +82,20 @@ func Validate(c exec.ConnectorSpec) error {
 	return err
 }
 
-// Bounded reports whether the table's URL sets events, so that its source ends.
+// Bounded reports whether queries over the table are planned as over a
+// table that ends: its URL sets events, and not continuous.
 func Bounded(c exec.ConnectorSpec) bool {
 	cfg, err := parse(c)
-	return err == nil && cfg.events > 0
+	return err == nil && cfg.events > 0 && !cfg.continuous
 }
 
 // config is a validated Nexmark table.
 type config struct {
 	kind   Kind
-	events int64   // 0: unbounded
-	rate   float64 // of emission; 0: as fast as it can
+	events int64 // 0: unbounded
+	// continuous plans a table of events > 0 as a stream (Bounded).
+	continuous bool
+	rate       float64 // of emission; 0: as fast as it can
 	// eventRate is the events per second of event time: event n is at
 	// base + n/eventRate.
 	eventRate float64
@@ -141,6 +145,9 @@ func parse(c exec.ConnectorSpec) (config, error) {
 	}
 	if cfg.eventRate == 0 {
 		cfg.eventRate = 10000
+	}
+	if cfg.continuous, err = strconv.ParseBool(v.Get("continuous")); err != nil {
+		return config{}, s.Errorf("option continuous: %q is not true or false", v.Get("continuous"))
 	}
 	if cfg.seed, err = strconv.ParseInt(v.Get("seed"), 10, 64); err != nil {
 		return config{}, s.Errorf("option seed: %q is not an integer", v.Get("seed"))

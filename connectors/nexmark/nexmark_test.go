@@ -182,6 +182,7 @@ func TestValidate(t *testing.T) {
 		{"nexmark://bid?rate=fast", "price", "bigint", "rate"},
 		{"nexmark://bid?speed=1", "price", "bigint", "unknown option"},
 		{"nexmark://bid?base=yesterday", "price", "bigint", "base"},
+		{"nexmark://bid?events=10&continuous=yes", "price", "bigint", "continuous"},
 		{"nexmark://bid", "cost", "bigint", "no such field"},
 		{"nexmark://bid", "price", "text", "the field is bigint"},
 	} {
@@ -194,8 +195,9 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s (%s %s): %v, want ErrBadOption about %q", c.url, c.col, c.typ, err, c.want)
 		}
 	}
-	if Bounded(exec.ConnectorSpec{URL: "nexmark://bid"}) || !Bounded(exec.ConnectorSpec{URL: "nexmark://bid?events=10"}) {
-		t.Error("Bounded: want a table bounded exactly when it sets events")
+	if Bounded(exec.ConnectorSpec{URL: "nexmark://bid"}) || !Bounded(exec.ConnectorSpec{URL: "nexmark://bid?events=10"}) ||
+		Bounded(exec.ConnectorSpec{URL: "nexmark://bid?events=10&continuous=true"}) {
+		t.Error("Bounded: want a table bounded exactly when it sets events, and not continuous")
 	}
 }
 

@@ -188,16 +188,21 @@ func (o *streamJoinOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 func (sd *streamJoinSide) reset() {
 	sd.release()
 	sd.keys, sd.rows = state.NewKeyTable(), state.NewKeyTable()
-	sd.members, sd.rowKey, sd.pos, sd.count, sd.matches, sd.touched = nil, nil, nil, nil, nil, nil
-	sd.live = 0
 }
 
+// release frees the side's state: its tables, and the per-key and per-row
+// slices and scratch beside them, which would otherwise stay as long as the
+// operator is reachable (a finished job's tasks are, while it is listed).
 func (sd *streamJoinSide) release() {
 	if sd.keys != nil {
 		sd.keys.Release()
 		sd.rows.Release()
 		sd.keys, sd.rows = nil, nil
 	}
+	sd.members, sd.rowKey, sd.pos, sd.count, sd.matches, sd.touched = nil, nil, nil, nil, nil, nil
+	sd.keyIDs, sd.rowIDs = nil, nil
+	sd.keyEnc, sd.rowEnc = state.RowKeys{}, state.RowKeys{}
+	sd.live = 0
 }
 
 // index gives the n rows of cols (the side's columns) their ids: keyIDs and

@@ -249,11 +249,15 @@ func (o *sessionAggOp) close(ctx context.Context, out exec.Collector) error {
 	return agg.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rowsOnly{out})
 }
 
+// Close frees the rows held and the sort keys' buffers, which would
+// otherwise stay as long as the operator is reachable (a finished job's tasks
+// are, while it is listed).
 func (o *sessionAggOp) Close(ctx context.Context) error {
 	for _, b := range o.pending {
 		b.Rec.Release()
 	}
 	o.pending = nil
+	o.keys, o.order = sortKeys{}, sortKeys{}
 	return nil
 }
 

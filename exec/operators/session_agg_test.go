@@ -13,8 +13,8 @@ import (
 // TestSessionAgg: rows of a key less than the gap (3 s) apart are one
 // session, from the first to the last plus the gap, emitted once the
 // watermark reaches its end; a row whose own session is behind the watermark
-// is late; a restored operator still holds the open sessions. Expected rows
-// worked by hand.
+// is late; a restored operator still holds the open sessions; Close frees
+// what it held. Expected rows worked by hand.
 func TestSessionAgg(t *testing.T) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
@@ -61,7 +61,15 @@ func TestSessionAgg(t *testing.T) {
 	}
 	snap, err := op.(exec.Checkpointed).SnapshotState(ctx, 1)
 	must(err)
+	// Close frees the sort keys' buffers too: a finished job's operators stay
+	// reachable while it is listed.
+	if op.(*sessionAggOp).keys.data == nil {
+		t.Fatal("no sort keys before Close: the watermark closed no session")
+	}
 	op.Close(ctx)
+	if so := op.(*sessionAggOp); so.keys.data != nil || so.order.data != nil || so.pending != nil {
+		t.Error("session_agg holds its rows or sort keys after Close")
+	}
 	op2 := opTestNew(t, "session_agg", cfg, out)
 	must(op2.Open(ctx, testkit.TaskContext(mem)))
 	must(op2.(exec.Checkpointed).RestoreState(ctx, snap))

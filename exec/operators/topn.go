@@ -665,8 +665,14 @@ func (o *topnOp) emitFinal(ctx context.Context, out exec.Collector) error {
 	return o.emitRows(ctx, out, rs, exec.Insert)
 }
 
+// Close frees the state and the scratch beside it (the encoders' buffers,
+// the per-row and per-batch slices), which would otherwise stay as long as
+// the operator is reachable (a finished job's tasks are, while it is listed).
 func (o *topnOp) Close(ctx context.Context) error {
 	o.release()
-	o.ps = nil
+	o.refs, o.ps, o.dirty, o.live = nil, nil, nil, 0
+	o.pkeys, o.full, o.skeys = state.RowKeys{}, state.RowKeys{}, sortKeys{}
+	o.pids, o.rids, o.sel, o.diff = nil, nil, nil, nil
+	o.pending, o.times, o.lateIdx = nil, nil, nil
 	return nil
 }

@@ -440,3 +440,43 @@ func TestTopNLargePartition(t *testing.T) {
 		t.Errorf("the partition's rows took at most %d chunks", chunks)
 	}
 }
+
+// TestTopNCloseFrees: Close leaves the operator holding none of its state
+// nor the scratch beside it: a finished job's operators stay reachable while
+// the job is listed.
+func TestTopNCloseFrees(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
+	out := append(slices.Clone(in), types.Field{Name: "rn", Type: types.Int64Type})
+	op := opTestNew(t, "topn", TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 2, Rank: true, Retracts: true}, out)
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for i := range 100 {
+		rows = append(rows, fmt.Sprintf(`{"k": "k%d", "x": %d}`, i%7, i))
+	}
+	b := testkit.Batches(t, mem, in, "["+strings.Join(rows, ",")+"]")[0]
+	view := &aggTestView{t: t}
+	err := op.ProcessBatch(ctx, 0, b, view)
+	b.Rec.Release()
+	if err == nil {
+		err = op.(exec.Flusher).Flush(ctx, view)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := op.(*topnOp)
+	if o.refs == nil || o.ps == nil || o.rids == nil {
+		t.Fatal("the operator holds no rows before Close: the test feeds nothing")
+	}
+	if err := op.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o.parts != nil || o.rows != nil || o.refs != nil || o.ps != nil || o.dirty != nil || o.live != 0 ||
+		o.pids != nil || o.rids != nil || o.sel != nil || o.diff != nil || o.skeys.data != nil {
+		t.Error("topn still holds state after Close")
+	}
+}

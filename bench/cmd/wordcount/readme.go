@@ -233,7 +233,7 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	p("make bench-checkpoint                       # only the checkpoint benchmark (under 3 minutes), then this README")
 	p("make bench-tpch                             # only TPC-H against DuckDB and PostgreSQL (about 40 minutes), then this README")
 	p("make bench-tables                           # only \\copy and INSERT into Hummer's tables against PostgreSQL (about 4 minutes), then this README")
-	p("make bench-nexmark                          # only the Nexmark queries at parallelism 1 and 2 against the Go program (about 7 minutes), then this README")
+	p("make bench-nexmark                          # only the Nexmark queries at parallelism 1 and 2 against the Go program (about 8 minutes), then this README")
 	p("cd bench && go run ./cmd/wordcount -h        # flags: -reps, -copies, -suites, -groupby-keys, -hummer, -work ...")
 	p("cd bench && go run ./cmd/wordcount -suites groupby   # only the GROUP BY larger than memory (a few minutes), then this README")
 	p("cd bench && go run ./cmd/latency -h          # flags: -rates, -warmup, -measure, -rounds, -hummer ...")
