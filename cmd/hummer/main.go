@@ -46,7 +46,8 @@ Usage:
 Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL;
 jobmanager: --heartbeat-timeout D (3s)
 HTTP (--http-addr; '' turns it off): the dashboard (serve, jobmanager; off loopback it asks for a
-user and password of the PostgreSQL port), /metrics, /healthz, /readyz; a TaskManager has none unless given one
+user and password of the PostgreSQL port; HTTPS with --tls-cert), /metrics, /healthz, /readyz;
+a TaskManager has none unless given one
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
 else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
 
@@ -170,7 +171,7 @@ func serve(args []string) error {
 	}
 	defer unlock()
 	ep := newEndpoint("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ep, true, log)
+	stopHTTP, err := httpAddr.start(ep, true, sec, log)
 	if err != nil {
 		return err
 	}
@@ -267,7 +268,7 @@ func jobManager(args []string) error {
 	// slots: requiring TaskManagers would keep a JobManager unready that they
 	// find through a Service routing only to ready pods.
 	ep := newEndpoint("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ep, true, log)
+	stopHTTP, err := httpAddr.start(ep, true, sec, log)
 	if err != nil {
 		return err
 	}
@@ -347,7 +348,7 @@ func taskManager(args []string) error {
 		}
 	}
 	ep := newEndpoint("not registered with the JobManager")
-	stopHTTP, err := httpAddr.start(ep, false, log)
+	stopHTTP, err := httpAddr.start(ep, false, nil, log)
 	if err != nil {
 		return err
 	}
