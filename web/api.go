@@ -113,6 +113,9 @@ type subtaskJSON struct {
 	QueueCap     int    `json:"queue_capacity"`
 	Watermark    int64  `json:"watermark_us,omitempty"`
 	Status       string `json:"status,omitempty"`
+	// OperatorRows are the rows each operator of the chain emitted, in
+	// chain order.
+	OperatorRows []int64 `json:"operator_rows_out"`
 	// Lag is the consumer lag of the task's source over its partitions
 	// (Kafka), -1 when it reports none.
 	Lag int64 `json:"lag"`
@@ -233,6 +236,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 				st.Queue, st.QueueCap = m.QueueFill()
 				st.Watermark = max(m.Watermark.Load(), 0)
 				st.Status = m.Status()
+				st.OperatorRows = m.ChainRowsOut()
 				if lags := m.Lags(); lags != nil {
 					st.Lag = 0
 					for _, n := range lags {

@@ -138,6 +138,9 @@ async function jobPage(id) {
       if (st.watermark_us && (!s.wm || st.watermark_us < s.wm)) s.wm = st.watermark_us;
     }
     const key = "v/" + id + "/" + v.id + "/";
+    // Each fused operator's output rate, over the subtasks.
+    s.opRates = v.operators.map((_, i) => rate(key + "op" + i,
+      v.subtasks.reduce((n, st) => n + ((st.operator_rows_out || [])[i] || 0), 0), t));
     s.inRate = rate(key + "in", s.rowsIn, t);
     s.outRate = rate(key + "out", s.rowsOut, t);
     const dBusy = rate(key + "busy", s.busy, t), dIdle = rate(key + "idle", s.idle, t), dBp = rate(key + "bp", s.bp, t);
@@ -241,7 +244,9 @@ function graphSVG(vs, edges, t) {
       <rect class="box${s.bpPct > 50 ? " bp" : ""}" width="${W}" height="${p.h}" rx="6"/>
       <text class="title" x="10" y="18">${v.id}: ${esc(trim(v.name, 34))}  ×${v.parallelism}</text>`;
     v.operators.forEach((op, i) => {
-      out += `<text class="op" x="14" y="${36 + 15 * i}">${i ? "→ " : ""}${esc(trim(op, i ? 39 : 41))}<title>${esc(op)}</title></text>`;
+      const r = s.opRates[i];
+      out += `<text class="op" x="14" y="${36 + 15 * i}">${i ? "→ " : ""}${esc(trim(op, i ? 31 : 33))}<title>${esc(op)}</title></text>`;
+      out += `<text class="metric oprate" x="${W - 8}" y="${36 + 15 * i}" text-anchor="end">${r === null ? "" : fmtNum(r) + "/s"}</text>`;
     });
     const y0 = 30 + 15 * v.operators.length + 6;
     out += `<text class="metric" x="10" y="${y0 + 10}">in ${fmtNum(s.inRate)}/s · out ${fmtNum(s.outRate)}/s${s.wm ? " · wm lag " + ((t * 1000 - s.wm) / 1e6).toFixed(1) + "s" : ""}</text>`;
