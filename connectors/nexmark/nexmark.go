@@ -295,13 +295,12 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 				} else {
 					timer.Reset(wait)
 				}
-				waited := time.Now()
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
 				case <-timer.C:
 				}
-				s.m.IdleNanos.Add(time.Since(waited).Nanoseconds()) // not busy: throttled
+				s.m.IdleNanos.Add(int64(wait)) // throttled, not busy
 				continue
 			}
 			if end < 0 || due+1 < end {
