@@ -149,8 +149,16 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		out.TaskManagers = append(out.TaskManagers, t)
 	}
+	listed := map[string]bool{}
 	for _, j := range jm.Jobs() {
 		out.Jobs = append(out.Jobs, brief(j))
+		listed[j.ID] = true
+	}
+	for _, wj := range eng.WaitingJobs() {
+		if !listed[wj.ID] {
+			out.Jobs = append(out.Jobs, jobBrief{ID: wj.ID, Statement: wj.Statement, State: string(jobmanager.JobWaitingForSlots),
+				Started: wj.Since.UnixMilli(), Error: wj.Err.Error()})
+		}
 	}
 	writeJSON(w, out)
 }

@@ -78,3 +78,34 @@ func TestHTTPAddrTaken(t *testing.T) {
 		t.Errorf("serve --http-addr on a taken address: err = %v, output:\n%s\nwant a failure naming --http-addr", err, out)
 	}
 }
+
+// TestReadyWhileJobsWait: a JobManager restarted with no TaskManager yet is
+// ready (its TaskManagers may find it only once it is), and its overview lists
+// the recorded continuous job as waiting for slots.
+func TestReadyWhileJobsWait(t *testing.T) {
+	bin := buildHummer(t)
+	pgAddr, rpcAddr, httpAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	dir := filepath.Join(t.TempDir(), "jm")
+	jmArgs := []string{"jobmanager", "--pg-addr", pgAddr, "--rpc-addr", rpcAddr, "--http-addr", httpAddr, "--data-dir", dir}
+	jm := startKillable(t, bin, jmArgs...)
+	tm := startKillable(t, bin, "taskmanager", "--jobmanager", rpcAddr, "--slots", "2", "--data-dir", filepath.Join(t.TempDir(), "tm"))
+	waitUntil(t, "a registered TaskManager", jm.exited, func() bool {
+		out, err := psqlErr(pgAddr, "SET parallelism = 2;")
+		return err == nil && !strings.Contains(out, "ERROR")
+	})
+	psql(t, pgAddr, `CREATE TABLE bids (price BIGINT) ENGINE=nexmark CONNECTION='nexmark://bid?rate=100';
+CREATE TABLE sink (price BIGINT) ENGINE=blackhole;
+INSERT INTO sink SELECT price FROM bids;`)
+	tm.kill(t)
+	jm.kill(t)
+
+	again := startProcess(t, bin, jmArgs...)
+	waitUntil(t, "the restarted JobManager's readiness", again, func() bool { return probe("http://"+httpAddr+"/readyz") == 200 })
+	var ov struct {
+		Jobs []struct{ ID, State string } `json:"jobs"`
+	}
+	waitUntil(t, "job 1 waiting for slots in the overview", again, func() bool {
+		apiGet(t, "http://"+httpAddr+"/api/overview", &ov)
+		return len(ov.Jobs) == 1 && ov.Jobs[0].ID == "1" && ov.Jobs[0].State == "waiting for slots"
+	})
+}
