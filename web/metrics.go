@@ -290,3 +290,20 @@ func truncate(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
 }
+
+// WatchTaskManager adds a TaskManager's own series: its slots, and whether it
+// is registered with its JobManager (its tasks' series are the JobManager's,
+// from the heartbeats).
+func (m *Metrics) WatchTaskManager(slots int, registered func() bool) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hummer_taskmanager_slots", Help: "Task slots of this TaskManager."},
+			func() float64 { return float64(slots) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hummer_taskmanager_registered",
+			Help: "1 while this TaskManager is registered with its JobManager, else 0."},
+			func() float64 {
+				if registered() {
+					return 1
+				}
+				return 0
+			}))
+}

@@ -378,6 +378,7 @@ func taskManager(args []string) error {
 		Networks: named, Log: log.With("tm", id)})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ep.metrics.WatchTaskManager(len(tm.Slots()), func() bool { return ep.ready.Check() == nil })
 	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))
 	return control.RunTaskManager(ctx, control.TaskManagerConfig{JobManager: *jmAddr, TM: tm,
 		Code: wire.SQLState, Log: log, Registered: func(ok bool) {

@@ -290,4 +290,10 @@ func TestReadmeScrapeConfig(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || mf["go_goroutines"] == nil {
 		t.Errorf("scraping the TaskManager as %s: %s, %v; want 200 with go_goroutines", tmCfg.JobName, resp.Status, err)
 	}
+	if v, _ := labelled(mf, "hummer_taskmanager_registered", nil); v != 1 {
+		t.Errorf("the ready TaskManager's hummer_taskmanager_registered = %v, want 1", v)
+	}
+	if v, _ := labelled(mf, "hummer_taskmanager_slots", nil); v != 1 {
+		t.Errorf("hummer_taskmanager_slots = %v, want its --slots 1", v)
+	}
 }
