@@ -48,6 +48,7 @@ type jobBrief struct {
 	Statement  string `json:"statement"`
 	State      string `json:"state"`
 	Started    int64  `json:"started_ms"`
+	Ended      int64  `json:"ended_ms,omitempty"` // 0 while it runs
 	RowsIn     int64  `json:"rows_in"`
 	RowsOut    int64  `json:"rows_out"`
 	Restarts   int    `json:"restarts"`
@@ -168,6 +169,9 @@ func brief(j *jobmanager.Job) jobBrief {
 	ck := j.Checkpoints()
 	b := jobBrief{ID: j.ID, Statement: j.Statement, State: string(j.State()), Started: j.Started.UnixMilli(),
 		Restarts: ck.Restarts, Checkpoint: ck.Last}
+	if end := j.Ended(); !end.IsZero() {
+		b.Ended = end.UnixMilli()
+	}
 	if err := j.Err(); err != nil {
 		b.Error = err.Error()
 	} else if err := j.Failure(); err != nil {

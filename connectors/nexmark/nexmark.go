@@ -287,7 +287,8 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		if s.cfg.rate > 0 {
 			// Event n is due rate events a second after the start, so this
 			// subtask's share of events is due at its share of the rate.
-			due := startPos + int64(time.Since(start).Seconds()*s.cfg.rate)
+			now := time.Now()
+			due := startPos + int64(now.Sub(start).Seconds()*s.cfg.rate)
 			if due < s.pos {
 				wait := time.Duration(float64(s.pos-due+1) / s.cfg.rate * float64(time.Second))
 				if timer == nil {
@@ -300,7 +301,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 					return ctx.Err()
 				case <-timer.C:
 				}
-				s.m.IdleNanos.Add(int64(wait)) // throttled, not busy
+				s.m.IdleNanos.Add(time.Since(now).Nanoseconds()) // throttled, not busy
 				continue
 			}
 			if end < 0 || due+1 < end {

@@ -99,7 +99,7 @@ async function overviewPage() {
       <td><a href="#/jobs/${encodeURIComponent(j.id)}">${esc(j.id)}</a></td>
       <td class="job-state">${stateBadge(j.state)}</td>
       <td class="sql">${esc(j.statement.length > 160 ? j.statement.slice(0, 159) + "…" : j.statement)}</td>
-      <td>${fmtDur(t - j.started_ms)}</td>
+      <td>${fmtDur((j.ended_ms || t) - j.started_ms)}</td>
       <td class="num rows-in" data-value="${j.rows_in}">${fmtNum(j.rows_in)}</td><td class="num">${fmtNum(rin)}</td>
       <td class="num rows-out">${fmtNum(j.rows_out)}</td><td class="num">${fmtNum(rout)}</td>
       <td class="num">${j.restarts}</td><td class="num">${j.checkpoint || "–"}</td>
@@ -175,7 +175,7 @@ async function jobPage(id) {
     <div class="cards">
       <div class="card stat"><div class="v" id="rows-in" data-value="${j.rows_in}">${fmtNum(j.rows_in)}</div><div class="k">rows read</div></div>
       <div class="card stat"><div class="v" id="rows-out" data-value="${j.rows_out}">${fmtNum(j.rows_out)}</div><div class="k">rows written</div></div>
-      <div class="card stat"><div class="v">${fmtDur(t - j.started_ms)}</div><div class="k">uptime</div></div>
+      <div class="card stat"><div class="v">${fmtDur((j.ended_ms || t) - j.started_ms)}</div><div class="k">${j.ended_ms ? "ran for" : "uptime"}</div></div>
       <div class="card stat"><div class="v" id="restarts">${j.restarts}</div><div class="k">restarts (attempt ${j.attempt})</div></div>
       <div class="card stat"><div class="v">${ck.last || "–"}</div><div class="k">checkpoint (${ck.completed} done, ${ck.failed} failed)</div></div>
       <div class="card stat"><div class="v">${lag === null ? "–" : lag.toFixed(1) + " s"}</div><div class="k">watermark lag</div></div>
