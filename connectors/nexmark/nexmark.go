@@ -190,6 +190,21 @@ func fieldNames(k Kind) string {
 	return strings.Join(names, ", ")
 }
 
+// throttle waits for timer, the time the next event is due, counting the wait
+// as idle (exec.TaskMetrics): a paced source is not busy.
+//
+//go:noinline
+func (s *source) throttle(ctx context.Context, timer *time.Timer) error {
+	waited := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	}
+	s.m.IdleNanos.Add(time.Since(waited).Nanoseconds())
+	return nil
+}
+
 // batchRows is the most rows a batch holds; a paced source emits what is due.
 const batchRows = 4096
 
@@ -287,8 +302,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 		if s.cfg.rate > 0 {
 			// Event n is due rate events a second after the start, so this
 			// subtask's share of events is due at its share of the rate.
-			now := time.Now()
-			due := startPos + int64(now.Sub(start).Seconds()*s.cfg.rate)
+			due := startPos + int64(time.Since(start).Seconds()*s.cfg.rate)
 			if due < s.pos {
 				wait := time.Duration(float64(s.pos-due+1) / s.cfg.rate * float64(time.Second))
 				if timer == nil {
@@ -296,12 +310,9 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 				} else {
 					timer.Reset(wait)
 				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-timer.C:
+				if err := s.throttle(ctx, timer); err != nil {
+					return err
 				}
-				s.m.IdleNanos.Add(time.Since(now).Nanoseconds()) // throttled, not busy
 				continue
 			}
 			if end < 0 || due+1 < end {
