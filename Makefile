@@ -18,7 +18,7 @@ PG_ADDR ?= 127.0.0.1:4566
 # The sample table `make run` declares: the King James Bible, one row per line.
 SAMPLE  := CREATE TABLE IF NOT EXISTS docs (line TEXT) ENGINE=file CONNECTION='file://$(CURDIR)/data/kjv.txt'
 
-.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch bench-tables bench-nexmark clean
+.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch bench-tables bench-nexmark bench-state clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/hummer
@@ -88,6 +88,16 @@ bench-tables: build
 # -nexmark-queries q0,q5.
 bench-nexmark: build
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites nexmark $(NEXMARK_FLAGS)
+
+# Only the disk state backend (issue 27; a few minutes): a streaming GROUP BY over
+# STATE_KEYS distinct keys (default 50 million) on the disk backend within
+# STATE_MEMORY bytes (default 256MiB): time, peak RSS, and a full checkpoint against
+# an incremental one after 1% of the keys changed; then the throughput of the disk
+# backend against memory on a state that fits. Prints markdown tables.
+bench-state:
+	HUMMER_STATE_KEYS=$(or $(STATE_KEYS),50000000) HUMMER_STATE_MEMORY=$(or $(STATE_MEMORY),268435456) \
+		$(GO) test -count=1 -timeout 1h -run TestHashAggDiskScale -v ./exec/operators/
+	$(GO) test -count=1 -run XXX -bench BenchmarkHashAggBackend -benchtime 5x -count 3 ./exec/operators/
 
 clean:
 	rm -rf bin hummer-data

@@ -34,6 +34,31 @@ type Checkpointed interface {
 	RestoreState(ctx context.Context, data []byte) error
 }
 
+// StateFiles is where an operator whose state lives in files (the disk state
+// backend, exec/state/disk) keeps them for checkpoints: files shared by the
+// checkpoints of one task, uploaded once and referred to by every checkpoint
+// that needs them, so that a checkpoint uploads only the files new since the
+// last one. The TaskManager gives each task its own (TaskContext.StateFiles);
+// names are the task's own.
+type StateFiles interface {
+	// Upload copies the local file path to the store as name.
+	Upload(ctx context.Context, name, path string) error
+	// Download copies name from the store to the local file path; an error
+	// wrapping fs.ErrNotExist when the store lacks it.
+	Download(ctx context.Context, name, path string) error
+	// Refer records that the task's state in checkpoint needs the files
+	// names: pruning keeps a file while a kept checkpoint refers to it. owner
+	// tells apart the several operators of a task that keep files.
+	Refer(ctx context.Context, checkpoint int64, owner string, names []string) error
+}
+
+// StateUploader is a Checkpointed operator that, besides its state blob,
+// uploads files to StateFiles (the disk state backend): UploadedBytes is
+// what its last SnapshotState uploaded, which the checkpoint's size counts.
+type StateUploader interface {
+	UploadedBytes() int64
+}
+
 // CheckpointListener hears that a checkpoint is complete: every task of the job
 // has stored its state for it. A source commits the offsets of that checkpoint
 // to its consumer group; a transactional sink commits the transaction holding

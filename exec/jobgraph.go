@@ -134,6 +134,10 @@ type JobEdge struct {
 	To        int       `json:"to"`
 	Input     int       `json:"input"`
 	Partition Partition `json:"partition"`
+	// Late says the edge carries the late rows of From's windowed operators
+	// (TaskContext.Late) instead of its output: a job's late-rows table (SET
+	// late_rows_table). It carries From's barriers and end of stream too.
+	Late bool `json:"late,omitempty"`
 }
 
 // JobGraph is the planner's output and the JobManager's input: the vertices after

@@ -17,11 +17,12 @@ import (
 // the runtime (exec/...), then connectors and SQL, planning, sessions, the
 // wire protocol and the binary.
 var tiers = [][]string{
-	{"exec/types", "exec/checkpoint", "connectors/spec", "connectors/tpch", "wire/scram", "images"},
+	{"exec/types", "exec/checkpoint", "connectors/spec", "connectors/tpch", "wire/scram", "images", "images/oci"},
 	{"exec/expr"},
 	{"exec"},
 	{"exec/vector"},
 	{"exec/state", "exec/internal/testkit"},
+	{"exec/state/disk"},
 	{"exec/operators", "exec/network", "exec/task"},
 	{"exec/taskmanager", "exec/jobmanager"},
 	{"exec/control"},

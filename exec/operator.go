@@ -74,6 +74,26 @@ type TaskContext struct {
 	// system's temporary directory).
 	WorkMem  int64
 	SpillDir string
+	// StateBackend is the TaskManager's default state backend, "memory" or
+	// "disk" (an operator's config may say otherwise, SET state_backend);
+	// "" is memory. StateMemory bounds, with the disk backend, the memory
+	// each stateful operator of the task keeps its state in (exec/state/disk);
+	// 0 means its default. StateFiles, set when the job takes checkpoints, is
+	// where the disk backend's checkpoints keep their files.
+	StateBackend string
+	StateMemory  int64
+	StateFiles   StateFiles
+	// StateLimit bounds the state an operator keeps on the memory backend
+	// (a slot's share of the process's memory limit): past it, an operator
+	// that checks it fails its job with ErrOutOfMemory naming
+	// state_backend = 'disk', before the process runs out of memory. 0
+	// means none.
+	StateLimit int64
+	// Late, when the task's vertex has a late edge (JobEdge.Late), takes the
+	// rows its LateEmitter operator finds late, in that operator's late
+	// schema; nil otherwise, and the late rows are only counted. Only
+	// Collect is for operators: the task sends the signals.
+	Late Collector
 	// Colocated is shared by the subtasks of this task's vertex that run in
 	// this TaskManager, in this run of the job; nil when a test builds a
 	// TaskContext alone.
@@ -140,6 +160,15 @@ type Ticker interface {
 // other side's watermark. It forwards the watermark it derives itself.
 type PerInputWatermarks interface {
 	PerInputWatermarks() bool
+}
+
+// LateEmitter is an operator that sends the rows it finds late (behind the
+// watermark) to its task's TaskContext.Late, when set, besides counting them.
+// It finds rows late only in ProcessBatch. Its task sends each barrier and
+// the end of stream to the late edges once the last LateEmitter of its chain
+// has passed it on, so the late rows before a barrier are in its checkpoint.
+type LateEmitter interface {
+	EmitsLate() bool
 }
 
 // TickInterval is how often a task ticks its Tickers: how late a window of

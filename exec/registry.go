@@ -96,6 +96,12 @@ func (r *Registry) NewSource(c ConnectorSpec) (Source, error) {
 	return f(c)
 }
 
+// HasSink reports whether connector has a sink.
+func (r *Registry) HasSink(connector string) bool {
+	_, ok := r.sinks[connector]
+	return ok
+}
+
 // NewSink builds the sink a "sink" OperatorSpec describes.
 func (r *Registry) NewSink(c ConnectorSpec) (Operator, error) {
 	f, ok := r.sinks[c.Connector]

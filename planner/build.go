@@ -59,6 +59,11 @@ type Options struct {
 	// table.exec.state.ttl: a row not written for that long is dropped, and
 	// answers over keys idle that long are no longer exact.
 	StateTTL time.Duration
+	// StateBackend is where stateful operators keep their state (SET
+	// state_backend: "memory", "disk"; "" the TaskManagers' default).
+	StateBackend string
+	// Late, when set, is the job's late-rows table (SET late_rows_table).
+	Late *LateRows
 	// WorkMem bounds the memory of each aggregation's groups, sort's rows
 	// and join's build side before it spills (SET work_mem, in bytes); 0
 	// leaves it to the TaskManager's default.
@@ -79,10 +84,12 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 		opts.Parallelism = exec.AutoParallelism
 	}
 	b := &builder{g: &StreamGraph{}, opts: opts, streaming: Continuous(p, opts.Unbounded), updates: map[int]bool{}}
+	b.findShared(p)
 	root, err := b.build(p)
 	if err != nil {
 		return nil, err
 	}
+	b.addLateSink()
 	last := exec.OperatorSpec{Kind: "result", Label: "result", Config: exec.MustConfig(operators.ResultConfig{}), Out: p.Schema()}
 	edge := in(root, exec.Forward)
 	if opts.Sink != nil {
@@ -133,6 +140,11 @@ type builder struct {
 	streaming bool
 	// updates holds the nodes whose output has retractions (deletes, updates).
 	updates map[int]bool
+	// shared holds the tables the query scans more than once, by scanKey
+	// (shared.go).
+	shared map[string]*sharedScan
+	// late holds the nodes that send late rows to the late-rows table.
+	late []int
 }
 
 type input struct {
@@ -169,6 +181,9 @@ func (b *builder) add(op exec.OperatorSpec, par, maxPar int, ins ...input) int {
 func (b *builder) scan(p *sql.Scan, filter *expr.Expr) (int, error) {
 	if p.Table.IsView() || p.Table.IsSystem() {
 		return b.view(p)
+	}
+	if node, ok := b.sharedScanNode(p); ok {
+		return node, nil
 	}
 	key := p.Table.KeyColumns()
 	if len(key) > 0 && b.opts.Changelog != nil && b.opts.Changelog(p.Table.Engine) {
@@ -302,6 +317,9 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
+		if j, ok := p.Input.(*sql.Join); ok {
+			return b.projectJoin(p, j)
+		}
 		from, err := b.projectInput(p)
 		if err != nil {
 			return 0, err
@@ -533,13 +551,16 @@ func (b *builder) aggregateFrom(p *sql.Aggregate, from int) (int, error) {
 		l := fmt.Sprintf("hash_agg %s group=%s aggs=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema))
 		if b.streaming {
 			l += " emit=updates"
+			if b.opts.StateBackend != "" && len(group) > 0 && phase != operators.AggPartial {
+				l += " state_backend=" + b.opts.StateBackend
+			}
 		}
 		return l
 	}
 	spec := func(phase operators.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
 		return exec.OperatorSpec{Kind: "hash_agg", Label: label(phase, group, sch),
 			Config: exec.MustConfig(operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase, Emit: emit,
-				MemoryLimit: b.opts.WorkMem}), Out: out}
+				MemoryLimit: b.opts.WorkMem, StateBackend: b.opts.StateBackend}), Out: out}
 	}
 	par := b.par(from)
 	switch {
@@ -648,4 +669,56 @@ func (b *builder) unnest(p *sql.Unnest, minBytes, minChars int) (int, error) {
 	}
 	cfg := operators.UnnestConfig{Col: p.Col, Func: p.Func, Sep: p.Sep, MinBytes: minBytes, MinChars: minChars}
 	return b.pass(from, b.forward(from, "unnest", label, cfg, p.Out)), nil
+}
+
+// projectJoin plans projection p of join j, the join gathering only the
+// columns p reads: those p passes on as they are, in p's order (then no
+// projection follows), or else those its expressions read.
+func (b *builder) projectJoin(p *sql.Project, j *sql.Join) (int, error) {
+	refs, passOn := columnRefs(p.Exprs)
+	keep, out, exprs := refs, p.Out, p.Exprs
+	if !passOn {
+		keep = readColumns(p.Exprs)
+		m := make(map[int]int, len(keep))
+		out = make(types.Schema, len(keep))
+		for i, c := range keep {
+			m[c], out[i] = i, j.Out[c]
+		}
+		exprs = make([]*expr.Expr, len(p.Exprs))
+		for i, e := range p.Exprs {
+			exprs[i] = e.Remap(m)
+		}
+	}
+	node, kept, err := b.joinKeeping(j, keep, out)
+	switch {
+	case err != nil:
+		return 0, err
+	case kept && passOn:
+		return node, nil // the join's columns are p's
+	case !kept:
+		exprs = p.Exprs // over the join's whole pairs
+	}
+	return b.pass(node, b.forward(node, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Out)), nil
+}
+
+// readColumns returns the input columns exprs read, in order.
+func readColumns(exprs []*expr.Expr) []int {
+	var cols []int
+	for _, e := range exprs {
+		cols = e.Columns(cols)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(cols)))
+}
+
+// columnRefs returns the input columns of projection exprs when each is a
+// plain column reference.
+func columnRefs(exprs []*expr.Expr) ([]int, bool) {
+	cols := make([]int, len(exprs))
+	for i, e := range exprs {
+		if e.Kind != expr.KindColumn {
+			return nil, false
+		}
+		cols[i] = e.Col
+	}
+	return cols, true
 }

@@ -20,7 +20,7 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		fmt.Fprintf(&b, "  #%d %s: %s (parallelism=%s)\n", n.ID, n.Kind, n.Op.Label, parText(n.Parallelism))
 	}
 	for _, e := range sg.Edges {
-		fmt.Fprintf(&b, "  #%d -> #%d input=%d %s\n", e.From, e.To, e.Input, e.Partition)
+		fmt.Fprintf(&b, "  #%d -> #%d input=%d %s%s\n", e.From, e.To, e.Input, e.Partition, lateEdge(e.Late))
 	}
 	b.WriteString("JobGraph\n")
 	for _, v := range jg.Vertices {
@@ -30,7 +30,7 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		}
 	}
 	for _, e := range jg.Edges {
-		fmt.Fprintf(&b, "  V%d -> V%d input=%d %s\n", e.From, e.To, e.Input, e.Partition)
+		fmt.Fprintf(&b, "  V%d -> V%d input=%d %s%s\n", e.From, e.To, e.Input, e.Partition, lateEdge(e.Late))
 	}
 	b.WriteString("ExecutionGraph\n")
 	for _, t := range eg.Tasks {
@@ -136,7 +136,10 @@ func ExplainDot(sg *StreamGraph) string {
 		if vertexOf[e.From] == vertexOf[e.To] {
 			style = ", style=bold, color=gray40"
 		}
-		fmt.Fprintf(&b, "  n%d -> n%d [label=%q%s];\n", e.From, e.To, e.Partition.String(), style)
+		if e.Late {
+			style = ", style=dashed"
+		}
+		fmt.Fprintf(&b, "  n%d -> n%d [label=%q%s];\n", e.From, e.To, e.Partition.String()+lateEdge(e.Late), style)
 	}
 	b.WriteString("}\n")
 	return b.String()

@@ -6,6 +6,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hummer-db/hummer/exec"
@@ -57,9 +58,10 @@ func (b *builder) buildLeft(p *sql.Join) bool {
 // leftBuiltJoin plans join p with its sides swapped for the operator, which
 // builds on its input 1: the right side probes the left's table (a left
 // join runs as the operator's right join, which emits the build rows no
-// probe row matched at the end), and a projection puts the columns back in
-// p's order.
-func (b *builder) leftBuiltJoin(p *sql.Join, left, right int) int {
+// probe row matched at the end), and the join keeps the columns of out (p's
+// columns keep, in p's pair order; all of them when keep is nil), which
+// puts them back in p's order.
+func (b *builder) leftBuiltJoin(p *sql.Join, left, right int, keep []int, out types.Schema) int {
 	ls, rs := p.Left.Schema(), p.Right.Schema()
 	nl, nr := len(ls), len(rs)
 	kind := "inner"
@@ -89,42 +91,66 @@ func (b *builder) leftBuiltJoin(p *sql.Join, left, right int) int {
 	if p.Extra != nil {
 		label += " and " + p.Extra.String()
 	}
-	out := append(append(types.Schema{}, rs...), ls...)
 	if p.Kind.Filters() {
-		out = ls // the build side's columns, in p's order already
+		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: ls}
+		return b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
 	}
-	op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: out}
-	node := b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
-	if p.Kind.Filters() {
-		return node
+	if keep == nil {
+		keep, out = allColumns(len(p.Out)), p.Out
 	}
-	exprs := make([]*expr.Expr, len(p.Out))
-	for i, f := range p.Out {
-		src := i - nl
-		if i < nl {
-			src = nr + i
+	for _, c := range keep { // p's pair order (left, right) to the operator's (right, left)
+		if c < nl {
+			cfg.Keep = append(cfg.Keep, nr+c)
+		} else {
+			cfg.Keep = append(cfg.Keep, c-nl)
 		}
-		exprs[i] = expr.Column(src, f.Type, f.Name)
 	}
-	return b.forward(node, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Out)
+	op := exec.OperatorSpec{Kind: "hash_join", Label: label + keptLabel(keep, len(p.Out), out), Config: exec.MustConfig(cfg), Out: out}
+	return b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
+}
+
+// keptLabel names, for EXPLAIN, the columns a join keeps of its pairs of n
+// columns: nothing when it keeps them all in order.
+func keptLabel(keep []int, n int, out types.Schema) string {
+	if slices.Equal(keep, allColumns(n)) {
+		return ""
+	}
+	return " keep " + names(out)
+}
+
+// allColumns returns 0..n-1.
+func allColumns(n int) []int {
+	cols := make([]int, n)
+	for i := range cols {
+		cols[i] = i
+	}
+	return cols
 }
 
 // join plans a join.
 func (b *builder) join(p *sql.Join) (int, error) {
+	node, _, err := b.joinKeeping(p, nil, nil)
+	return node, err
+}
+
+// joinKeeping plans join p with only the columns keep of its output (by
+// position in p.Out), of schema out, when its operator can leave the others
+// out (kept reports it did); all of them when keep is nil.
+func (b *builder) joinKeeping(p *sql.Join, keep []int, out types.Schema) (node int, kept bool, err error) {
 	left, err := b.build(p.Left)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	right, err := b.build(p.Right)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if !b.updates[left] && !b.updates[right] {
 		if l, r, ok := windowJoinEnds(p); ok {
-			return b.windowJoin(p, left, right, l, r), nil
+			return b.windowJoin(p, left, right, l, r), false, nil
 		}
 		if iv, ok := intervalBounds(p); ok && b.streaming {
-			return b.intervalJoin(p, left, right, iv), nil
+			return b.intervalJoin(p, left, right, iv), false, nil
 		}
 	}
 	// The hash join reads its right side to the end and keeps it as it
@@ -137,11 +163,18 @@ func (b *builder) join(p *sql.Join) (int, error) {
 	// operator, count as changing: the batch hash join stays theirs.)
 	rightChanges := b.updates[right] || Continuous(p.Right, b.opts.Unbounded)
 	if b.streaming && rightChanges && p.Kind.Filters() {
-		return 0, sql.Errorf(sql.ErrUnsupported, 0,
+		return 0, false, sql.Errorf(sql.ErrUnsupported, 0,
 			"EXISTS and NOT EXISTS over a subquery that reads a stream, or a table that changes, are not supported in a continuous query yet (the subquery must be read to its end)")
 	}
 	if b.streaming && (rightChanges || p.Kind == sql.FullJoin) {
-		return b.streamJoin(p, left, right)
+		node, err := b.streamJoin(p, left, right)
+		return node, false, err
+	}
+	if b.buildLeft(p) && len(p.LeftKeys) > 0 && !b.broadcast(p, left) {
+		if len(keep) == 0 {
+			keep, out = nil, nil
+		}
+		return b.pass(left, b.leftBuiltJoin(p, left, right, keep, out)), keep != nil && !p.Kind.Filters(), nil
 	}
 	cfg := operators.JoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
 		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), MemoryLimit: b.opts.WorkMem}
@@ -153,26 +186,32 @@ func (b *builder) join(p *sql.Join) (int, error) {
 		label += " and " + p.Extra.String()
 	}
 	if len(p.LeftKeys) == 0 {
-		// Every pair is a candidate: one instance sees all rows of both.
 		label = fmt.Sprintf("nested_loop_join %s", p.Kind)
 		if p.Extra != nil {
 			label += " on " + p.Extra.String()
 		}
-		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
-		return b.pass(left, b.add(op, 1, 1,
-			in(left, gatherOrForward(b.par(left))), in(right, gatherOrForward(b.par(right))))), nil
 	}
-	op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
+	kept = len(keep) > 0 && !p.Kind.Filters() // (a count(*)'s projection of no columns follows the join)
+	if kept {
+		cfg.Keep = keep
+		label += keptLabel(keep, len(p.Out), out)
+	} else {
+		out = p.Out
+	}
+	if len(p.LeftKeys) == 0 {
+		// Every pair is a candidate: one instance sees all rows of both.
+		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: out}
+		return b.pass(left, b.add(op, 1, 1,
+			in(left, gatherOrForward(b.par(left))), in(right, gatherOrForward(b.par(right))))), kept, nil
+	}
+	op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: out}
 	if b.broadcast(p, left) {
 		op.Label += " (right side broadcast)"
 		return b.pass(left, b.add(op, b.par(left), 0,
-			in(left, exec.Forward), in(right, exec.Broadcast))), nil
-	}
-	if b.buildLeft(p) {
-		return b.pass(left, b.leftBuiltJoin(p, left, right)), nil
+			in(left, exec.Forward), in(right, exec.Broadcast))), kept, nil
 	}
 	return b.pass(left, b.add(op, b.opts.Parallelism, 0,
-		in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), nil
+		in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))), kept, nil
 }
 
 // streamJoin plans a regular join of inputs that never end or that change
@@ -186,13 +225,17 @@ func (b *builder) streamJoin(p *sql.Join, left, right int) (int, error) {
 			"a join over a stream that never ends or that changes needs an equality between its sides (ON a.k = b.k): without one, every row would be kept to pair with every later row of the other side")
 	}
 	cfg := operators.StreamJoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
-		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), TTLMillis: b.opts.StateTTL.Milliseconds()}
+		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), TTLMillis: b.opts.StateTTL.Milliseconds(),
+		StateBackend: b.opts.StateBackend}
 	label := fmt.Sprintf("stream_join %s on %s", p.Kind, joinKeys(p))
 	if p.Extra != nil {
 		label += " and " + p.Extra.String()
 	}
 	if b.opts.StateTTL > 0 {
 		label += " state_ttl=" + b.opts.StateTTL.String()
+	} else if b.opts.StateBackend != "" {
+		// A join with a TTL keeps its state in memory (join_stream_disk.go).
+		label += " state_backend=" + b.opts.StateBackend
 	}
 	op := exec.OperatorSpec{Kind: "stream_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
 	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))

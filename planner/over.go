@@ -53,11 +53,19 @@ func (b *builder) overAgg(p *sql.Window) (int, error) {
 	}
 	cfg, fns := windowConfig(p)
 	label := fmt.Sprintf("over_agg %s order by %s", strings.Join(fns, ", "), p.Input.Schema()[p.Order[0].Col].Name)
-	op := exec.OperatorSpec{Kind: "over_agg", Label: label, Config: exec.MustConfig(operators.OverAggConfig{Window: cfg}), Out: p.Out}
-	if len(p.Partition) == 0 {
-		return b.add(op, 1, 1, in(from, gatherOrForward(b.par(from)))), nil
+	late, err := b.lateConfig(from, p.Input.Schema(), label)
+	if err != nil {
+		return 0, err
 	}
-	return b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, p.Partition...)), nil
+	op := exec.OperatorSpec{Kind: "over_agg", Label: label, Config: exec.MustConfig(operators.OverAggConfig{Window: cfg, Late: late}), Out: p.Out}
+	var node int
+	if len(p.Partition) == 0 {
+		node = b.add(op, 1, 1, in(from, gatherOrForward(b.par(from))))
+	} else {
+		node = b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, p.Partition...))
+	}
+	b.lateNode(node, late)
+	return node, nil
 }
 
 // overFunc refuses a window function over a stream that an OVER

@@ -51,14 +51,32 @@ func (e testEstimates) EstimateRows(t *sql.Table) (float64, bool) {
 // case plans its query on two TaskManagers of two slots each and prints the
 // three graphs; `dot` prints the Graphviz form. Tables clicks and bids (with a
 // watermark on ts) are streams (kafka);
-// sink= writes the rows to a kafka table, upsert keyed by the first column.
+// sink= writes the rows to a kafka table, upsert keyed by the first column;
+// late= names the columns of a late-rows table.
 func TestPlanner(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			opts := Options{Parallelism: 2, Unbounded: func(c, _ string) bool { return c == "kafka" }}
 			sink := ""
+			var keep []string
 			for _, arg := range d.CmdArgs {
 				switch arg.Key {
+				case "late": // late=k,ts,late_watermark: a late-rows table of these columns, typed as bids' (SET late_rows_table)
+					late := &LateRows{Table: "late", Sink: exec.ConnectorSpec{Connector: "kafka", URL: "kafka://127.0.0.1:9092/late"}}
+					for _, name := range arg.Vals {
+						typ := types.StringType
+						if name == LateWatermarkColumn {
+							typ = types.TimestampType
+						}
+						for _, f := range catalog["bids"].Columns {
+							if f.Name == name {
+								typ = f.Type
+							}
+						}
+						late.Sink.Schema = append(late.Sink.Schema, types.Field{Name: name, Type: typ})
+						keep = append(keep, name)
+					}
+					opts.Late = late
 				case "parallelism":
 					opts.Parallelism, _ = strconv.Atoi(arg.Vals[0])
 				case "sink":
@@ -92,7 +110,7 @@ func TestPlanner(t *testing.T) {
 					opts.Sink.Key, opts.Upsert = []int{0}, true
 				}
 			}
-			sg, err := Build(sql.Optimize(q.Plan), opts)
+			sg, err := Build(sql.OptimizeKeeping(q.Plan, keep), opts)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}

@@ -32,6 +32,9 @@ type StreamNode struct {
 type StreamEdge struct {
 	From, To, Input int
 	Partition       exec.Partition
+	// Late says the edge carries From's late rows (exec.JobEdge.Late), not
+	// its output; it does not keep From from fusing with its successor.
+	Late bool
 }
 
 // StreamGraph is the planner's first physical form: every operator its own node.
@@ -52,11 +55,12 @@ func (g *StreamGraph) in(id int) []*StreamEdge {
 	return es
 }
 
-// outDegree returns the number of edges out of node id.
+// outDegree returns the number of edges out of node id that carry its
+// output.
 func (g *StreamGraph) outDegree(id int) int {
 	n := 0
 	for _, e := range g.Edges {
-		if e.From == id {
+		if e.From == id && !e.Late {
 			n++
 		}
 	}
@@ -103,7 +107,7 @@ func fuse(sg *StreamGraph) (*exec.JobGraph, []int) {
 		vertexOf[n.ID] = v.ID
 		for _, e := range ins {
 			jg.Edges = append(jg.Edges, &exec.JobEdge{
-				From: vertexOf[e.From], To: v.ID, Input: e.Input, Partition: e.Partition,
+				From: vertexOf[e.From], To: v.ID, Input: e.Input, Partition: e.Partition, Late: e.Late,
 			})
 		}
 	}

@@ -159,13 +159,26 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	first := end < 0 && cfg.Func == "" && t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 && !t.w.Order[0].Desc &&
 		eventTime(t.w.Input, t.w.Order[0].Col) && !procTime(t.w.Input, t.w.Order[0].Col)
 	var op exec.OperatorSpec
+	var lateCfg *operators.LateConfig
 	switch {
 	case first:
 		cfg.First = true
-		op = exec.OperatorSpec{Kind: "topn", Label: "topn " + label + " (first rows, at the watermark)", Config: exec.MustConfig(cfg), Out: out}
+		flabel := "topn " + label + " (first rows, at the watermark)"
+		late, err := b.lateConfig(from, inSchema, flabel)
+		if err != nil {
+			return 0, err
+		}
+		cfg.Late, lateCfg = late, late
+		op = exec.OperatorSpec{Kind: "topn", Label: flabel, Config: exec.MustConfig(cfg), Out: out}
 	case end >= 0:
-		op = exec.OperatorSpec{Kind: "window_topn", Label: "window_topn " + label + " end=" + inSchema[end].Name,
-			Config: exec.MustConfig(operators.WindowTopNConfig{TopN: cfg, End: end}), Out: out}
+		wlabel := "window_topn " + label + " end=" + inSchema[end].Name
+		late, err := b.lateConfig(from, inSchema, wlabel)
+		if err != nil {
+			return 0, err
+		}
+		lateCfg = late
+		op = exec.OperatorSpec{Kind: "window_topn", Label: wlabel,
+			Config: exec.MustConfig(operators.WindowTopNConfig{TopN: cfg, End: end, Late: late}), Out: out}
 	default:
 		if cfg.Retracts {
 			label += " (keeps every row: its input retracts)"
@@ -178,6 +191,7 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	} else {
 		node = b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, t.w.Partition...))
 	}
+	b.lateNode(node, lateCfg)
 	// Only a window's rows at its close, or the first row by arrival, never
 	// change.
 	b.updates[node] = end < 0 && !first && !(cfg.Func == "" && t.lo == 1 && t.hi == 1 && !cfg.Retracts && len(t.w.Order) == 1 &&

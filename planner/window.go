@@ -162,15 +162,27 @@ func (b *builder) windowAggregate(p *sql.Aggregate, from, end int) (int, error) 
 		}
 		aggs[i] = operators.AggSpec{Func: a.Func, Arg: a.Arg, Type: a.Type, Sep: a.Sep}
 	}
+	var late *operators.LateConfig
 	spec := func(phase operators.AggPhase, group []int, out, sch types.Schema) exec.OperatorSpec {
 		label := fmt.Sprintf("window_agg %s group=%s aggs=%s end=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema), sch[group[end]].Name)
 		cfg := operators.WindowAggConfig{End: end, Agg: operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase,
 			Emit: operators.AggEmitFinal, MemoryLimit: b.opts.WorkMem}}
+		if phase != operators.AggFinal && late != nil {
+			l := *late
+			l.Operator = label // the phase's, as EXPLAIN names it
+			cfg.Late = &l
+		}
 		return exec.OperatorSpec{Kind: "window_agg", Label: label, Config: exec.MustConfig(cfg), Out: out}
+	}
+	var err error
+	label := fmt.Sprintf("window_agg group=%s aggs=%s end=%s", colNames(inSchema, p.GroupBy), aggList(p.Aggs, inSchema), inSchema[p.GroupBy[end]].Name)
+	if late, err = b.lateConfig(from, inSchema, label); err != nil {
+		return 0, err
 	}
 	var node int
 	if par := b.par(from); par == 1 {
 		node = b.add(spec(operators.AggComplete, p.GroupBy, p.Out, inSchema), 1, 0, in(from, exec.Forward))
+		b.lateNode(node, late)
 	} else {
 		groupCols := make(types.Schema, len(p.GroupBy))
 		finalGroup := make([]int, len(p.GroupBy))
@@ -180,6 +192,7 @@ func (b *builder) windowAggregate(p *sql.Aggregate, from, end int) (int, error) 
 		}
 		partialOut := operators.PartialSchema(groupCols, aggs, inSchema)
 		partial := b.add(spec(operators.AggPartial, p.GroupBy, partialOut, inSchema), par, 0, in(from, exec.Forward))
+		b.lateNode(partial, late)
 		node = b.add(spec(operators.AggFinal, finalGroup, p.Out, partialOut), b.opts.Parallelism, 0, in(partial, exec.Hash, finalGroup...))
 	}
 	b.updates[node] = false // each window's rows once: append-only
@@ -289,6 +302,10 @@ func (b *builder) sessionAggregate(p *sql.Aggregate, from, start, end int) (int,
 	cfg := operators.SessionAggConfig{Keys: keys, Start: p.GroupBy[start], End: p.GroupBy[end],
 		Agg: operators.HashAggConfig{GroupBy: p.GroupBy, Aggs: aggs, Phase: operators.AggComplete, Emit: operators.AggEmitFinal}}
 	label := fmt.Sprintf("session_agg group=%s aggs=%s", colNames(inSchema, p.GroupBy), aggList(p.Aggs, inSchema))
+	var err error
+	if cfg.Late, err = b.lateConfig(from, inSchema, label); err != nil {
+		return 0, err
+	}
 	op := exec.OperatorSpec{Kind: "session_agg", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
 	var node int
 	if len(keys) == 0 {
@@ -296,6 +313,7 @@ func (b *builder) sessionAggregate(p *sql.Aggregate, from, start, end int) (int,
 	} else {
 		node = b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, keys...))
 	}
+	b.lateNode(node, cfg.Late)
 	b.updates[node] = false
 	return node, nil
 }

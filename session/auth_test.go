@@ -97,7 +97,7 @@ func TestPrivileges(t *testing.T) {
 	if has, err := e.BootstrapSuperuser("root pw"); err != nil || !has {
 		t.Fatalf("bootstrap: %v %v", has, err)
 	}
-	root := e.NewUserSession("HUMMER")
+	root := e.NewUserSession("hummer")
 	mustRun(t, root, fmt.Sprintf("CREATE TABLE t (a BIGINT) ENGINE=file CONNECTION='file://%s?format=csv'", csv))
 	mustRun(t, root, fmt.Sprintf("CREATE TABLE secret (a BIGINT) ENGINE=file CONNECTION='file://%s?format=csv'", csv))
 	mustRun(t, root, "CREATE USER ann IDENTIFIED BY 'ann pw', bob")

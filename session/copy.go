@@ -96,7 +96,7 @@ func (s *Session) CopyIn(ctx context.Context, query string) (*CopyIn, error) {
 		ci.Types = append(ci.Types, t.Columns[i].Type)
 	}
 	if !o.Binary {
-		f := table.CopyFormat{CSV: o.CSV, Header: o.Header, Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote, Escape: o.Escape}
+		f := table.CopyFormat{CSV: o.CSV, Header: o.Header, Delimiter: o.Delimiter, Null: o.Null, Quote: o.Quote, Escape: o.Escape, Zone: s.TimeZone()}
 		ci.r = table.NewCopyReader(tx, fields, defaults, f)
 	}
 	return ci, nil

@@ -184,6 +184,14 @@ func (s *Session) systemRows(name string) []row {
 			}
 		}
 		return rows
+	case "pg_catalog.pg_language":
+		// PostgreSQL 15's own (psql's \df+ joins it); Hummer has no
+		// functions of its users to write in them.
+		return []row{
+			{"oid": 12, "lanname": "internal", "lanowner": sql.SuperuserOID, "lanvalidator": 2246},
+			{"oid": 13, "lanname": "c", "lanowner": sql.SuperuserOID, "lanvalidator": 2247},
+			{"oid": 14, "lanname": "sql", "lanowner": sql.SuperuserOID, "lanpltrusted": true, "lanvalidator": 2248},
+		}
 	case "pg_catalog.pg_am":
 		return []row{{"oid": 2, "amname": "heap", "amhandler": "heap_tableam_handler", "amtype": "t"},
 			{"oid": 403, "amname": "btree", "amhandler": "bthandler", "amtype": "i"}}
@@ -520,6 +528,15 @@ func infoDataType(oid, typmod int64) string {
 
 // pgSettings lists the parameters as SHOW ALL does, with pg_settings'
 // columns.
+// SettingNames names every parameter pg_settings lists (sql.SettingLister).
+func (s *Session) SettingNames() []string {
+	names := make([]string, 0, len(s.vars)+2)
+	for k := range s.vars {
+		names = append(names, k)
+	}
+	return append(names, "transaction_isolation", "transaction_read_only")
+}
+
 func (s *Session) pgSettings() []row {
 	keys := make([]string, 0, len(s.vars)+2)
 	for k := range s.vars {

@@ -160,7 +160,7 @@ func (p *Prepared) run(ctx context.Context, params []types.Value) (*Result, erro
 		return nil, err
 	}
 	err = planExprs(stmt, func(slot **expr.Expr) error {
-		e, err := bindParams(*slot, params)
+		e, err := bindParams(*slot, params, p.s.TimeZone())
 		*slot = e
 		return err
 	})
@@ -237,12 +237,12 @@ func walkParams(e, parent *expr.Expr, fn func(n int, cast *expr.Expr)) {
 // that type. A cast of a parameter of no type becomes the literal of the cast's
 // value, so a text parameter is parsed by the cast's input rules; a bare one
 // (of the null type) can only be NULL.
-func bindParams(e *expr.Expr, params []types.Value) (*expr.Expr, error) {
+func bindParams(e *expr.Expr, params []types.Value, loc *time.Location) (*expr.Expr, error) {
 	switch {
 	case e.Kind == expr.KindCast && e.Args[0].Kind == expr.KindParam && e.Args[0].Type.ID == types.Null:
-		return castParam(params[e.Args[0].Param-1], e.Type)
+		return castParam(params[e.Args[0].Param-1], e.Type, loc)
 	case e.Kind == expr.KindParam && e.Type.ID != types.Null:
-		return castParam(params[e.Param-1], e.Type)
+		return castParam(params[e.Param-1], e.Type, loc)
 	case e.Kind == expr.KindParam:
 		v := params[e.Param-1]
 		if !v.Null && v.Type.ID != types.Null {
@@ -251,7 +251,7 @@ func bindParams(e *expr.Expr, params []types.Value) (*expr.Expr, error) {
 		return expr.Literal(types.NullValue(e.Type)), nil
 	}
 	for i, a := range e.Args {
-		b, err := bindParams(a, params)
+		b, err := bindParams(a, params, loc)
 		if err != nil {
 			return nil, err
 		}
@@ -260,10 +260,19 @@ func bindParams(e *expr.Expr, params []types.Value) (*expr.Expr, error) {
 	return e, nil
 }
 
-// castParam is the literal of parameter value v as a value of type t.
-func castParam(v types.Value, t types.Type) (*expr.Expr, error) {
+// castParam is the literal of parameter value v as a value of type t, the
+// text of a timestamp with time zone without one read in loc (the session's
+// TimeZone; nil: UTC).
+func castParam(v types.Value, t types.Type, loc *time.Location) (*expr.Expr, error) {
 	if v.Null || v.Type.ID == types.Null {
 		return expr.Literal(types.NullValue(t)), nil
+	}
+	if t.OID == types.OIDTimestamptz && v.Type.ID == types.String && loc != nil {
+		us, err := expr.ParseTimestampTZIn([]byte(v.Str), loc)
+		if err != nil {
+			return nil, err
+		}
+		return expr.Literal(types.Value{Type: t, Int: us}), nil
 	}
 	val, err := expr.EvalConst(expr.Cast(expr.Literal(v), t))
 	if err != nil {
@@ -278,7 +287,7 @@ func castParam(v types.Value, t types.Type) (*expr.Expr, error) {
 func bindLimits(stmt sql.Statement, params []types.Value) error {
 	var err error
 	value := func(n int, what, code string) (int64, bool) {
-		lit, e := castParam(params[n-1], types.Int64Type)
+		lit, e := castParam(params[n-1], types.Int64Type, nil)
 		if e != nil {
 			err = e
 			return 0, false

@@ -68,6 +68,11 @@ type Config struct {
 	// CheckpointInterval is the default time between checkpoints (1s when 0);
 	// SET checkpoint_interval changes it per session, '0' turning them off.
 	CheckpointInterval time.Duration
+	// StateBackend and StateMemory are the local TaskManagers' default state
+	// backend and the memory their disk backend keeps state in
+	// (taskmanager.Config); SET state_backend chooses per job.
+	StateBackend string
+	StateMemory  int64
 	// Alloc is the allocator of every task; nil means the TaskManagers' PoolAllocator.
 	Alloc memory.Allocator
 	// OnClose, if set, runs when the engine closes, after its jobs stopped (it
@@ -188,6 +193,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.TaskManagers <= 1 {
 		e.jm.AddTaskManager(taskmanager.New(taskmanager.Config{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
+			StateBackend: cfg.StateBackend, StateMemory: cfg.StateMemory,
 		}))
 		e.resume()
 		return e, nil
@@ -201,6 +207,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.data = append(e.data, data)
 		e.jm.AddTaskManager(taskmanager.New(taskmanager.Config{
 			ID: data.Addr().String(), Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log, Data: data,
+			StateBackend: cfg.StateBackend, StateMemory: cfg.StateMemory,
 		}))
 	}
 	e.resume()

@@ -127,8 +127,19 @@ var paramList = []*param{
 	// How long a stream join keeps a row not written since (processing
 	// time; Flink's table.exec.state.ttl): '0' keeps every row. Past it,
 	// answers over old keys are no longer exact.
+	// Where a continuous job's operators keep their state: 'memory' or
+	// 'disk' (pebble, bounded by the TaskManager's --state-memory; for now
+	// a streaming GROUP BY's groups and a stream join's rows); empty: the
+	// TaskManagers' default.
+	{name: "state_backend", check: checkStateBackend,
+		desc: "Sets where a continuous job keeps its operators' state: 'memory' or 'disk' (empty: the TaskManagers' default)."},
 	{name: "state_ttl", def: "0", check: checkStateTTL,
 		desc: "Sets how long a stream join keeps a row of either side not written since ('0': for ever); answers over keys idle longer are not exact."},
+	// The table a job's windowed operators send their late rows to (rows
+	// behind the watermark, which they drop and count); empty: none.
+	// Checked when a job starts (late.go).
+	{name: "late_rows_table",
+		desc: "Sets the table the jobs started after it send their late rows to (rows behind the watermark; empty: none, they are only counted)."},
 	// A query over a view waits until the view has caught up with its inputs
 	// (views.go); off reads its rows at once.
 	{name: "wait_for_views", def: "on", check: checkBool,
@@ -444,6 +455,14 @@ func parseTTL(v string) (time.Duration, error) {
 		}
 	}
 	return 0, fmt.Errorf("want a duration such as '1h', '30 min' or '90s', or milliseconds")
+}
+
+func checkStateBackend(_ *Session, _ *param, v string) (string, error) {
+	b := strings.ToLower(strings.TrimSpace(v))
+	if b != "" && b != "memory" && b != "disk" {
+		return "", sql.Errorf(sql.ErrInvalidValue, 0, "invalid value for parameter \"state_backend\": %q (want 'memory' or 'disk')", v)
+	}
+	return b, nil
 }
 
 func checkWorkMem(_ *Session, _ *param, v string) (string, error) {

@@ -18,7 +18,7 @@ import (
 func TestStartupSettings(t *testing.T) {
 	e := openAuthEngine(t)
 	mustRun(t, e.NewSession(), "CREATE USER alice")
-	s, err := e.StartSession(session.Startup{User: "Alice", Database: "db", PID: 42, Settings: []session.Param{
+	s, err := e.StartSession(session.Startup{User: "alice", Database: "db", PID: 42, Settings: []session.Param{
 		{Name: "TimeZone", Value: "europe/paris"}, {Name: "datestyle", Value: "iso, dmy"},
 		{Name: "search_path", Value: "a, public"}, {Name: "application_name", Value: "app"},
 	}})

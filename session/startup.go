@@ -2,7 +2,6 @@ package session
 
 import (
 	"runtime"
-	"strings"
 
 	"github.com/hummer-db/hummer/sql"
 )
@@ -37,7 +36,6 @@ type Startup struct {
 // one does not take (22023) fails it, as PostgreSQL fails the connection;
 // the values become what RESET returns to.
 func (e *Engine) StartSession(st Startup) (*Session, error) {
-	st.User = strings.ToLower(st.User)
 	s := e.newSession(st)
 	s.user = st.User
 	for _, p := range st.Settings {

@@ -47,7 +47,15 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	p := sql.Optimize(q.Plan)
+	var late *planner.LateRows
+	var keep []string
+	if v := s.vars["late_rows_table"]; v != "" {
+		late = s.lateRows(v, sink...)
+		for _, c := range late.Sink.Schema {
+			keep = append(keep, c.Name)
+		}
+	}
+	p := sql.OptimizeKeeping(q.Plan, keep)
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -70,9 +78,11 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	if v := s.vars["state_ttl"]; v != "" {
 		opts.StateTTL, _ = parseTTL(v) // checked by SET
 	}
+	opts.StateBackend = s.vars["state_backend"]
 	if v := s.vars["work_mem"]; v != "" {
 		opts.WorkMem, _ = ParseSize(v, 1<<10) // checked by SET
 	}
+	opts.Late = late
 	switch {
 	case len(sink) > 0 && sink[0] == viewSink:
 		opts.View = true

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hummer-db/hummer/exec/types"
 )
 
 // checkTimeZone reads a TimeZone as PostgreSQL 15 does, for the forms it can
@@ -113,4 +115,15 @@ func zoneSpellings(name string) []string {
 		out = append(out, capital(first)+"/"+strings.ToUpper(rest))
 	}
 	return append(out, strings.ToUpper(name))
+}
+
+// TimeZone returns the location of the session's TimeZone (wire.Zoner): a
+// timestamp with time zone prints as its wall time there, and text without
+// a zone reads as wall time there.
+func (s *Session) TimeZone() *time.Location {
+	loc, err := types.Zone(s.vars["timezone"])
+	if err != nil {
+		return time.UTC // checkTimeZone let through only zones Zone reads
+	}
+	return loc
 }

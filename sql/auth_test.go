@@ -21,10 +21,12 @@ func bindOne(t *testing.T, query string) (Statement, error) {
 func TestBindUsersAndGrants(t *testing.T) {
 	for _, tc := range []struct{ query, want string }{
 		{"CREATE USER u IDENTIFIED BY 'pw'", `&{Users:[{Name:u Password:pw HasPassword:true}] IfNotExists:false}`},
-		{"CREATE USER IF NOT EXISTS 'Bob'@'%', carol IDENTIFIED BY 'x'", `&{Users:[{Name:bob Password: HasPassword:false} {Name:carol Password:x HasPassword:true}] IfNotExists:true}`},
+		{"CREATE USER IF NOT EXISTS 'Bob'@'%', carol IDENTIFIED BY 'x'", `&{Users:[{Name:Bob Password: HasPassword:false} {Name:carol Password:x HasPassword:true}] IfNotExists:true}`},
 		{"ALTER USER u IDENTIFIED BY 'pw2'", `&{Users:[{Name:u Password:pw2 HasPassword:true}] IfExists:false}`},
 		{"ALTER USER USER() IDENTIFIED BY 'mine'", `&{Users:[{Name: Password:mine HasPassword:true}] IfExists:false}`},
 		{"DROP USER IF EXISTS u, V", `&{Names:[u v] IfExists:true}`},
+		{`DROP ROLE "Mixed Case", r`, `&{Names:[Mixed Case r] IfExists:false}`},
+		{`CREATE ROLE "Mixed Case" WITH LOGIN PASSWORD 'pw'`, `&{Users:[{Name:Mixed Case Password:pw HasPassword:true}] IfNotExists:false}`},
 		{"GRANT SELECT ON t TO u", `&{Privileges:SELECT Object:t Users:[u]}`},
 		{"GRANT SELECT, INSERT ON TABLE Docs TO u, v", `&{Privileges:SELECT, INSERT Object:docs Users:[u v]}`},
 		{"GRANT ALL ON *.* TO u", `&{Privileges:SELECT, INSERT, CREATE, DROP Object:* Users:[u]}`},
@@ -52,7 +54,6 @@ func TestBindUsersAndGrants(t *testing.T) {
 		"GRANT UPDATE ON t TO u",
 		"GRANT SELECT (a) ON t TO u",
 		"GRANT SELECT ON t TO u WITH GRANT OPTION",
-		"DROP ROLE r",
 	} {
 		if _, err := bindOne(t, q); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %v, want unsupported", q, err)
@@ -69,11 +70,15 @@ func TestCatalogUsersPersist(t *testing.T) {
 	if err := cat.EnsureSuperuser("hummer", "SCRAM-SHA-256$v1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := cat.CreateUser(&User{Name: "Ann", Verifier: "SCRAM-SHA-256$a"}, false); err != nil {
+	if err := cat.CreateUser(&User{Name: "ann", Verifier: "SCRAM-SHA-256$a"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := cat.CreateUser(&User{Name: "ann"}, false); !errors.Is(err, ErrDuplicateUser) {
 		t.Fatalf("duplicate user: %v", err)
+	}
+	// Role names are exact, as PostgreSQL's: "Ann" is another role.
+	if err := cat.CreateUser(&User{Name: "Ann", Verifier: "SCRAM-SHA-256$A"}, false); err != nil {
+		t.Fatal(err)
 	}
 	if err := cat.CreateUser(&User{Name: "ann"}, true); err != nil {
 		t.Fatalf("IF NOT EXISTS: %v", err)
@@ -101,9 +106,15 @@ func TestCatalogUsersPersist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ann, ok := again.User("ANN")
+	ann, ok := again.User("ann")
 	if !ok || ann.Verifier != "SCRAM-SHA-256$a" || ann.Superuser {
 		t.Fatalf("ann after reopen: %+v %v", ann, ok)
+	}
+	if u, ok := again.User("Ann"); !ok || u.Verifier != "SCRAM-SHA-256$A" || u.Can(PrivSelect, "t") {
+		t.Errorf("Ann after reopen: %+v %v", u, ok)
+	}
+	if _, ok := again.User("ANN"); ok {
+		t.Error("ANN found: role names are exact")
 	}
 	for _, c := range []struct {
 		p     Privileges
@@ -158,7 +169,7 @@ func TestCatalogUsersPersist(t *testing.T) {
 	if _, ok := again.User("ann"); !ok {
 		t.Error("a failed DROP USER dropped a user")
 	}
-	if err := again.DropUsers([]string{"ann", "zed"}, true); err != nil {
+	if err := again.DropUsers([]string{"ann", "Ann", "zed"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if len(again.Users()) != 1 {

@@ -109,6 +109,16 @@ func (b *binder) bindAggregate(ctx *exprCtx, n *ast.AggregateFuncExpr) (*expr.Ex
 		arg, typ = expr.Cast(a, at), rt
 	}
 	distinct := n.Distinct && fn != "min" && fn != "max"
+	if (fn == "min" || fn == "max") && typ.OID == types.OIDInterval {
+		// The text of an interval does not sort as the interval: min and
+		// max take it keyed by its order, the key taken off after.
+		keyed, err := b.call(n, "$interval_ordered", arg)
+		if err != nil {
+			return nil, err
+		}
+		ref := ctx.aggs.ref(aggBound{fn: fn, arg: keyed, typ: types.StringType})
+		return b.call(n, "$interval_unordered", ref)
+	}
 	return ctx.aggs.ref(aggBound{fn: fn, distinct: distinct, arg: arg, typ: typ}), nil
 }
 

@@ -11,8 +11,11 @@ import (
 // This file binds the statements about users and privileges, in TiDB's (MySQL's)
 // syntax: CREATE USER u IDENTIFIED BY 'pw', ALTER USER, DROP USER, GRANT and
 // REVOKE of SELECT, INSERT, CREATE and DROP on a table or on *, SHOW GRANTS.
-// User names are case-insensitive (lower-cased, like table names) and have no
+// User names are exact, as PostgreSQL's role names: the dialect layer folds
+// an unquoted name to lower case, "Mixed Case" keeps its case. They have no
 // host part: 'u'@'%' and plain u are the same user, other hosts are refused.
+// CREATE ROLE and DROP ROLE are CREATE USER and DROP USER (every role is a
+// user who may log in).
 
 // UserSpec is a user named by CREATE USER or ALTER USER, with its new password.
 type UserSpec struct {
@@ -92,7 +95,7 @@ func (b *binder) bindAuth(stmt ast.StmtNode) (st Statement, ok bool, err error) 
 	return st, true, err
 }
 
-// userName checks a user identity's host part and returns its lower-case name.
+// userName checks a user identity's host part and returns its name.
 func (b *binder) userName(u *auth.UserIdentity) (string, error) {
 	if u.CurrentUser {
 		return "", nil
@@ -103,7 +106,7 @@ func (b *binder) userName(u *auth.UserIdentity) (string, error) {
 	if u.Username == "" {
 		return "", b.errorf(ErrInvalidValue, nil, "a user needs a name")
 	}
-	return strings.ToLower(u.Username), nil
+	return u.Username, nil
 }
 
 // userSpecs binds the users of CREATE USER and ALTER USER.
@@ -145,9 +148,6 @@ func (b *binder) userOptions(tls []*ast.AuthTokenOrTLSOption, res []*ast.Resourc
 }
 
 func (b *binder) bindCreateUser(s *ast.CreateUserStmt) (Statement, error) {
-	if s.IsCreateRole {
-		return nil, b.errorf(ErrUnsupported, nil, "roles are not supported: CREATE USER")
-	}
 	if err := b.userOptions(s.AuthTokenOrTLSOptions, s.ResourceOptions, s.PasswordOrLockOptions, s.CommentOrAttributeOption, s.ResourceGroupNameOption); err != nil {
 		return nil, err
 	}
@@ -183,9 +183,6 @@ func (b *binder) bindAlterUser(s *ast.AlterUserStmt) (Statement, error) {
 }
 
 func (b *binder) bindDropUser(s *ast.DropUserStmt) (Statement, error) {
-	if s.IsDropRole {
-		return nil, b.errorf(ErrUnsupported, nil, "roles are not supported: DROP USER")
-	}
 	var names []string
 	for _, u := range s.UserList {
 		name, err := b.userName(u)

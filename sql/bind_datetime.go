@@ -61,6 +61,10 @@ func (b *binder) addInterval(n ast.Node, ts, count *expr.Expr, unit ast.TimeUnit
 // bindDateTime binds the date and time forms above; ok is false for a form
 // it does not know (the caller goes on as for any function).
 func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*expr.Expr, bool, error) {
+	if name == "timezone" && len(n.Args) == 2 {
+		e, err := b.bindAtTimeZone(ctx, n) // bind_timezone.go
+		return e, true, err
+	}
 	switch name {
 	case "now", "current_timestamp", "localtimestamp", "current_date", "curdate":
 		if len(n.Args) > 0 {
@@ -70,9 +74,12 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			b.now = time.Now()
 		}
 		us := b.now.UnixMicro()
+		if loc, err := types.Zone(b.timeZone()); err == nil && (name != "now" && name != "current_timestamp") {
+			us += int64(types.ZoneOffset(loc, us)) * 1e6 // the wall clock in the session's zone
+		}
 		if name == "current_date" || name == "curdate" {
 			day := int64(86400e6)
-			return expr.Literal(types.DateValue(us - us%day)), true, nil // UTC, the session's time zone
+			return expr.Literal(types.DateValue(us - us%day)), true, nil
 		}
 		if name == "localtimestamp" {
 			return expr.Literal(types.TimestampValue(us)), true, nil
@@ -92,6 +99,9 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, b.errorf(ErrUnsupported, n, "EXTRACT(%s FROM ...) is not supported", unit.Unit)
 		}
 		e, err := b.timestampArg(ctx, n.Args[1])
+		if err == nil && field != "epoch" {
+			e, err = b.zonedTimestamp(n, e) // the wall clock's fields
+		}
 		if err != nil {
 			return nil, true, err
 		}
@@ -109,7 +119,7 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if !ok {
 			return nil, false, nil
 		}
-		ts, err := b.timestampArg(ctx, n.Args[0])
+		x, err := b.bindExpr(ctx, n.Args[0])
 		if err != nil {
 			return nil, true, err
 		}
@@ -123,7 +133,18 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if count.Type.ID != types.Int64 {
 			return nil, true, b.errorf(ErrType, n.Args[1], "an interval of %s is not supported: use a whole number", count.Type)
 		}
-		r, err := b.addInterval(n, ts, count, unit.Unit, name == "date_sub" || name == "subdate")
+		sub := name == "date_sub" || name == "subdate"
+		if x.Type.OID == types.OIDInterval {
+			// iv + INTERVAL '1 hour' (psycopg2 sends a timedelta as
+			// '...'::interval): interval arithmetic, not a date's.
+			r, err := b.intervalPlusUnits(n, x, count, unit.Unit, sub)
+			return r, true, err
+		}
+		ts, err := b.asTimestamp(n.Args[0], x)
+		if err != nil {
+			return nil, true, err
+		}
+		r, err := b.addInterval(n, ts, count, unit.Unit, sub)
 		return r, true, err
 	}
 	if name == "datediff" && len(n.Args) == 2 {
@@ -142,6 +163,9 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 	}
 	if (name == "to_char" || name == "date_format") && len(n.Args) == 2 {
 		e, err := b.timestampArg(ctx, n.Args[0])
+		if err == nil {
+			e, err = b.zonedTimestamp(n, e)
+		}
 		if err != nil {
 			return nil, true, err
 		}
@@ -161,9 +185,13 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		if err != nil {
 			return nil, true, err
 		}
+		tz := e.Type.OID == types.OIDTimestamptz
+		if e, err = b.zonedTimestamp(n, e); err != nil { // truncated on the wall clock
+			return nil, true, err
+		}
 		r, err := b.call(n, "date_trunc", unit, e)
-		if err == nil && e.Type.OID == types.OIDTimestamptz {
-			r = expr.Cast(r, types.TimestamptzType) // in UTC, the session's time zone
+		if err == nil && tz {
+			r, err = b.zonedCast(n, r, types.TimestamptzType)
 		}
 		return r, true, err
 	}
@@ -181,6 +209,11 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 			return nil, true, err
 		}
 		f = expr.Literal(types.StringValue(strings.ToLower(f.Value.Str)))
+		if f.Value.Str != "epoch" {
+			if e, err = b.zonedTimestamp(n, e); err != nil {
+				return nil, true, err
+			}
+		}
 		if f.Value.Str == "epoch" { // with microseconds, a numeric
 			r, err := b.call(n, "$date_part_epoch", e)
 			return r, true, err
@@ -193,6 +226,9 @@ func (b *binder) bindDateTime(ctx *exprCtx, n *ast.FuncCallExpr, name string) (*
 		return nil, false, nil
 	}
 	e, err := b.timestampArg(ctx, n.Args[0])
+	if err == nil {
+		e, err = b.zonedTimestamp(n, e)
+	}
 	if err != nil {
 		return nil, true, err
 	}
@@ -207,6 +243,11 @@ func (b *binder) timestampArg(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) 
 	if err != nil {
 		return nil, err
 	}
+	return b.asTimestamp(n, e)
+}
+
+// asTimestamp is timestampArg's conversion of the bound argument e.
+func (b *binder) asTimestamp(n ast.ExprNode, e *expr.Expr) (*expr.Expr, error) {
 	switch e.Type.ID {
 	case types.Timestamp:
 		return e, nil

@@ -141,7 +141,10 @@ func (b *binder) bindUpdate(s *ast.UpdateStmt) (Statement, error) {
 			if !ok {
 				return nil, b.errorf(ErrType, s.List[k].Expr, "column \"%s\" is of type %s but expression is of type %s", col.Name, col.Type, f.Type)
 			}
-			v = expr.Cast(expr.Column(next-1, f.Type, f.Name), col.Type)
+			var err error
+			if v, err = b.zonedCast(s.List[k].Expr, expr.Column(next-1, f.Type, f.Name), col.Type); err != nil {
+				return nil, err
+			}
 		}
 		exprs[i] = expr.Call("case", col.Type, matched, v, exprs[i])
 	}

@@ -280,8 +280,16 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 		return nil, b.resolveError(node, fn, err)
 	}
 	cast := make([]*expr.Expr, len(args))
+	zoned := !strings.HasPrefix(fn, "$") && b.timeZone() != "" // bind_timezone.go
 	for i, a := range args {
 		cast[i] = expr.Cast(a, sig.Args[i])
+		if zoned && (a.Type.OID == types.OIDTimestamptz) != (sig.Args[i].OID == types.OIDTimestamptz) {
+			// ts = '2024-07-01 12:00', ts > TIMESTAMP '...': read in the
+			// session's zone, as PostgreSQL's implicit casts do.
+			if cast[i], err = b.zonedCast(node, a, sig.Args[i]); err != nil {
+				return nil, err
+			}
+		}
 		if a.Type.OID == types.OIDBytea && a.Type.Base() == sig.Args[i] {
 			cast[i] = a // its bytes, not its text (bind_pgtypes.go)
 		}
@@ -582,7 +590,11 @@ func (b *binder) adaptLiterals(node ast.Node, args []*expr.Expr) ([]*expr.Expr, 
 		if !isStringLiteral(a) || a.Value.Null {
 			continue
 		}
-		v, err := expr.EvalConst(expr.Cast(a, target))
+		c, err := b.zonedCast(node, a, target) // bind_timezone.go
+		if err != nil {
+			return nil, err
+		}
+		v, err := expr.EvalConst(c)
 		if err != nil {
 			return nil, b.errorf(ErrInvalidValue, node, "%s", err.Error())
 		}

@@ -104,7 +104,7 @@ func (b *binder) bindFunc(ctx *exprCtx, n *ast.FuncCallExpr) (*expr.Expr, error)
 			name = "||"
 		}
 	case "extract", "date_part", "date_trunc", "to_char", "date_format", "datediff", "date_add", "date_sub", "adddate", "subdate", "now", "current_timestamp", "localtimestamp",
-		"current_date", "curdate",
+		"current_date", "curdate", "timezone",
 		"year", "quarter", "month", "week", "day", "dayofmonth", "dayofyear", "hour", "minute", "second":
 		if e, ok, err := b.bindDateTime(ctx, n, name); ok || err != nil {
 			return e, err
@@ -242,6 +242,9 @@ func (b *binder) bindCast(ctx *exprCtx, n *ast.FuncCastExpr) (*expr.Expr, error)
 	}
 	if arg.Type.OID == types.OIDRegclass && to.ID == types.String {
 		return b.regclassName(arg), nil // bind_pgtypes.go
+	}
+	if (arg.Type.OID == types.OIDTimestamptz) != (to.OID == types.OIDTimestamptz) {
+		return b.zonedCast(n, arg, to) // bind_timezone.go
 	}
 	return &expr.Expr{Kind: expr.KindCast, Type: to, Args: []*expr.Expr{arg}}, nil
 }

@@ -93,7 +93,11 @@ func (b *binder) bindInsert(s *ast.InsertStmt) (Statement, error) {
 		if !assignable(in[j].Type, want) {
 			return nil, b.errorf(ErrType, nil, "column \"%s\" is of type %s but expression is of type %s", t.Columns[i].Name, want, in[j].Type)
 		}
-		exprs[i] = expr.Cast(expr.Column(j, in[j].Type, in[j].Name), want)
+		e, err := b.zonedCast(nil, expr.Column(j, in[j].Type, in[j].Name), want)
+		if err != nil {
+			return nil, err
+		}
+		exprs[i] = e
 	}
 	for i, e := range exprs {
 		if e == nil {
@@ -170,7 +174,10 @@ func (b *binder) bindInsertValues(lists [][]ast.ExprNode, t *Table, target []int
 			if !assignableExpr(e, col.Type) {
 				return nil, b.errorf(ErrType, n, "column \"%s\" is of type %s but expression is of type %s", col.Name, col.Type, e.Type)
 			}
-			row[k] = foldExpr(expr.Cast(e, col.Type))
+			if e, err = b.zonedCast(n, e, col.Type); err != nil {
+				return nil, err
+			}
+			row[k] = foldExpr(e)
 		}
 		v.Rows = append(v.Rows, row)
 	}

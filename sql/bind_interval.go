@@ -75,3 +75,26 @@ func (b *binder) intervalSortKey(n ast.Node, col int, items []selectItem, hidden
 	}
 	return len(items) + len(hidden), append(hidden, k), nil
 }
+
+// unitIntervals are MySQL's interval units as PostgreSQL interval text, for
+// an interval plus or minus INTERVAL n unit.
+var unitIntervals = map[ast.TimeUnitType]string{ast.TimeUnitMicrosecond: "00:00:00.000001", ast.TimeUnitSecond: "00:00:01",
+	ast.TimeUnitMinute: "00:01:00", ast.TimeUnitHour: "01:00:00", ast.TimeUnitDay: "1 day", ast.TimeUnitWeek: "7 days",
+	ast.TimeUnitMonth: "1 mon", ast.TimeUnitQuarter: "3 mons", ast.TimeUnitYear: "1 year"}
+
+// intervalPlusUnits binds the interval iv plus (minus, sub) count units, as
+// PostgreSQL adds iv + interval 'count unit': part by part.
+func (b *binder) intervalPlusUnits(n ast.Node, iv, count *expr.Expr, unit ast.TimeUnitType, sub bool) (*expr.Expr, error) {
+	one, ok := unitIntervals[unit]
+	if !ok {
+		return nil, b.errorf(ErrUnsupported, n, "INTERVAL ... %s is not supported", unit)
+	}
+	units, err := b.call(n, "$interval_mul", expr.Literal(types.Value{Type: types.IntervalType, Str: one}), expr.Cast(count, types.Float64Type))
+	if err != nil {
+		return nil, err
+	}
+	if sub {
+		return b.call(n, "$interval_sub", iv, units)
+	}
+	return b.call(n, "$interval_add", iv, units)
+}

@@ -34,6 +34,7 @@ var pgConstant = map[string]types.Value{
 	"pg_get_function_result":             types.NullValue(types.StringType),
 	"pg_get_function_arguments":          types.NullValue(types.StringType),
 	"pg_get_function_identity_arguments": types.NullValue(types.StringType),
+	"pg_get_function_sqlbody":            types.NullValue(types.StringType),
 	"pg_get_statisticsobjdef_columns":    types.NullValue(types.StringType),
 	"pg_get_triggerdef":                  types.NullValue(types.StringType),
 	"pg_get_ruledef":                     types.NullValue(types.StringType),
@@ -115,12 +116,13 @@ func (b *binder) bindPgFunc(ctx *exprCtx, n *ast.FuncCallExpr) (e *expr.Expr, ok
 		}
 		return expr.Cast(x, types.BoolType), true, nil
 	case "timestamptz":
-		// The instant, in UTC: text with a zone is the instant it names, a
-		// timestamp without one the instant in UTC, the session's TimeZone.
+		// The instant: text with a zone is the instant it names, text or a
+		// timestamp without one the wall time in the session's TimeZone.
 		if !expr.CanCast(x.Type, types.TimestamptzType) || x.Type.ID == types.Bool {
 			return nil, true, b.errorf(ErrType, n, "cannot cast type %s to timestamp with time zone", x.Type)
 		}
-		return expr.Cast(x, types.TimestamptzType), true, nil
+		e, err := b.zonedCast(n, x, types.TimestamptzType)
+		return e, true, err
 	case "pg_table_is_visible", "pg_type_is_visible":
 		// Every schema but information_schema is on the search path (its
 		// tables' and types' oids are 13000 to 13999).

@@ -143,6 +143,11 @@ func (b *binder) bindSessionFunc(ctx *exprCtx, n ast.ExprNode, name string, argN
 	if b.session == nil {
 		return nil, true, b.errorf(ErrUnsupported, n, "%s() reads the client's session, which a view's query has not: it cannot be used in a view", name)
 	}
+	if name == "current_setting" && len(argNodes) == 1 {
+		if e, ok, err := b.settingOfColumn(ctx, argNodes[0]); ok || err != nil {
+			return e, true, err
+		}
+	}
 	args := make([]types.Value, len(argNodes))
 	for i, a := range argNodes {
 		v, err := b.constArg(ctx, a, name)
@@ -156,6 +161,46 @@ func (b *binder) bindSessionFunc(ctx *exprCtx, n ast.ExprNode, name string, argN
 		return nil, true, err // unpositioned, as PostgreSQL's, found at run time
 	}
 	return expr.Literal(v), true, nil
+}
+
+// SettingLister is Settings that can name every parameter it has, as
+// pg_settings lists them.
+type SettingLister interface {
+	SettingNames() []string
+}
+
+// settingOfColumn binds current_setting(x) of a name that is not a constant
+// (psql's \dconfig reads current_setting(s.name) of pg_settings' rows) as
+// a CASE over every parameter's value now, NULL for a name it does not know;
+// ok is false when x is a constant, or the session cannot list its
+// parameters.
+func (b *binder) settingOfColumn(ctx *exprCtx, a ast.ExprNode) (*expr.Expr, bool, error) {
+	lister, ok := b.session.Settings.(SettingLister)
+	if !ok {
+		return nil, false, nil
+	}
+	x, err := b.bindExpr(ctx, a)
+	if err != nil || constant(x) {
+		return nil, false, err
+	}
+	lower, err := b.call(a, "lower", x)
+	if err != nil {
+		return nil, true, err
+	}
+	var args []*expr.Expr
+	for _, name := range lister.SettingNames() {
+		v, err := b.session.Settings.Setting(name)
+		if err != nil {
+			continue
+		}
+		is, err := b.call(a, "=", lower, expr.Literal(types.StringValue(strings.ToLower(name))))
+		if err != nil {
+			return nil, true, err
+		}
+		args = append(args, is, expr.Literal(types.StringValue(v)))
+	}
+	e, err := b.call(a, "case", append(args, expr.Literal(types.NullValue(types.StringType)))...)
+	return e, true, err
 }
 
 // constArg binds a session function's argument, which must be a constant.

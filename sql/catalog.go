@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/hummer-db/hummer/exec/types"
@@ -37,7 +36,7 @@ type Catalog struct {
 	mu     sync.RWMutex
 	tables map[string]*Table // by exact name
 	jobs   map[string]*JobRecord
-	users  map[string]*User // by lower-case name (catalog_users.go)
+	users  map[string]*User // by exact name (catalog_users.go)
 	// lastOID is the highest object id given (giveOIDLocked).
 	lastOID int64
 	// restartsUnsaved says a job's count of restarts failed to save.
@@ -103,11 +102,19 @@ type JobRecord struct {
 
 var _ CatalogReader = (*Catalog)(nil)
 
+// catalogVersion is the version of the catalog's file format this engine
+// writes; OpenCatalog migrates what older versions saved (migrateCatalog).
+//
+//	0  quoted identifiers were folded to lower case like unquoted ones
+//	1  quoted identifiers keep their case, as in PostgreSQL
+const catalogVersion = 1
+
 // catalogJSON is the file format.
 type catalogJSON struct {
-	Tables []*Table     `json:"tables"`
-	Jobs   []*JobRecord `json:"jobs,omitempty"`
-	Users  []*User      `json:"users,omitempty"`
+	Version int          `json:"version,omitempty"`
+	Tables  []*Table     `json:"tables"`
+	Jobs    []*JobRecord `json:"jobs,omitempty"`
+	Users   []*User      `json:"users,omitempty"`
 }
 
 // OpenCatalog opens (creating if needed) the catalog kept in dir. An empty dir
@@ -131,6 +138,10 @@ func OpenCatalog(dir string) (*Catalog, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("catalog: %s: %w", filepath.Join(dir, catalogFile), err)
 	}
+	if f.Version > catalogVersion {
+		return nil, fmt.Errorf("catalog: %s has version %d; this engine reads up to %d", filepath.Join(dir, catalogFile), f.Version, catalogVersion)
+	}
+	migrateCatalog(&f)
 	for _, t := range f.Tables {
 		c.tables[t.Name] = t
 	}
@@ -138,7 +149,7 @@ func OpenCatalog(dir string) (*Catalog, error) {
 		c.jobs[j.ID] = j
 	}
 	for _, u := range f.Users {
-		c.users[strings.ToLower(u.Name)] = u
+		c.users[u.Name] = u
 	}
 	for _, t := range c.tables {
 		c.lastOID = max(c.lastOID, t.OID)
@@ -326,7 +337,7 @@ func (c *Catalog) saveLocked() error {
 		jobs = append(jobs, j)
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
-	data, err := json.MarshalIndent(catalogJSON{Tables: c.sortedLocked(), Jobs: jobs, Users: c.usersLocked()}, "", "  ")
+	data, err := json.MarshalIndent(catalogJSON{Version: catalogVersion, Tables: c.sortedLocked(), Jobs: jobs, Users: c.usersLocked()}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}

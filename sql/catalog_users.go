@@ -105,11 +105,12 @@ func (u *User) clone() *User {
 	return &c
 }
 
-// User returns a copy of the user called name (any case).
+// User returns a copy of the user called name (exactly: role names keep
+// their case, as in PostgreSQL).
 func (c *Catalog) User(name string) (*User, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	u, ok := c.users[strings.ToLower(name)]
+	u, ok := c.users[name]
 	if !ok {
 		return nil, false
 	}
@@ -168,7 +169,7 @@ func (c *Catalog) CreateUsers(us []*User, ifNotExists bool) error {
 	defer c.mu.Unlock()
 	return c.updateUsersLocked(func(users map[string]*User) error {
 		for _, u := range us {
-			n := strings.ToLower(u.Name)
+			n := u.Name
 			if _, ok := users[n]; ok {
 				if ifNotExists {
 					continue
@@ -190,12 +191,12 @@ func (c *Catalog) SetPasswords(verifiers map[string]string, ifExists bool) error
 	defer c.mu.Unlock()
 	return c.updateUsersLocked(func(users map[string]*User) error {
 		for name, v := range verifiers {
-			u, ok := users[strings.ToLower(name)]
+			u, ok := users[name]
 			if !ok {
 				if ifExists {
 					continue
 				}
-				return Errorf(ErrUnknownUser, 0, "role \"%s\" does not exist", strings.ToLower(name))
+				return Errorf(ErrUnknownUser, 0, "role \"%s\" does not exist", name)
 			}
 			u.Verifier = v
 		}
@@ -210,7 +211,7 @@ func (c *Catalog) DropUsers(names []string, ifExists bool) error {
 	defer c.mu.Unlock()
 	return c.updateUsersLocked(func(users map[string]*User) error {
 		for _, name := range names {
-			n := strings.ToLower(name)
+			n := name
 			if _, ok := users[n]; !ok && !ifExists {
 				return Errorf(ErrUnknownUser, 0, "role \"%s\" does not exist", n)
 			}
@@ -239,9 +240,9 @@ func (c *Catalog) changeGrants(names []string, object string, change func(Privil
 	defer c.mu.Unlock()
 	return c.updateUsersLocked(func(users map[string]*User) error {
 		for _, name := range names {
-			u, ok := users[strings.ToLower(name)]
+			u, ok := users[name]
 			if !ok {
-				return Errorf(ErrUnknownUser, 0, "role \"%s\" does not exist", strings.ToLower(name))
+				return Errorf(ErrUnknownUser, 0, "role \"%s\" does not exist", name)
 			}
 			p := change(u.Grants[object])
 			if p == 0 {
@@ -261,7 +262,6 @@ func (c *Catalog) changeGrants(names []string, object string, change func(Privil
 // needed, and sets its verifier when verifier is not empty (a bootstrap
 // password given at start-up replaces the stored one).
 func (c *Catalog) EnsureSuperuser(name, verifier string) error {
-	name = strings.ToLower(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if u, ok := c.users[name]; ok && u.Superuser && (verifier == "" || verifier == u.Verifier) {

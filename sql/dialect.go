@@ -182,6 +182,12 @@ var dialectRewrites = []dialectRewrite{
 		apply: rewriteColonCast,
 	},
 	{
+		name:  "AT TIME ZONE",
+		users: "ts AT TIME ZONE 'Europe/Paris', TIMESTAMP '2024-01-01 12:00' AT TIME ZONE 'UTC', x::timestamptz AT TIME ZONE $1",
+		reads: "timezone('Europe/Paris', ts), timezone('UTC', TIMESTAMP '2024-01-01 12:00'), timezone($1, CAST(x AS timestamptz)) (bind_timezone.go)",
+		apply: rewriteAtTimeZone,
+	},
+	{
 		name:  "CAST AS SQL type names",
 		users: "CAST(x AS TEXT), CAST(x AS VARCHAR(20)), CAST(x AS INTEGER), CAST(x AS DOUBLE PRECISION)",
 		reads: "CAST(x AS CHAR), CAST(x AS CHAR(20)), CAST(x AS SIGNED), CAST(x AS DOUBLE); CAST(x AS regclass) is regclass(x), CAST(x AS boolean) bool(x), CAST(x AS timestamptz) timestamptz(x), CAST(x AS bytea) bytea(x), CAST(x AS interval) \"interval\"(x), PostgreSQL's function-style casts",

@@ -582,6 +582,7 @@ func rewriteSubscripts(stmt []token, _ *dialectFacts) []token {
 // [LOGIN] [ENCRYPTED] PASSWORD 'pw' into MySQL's CREATE|ALTER USER name
 // IDENTIFIED BY 'pw' (what psql's \password sends, the password hashed).
 // ALTER USER name PASSWORD NULL removes the password: IDENTIFIED BY ”.
+// CREATE ROLE name [WITH] [LOGIN] without a password is CREATE USER name.
 func rewriteRolePassword(stmt []token, _ *dialectFacts) []token {
 	w := words(stmt)
 	if n := len(w); n > 0 && stmt[w[n-1]].text == ";" {
@@ -593,6 +594,9 @@ func rewriteRolePassword(stmt []token, _ *dialectFacts) []token {
 	k := 3
 	for k < len(w) && (stmt[w[k]].is("WITH") || stmt[w[k]].is("LOGIN") || stmt[w[k]].is("ENCRYPTED")) {
 		k++
+	}
+	if k == len(w) && stmt[w[0]].is("CREATE") && (k > 3 || stmt[w[1]].is("ROLE")) {
+		return splice(stmt, w[0], w[k-1]+1, append(made(stmt[w[0]].pos, "CREATE USER "), stmt[w[2]])...)
 	}
 	if k+2 != len(w) || !stmt[w[k]].is("PASSWORD") || !(stmt[w[k+1]].kind == tokString || stmt[w[k+1]].is("NULL")) {
 		return stmt

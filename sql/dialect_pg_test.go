@@ -35,6 +35,8 @@ func init() {
 		{"PASSWORD", "ALTER USER hummer PASSWORD 'SCRAM-SHA-256$4096:x$y:z'", "ALTER USER hummer IDENTIFIED BY 'SCRAM-SHA-256$4096:x$y:z'"},
 		{"PASSWORD", "create role bob with login password 'pw';", "CREATE USER bob IDENTIFIED BY 'pw';"},
 		{"PASSWORD", "ALTER USER bob IDENTIFIED BY 'pw'", "ALTER USER bob IDENTIFIED BY 'pw'"},
+		{"PASSWORD", `CREATE ROLE "Mixed Case" WITH LOGIN`, `CREATE USER "Mixed Case"`},
+		{"PASSWORD", `CREATE ROLE "Mixed Case" LOGIN PASSWORD 'pw'`, `CREATE USER "Mixed Case" IDENTIFIED BY 'pw'`},
 		{"ARRAY[...]", "SELECT ARRAY['a', f(1, 2)], ARRAY[], ARRAY[ARRAY[1]]", "SELECT array_build('a', f(1, 2)), '{}', array_build(array_build(1))"},
 		{"CAST AS SQL type names", "SELECT CAST(x AS boolean), 'on'::bool, CAST(t AS timestamp with time zone), '2024-01-02+02'::timestamptz",
 			"SELECT \"bool\"(x ), \"bool\"('on' ), timestamptz(t ), timestamptz('2024-01-02+02' )"},

@@ -207,7 +207,13 @@ func operandStart(stmt []token, end int) int {
 			}
 		}
 		return i
-	case t.kind == tokString || t.kind == tokNumber || t.kind == tokParam:
+	case t.kind == tokString:
+		// A typed literal's type belongs to it: TIMESTAMP '...'::timestamptz.
+		if j := prevWord(stmt, i); j >= 0 && (stmt[j].is("TIMESTAMP") || stmt[j].is("DATE") || stmt[j].is("TIMESTAMPTZ")) {
+			return j
+		}
+		return i
+	case t.kind == tokNumber || t.kind == tokParam:
 		return i
 	case t.kind == tokWord || t.kind == tokIdent:
 		// A qualified name: a.b.c.

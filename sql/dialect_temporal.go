@@ -55,3 +55,67 @@ func timeAttributeEnd(stmt []token, w []int, i int) int {
 	}
 	return i
 }
+
+// rewriteAtTimeZone reads PostgreSQL's x AT TIME ZONE zone as its function
+// timezone(zone, x), which the binder binds (bind_timezone.go). x is the
+// primary before AT (operandStart: a name, a literal, a TIMESTAMP '...'
+// literal, a call or a parenthesised expression),
+// zone the primary after ZONE: a string, a parameter, a (qualified) name or
+// a parenthesised expression. Anything else is left for the parser to
+// refuse where it is written.
+func rewriteAtTimeZone(stmt []token, _ *dialectFacts) []token {
+	for k := 0; ; k++ {
+		w := words(stmt)
+		for ; k+3 < len(w); k++ {
+			if stmt[w[k]].is("AT") && stmt[w[k+1]].is("TIME") && stmt[w[k+2]].is("ZONE") {
+				break
+			}
+		}
+		if k+3 >= len(w) {
+			return stmt
+		}
+		start := operandStart(stmt, w[k])
+		if start < 0 {
+			continue
+		}
+		zone, end := w[k+3], primaryEnd(stmt, w, k+3)
+		if end < 0 {
+			continue
+		}
+		with := append(made(stmt[w[k]].pos, "timezone("), stmt[zone:end]...)
+		with = append(with, made(stmt[w[k]].pos, ", ")...)
+		with = append(with, stmt[start:prevWord(stmt, w[k])+1]...)
+		with = append(with, made(stmt[w[k]].pos, ")")...)
+		stmt = splice(stmt, start, end, with...)
+		k = -1 // the next, from the start: indexes moved
+	}
+}
+
+// primaryEnd returns the index in stmt just past the primary starting at
+// stmt[w[k]]: a string, number or parameter, a (qualified) name, or a
+// parenthesised expression; -1 when none starts there.
+func primaryEnd(stmt []token, w []int, k int) int {
+	t := stmt[w[k]]
+	switch {
+	case t.kind == tokString || t.kind == tokNumber || t.kind == tokParam:
+		return w[k] + 1
+	case t.kind == tokWord || t.kind == tokIdent:
+		for k+2 < len(w) && stmt[w[k+1]].text == "." && (stmt[w[k+2]].kind == tokWord || stmt[w[k+2]].kind == tokIdent) {
+			k += 2
+		}
+		return w[k] + 1
+	case t.kind == tokPunct && t.text == "(":
+		depth := 0
+		for ; k < len(w); k++ {
+			switch stmt[w[k]].text {
+			case "(":
+				depth++
+			case ")":
+				if depth--; depth == 0 {
+					return w[k] + 1
+				}
+			}
+		}
+	}
+	return -1
+}

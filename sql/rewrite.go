@@ -25,7 +25,25 @@ func Optimize(p Plan) Plan {
 	p = foldPlan(p)
 	p = pushFilters(p, nil)
 	p = foldPlan(p)
-	return pruneRoot(p)
+	return (&pruner{}).pruneRoot(p)
+}
+
+// OptimizeKeeping is Optimize, but an aggregation's input keeps the columns
+// named in keep that it could read, even those the query does not use: a
+// late-rows table (SET late_rows_table) takes a windowed aggregation's late
+// rows by column name, the event time among them.
+func OptimizeKeeping(p Plan, keep []string) Plan {
+	if len(keep) == 0 {
+		return Optimize(p)
+	}
+	pr := &pruner{keep: map[string]bool{}}
+	for _, k := range keep {
+		pr.keep[k] = true
+	}
+	p = foldPlan(p)
+	p = pushFilters(p, nil)
+	p = foldPlan(p)
+	return pr.pruneRoot(p)
 }
 
 // foldPlan folds the constants of every expression of the plan.

@@ -7,16 +7,23 @@ import (
 	"github.com/hummer-db/hummer/exec/types"
 )
 
+// pruner removes the columns a plan computes but does not use. keep names
+// columns an aggregation's input keeps even so (a late-rows table's, which
+// takes a windowed aggregation's late rows by name: KeepColumns).
+type pruner struct {
+	keep map[string]bool
+}
+
 // pruneRoot prunes a whole plan, whose every output column is needed, and makes
 // sure the result has exactly p's schema, names included: removing a Project
 // that only renamed columns must not rename the query's result.
-func pruneRoot(p Plan) Plan {
+func (pr *pruner) pruneRoot(p Plan) Plan {
 	want := p.Schema()
 	need := make([]bool, len(want))
 	for i := range need {
 		need[i] = true
 	}
-	q, m := prune(p, need)
+	q, m := pr.prune(p, need)
 	if !isIdentityMap(m, len(q.Schema())) {
 		exprs := make([]*expr.Expr, len(m))
 		in := q.Schema()
@@ -112,10 +119,10 @@ func renameInPlace(p Plan, want types.Schema) (Plan, bool) {
 // flag per column of p's output). It returns the new plan and where each needed
 // column went (m[i] = its new position, -1 for a column not needed); the new
 // plan may keep columns that were not asked for.
-func prune(p Plan, need []bool) (Plan, []int) {
+func (pr *pruner) prune(p Plan, need []bool) (Plan, []int) {
 	switch n := p.(type) {
 	case *Scan:
-		return pruneScan(n, need)
+		return pr.pruneScan(n, need)
 	case *Values:
 		m := make([]int, len(need))
 		var keep []int
@@ -137,17 +144,17 @@ func prune(p Plan, need []bool) (Plan, []int) {
 	case *Filter:
 		inNeed := append([]bool{}, need...)
 		columnSet(n.Cond, inNeed)
-		in, m := prune(n.Input, inNeed)
+		in, m := pr.prune(n.Input, inNeed)
 		return &Filter{Input: in, Cond: remapCols(n.Cond, m)}, m
 	case *Project:
-		return pruneProject(n, need)
+		return pr.pruneProject(n, need)
 	case *Unnest:
 		inNeed := append([]bool{}, need...)
 		inNeed[n.Col] = true
 		if n.Func == "generate_series" {
 			inNeed[n.Hi], inNeed[n.Step] = true, true
 		}
-		in, m := prune(n.Input, inNeed)
+		in, m := pr.prune(n.Input, inNeed)
 		out := append(types.Schema{}, in.Schema()...)
 		out[m[n.Col]] = n.Out[n.Col]
 		for i, j := range m {
@@ -161,26 +168,26 @@ func prune(p Plan, need []bool) (Plan, []int) {
 		}
 		return u, m
 	case *Aggregate:
-		return pruneAggregate(n, need)
+		return pr.pruneAggregate(n, need)
 	case *Join:
-		return pruneJoin(n, need)
+		return pr.pruneJoin(n, need)
 	case *MaxOneRow:
-		in, m := prune(n.Input, need)
+		in, m := pr.prune(n.Input, need)
 		return &MaxOneRow{Input: in}, m
 	case *Window:
 		// Its input keeps every column: the calls read them by position.
 		c := *n
-		c.Input = pruneRoot(n.Input)
+		c.Input = pr.pruneRoot(n.Input)
 		return &c, identity(len(need))
 	case *Union:
 		// Both sides keep every column, so that they line up.
-		return &Union{Left: pruneRoot(n.Left), Right: pruneRoot(n.Right), Out: n.Out}, identity(len(need))
+		return &Union{Left: pr.pruneRoot(n.Left), Right: pr.pruneRoot(n.Right), Out: n.Out}, identity(len(need))
 	case *Sort:
 		inNeed := append([]bool{}, need...)
 		for _, k := range n.Keys {
 			inNeed[k.Col] = true
 		}
-		in, m := prune(n.Input, inNeed)
+		in, m := pr.prune(n.Input, inNeed)
 		keys := make([]SortKey, len(n.Keys))
 		for i, k := range n.Keys {
 			keys[i] = k
@@ -188,7 +195,7 @@ func prune(p Plan, need []bool) (Plan, []int) {
 		}
 		return &Sort{Input: in, Keys: keys}, m
 	case *Limit:
-		in, m := prune(n.Input, need)
+		in, m := pr.prune(n.Input, need)
 		c := *n
 		c.Input = in
 		return &c, m
@@ -214,7 +221,7 @@ func pick(s types.Schema, cols []int) types.Schema {
 
 // pruneScan narrows the columns a table source reads. It keeps at least one
 // column, so that batches still carry their rows to count.
-func pruneScan(n *Scan, need []bool) (Plan, []int) {
+func (pr *pruner) pruneScan(n *Scan, need []bool) (Plan, []int) {
 	cols := n.Columns
 	if cols == nil {
 		cols = identity(len(n.Table.Columns))
@@ -239,7 +246,7 @@ func pruneScan(n *Scan, need []bool) (Plan, []int) {
 
 // pruneProject keeps the needed expressions, then merges the Project into a
 // Project or Values below it, or drops it when it passes its input through.
-func pruneProject(n *Project, need []bool) (Plan, []int) {
+func (pr *pruner) pruneProject(n *Project, need []bool) (Plan, []int) {
 	m := make([]int, len(need))
 	var exprs []*expr.Expr
 	var out types.Schema
@@ -253,7 +260,7 @@ func pruneProject(n *Project, need []bool) (Plan, []int) {
 			columnSet(e, inNeed)
 		}
 	}
-	in, im := prune(n.Input, inNeed)
+	in, im := pr.prune(n.Input, inNeed)
 	if len(exprs) == 0 {
 		// Nothing is read: the input, narrowed as far as it goes, serves (a
 		// Project of no columns would leave batches with no column to count rows).
@@ -331,11 +338,15 @@ func isIdentityProject(exprs []*expr.Expr, in Plan) bool {
 
 // pruneAggregate drops aggregates nobody reads. Group columns always stay: they
 // define the groups.
-func pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
+func (pr *pruner) pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
+	n = pr.keepColumns(n)
 	ng := len(n.GroupBy)
 	inNeed := make([]bool, len(n.Input.Schema()))
 	for _, g := range n.GroupBy {
 		inNeed[g] = true
+	}
+	for i, f := range n.Input.Schema() {
+		inNeed[i] = inNeed[i] || pr.keep[f.Name]
 	}
 	m := make([]int, len(need))
 	var aggs []AggCall
@@ -360,7 +371,7 @@ func pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
 			inNeed[k.Col] = true
 		}
 	}
-	in, im := prune(n.Input, inNeed)
+	in, im := pr.prune(n.Input, inNeed)
 	groupBy := make([]int, ng)
 	for i, g := range n.GroupBy {
 		groupBy[i] = im[g]
@@ -381,7 +392,32 @@ func pruneAggregate(n *Aggregate, need []bool) (Plan, []int) {
 	return &Aggregate{Input: in, GroupBy: groupBy, Aggs: aggs, Out: out}, m
 }
 
-func pruneJoin(n *Join, need []bool) (Plan, []int) {
+// keepColumns returns n whose input, when it is the Project of the
+// aggregation's keys and arguments, also passes on the columns of its own
+// input that pr keeps (added at its end, so no position n reads moves).
+func (pr *pruner) keepColumns(n *Aggregate) *Aggregate {
+	proj, ok := n.Input.(*Project)
+	if len(pr.keep) == 0 || !ok {
+		return n
+	}
+	have := map[string]bool{}
+	for _, f := range proj.Out {
+		have[f.Name] = true
+	}
+	c := *proj
+	for j, f := range proj.Input.Schema() {
+		if pr.keep[f.Name] && !have[f.Name] {
+			c.Exprs = append(slices.Clip(c.Exprs), expr.Column(j, f.Type, f.Name))
+			c.Out = append(slices.Clip(c.Out), f)
+			have[f.Name] = true
+		}
+	}
+	a := *n
+	a.Input = &c
+	return &a
+}
+
+func (pr *pruner) pruneJoin(n *Join, need []bool) (Plan, []int) {
 	nl := len(n.Left.Schema())
 	needL := append([]bool{}, need[:nl]...)
 	needR := make([]bool, len(n.Right.Schema()))
@@ -401,8 +437,8 @@ func pruneJoin(n *Join, need []bool) (Plan, []int) {
 			}
 		}
 	}
-	l, lm := prune(n.Left, needL)
-	r, rm := prune(n.Right, needR)
+	l, lm := pr.prune(n.Left, needL)
+	r, rm := pr.prune(n.Right, needR)
 	newNL := len(l.Schema())
 	// m maps the pairs' columns (left, right), which Extra reads; the
 	// output's are its first len(need).
@@ -430,5 +466,43 @@ func pruneJoin(n *Join, need []bool) (Plan, []int) {
 	}
 	// Keep the join's own column names (a Join's Out may differ from its inputs'
 	// schemas only in names, which the root restores anyway).
-	return c, m[:len(need)]
+	return narrowJoin(c, need, m[:len(need)])
+}
+
+// narrowJoin puts a projection over join c of the columns asked for (need,
+// with m where they are in c's output) when c also outputs columns only it
+// reads (its keys, Extra's): the planner then has the join gather only those
+// asked for. A semi or anti join outputs its left side as it is.
+func narrowJoin(c *Join, need []bool, m []int) (Plan, []int) {
+	if c.Kind.Filters() {
+		return c, m
+	}
+	used := make([]bool, len(c.Out))
+	for i, j := range m {
+		if need[i] && j >= 0 {
+			used[j] = true
+		}
+	}
+	var exprs []*expr.Expr
+	var out types.Schema
+	at := make([]int, len(c.Out))
+	for j, u := range used {
+		at[j] = -1
+		if u {
+			at[j] = len(exprs)
+			exprs = append(exprs, expr.Column(j, c.Out[j].Type, c.Out[j].Name))
+			out = append(out, c.Out[j])
+		}
+	}
+	if len(exprs) == len(c.Out) {
+		return c, m
+	}
+	nm := make([]int, len(m))
+	for i, j := range m {
+		nm[i] = -1
+		if need[i] && j >= 0 {
+			nm[i] = at[j]
+		}
+	}
+	return &Project{Input: c, Exprs: exprs, Out: out}, nm
 }

@@ -55,7 +55,9 @@ var systemColumns = map[string]string{
 		"typelem oid, typarray oid, typinput regproc, typoutput regproc, typreceive regproc, typsend regproc, " +
 		"typalign char, typstorage char, typnotnull bool, typbasetype oid, typtypmod int4, typndims int4, " +
 		"typcollation oid, typdefault text, typacl aclitem[]",
-	"pg_catalog.pg_am":        "oid oid, amname name, amhandler regproc, amtype char",
+	"pg_catalog.pg_am": "oid oid, amname name, amhandler regproc, amtype char",
+	"pg_catalog.pg_language": "oid oid, lanname name, lanowner oid, lanispl bool, lanpltrusted bool, " +
+		"lanplcallfoid oid, laninline oid, lanvalidator oid, lanacl aclitem[]",
 	"pg_catalog.pg_collation": "oid oid, collname name, collnamespace oid, collowner oid, collprovider char, collisdeterministic bool, collencoding int4, collcollate text, collctype text",
 	"pg_catalog.pg_database": "oid oid, datname name, datdba oid, encoding int4, datlocprovider char, datistemplate bool, " +
 		"datallowconn bool, datconnlimit int4, dattablespace oid, datcollate text, datctype text, daticulocale text, " +
@@ -224,6 +226,7 @@ var wellKnownOIDs = map[string]int64{
 	"pg_catalog.pg_class": 1259, "pg_catalog.pg_database": 1262, "pg_catalog.pg_namespace": 2615,
 	"pg_catalog.pg_constraint": 2606, "pg_catalog.pg_index": 2610, "pg_catalog.pg_description": 2609,
 	"pg_catalog.pg_attrdef": 2604, "pg_catalog.pg_am": 2601, "pg_catalog.pg_collation": 3456,
+	"pg_catalog.pg_language":     2612,
 	"pg_catalog.pg_get_keywords": 1686, // the function's oid, so that no other table's moves
 	"pg_catalog.pg_enum":         3501, "pg_catalog.pg_sequence": 2224, "pg_catalog.pg_depend": 2608,
 }

@@ -18,6 +18,7 @@ package wire
 
 import (
 	"context"
+	"time"
 
 	"github.com/hummer-db/hummer/exec/types"
 	"github.com/hummer-db/hummer/session"
@@ -52,6 +53,13 @@ type Session interface {
 	Close()
 }
 
+// Zoner is implemented by sessions with a TimeZone setting: a timestamp
+// with time zone's text is its wall time in that zone, with the offset.
+type Zoner interface {
+	// TimeZone returns the session's current TimeZone.
+	TimeZone() *time.Location
+}
+
 // Transactioner is implemented by sessions with transaction blocks
 // (BEGIN ... COMMIT). The server reports their status in ReadyForQuery and
 // keeps portals open across Sync while a block is open.
@@ -71,4 +79,12 @@ type CursorDescriber interface {
 	// CursorSchema returns the columns FETCH returns from the open cursor
 	// name; ok is false when no cursor has that name.
 	CursorSchema(name string) (schema types.Schema, ok bool)
+}
+
+// timeZone returns the session's TimeZone, UTC for a session without one.
+func (c *conn) timeZone() *time.Location {
+	if z, ok := c.sess.(Zoner); ok {
+		return z.TimeZone()
+	}
+	return time.UTC
 }

@@ -115,7 +115,7 @@ func binaryAppenderFor(arr arrow.Array, f arrow.Field) textAppender {
 		return func(dst []byte, i int) []byte { return append(dst, data[offs[i]-base:offs[i+1]-base]...) }
 	}
 	// Text (and the null type, whose rows are all NULL): the bytes of the text.
-	return appenderFor(arr, f)
+	return appenderFor(arr, f, nil)
 }
 
 // appendNumeric appends numeric_send's encoding of a decimal's text (an optional

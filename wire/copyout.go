@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -24,6 +25,7 @@ import (
 func (c *conn) sendCopy(ctx context.Context, co *session.CopyOut) error {
 	defer co.Rows.Close()
 	e := newCopyEncoder(co.Options, co.Changes, co.ForceQuote)
+	e.loc = c.timeZone()
 	formats := make([]uint16, e.fields)
 	var overall byte
 	if co.Options.Binary {
@@ -74,7 +76,8 @@ func (c *conn) sendCopy(ctx context.Context, co *session.CopyOut) error {
 
 // copyEncoder writes rows in one of COPY's formats: text, csv or binary.
 type copyEncoder struct {
-	o sql.CopyOptions
+	o   sql.CopyOptions
+	loc *time.Location // the session's TimeZone, for timestamptz text
 	// changes says each row starts with its change kind (the op column).
 	changes bool
 	// fields is the number of fields of a row, the op column included.
@@ -162,7 +165,7 @@ func (e *copyEncoder) appender(col arrow.Array, f arrow.Field) textAppender {
 	if e.o.Binary {
 		return binaryAppenderFor(col, f)
 	}
-	return appenderFor(col, f)
+	return appenderFor(col, f, e.loc)
 }
 
 // appendHeader appends the HEADER line naming the fields, as PostgreSQL

@@ -338,7 +338,7 @@ func (c *conn) sendPortalRows(ctx context.Context, p *extPortal, limit int64) (s
 	ncols := len(p.formats)
 	// All the rows: their producers may encode them (without a limit there
 	// is no batch to cut at a row).
-	if er, ok := p.res.Rows.(session.EncodingRows); ok && limit == 0 && p.pending == nil && er.EncodeWith(encoderFor(ncols, p.formats)) {
+	if er, ok := p.res.Rows.(session.EncodingRows); ok && limit == 0 && p.pending == nil && er.EncodeWith(encoderFor(ncols, p.formats, c.timeZone())) {
 		sent, err := c.sendEncodedRows(ctx, er)
 		return sent, false, err
 	}

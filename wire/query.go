@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -158,7 +159,7 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 	setOrigins(rd, r.Origins)
 	c.send(rd)
 	var rows int64
-	if er, ok := r.Rows.(session.EncodingRows); ok && er.EncodeWith(encoderFor(len(schema), nil)) {
+	if er, ok := r.Rows.(session.EncodingRows); ok && er.EncodeWith(encoderFor(len(schema), nil, c.timeZone())) {
 		sent, err := c.sendEncodedRows(ctx, er)
 		if err != nil {
 			return err
@@ -243,7 +244,7 @@ func (c *conn) sendNotices(notices []string) {
 // format code; nil means text for all.
 func (c *conn) sendBatch(b arrow.RecordBatch, ncols int, formats []int16) error {
 	e := &c.enc
-	e.ncols, e.formats = ncols, formats
+	e.ncols, e.formats, e.loc = ncols, formats, c.timeZone()
 	if err := e.prepare(b); err != nil {
 		return err
 	}
@@ -300,9 +301,9 @@ func (c *conn) sendEncoded(data []byte) error {
 
 // encoderFor returns the session.RowEncoder of results of ncols columns in the
 // given formats (nil: text for all), for the tasks that produce them to run.
-func encoderFor(ncols int, formats []int16) session.RowEncoder {
+func encoderFor(ncols int, formats []int16, loc *time.Location) session.RowEncoder {
 	return func(dst []byte, b arrow.RecordBatch) ([]byte, error) {
-		e := rowEncoder{ncols: ncols, formats: formats}
+		e := rowEncoder{ncols: ncols, formats: formats, loc: loc}
 		if err := e.prepare(b); err != nil {
 			return dst, err
 		}
@@ -317,6 +318,7 @@ func encoderFor(ncols int, formats []int16) session.RowEncoder {
 type rowEncoder struct {
 	ncols     int
 	formats   []int16
+	loc       *time.Location // the session's TimeZone, for timestamptz text
 	appenders []textAppender
 	nullable  []arrow.Array // a column that may hold NULLs, else nil
 }
@@ -332,7 +334,7 @@ func (e *rowEncoder) prepare(b arrow.RecordBatch) error {
 		if e.formats != nil && e.formats[j] == pgproto3.BinaryFormat {
 			e.appenders = append(e.appenders, binaryAppenderFor(col, f))
 		} else {
-			e.appenders = append(e.appenders, appenderFor(col, f))
+			e.appenders = append(e.appenders, appenderFor(col, f, e.loc))
 		}
 		if col.NullN() > 0 || col.DataType().ID() == arrow.NULL {
 			e.nullable = append(e.nullable, col)

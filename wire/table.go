@@ -37,7 +37,7 @@ func FormatTable(w io.Writer, schema types.Schema, batches []arrow.RecordBatch) 
 		}
 		appenders := make([]textAppender, ncols)
 		for j := range ncols {
-			appenders[j] = appenderFor(b.Column(j), b.Schema().Field(j))
+			appenders[j] = appenderFor(b.Column(j), b.Schema().Field(j), nil)
 		}
 		for i := range int(b.NumRows()) {
 			row := make([]cell, ncols)

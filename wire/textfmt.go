@@ -2,6 +2,7 @@ package wire
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -36,15 +37,16 @@ func AppendText(dst []byte, arr arrow.Array, f arrow.Field, i int) []byte {
 	if IsNull(arr, i) {
 		return dst
 	}
-	return appenderFor(arr, f)(dst, i)
+	return appenderFor(arr, f, nil)(dst, i)
 }
 
 // textAppender appends the text of one row of the array it was made for.
 type textAppender func(dst []byte, i int) []byte
 
 // appenderFor returns the text appender for arr's type, of the column f (a
-// DATE's arrays are timestamps: types.IsDate). The caller checks nulls.
-func appenderFor(arr arrow.Array, f arrow.Field) textAppender {
+// DATE's arrays are timestamps: types.IsDate), a timestamp with time zone
+// printed in the session's zone loc (nil: UTC). The caller checks nulls.
+func appenderFor(arr arrow.Array, f arrow.Field, loc *time.Location) textAppender {
 	if a, ok := arr.(*array.Timestamp); ok && types.IsDate(f) {
 		vs := a.Values()
 		return func(dst []byte, i int) []byte { return types.AppendDate(dst, int64(vs[i])) }
@@ -53,6 +55,9 @@ func appenderFor(arr arrow.Array, f arrow.Field) textAppender {
 	case oid == types.OIDTimestamptz:
 		if a, ok := arr.(*array.Timestamp); ok {
 			vs := a.Values()
+			if loc != nil && loc != time.UTC {
+				return func(dst []byte, i int) []byte { return types.AppendTimestamptzIn(dst, int64(vs[i]), loc) }
+			}
 			return func(dst []byte, i int) []byte { return types.AppendTimestamptz(dst, int64(vs[i])) }
 		}
 	case oid == types.OIDBytea:

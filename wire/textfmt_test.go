@@ -190,7 +190,7 @@ func TestAppendTextNoAllocs(t *testing.T) {
 
 	buf := make([]byte, 0, 4096)
 	for _, arr := range []arrow.Array{farr, darr, tarr} {
-		app := appenderFor(arr, arrow.Field{})
+		app := appenderFor(arr, arrow.Field{}, nil)
 		allocs := testing.AllocsPerRun(100, func() {
 			buf = buf[:0]
 			for i := range arr.Len() {
@@ -210,7 +210,7 @@ func BenchmarkAppendTextFloat64(b *testing.B) {
 	}
 	arr := fb.NewArray()
 	defer arr.Release()
-	app := appenderFor(arr, arrow.Field{})
+	app := appenderFor(arr, arrow.Field{}, nil)
 	buf := make([]byte, 0, 64<<10)
 	b.ResetTimer()
 	for b.Loop() {

@@ -178,6 +178,34 @@ SHOW GRANTS;
 	if out, err := psqlAs(addr, "bob", tlsEnv("root secret"), "SELECT 1;"); err == nil {
 		t.Errorf("bob with the superuser's password got in:\n%s", out)
 	}
+
+	// A quoted role name keeps its case, as in PostgreSQL 15 (the same
+	// script there prints the same lines): it logs in as written, its
+	// lower-case spelling is another role, and ALTER and DROP find it.
+	out, err = psqlAs(addr, "hummer", tlsEnv("root secret"), `
+CREATE ROLE "Mixed Case" WITH LOGIN PASSWORD 'mc pw';
+CREATE ROLE Carol LOGIN;
+SELECT rolname FROM pg_roles WHERE rolname IN ('Mixed Case', 'carol', 'Carol', 'mixed case') ORDER BY 1;
+GRANT SELECT ON t TO "Mixed Case";
+`)
+	if err != nil || out != "Mixed Case\ncarol\n" {
+		t.Errorf("CREATE ROLE \"Mixed Case\": %v\n%q", err, out)
+	}
+	if out, err := psqlAs(addr, "Mixed Case", tlsEnv("mc pw"), "SELECT current_user, count(*) FROM t;"); err != nil || out != "Mixed Case|3\n" {
+		t.Errorf("login as \"Mixed Case\": %v\n%s", err, out)
+	}
+	if out, err := psqlAs(addr, "mixed case", tlsEnv("mc pw"), "SELECT 1;"); err == nil || !strings.Contains(out, `"mixed case"`) {
+		t.Errorf("login as \"mixed case\": %v\n%s", err, out)
+	}
+	out, err = psqlAs(addr, "hummer", tlsEnv("root secret"), `
+ALTER ROLE "Mixed Case" PASSWORD 'new pw';
+DROP ROLE "mixed case";
+DROP ROLE "Mixed Case", carol;
+SELECT count(*) FROM pg_roles WHERE rolname IN ('Mixed Case', 'carol');
+`)
+	if err != nil || !strings.Contains(out, `ERROR:  42704: role "mixed case" does not exist`) || !strings.HasSuffix(out, "\n0\n") {
+		t.Errorf("ALTER and DROP ROLE \"Mixed Case\": %v\n%s", err, out)
+	}
 }
 
 // TestAuthDefaults: on a loopback address the server trusts (existing users),

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -32,6 +33,35 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: seconds of killing processes")
 	}
+	chaos(t)
+}
+
+// TestChaosS3 is TestChaos with the checkpoints in S3: an in-process S3
+// server (gofakes3) that the JobManager and every TaskManager reach with
+// credentials from the environment, as pods reach a bucket.
+func TestChaosS3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test: seconds of killing processes")
+	}
+	endpoint, backend := fakeS3(t, "hummer-checkpoints")
+	jmDir := chaos(t, "--checkpoint-store", "s3://hummer-checkpoints/chaos?region=us-east-1&endpoint="+endpoint)
+	complete := 0
+	for _, k := range s3Keys(t, backend, "hummer-checkpoints", "chaos/") {
+		if strings.Contains(k, "/complete/") {
+			complete++
+		}
+	}
+	if complete == 0 {
+		t.Error("no complete checkpoint under s3://hummer-checkpoints/chaos/")
+	}
+	if _, err := os.Stat(filepath.Join(jmDir, "checkpoints")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("checkpoints in the data directory as well: %v", err)
+	}
+}
+
+// chaos runs the chaos test with more flags for the JobManager, and returns
+// the JobManager's data directory.
+func chaos(t *testing.T, jmFlags ...string) (jmDir string) {
 	text, err := os.ReadFile("../../data/kjv.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +99,9 @@ func TestChaos(t *testing.T) {
 
 	bin := buildHummer(t)
 	pgAddr, rpcAddr := freeAddr(t), freeAddr(t)
-	jmDir := filepath.Join(t.TempDir(), "jm")
-	jm := startKillable(t, bin, "jobmanager", "--pg-addr", pgAddr, "--rpc-addr", rpcAddr, "--data-dir", jmDir,
-		"--checkpoint-interval", "1s")
+	jmDir = filepath.Join(t.TempDir(), "jm")
+	jm := startKillable(t, bin, append([]string{"jobmanager", "--pg-addr", pgAddr, "--rpc-addr", rpcAddr, "--data-dir", jmDir,
+		"--checkpoint-interval", "1s"}, jmFlags...)...)
 	var tms []*killable
 	for i := range 3 {
 		tms = append(tms, startKillable(t, bin, "taskmanager", "--jobmanager", rpcAddr, "--slots", "2",
@@ -295,6 +325,7 @@ func TestChaos(t *testing.T) {
 	})
 	jobs := psql(t, pgAddr, "SHOW PROCESSLIST")
 	t.Logf("jobs after the chaos:\n%s", jobs)
+	return jmDir
 }
 
 // killable is a process a test kills with SIGKILL and starts again with the
@@ -302,6 +333,7 @@ func TestChaos(t *testing.T) {
 type killable struct {
 	bin    string
 	args   []string
+	env    []string // added to the test's environment
 	cmd    *exec.Cmd
 	exited chan struct{}
 	logs   *syncBuffer
@@ -309,7 +341,14 @@ type killable struct {
 
 func startKillable(t *testing.T, bin string, args ...string) *killable {
 	t.Helper()
-	k := &killable{bin: bin, args: args, logs: &syncBuffer{}}
+	return startKillableEnv(t, bin, nil, args...)
+}
+
+// startKillableEnv is startKillable with env added to the process's
+// environment.
+func startKillableEnv(t *testing.T, bin string, env []string, args ...string) *killable {
+	t.Helper()
+	k := &killable{bin: bin, args: args, env: env, logs: &syncBuffer{}}
 	k.start(t)
 	t.Cleanup(func() {
 		k.cmd.Process.Signal(os.Interrupt)
@@ -329,6 +368,7 @@ func startKillable(t *testing.T, bin string, args ...string) *killable {
 func (k *killable) start(t *testing.T) {
 	t.Helper()
 	k.cmd = exec.Command(k.bin, k.args...)
+	k.cmd.Env = append(os.Environ(), k.env...)
 	k.cmd.Stderr = k.logs
 	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)

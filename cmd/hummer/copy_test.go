@@ -274,3 +274,26 @@ func TestCopyToStream(t *testing.T) {
 		noCopyJob(t, stmt)
 	})
 }
+
+// TestCopyTimeZone: COPY FROM STDIN reads timestamptz text without a zone in
+// the session's TimeZone and with one (+00) as that instant, and COPY TO
+// writes timestamptz in the session's zone; the rows are what PostgreSQL 15
+// printed for the same script.
+func TestCopyTimeZone(t *testing.T) {
+	addr := startHummer(t)
+	out := psql(t, addr, `CREATE TABLE tz1 (id bigint, ts timestamptz);
+SET TIME ZONE 'Europe/Paris';
+COPY tz1 FROM STDIN;
+3	2024-07-01 12:00
+4	2024-07-01 12:00+00
+\.
+COPY tz1 FROM STDIN WITH (FORMAT csv);
+5,2024-01-15 08:30:00.5 America/New_York
+\.
+COPY (SELECT id, ts FROM tz1 ORDER BY id) TO STDOUT WITH (FORMAT csv);
+`)
+	want := "3,2024-07-01 12:00:00+02\n4,2024-07-01 14:00:00+02\n5,2024-01-15 14:30:00.5+01\n"
+	if out != want {
+		t.Errorf("psql printed:\n%s\nwant (PostgreSQL's):\n%s", out, want)
+	}
+}

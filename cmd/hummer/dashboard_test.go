@@ -134,13 +134,13 @@ CREATE USER bob PASSWORD 'pw';`)
 	}
 }
 
-// TestDashboardTLS: with --tls-cert and --tls-key the HTTP endpoint serves
-// HTTPS with the PostgreSQL port's certificate, and refuses plain HTTP.
+// TestDashboardTLS: with --http-tls the HTTP endpoint serves HTTPS with the
+// PostgreSQL port's certificate (--tls-cert, --tls-key), and refuses plain HTTP.
 func TestDashboardTLS(t *testing.T) {
 	bin := buildHummer(t)
 	caFile, certFile, keyFile := writeTestCerts(t)
 	httpAddr := freeAddr(t)
-	startServeEnv(t, bin, freeAddr(t), nil, "--http-addr", httpAddr, "--tls-cert", certFile, "--tls-key", keyFile)
+	startServeEnv(t, bin, freeAddr(t), nil, "--http-addr", httpAddr, "--tls-cert", certFile, "--tls-key", keyFile, "--http-tls")
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)

@@ -56,19 +56,25 @@ func (ep *endpoint) attach(eng *session.Engine) {
 // is then a no-op). The default address taken by another process (a second
 // server on one host, say) is a warning, not a failure: only an address asked
 // for must be had. With dashboard (a JobManager) it serves the dashboard and
-// its API, and off loopback asks for the PostgreSQL port's users; with sec's
-// certificate it serves HTTPS.
+// its API, and off loopback asks for the PostgreSQL port's users; with
+// --http-tls it serves HTTPS with sec's certificate.
 func (o httpOptions) start(ep *endpoint, dashboard bool, sec *securityFlags, log *slog.Logger) (stop func(), err error) {
 	if *o.addr == "" {
 		return func() {}, nil
 	}
 	var tlsConfig *tls.Config
-	if sec != nil {
+	if sec != nil && *sec.httpTLS {
 		if tlsConfig, err = sec.tlsConfig(); err != nil {
 			return nil, err
 		}
+		if tlsConfig == nil {
+			return nil, errors.New("--http-tls needs --tls-cert and --tls-key")
+		}
 	}
 	auth := dashboard && !loopbackAddr(*o.addr)
+	if auth && tlsConfig == nil {
+		log.Warn("the HTTP endpoint asks for passwords without TLS: they cross the network in clear text (--http-tls serves HTTPS)", "http-addr", *o.addr)
+	}
 	s, err := web.Listen(web.Config{Addr: *o.addr, Ready: ep.ready.Check, Metrics: ep.metrics,
 		Dashboard: dashboard, Auth: auth, TLS: tlsConfig, Log: log})
 	if errors.Is(err, syscall.EADDRINUSE) && *o.addr == o.def && !o.explicit() {

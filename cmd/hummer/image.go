@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hummer-db/hummer/images"
+	"github.com/hummer-db/hummer/images/oci"
 )
 
 const imageUsage = `Usage:
@@ -22,11 +23,18 @@ const imageUsage = `Usage:
   hummer image run DIR [--pg-port PORT] [--cpus N] [--memory SIZE] [--forward [HOSTADDR:]HOSTPORT:GUESTPORT ...]
                    [--accel auto|kvm|tcg] [-- ROLE ARGS...]
   hummer image boot            (the VM's init: what the kernel runs as PID 1)
+  hummer image oci --out DIR|FILE.tar [--push REGISTRY/REPO:TAG] [--tag REPO:TAG] [--hummer BIN]
+                   [--ca-certs FILE] [--version V]
 
 ROLE is serve (the default), jobmanager or taskmanager with their flags; build
 completes it for a VM (listeners on 0.0.0.0, --data-dir on the image's tmpfs, a
 TaskManager's JobManager on the host at 10.0.2.2:6123). Arguments after run's
 -- are appended to the role at boot, e.g. a TaskManager's --data-addr.
+
+oci writes a container image (an OCI layout directory, or a tarball that docker
+load and podman load read) whose entrypoint is hummer: its arguments are the
+role, e.g. "jobmanager --pg-addr=0.0.0.0:4566 --rpc-addr=0.0.0.0:6123"; with none
+it serves on 0.0.0.0:4566. It runs as user hummer (uid 65532) in /var/lib/hummer.
 `
 
 // image dispatches `hummer image build|run|boot`.
@@ -42,6 +50,8 @@ func image(args []string) error {
 		return imageRun(args[1:])
 	case "boot":
 		return images.Boot(args[1:], runImageRole)
+	case "oci":
+		return imageOCI(args[1:])
 	case "help", "-h", "--help":
 		fmt.Print(imageUsage)
 		return nil
@@ -111,6 +121,49 @@ func imageBuild(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "image %s: %.1f MB (kernel %.1f MB + initramfs %.1f MB), role: %s\n", *out,
 		float64(m.Size())/1e6, float64(m.KernelBytes)/1e6, float64(m.InitramfsBytes)/1e6, strings.Join(m.Role, " "))
+	return nil
+}
+
+// imageOCI writes the container image of the static binary (images/oci).
+func imageOCI(args []string) error {
+	fs := flag.NewFlagSet("image oci", flag.ExitOnError)
+	out := fs.String("out", "", "an OCI image layout directory to write, or FILE.tar (docker load, podman load)")
+	push := fs.String("push", "", "REGISTRY/REPO:TAG to push the image to (credentials of docker login)")
+	tag := fs.String("tag", "hummer:latest", "the image's name in the layout or tarball")
+	bin := fs.String("hummer", "", "the static hummer binary (default: this one if static, else built with CGO_ENABLED=0)")
+	certs := fs.String("ca-certs", oci.CACerts, "the CA certificates to put in the image")
+	version := fs.String("version", "", "the org.opencontainers.image.version label (default: the binary's module version)")
+	fs.Parse(args)
+	if *out == "" && *push == "" {
+		return errors.New("image oci: give --out, --push or both")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	binary, cleanup, err := staticHummer(ctx, *bin)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	img, err := oci.Image(oci.Options{Binary: binary, CACerts: *certs, Version: *version})
+	if err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := oci.Write(img, *out, *tag); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "image %s: %s %s\n", *out, *tag, digest)
+	}
+	if *push != "" {
+		if _, err := oci.Push(img, *push); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "pushed %s@%s\n", *push, digest)
+	}
 	return nil
 }
 

@@ -14,9 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -37,16 +35,19 @@ const usage = `hummer — a streaming SQL engine
 Usage:
   hummer serve [--pg-addr 127.0.0.1:4566] [--http-addr 127.0.0.1:8081] [--data-dir ./hummer-data] [--init SQL] [--slots N] [security flags]
   hummer sql [--data-dir ./hummer-data] (-e "SQL" | -f file.sql | -f -)
-  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--http-addr 127.0.0.1:8081] [--rpc-addr 127.0.0.1:6123] [--data-dir ./hummer-data] [security flags]
-  hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0] [--http-addr ADDR]
-                     [--network NAME=ADDR ...] [--sched-batch=false]
+  hummer jobmanager [--pg-addr 127.0.0.1:4566] [--http-addr 127.0.0.1:8081] [--rpc-addr 127.0.0.1:6123] [--data-addr HOST:PORT]
+                    [--data-dir ./hummer-data] [security flags]
+  hummer taskmanager --jobmanager HOST:PORT [--slots N] [--data-dir DIR] [--data-addr 127.0.0.1:0] [--advertise-addr HOST]
+                     [--http-addr ADDR] [--network NAME=ADDR ...] [--sched-batch=false]
   hummer image build --out DIR [--kernel PATH] [--add SRC:DST ...] [-- ROLE ARGS...]
   hummer image run DIR --pg-port PORT [--cpus N] [--memory SIZE] [--forward H:G ...]
+  hummer image oci --out DIR|FILE.tar [--push REGISTRY/REPO:TAG]   (a container image; roles as its args)
 
-Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL;
+Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL
+  (file:///dir, or s3://bucket/prefix?region=R[&endpoint=URL] with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY);
 jobmanager: --heartbeat-timeout D (3s)
 HTTP (--http-addr; '' turns it off): the dashboard (serve, jobmanager; off loopback it asks for a
-user and password of the PostgreSQL port; HTTPS with --tls-cert), /metrics, /healthz, /readyz;
+user and password of the PostgreSQL port; HTTPS with --http-tls), /metrics, /healthz, /readyz;
 a TaskManager has none unless given one
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
 else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
@@ -150,19 +151,19 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 }
 
 func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
-	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
-	initSQL := fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
-	slots := fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
-	httpAddr := httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
-	ckpt := checkpointFlags(fs)
-	sec := addSecurityFlags(fs)
-	mem := memoryFlag(fs)
+	fs, o := serveFlags(flag.ExitOnError) // flags.go
 	fs.Parse(args)
+	pgAddr, dataDir, initSQL, slots, httpAddr, ckpt, sec, mem := o.pgAddr, o.dataDir, o.initSQL, o.slots, o.httpAddr, o.ckpt, o.sec, o.mem
 
+	if err := ckpt.check(); err != nil { // cluster.go
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
+		return err
+	}
+	stateBackend, stateMemory, err := o.state.parse()
+	if err != nil {
 		return err
 	}
 	unlock, err := lockDataDir(*dataDir)
@@ -180,7 +181,7 @@ func serve(args []string) error {
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, Slots: *slots, Log: log, OnClose: tables.Close,
-		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval,
+		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval, StateBackend: stateBackend, StateMemory: stateMemory,
 	})
 	if err != nil {
 		return err
@@ -230,36 +231,17 @@ func servePG(eng *session.Engine, addr, dataDir string, log *slog.Logger, sec *s
 	return nil
 }
 
-// checkpointOptions are the flags of serve and jobmanager for checkpoints.
-type checkpointOptions struct {
-	url      *string
-	interval *time.Duration
-}
-
-func checkpointFlags(fs *flag.FlagSet) checkpointOptions {
-	return checkpointOptions{
-		url: fs.String("checkpoint-store", "", "where continuous jobs keep checkpoints: a bucket URL "+
-			"(file:///dir; default <data-dir>/checkpoints); every TaskManager must reach it"),
-		interval: fs.Duration("checkpoint-interval", time.Second, "time between checkpoints of a continuous job "+
-			"(a session changes it with SET checkpoint_interval)"),
-	}
-}
-
 // jobManager runs the JobManager of a distributed cluster: the PostgreSQL
 // frontend, the catalog, planning and scheduling; TaskManagers register with it
 // on --rpc-addr and run the tasks.
 func jobManager(args []string) error {
-	fs := flag.NewFlagSet("jobmanager", flag.ExitOnError)
-	pgAddr := fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
-	rpcAddr := fs.String("rpc-addr", "127.0.0.1:6123", "address TaskManagers register at (control plane)")
-	heartbeatTimeout := fs.Duration("heartbeat-timeout", 3*time.Second,
-		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
-	dataDir := fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
-	httpAddr := httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
-	ckpt := checkpointFlags(fs)
-	sec := addSecurityFlags(fs)
-	mem := memoryFlag(fs)
+	fs, o := jobManagerFlags(flag.ExitOnError)
 	fs.Parse(args)
+	pgAddr, rpcAddr, resultAddr, heartbeatTimeout, dataDir, httpAddr, ckpt, sec, mem := o.pgAddr, o.rpcAddr, o.resultAddr,
+		o.heartbeatTimeout, o.dataDir, o.httpAddr, o.ckpt, o.sec, o.mem
+	if err := ckpt.check(); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
@@ -279,7 +261,10 @@ func jobManager(args []string) error {
 		return fmt.Errorf("--rpc-addr: %w", err)
 	}
 	// Result rows come back from the TaskManagers on a data server beside the RPC port.
-	data, err := network.Listen(network.ServerConfig{Addr: net.JoinHostPort(rpcHost, "0"), Log: log})
+	if *resultAddr == "" {
+		*resultAddr = net.JoinHostPort(rpcHost, "0")
+	}
+	data, err := network.Listen(network.ServerConfig{Addr: *resultAddr, Log: log})
 	if err != nil {
 		return err
 	}
@@ -317,29 +302,22 @@ func jobManager(args []string) error {
 // and runs the tasks deployed to it in its slots; network channels of other
 // TaskManagers arrive on --data-addr.
 func taskManager(args []string) error {
-	fs := flag.NewFlagSet("taskmanager", flag.ExitOnError)
-	jmAddr := fs.String("jobmanager", "", "the JobManager's --rpc-addr")
-	slots := fs.Int("slots", 0, "task slots (0: one per core)")
-	fs.String("data-dir", "./hummer-data", "directory for the TaskManager's local state")
-	dataAddr := fs.String("data-addr", "127.0.0.1:0", "address other TaskManagers send network channels to")
-	batch := fs.Bool("sched-batch", true, "run the process's threads under Linux's SCHED_BATCH policy with 12 ms time slices: a woken thread does not preempt a running task (sched_linux.go)")
-	networks := map[string]string{}
-	fs.Func("network", "a further network NAME=ADDR for jobs that SET network = 'NAME' (repeatable)", func(v string) error {
-		name, addr, ok := strings.Cut(v, "=")
-		if !ok || name == "" || addr == "" {
-			return fmt.Errorf("want NAME=ADDR, got %q", v)
-		}
-		networks[name] = addr
-		return nil
-	})
-	mem := memoryFlag(fs)
-	httpAddr := httpFlag(fs, "", "/metrics, /healthz, /readyz")
+	fs, o := taskManagerFlags(flag.ExitOnError)
 	fs.Parse(args)
+	jmAddr, slots, dataAddr, advertise, batch, networks, mem, httpAddr := o.jmAddr, o.slots, o.dataAddr, o.advertise,
+		o.batch, o.networks, o.mem, o.httpAddr
 	if *jmAddr == "" {
 		return errors.New("taskmanager: --jobmanager is required")
 	}
+	if err := checkAdvertised(*dataAddr, *advertise); err != nil { // cluster.go
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
+		return err
+	}
+	stateBackend, stateMemory, err := o.state.parse()
+	if err != nil {
 		return err
 	}
 	if *batch {
@@ -373,9 +351,9 @@ func taskManager(args []string) error {
 		named[name] = d
 	}
 	reg, _ := newRegistry()
-	id := data.Addr().String()
+	id := taskmanager.AdvertisedAddr(data.Addr(), *advertise)
 	tm := taskmanager.New(taskmanager.Config{ID: id, Slots: *slots, Registry: reg, Data: data,
-		Networks: named, Log: log.With("tm", id)})
+		Networks: named, Advertise: *advertise, Log: log.With("tm", id), StateBackend: stateBackend, StateMemory: stateMemory})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ep.metrics.WatchTaskManager(len(tm.Slots()), func() bool { return ep.ready.Check() == nil })

@@ -23,6 +23,31 @@ func memoryFlag(fs *flag.FlagSet) *string {
 		"(default: $GOMEMLIMIT, else 90% of the cgroup's memory limit, else none)")
 }
 
+// stateOptions are the flags of serve and taskmanager for operator state.
+type stateOptions struct {
+	backend, memory *string
+}
+
+func stateFlags(fs *flag.FlagSet) stateOptions {
+	return stateOptions{
+		backend: fs.String("state-backend", "memory", "where continuous jobs keep operator state by default: memory, or disk "+
+			"(pebble, in --state-memory; SET state_backend chooses per job)"),
+		memory: fs.String("state-memory", "256MiB", "memory the disk state backend keeps state in, shared by the slots"),
+	}
+}
+
+// parse returns the default backend and the state memory in bytes.
+func (o stateOptions) parse() (string, int64, error) {
+	if *o.backend != "memory" && *o.backend != "disk" {
+		return "", 0, fmt.Errorf("--state-backend: %q, want memory or disk", *o.backend)
+	}
+	n, err := session.ParseSize(*o.memory, 1)
+	if err != nil || n <= 0 {
+		return "", 0, fmt.Errorf("--state-memory: %q, want a size such as 256MiB", *o.memory)
+	}
+	return *o.backend, n, nil
+}
+
 // applyMemoryLimit sets the soft memory limit from --memory (flagValue), or,
 // without it and without GOMEMLIMIT (which the runtime applies itself), to 90%
 // of the cgroup's limit when the process runs under one, leaving the rest for

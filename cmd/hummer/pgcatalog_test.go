@@ -60,6 +60,18 @@ var psqlDescribeWant = map[string]string{
 --------+------+------------------+---------------------+------
 (0 rows)
 `,
+	`\df+`: `                                                                          List of functions
+ Schema | Name | Result data type | Argument data types | Type | Volatility | Parallel | Owner | Security | Access privileges | Language | Source code | Description 
+--------+------+------------------+---------------------+------+------------+----------+-------+----------+-------------------+----------+-------------+-------------
+(0 rows)
+`,
+	`\dconfig *encoding`: `List of configuration parameters
+    Parameter    | Value 
+-----------------+-------
+ client_encoding | UTF8
+ server_encoding | UTF8
+(2 rows)
+`,
 	`\dT`: `     List of data types
  Schema | Name | Description 
 --------+------+-------------

@@ -45,6 +45,17 @@ func TestPsycopgNamedCursor(t *testing.T) {
 	})
 }
 
+// TestPythonTimeZone: psycopg2 and psycopg 3 (text and binary parameters)
+// after SET TIME ZONE: timestamptz results in the session's zone (psycopg 3
+// reads it from the TimeZone ParameterStatus), timestamptz text parameters
+// without a zone read there, AT TIME ZONE, and timedelta parameters in
+// interval arithmetic.
+func TestPythonTimeZone(t *testing.T) {
+	pythonGolden(t, "psycopg, psycopg2", "timezone_clients.py", "timezone_clients.golden", func(host, port string) string {
+		return "host=" + host + " port=" + port + " user=hummer dbname=hummer"
+	})
+}
+
 // TestSQLAlchemyReflection: SQLAlchemy 1.4 (postgresql+psycopg2): connect
 // (version(), current_schema(), SHOW ...), the inspector's schemas, tables,
 // views, has_table, get_columns (types with precision and scale, NOT NULL,

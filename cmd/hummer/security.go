@@ -25,6 +25,7 @@ type securityFlags struct {
 	maxConnections *int
 	reserved       *int
 	authTimeout    *time.Duration
+	httpTLS        *bool
 }
 
 // passwordEnv is the environment variable holding the superuser's password,
@@ -45,6 +46,8 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 		reserved: fs.Int("superuser-reserved-connections", wire.DefaultSuperuserReserved,
 			"of --max-connections, those only superusers may take, so one can always get in to KILL (0: none)"),
 		authTimeout: fs.Duration("auth-timeout", time.Minute, "time a client has to complete TLS and authentication"),
+		httpTLS: fs.Bool("http-tls", false, "serve --http-addr over HTTPS with --tls-cert and --tls-key "+
+			"(probes then need scheme HTTPS)"),
 	}
 }
 

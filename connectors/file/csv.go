@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // csvRecord is one parsed CSV record: its fields' bytes and whether each field
@@ -45,52 +46,101 @@ func (r *csvRecord) field(i int) (b []byte, quoted bool) {
 	return r.data[r.starts[i]:r.ends[i]], r.quoted[i]
 }
 
-// borrow splits line at its delimiters if it holds no quote, and returns false
-// (having taken nothing) if it does. It also notes whether the line is ASCII,
-// whose fields then need no UTF-8 check. It reads the line eight bytes at a
-// time, looking at single bytes only in words that hold a delimiter or a quote.
+// borrow splits line at its delimiters, and returns false (having taken
+// nothing) for a line that parse must read: one with a quoted field that holds
+// a doubled quote or runs on past the line, or with a quote out of place. A
+// field in quotes otherwise borrows what is between them. It also notes
+// whether the line is ASCII, whose fields then need no UTF-8 check. It reads
+// the line eight bytes at a time and visits only the delimiters and quotes.
 func (r *csvRecord) borrow(line []byte, delim byte) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	dm, qm := ones*uint64(delim), ones*uint64('"')
-	start := 0
-	var high uint64
-	field := func(end int) {
-		r.starts = append(r.starts, int32(start))
-		r.ends = append(r.ends, int32(end))
-		r.quoted = append(r.quoted, false)
-		start = end + 1
+	dm, qm := swarOnes*uint64(delim), swarOnes*uint64('"')
+	start := 0 // of the field being read
+	field := func(lo, hi int, quoted bool) {
+		r.starts = append(r.starts, int32(lo))
+		r.ends = append(r.ends, int32(hi))
+		r.quoted = append(r.quoted, quoted)
+	}
+	// quotedField takes the field whose opening quote is at j, and returns
+	// where the next field starts (past the end of line after the last).
+	quotedField := func(j int) (int, bool) {
+		if j != start {
+			return 0, false // a quote inside an unquoted field
+		}
+		end := bytes.IndexByte(line[j+1:], '"')
+		if end < 0 {
+			return 0, false // the field goes on on the next line
+		}
+		end += j + 1
+		if end+1 < len(line) && line[end+1] != delim {
+			return 0, false // a doubled quote, or something after the closing one
+		}
+		field(j+1, end, true)
+		return end + 2, true
 	}
 	i := 0
-	for ; i+8 <= len(line); i += 8 {
+words:
+	for i+8 <= len(line) {
 		w := binary.LittleEndian.Uint64(line[i:])
-		high |= w
-		x, y := w^dm, w^qm // a zero byte where w has a delimiter, a quote
-		if ((x-ones)&^x|(y-ones)&^y)&highs == 0 {
-			continue
-		}
-		for j := i; j < i+8; j++ {
-			switch line[j] {
-			case delim:
-				field(j)
-			case '"':
-				r.starts, r.ends, r.quoted = r.starts[:0], r.ends[:0], r.quoted[:0]
-				return false
+		for m := swarZeros(w^dm) | swarZeros(w^qm); m != 0; m &= m - 1 {
+			j := i + bits.TrailingZeros64(m)>>3
+			if line[j] == delim {
+				field(start, j, false)
+				start = j + 1
+				continue
 			}
+			next, ok := quotedField(j)
+			if !ok {
+				return r.drop()
+			}
+			start, i = next, next
+			continue words
 		}
+		i += 8
 	}
 	for j := i; j < len(line); j++ {
-		high |= uint64(line[j])
 		switch line[j] {
 		case delim:
-			field(j)
+			field(start, j, false)
+			start = j + 1
 		case '"':
-			r.starts, r.ends, r.quoted = r.starts[:0], r.ends[:0], r.quoted[:0]
-			return false
+			next, ok := quotedField(j)
+			if !ok {
+				return r.drop()
+			}
+			start, j = next, next-1
 		}
 	}
-	field(len(line))
-	r.data, r.ascii = line, high&highs == 0
+	if start <= len(line) { // else the last field was quoted, up to the end of line
+		field(start, len(line), false)
+	}
+	r.data, r.ascii = line, isASCII(line)
 	return true
+}
+
+// drop forgets the fields borrow took, and returns false.
+func (r *csvRecord) drop() bool {
+	r.starts, r.ends, r.quoted = r.starts[:0], r.ends[:0], r.quoted[:0]
+	return false
+}
+
+const swarOnes, swarLows, swarHighs = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+
+// swarZeros returns w with the high bit of each of its zero bytes set, and no
+// other bit: exact, so each set bit is a byte to visit.
+func swarZeros(w uint64) uint64 {
+	return ^((w&swarLows + swarLows) | w | swarLows)
+}
+
+// isASCII reports whether every byte of b is below 0x80.
+func isASCII(b []byte) bool {
+	var high uint64
+	for ; len(b) >= 8; b = b[8:] {
+		high |= binary.LittleEndian.Uint64(b)
+	}
+	for _, c := range b {
+		high |= uint64(c)
+	}
+	return high&swarHighs == 0
 }
 
 // csvParser reads RFC 4180 records from a lineReader: fields separated by delim,

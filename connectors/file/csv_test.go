@@ -1,6 +1,7 @@
 package file
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,4 +196,57 @@ func splitSmallCSV(t *testing.T) {
 	old := csvSplitMin
 	csvSplitMin = 0
 	t.Cleanup(func() { csvSplitMin = old })
+}
+
+// TestCSVBorrow checks the fast path against parse, the reference reader of
+// RFC 4180: over random lines of delimiters, quotes, doubled quotes and
+// non-ASCII text, a line borrow takes has parse's fields, quoting and ASCII-ness,
+// and every line without a doubled quote or an unclosed one is taken.
+func TestCSVBorrow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{",", ",", "a", "bc", "12345678", "é", `"`, `""`, `"x,y"`, " "}
+	taken := 0
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		line := []byte(b.String())
+		var fast csvRecord
+		ok := fast.borrow(line, ',')
+		if strings.Count(string(line), `"`)%2 == 1 {
+			// A quote left open: parse would read the next line.
+			if ok {
+				t.Fatalf("%q: borrowed a line with an unclosed quote", line)
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		taken++
+		p := &csvParser{delim: ','}
+		err := p.parse(line)
+		slow := p.rec
+		if err != nil {
+			t.Fatalf("%q: borrowed a line parse refuses: %v", line, err)
+		}
+		slow.data = slow.buf
+		if fast.numFields() != slow.numFields() {
+			t.Fatalf("%q: %d fields, parse has %d", line, fast.numFields(), slow.numFields())
+		}
+		for i := range fast.numFields() {
+			f, q := fast.field(i)
+			g, h := slow.field(i)
+			if string(f) != string(g) || q != h {
+				t.Fatalf("%q: field %d is %q quoted=%v, parse has %q quoted=%v", line, i, f, q, g, h)
+			}
+		}
+		if want := !strings.ContainsRune(string(line), 'é'); fast.ascii != want {
+			t.Fatalf("%q: ascii=%v", line, fast.ascii)
+		}
+	}
+	if taken < 5000 {
+		t.Fatalf("only %d lines taken by borrow: a test that cannot tell", taken)
+	}
 }

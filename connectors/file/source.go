@@ -551,7 +551,7 @@ func (s *source) csvRow(p *csvParser, bb *records.Builder) error {
 	if n := p.rec.numFields(); n != len(s.cfg.schema) {
 		return fmt.Errorf("%d fields, the table has %d columns", n, len(s.cfg.schema))
 	}
-	bb.Reset()
+	// Every column of the row is set below: no Reset.
 	ascii := p.rec.ascii
 	for i, col := range s.cfg.cols {
 		f, quoted := p.rec.field(col)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -22,6 +23,9 @@ type CopyFormat struct {
 	Null      string
 	Quote     byte // csv
 	Escape    byte // csv
+	// Zone is where a timestamp with time zone's text without a zone is
+	// wall time: the session's TimeZone (nil: UTC).
+	Zone *time.Location
 }
 
 // CopyReader parses the data of a COPY into a Tx, record by record as it
@@ -52,6 +56,7 @@ type CopyReader struct {
 // defaults, or NULL.
 func NewCopyReader(tx *Tx, fields []int, defaults map[int]string, f CopyFormat) *CopyReader {
 	r := &CopyReader{tx: tx, f: f, fields: fields, fill: map[int]*string{}, bb: records.NewBuilder(memory.DefaultAllocator, tx.c.Schema)}
+	r.bb.SetZone(f.Zone)
 	given := map[int]bool{}
 	for _, c := range fields {
 		given[c] = true

@@ -3,14 +3,23 @@
 // complete checkpoint, written by the JobManager's coordinator. The storage is a
 // gocloud.dev blob bucket, so the same code keeps checkpoints in a local
 // directory (file:///path, the default: TaskManagers on one host share it) or
-// in object storage for a cluster (a bucket URL whose driver the binary links;
-// this one links file:// and mem://).
+// in object storage for a cluster: s3:// (AWS S3 and S3-compatible stores such
+// as MinIO; drivers.go says which drivers are linked and how their URLs read),
+// and mem:// for tests.
 //
 // Layout inside the bucket:
 //
 //	<job>/<checkpoint>/<task>   a task's state (task = "vertex.subtask")
 //	<job>/complete/<checkpoint> present once the checkpoint is complete
 //	<job>/final/<task>          the state a task ended with (its input did)
+//	<job>/shared/<task>/<name>  a file of a task's disk state, shared by the
+//	                            checkpoints that refer to it
+//	<job>/<checkpoint>/refs/<task>/<owner>
+//	                            the shared files checkpoint's state of task
+//	                            needs, one name a line
+//
+// Pruning deletes a shared file when the checkpoints it deletes refer to it
+// and none it keeps does (Files).
 //
 // A task that ended takes part in no later checkpoint: its state in those is a
 // marker the coordinator writes, and a restore finds its state under final/.
@@ -23,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -32,8 +42,6 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob" // file:// buckets
-	_ "gocloud.dev/blob/memblob"  // mem:// buckets, for tests
 	"gocloud.dev/gcerrors"
 )
 
@@ -49,7 +57,8 @@ type Store struct {
 	dir string
 }
 
-// Open opens the bucket at rawURL. A file:// bucket's directory is created if
+// Open opens the bucket at rawURL (see bucketURL for object stores). It does
+// not reach the store: Check does. A file:// bucket's directory is created if
 // needed, and it writes each blob to a temporary file beside the blob, then
 // renames it (fileblob's no_tmp_dir), as PostgreSQL's durable_rename and
 // Flink's file system checkpoint storage do: from os.TempDir the rename fails
@@ -74,13 +83,32 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			s.dir = strings.TrimPrefix(s.dir, "/")
 		}
 		rawURL, s.dir = u.String(), filepath.FromSlash(s.dir)
+	} else {
+		var err error
+		if rawURL, err = bucketURL(rawURL); err != nil {
+			return nil, err
+		}
 	}
 	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: opening %s: %w", s.url, err)
+		return nil, fmt.Errorf("checkpoint: opening %s: %w", redact(s.url), err)
 	}
 	s.b = b
 	return s, nil
+}
+
+// Check reaches the store and returns an error when the bucket does not exist
+// or its credentials do not let the store in: what a server checks at start-up
+// rather than at its first checkpoint.
+func (s *Store) Check(ctx context.Context) error {
+	ok, err := s.b.IsAccessible(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint store %s: %w", redact(s.url), err)
+	}
+	if !ok {
+		return fmt.Errorf("checkpoint store %s: the bucket does not exist", redact(s.url))
+	}
+	return nil
 }
 
 // Close releases the bucket.
@@ -178,21 +206,146 @@ func (s *Store) Latest(ctx context.Context, job string) (id int64, ok bool, err 
 }
 
 // Prune deletes every checkpoint of job, complete or not, older than the keep
-// newest complete ones.
+// newest complete ones, and the shared files that only those referred to.
 func (s *Store) Prune(ctx context.Context, job string, keep int) error {
 	ids, err := s.Completed(ctx, job)
 	if err != nil || len(ids) <= keep {
 		return err
 	}
 	oldest := ids[len(ids)-keep]
-	return s.deleteWhere(ctx, job, func(key string) bool {
+	// checkpointOf returns the checkpoint a key of the job belongs to, or -1.
+	checkpointOf := func(key string) int64 {
 		rest := strings.TrimPrefix(strings.TrimPrefix(key, job+"/"), "complete/")
 		idText, _, _ := strings.Cut(rest, "/")
 		// A write cut short leaves its temporary file: "<key>.<hex>.tmp".
 		idText, _, _ = strings.Cut(idText, ".")
 		id, err := strconv.ParseInt(idText, 10, 64)
-		return err == nil && id < oldest
-	})
+		if err != nil {
+			return -1
+		}
+		return id
+	}
+	dropped, kept, err := s.sharedRefs(ctx, job, func(key string) bool { return checkpointOf(key) < oldest })
+	if err != nil {
+		return err
+	}
+	if err := s.deleteWhere(ctx, job, func(key string) bool {
+		id := checkpointOf(key)
+		return id >= 0 && id < oldest
+	}); err != nil {
+		return err
+	}
+	dirs := map[string]bool{}
+	defer func() { s.removeEmpty(dirs) }()
+	for name := range dropped {
+		if kept[name] {
+			continue
+		}
+		key := job + "/shared/" + name
+		if err := s.b.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return err
+		}
+		for d := path.Dir(key); d != "." && d != "/"; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	return nil
+}
+
+// sharedRefs reads the references of job's checkpoints to shared files: those
+// of the checkpoints drop says are to go, and those of the others (newer ones
+// still being taken too).
+func (s *Store) sharedRefs(ctx context.Context, job string, drop func(key string) bool) (dropped, kept map[string]bool, err error) {
+	dropped, kept = map[string]bool{}, map[string]bool{}
+	it := s.b.List(&blob.ListOptions{Prefix: job + "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return dropped, kept, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		parts := strings.Split(strings.TrimPrefix(obj.Key, job+"/"), "/")
+		if len(parts) != 4 || parts[1] != "refs" || strings.HasSuffix(obj.Key, ".tmp") {
+			continue
+		}
+		data, err := s.b.ReadAll(ctx, obj.Key)
+		if err != nil {
+			return nil, nil, err
+		}
+		into := kept
+		if drop(obj.Key) {
+			into = dropped
+		}
+		for _, name := range strings.Split(string(data), "\n") {
+			if name != "" {
+				into[parts[2]+"/"+name] = true
+			}
+		}
+	}
+}
+
+// Files returns the shared files of job's task (exec.StateFiles).
+func (s *Store) Files(job, task string) *Files { return &Files{s: s, job: job, task: task} }
+
+// Files are the shared files of one task of a job: the files of its disk
+// state (exec.StateFiles), which checkpoints refer to instead of copying.
+type Files struct {
+	s         *Store
+	job, task string
+}
+
+func (f *Files) key(name string) string { return fmt.Sprintf("%s/shared/%s/%s", f.job, f.task, name) }
+
+// Upload copies the local file path to the store as name.
+func (f *Files) Upload(ctx context.Context, name, path string) error {
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	w, err := f.s.b.NewWriter(ctx, f.key(name), nil)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, src); err != nil {
+		w.Close()
+		return fmt.Errorf("uploading %s: %w", name, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("uploading %s: %w", name, err)
+	}
+	return nil
+}
+
+// Download copies name to the local file path; the error wraps fs.ErrNotExist
+// when the store lacks it.
+func (f *Files) Download(ctx context.Context, name, path string) error {
+	r, err := f.s.b.NewReader(ctx, f.key(name), nil)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("%s: %w", f.key(name), fs.ErrNotExist)
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	dst, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, r); err != nil {
+		dst.Close()
+		return fmt.Errorf("downloading %s: %w", name, err)
+	}
+	return dst.Close()
+}
+
+// Refer records that checkpoint's state of the task, owner's part of it,
+// needs the files names.
+func (f *Files) Refer(ctx context.Context, checkpoint int64, owner string, names []string) error {
+	key := fmt.Sprintf("%s/%d/refs/%s/%s", f.job, checkpoint, f.task, owner)
+	return f.s.b.WriteAll(ctx, key, []byte(strings.Join(names, "\n")), nil)
 }
 
 // DropJob deletes every checkpoint of job.

@@ -12,7 +12,8 @@ import (
 
 func TestStore(t *testing.T) {
 	ctx := context.Background()
-	for _, url := range []string{"mem://", "file://" + filepath.Join(t.TempDir(), "ckpt")} {
+	s3 := "s3://ckpt/prefix/of/keys?region=us-east-1&endpoint=" + fakeS3(t, "ckpt")
+	for _, url := range []string{"mem://", "file://" + filepath.Join(t.TempDir(), "ckpt"), s3} {
 		t.Run(url[:4], func(t *testing.T) {
 			s, err := Open(ctx, url)
 			if err != nil {

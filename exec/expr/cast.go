@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -436,8 +437,25 @@ func parseTimestamp(s []byte) (int64, error) {
 // ParseTimestampTZ reads timestamp with time zone text as parseTimestamp
 // does, its zone (UTC without one) applied: the instant in UTC microseconds.
 func ParseTimestampTZ(s []byte) (int64, error) {
-	v, offset, err := parseTimestampZone(s)
-	return v - offset, err
+	return ParseTimestampTZIn(s, time.UTC)
+}
+
+// ParseTimestampTZIn reads timestamp with time zone text as
+// ParseTimestampTZ does, text without a zone read as the wall time in loc
+// (the session's TimeZone): the instant in UTC microseconds. The zone may
+// be an offset (+02, -05:30, Z) or a name ('Europe/Paris', 'UTC').
+func ParseTimestampTZIn(s []byte, loc *time.Location) (int64, error) {
+	v, err := parseTimestampText(s)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case v.zoneName != "":
+		loc, _ = types.Zone(v.zoneName) // parseTimestampText checked it
+	case v.zoned || isInfinite(v.micros):
+		return v.micros - v.offset, nil
+	}
+	return v.micros - int64(types.LocalOffset(loc, v.micros))*microsPerSecond, nil
 }
 
 // parseTimestampZone is parseTimestamp, also returning the offset from UTC
@@ -447,10 +465,20 @@ func parseTimestampZone(s []byte) (int64, int64, error) {
 	return v.micros, v.offset, err
 }
 
-type zonedTimestamp struct{ micros, offset int64 }
+type zonedTimestamp struct {
+	micros, offset int64
+	zoned          bool   // the text gives a zone: offset, or zoneName
+	zoneName       string // a zone the text names ('Europe/Paris')
+}
 
 func parseTimestampText(s []byte) (zonedTimestamp, error) {
 	p := tsParser{s: bytes.TrimFunc(s, isSpaceRune)}
+	switch {
+	case bytes.EqualFold(p.s, []byte("infinity")) || bytes.EqualFold(p.s, []byte("+infinity")):
+		return zonedTimestamp{micros: math.MaxInt64, zoned: true}, nil // no zone moves it
+	case bytes.EqualFold(p.s, []byte("-infinity")):
+		return zonedTimestamp{micros: math.MinInt64, zoned: true}, nil
+	}
 	bad := func() (zonedTimestamp, error) { return zonedTimestamp{}, invalidInput("timestamp", s) }
 	rangeErr := func() (zonedTimestamp, error) {
 		return zonedTimestamp{}, newError(ErrInvalidCast, "date/time field value out of range: %q", string(s))
@@ -502,9 +530,16 @@ func parseTimestampText(s []byte) (zonedTimestamp, error) {
 		h > 24 || mi > 59 || sec > 60 || (h == 24 && (mi != 0 || sec != 0 || micros != 0)) {
 		return rangeErr()
 	}
+	if p.zoneName != "" {
+		if _, err := types.Zone(p.zoneName); err != nil {
+			return zonedTimestamp{}, newError(ErrInvalidArgument, "time zone \"%s\" not recognized", strings.ToLower(p.zoneName))
+		}
+	}
 	t := time.Date(y, time.Month(mo), d, h, mi, sec, 0, time.UTC)
-	return zonedTimestamp{micros: t.Unix()*microsPerSecond + int64(micros), offset: p.offset}, nil
+	return zonedTimestamp{micros: t.Unix()*microsPerSecond + int64(micros), offset: p.offset, zoned: p.zoned, zoneName: p.zoneName}, nil
 }
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 func daysIn(y, m int) int {
 	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
@@ -514,8 +549,11 @@ func daysIn(y, m int) int {
 type tsParser struct {
 	s []byte
 	i int
-	// offset is the zone's offset from UTC in microseconds (zone).
-	offset int64
+	// offset is the zone's offset from UTC in microseconds (zone), zoned
+	// whether the text gave one, zoneName the zone it names instead.
+	offset   int64
+	zoned    bool
+	zoneName string
 }
 
 func (p *tsParser) done() bool { return p.i == len(p.s) }
@@ -588,8 +626,18 @@ func (p *tsParser) zone() bool {
 	case p.done():
 		return true
 	case p.skip('Z') || p.skip('z'):
+		p.zoned = true
 		return true
-	case p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-'):
+	case isLetter(p.s[p.i]) && !bytes.EqualFold(p.s[p.i:], []byte("BC")) && !bytes.EqualFold(p.s[p.i:], []byte("AD")):
+		// A zone's name, read by ParseTimestampTZIn ('Europe/Paris').
+		for _, c := range p.s[p.i:] {
+			if !isLetter(c) && c != '/' && c != '_' && c != '+' && c != '-' && (c < '0' || c > '9') {
+				return false
+			}
+		}
+		p.zoned, p.zoneName, p.i = true, string(p.s[p.i:]), len(p.s)
+		return true
+	case p.s[p.i] == '+' || p.s[p.i] == '-':
 		sign := int64(1)
 		if p.s[p.i] == '-' {
 			sign = -1
@@ -608,6 +656,7 @@ func (p *tsParser) zone() bool {
 			m, _ = p.number(2, 2)
 		}
 		p.offset = sign * (int64(h)*3600 + int64(m)*60) * microsPerSecond
+		p.zoned = true
 		return true
 	}
 	return false

@@ -129,6 +129,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalArrayBuild, rowsArgs
 	case "$timestamptz":
 		return evalTimestampTZ, rowsArgs
+	case "$timestamptz_in", "$tz_from_local", "$tz_to_local", "$tz_text":
+		return evalZoned, rowsArgs // pgzone.go
 	case "to_char", "date_format":
 		return evalToChar, literalArgs
 	case "date_trunc":
@@ -143,6 +145,8 @@ func kernelFor(name string) (kernel, kernelMode) {
 		return evalIntervalPart, rowsArgs // pginterval.go
 	case "$interval_key":
 		return evalIntervalKey, rowsArgs // pginterval_ops.go
+	case "$interval_ordered", "$interval_unordered":
+		return evalIntervalOrdered, rowsArgs
 	case "$interval_add", "$interval_sub", "$interval_mul", "$timestamp_diff":
 		return evalIntervalOp, rowsArgs
 	case "$days_between":

@@ -105,3 +105,45 @@ func intervalMul(a interval, f float64) interval {
 	r.micros = int64(math.RoundToEven(float64(a.micros)*f + secRem*1e6))
 	return r
 }
+
+// orderedKeyLen is the length of the key $interval_ordered puts before an
+// interval's text: 16 hex digits.
+const orderedKeyLen = 16
+
+// evalIntervalOrdered is $interval_ordered(iv) and $interval_unordered(s),
+// which let min and max of text find PostgreSQL's least and greatest
+// interval: the first is iv's text after its interval_cmp_value key as 16
+// hex digits, the sign bit flipped, so that text order is interval order;
+// the second takes the key off again.
+func evalIntervalOrdered(c *call) (arrow.Array, error) {
+	in := textOf(c.args[0])
+	valid, nulls := validity(c.mem, c.n, c.args[0])
+	sb := newStringBuilder(c.mem, c.n, len(in.data)+orderedKeyLen*c.n)
+	const digits = "0123456789abcdef"
+	var buf []byte
+	for i := range c.n {
+		if validAt(valid, i) {
+			s := in.row(i)
+			if c.e.Func == "$interval_unordered" {
+				sb.write(s[min(len(s), orderedKeyLen):])
+				sb.end()
+				continue
+			}
+			mo, d, us, err := ParseInterval(s)
+			if err != nil {
+				sb.release()
+				releaseBuffer(valid)
+				return nil, err
+			}
+			key := uint64((int64(mo)*30+int64(d))*microsPerDay+us) ^ 1<<63
+			buf = buf[:0]
+			for shift := 60; shift >= 0; shift -= 4 {
+				buf = append(buf, digits[key>>shift&15])
+			}
+			sb.write(append(buf, s...))
+		}
+		sb.end()
+	}
+	sb.valid, sb.nulls = valid, nulls
+	return sb.array(), nil
+}

@@ -121,8 +121,16 @@ func (o *changeSink) RestoreState(_ context.Context, data []byte) error {
 // TaskManagers; the sink fails once mid-stream, and the job restarts from its
 // last complete checkpoint: the join's state and the sources' positions
 // rewind together. The committed changes, applied, are then exactly the
-// join of the two sides' numbers, computed here by nested loops.
+// join of the two sides' numbers, computed here by nested loops. It runs on
+// both state backends (on disk, the restart downloads the join's pebble
+// files).
 func TestStreamJoinRestart(t *testing.T) {
+	for _, backend := range []string{operators.StateMemory, operators.StateDisk} {
+		t.Run(backend, func(t *testing.T) { streamJoinRestart(t, backend) })
+	}
+}
+
+func streamJoinRestart(t *testing.T, backend string) {
 	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	defer mem.AssertSize(t, 0)
 	w := &ckptTest{total: 1000, committed: map[[2]int64][]int64{}}
@@ -137,7 +145,8 @@ func TestStreamJoinRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer data.Close()
-		jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: fmt.Sprint("tm", i), Slots: 3, Registry: reg, Alloc: mem, Data: data}))
+		jm.AddTaskManager(taskmanager.New(taskmanager.Config{ID: fmt.Sprint("tm", i), Slots: 3, Registry: reg, Alloc: mem, Data: data,
+			StateBackend: backend, SpillDir: t.TempDir()}))
 	}
 	n := types.Schema{{Name: "n", Type: types.Int64Type}}
 	kn := types.Schema{{Name: "k", Type: types.Int64Type}, {Name: "n", Type: types.Int64Type}}

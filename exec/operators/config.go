@@ -83,12 +83,17 @@ type AggSpec struct {
 // afresh, and a complete or final one spills the rows of new groups to disk
 // and aggregates them after the others (hashagg_spill.go). 0 means the
 // task's TaskContext.WorkMem.
+//
+// StateBackend, "memory" or "disk" (SET state_backend), says where the
+// groups of a streaming complete or final aggregation with GROUP BY live
+// (hashagg_disk.go); "" leaves it to the TaskManager (TaskContext.StateBackend).
 type HashAggConfig struct {
-	GroupBy     []int     `json:"group_by"`
-	Aggs        []AggSpec `json:"aggs"`
-	Phase       AggPhase  `json:"phase"`
-	Emit        AggEmit   `json:"emit,omitempty"`
-	MemoryLimit int64     `json:"memory_limit,omitempty"`
+	GroupBy      []int     `json:"group_by"`
+	Aggs         []AggSpec `json:"aggs"`
+	Phase        AggPhase  `json:"phase"`
+	Emit         AggEmit   `json:"emit,omitempty"`
+	MemoryLimit  int64     `json:"memory_limit,omitempty"`
+	StateBackend string    `json:"state_backend,omitempty"`
 }
 
 // AggEmit says when an aggregation emits (HashAggConfig.Emit).
@@ -164,6 +169,11 @@ type JoinConfig struct {
 	Left        types.Schema `json:"left"`
 	Right       types.Schema `json:"right"`
 	MemoryLimit int64        `json:"memory_limit,omitempty"`
+	// Keep, when set, lists the columns of a pair (left columns, then
+	// right ones) the output has, in order: an inner or outer join then
+	// gathers only those, and not the keys and columns that only the join
+	// itself read. Not for the semi and anti joins, whose output is a side.
+	Keep []int `json:"keep,omitempty"`
 }
 
 // UpsertConfig configures kind "upsert" (upsert.go), which turns upserts and

@@ -37,7 +37,10 @@ import (
 // (avg too, through its sum and count); min and max return an error.
 //
 // It is Checkpointed (hashagg_state.go). In updates mode it flushes when a
-// barrier passes, so that its snapshot has no changes pending.
+// barrier passes, so that its snapshot has no changes pending. In updates
+// mode with GROUP BY its groups may live on the disk state backend
+// (hashagg_disk.go); on the memory backend they fail the job past the
+// TaskManager's bound (TaskContext.StateLimit).
 type hashAggOp struct {
 	cfg     HashAggConfig
 	out     *arrow.Schema
@@ -76,6 +79,12 @@ type hashAggOp struct {
 	emitted []bool              // by group: its row is out downstream
 	oldIDs  []uint32            // the dirty groups that had been emitted ...
 	oldRows []arrow.RecordBatch // ... and their rows as emitted, in that order
+
+	// disk is the state on the disk backend (hashagg_disk.go), nil on memory.
+	disk *aggDisk
+	// stateLimit bounds, on the memory backend, the groups a streaming
+	// aggregation keeps (TaskContext.StateLimit); 0: none.
+	stateLimit int64
 }
 
 var _ exec.Operator = (*hashAggOp)(nil)
@@ -169,8 +178,16 @@ func (o *hashAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
 	o.table = state.NewKeyTable()
 	o.tc = tc
-	// Updates keep their state (a disk state backend is to hold it); one
-	// group needs no budget.
+	if o.stateBackend(tc) == StateDisk {
+		if err := o.openDisk(tc); err != nil {
+			return err
+		}
+	}
+	if o.disk == nil && o.updates && o.cfg.Phase != AggPartial && len(o.keyCols) > 0 {
+		o.stateLimit = tc.StateLimit
+	}
+	// Updates keep their state (bounded by stateLimit above, or on disk);
+	// one group needs no budget.
 	if !o.updates && len(o.keyCols) > 0 {
 		o.budget = spillBudget(o.cfg.MemoryLimit, tc)
 		if o.cfg.Phase == AggPartial {
@@ -211,6 +228,14 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 	}
 	if err := o.fold(b); err != nil {
 		return err
+	}
+	if o.disk != nil && o.cacheBytes() > o.disk.limit {
+		return o.evict(ctx, out)
+	}
+	if o.stateLimit > 0 {
+		if n := o.groupBytes(); n > o.stateLimit {
+			return o.errStateLimit(n)
+		}
 	}
 	if o.budget > 0 && o.overBudget() {
 		if o.cfg.Phase == AggPartial {
@@ -264,7 +289,13 @@ func (o *hashAggOp) fold(b exec.Batch) error {
 			// will hold at least the first batch's keys.
 			o.table.Reserve(n, o.keys.Bytes())
 		}
-		o.table.InsertRows(&o.keys, gids)
+		first := o.table.Len()
+		o.table.InsertRows(&o.keys, gids[:n])
+		if o.disk != nil {
+			if err := o.loadGroups(first, gids[:n]); err != nil {
+				return err
+			}
+		}
 	} else {
 		clear(gids)
 	}
@@ -516,6 +547,7 @@ func (o *hashAggOp) rowsAt(sel state.GroupSel) (arrow.RecordBatch, error) {
 
 // release drops the group state; the operator only forwards signals afterwards.
 func (o *hashAggOp) release() {
+	o.closeDisk()
 	o.releaseOld()
 	if o.table != nil {
 		o.table.Release()

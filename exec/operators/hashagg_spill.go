@@ -18,12 +18,15 @@ import (
 )
 
 // overBudget reports whether the groups hold more than the budget.
-func (o *hashAggOp) overBudget() bool {
+func (o *hashAggOp) overBudget() bool { return o.groupBytes() > o.budget }
+
+// groupBytes is the memory the groups hold: keys and aggregate states.
+func (o *hashAggOp) groupBytes() int64 {
 	n := o.table.Bytes()
 	for _, a := range o.aggs {
 		n += a.memBytes()
 	}
-	return n > o.budget
+	return n
 }
 
 // restartPartial sends a partial aggregate's groups on and empties it.

@@ -464,6 +464,9 @@ func (o *hashAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte
 	if len(o.dirty) > 0 || len(o.oldRows) > 0 {
 		return nil, fmt.Errorf("hash_agg: snapshot with %d groups' changes not flushed", len(o.dirty))
 	}
+	if o.disk != nil {
+		return o.snapshotDisk(ctx, checkpoint)
+	}
 	n := o.ngroups()
 	h.Seen, h.Groups = o.seen, n
 	w := &aggStateWriter{mem: o.mem, n: n}
@@ -540,6 +543,9 @@ func (o *hashAggOp) RestoreState(ctx context.Context, data []byte) (err error) {
 		}
 	}()
 	defer state.Recover("hash_agg", &err)
+	if len(data) >= 4 && string(data[:4]) == hashAggDiskMagic {
+		return o.restoreDisk(ctx, data)
+	}
 	sections, err := state.Decode("hash_agg", hashAggStateMagic, hashAggStateVersion, data)
 	if err != nil {
 		return err
@@ -551,10 +557,8 @@ func (o *hashAggOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	if err := json.Unmarshal(sections[0], &h); err != nil {
 		return fmt.Errorf("hash_agg: %w: header: %v", state.ErrBadState, err)
 	}
-	want := o.stateHeader()
-	if h.Phase != want.Phase || h.Updates != want.Updates || h.Keys != want.Keys || !slices.Equal(h.Aggs, want.Aggs) {
-		return fmt.Errorf("hash_agg: %w: state of a %s aggregation (updates %t) of %d keys and %v, this one is %s (updates %t) of %d keys and %v",
-			state.ErrBadState, h.Phase, h.Updates, h.Keys, h.Aggs, want.Phase, want.Updates, want.Keys, want.Aggs)
+	if err := o.checkHeader(h); err != nil {
+		return err
 	}
 	if h.Done {
 		o.release()
@@ -566,6 +570,27 @@ func (o *hashAggOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	}
 	if err := o.restoreGroups(h, sections[1], sections[2:]); err != nil {
 		return fmt.Errorf("hash_agg: restore: %w", err)
+	}
+	if o.disk != nil {
+		// State of the memory backend restored into the disk backend's
+		// cache: every group goes to the DB at the next write-back.
+		n := o.table.Len()
+		o.disk.changed = vector.GrowZero(o.disk.changed, n)
+		for g := range n {
+			o.disk.changed[g] = true
+			o.disk.dirty = append(o.disk.dirty, uint32(g))
+		}
+	}
+	return nil
+}
+
+// checkHeader checks that a state's header is of an operator configured as
+// this one.
+func (o *hashAggOp) checkHeader(h hashAggStateHeader) error {
+	want := o.stateHeader()
+	if h.Phase != want.Phase || h.Updates != want.Updates || h.Keys != want.Keys || !slices.Equal(h.Aggs, want.Aggs) {
+		return fmt.Errorf("hash_agg: %w: state of a %s aggregation (updates %t) of %d keys and %v, this one is %s (updates %t) of %d keys and %v",
+			state.ErrBadState, h.Phase, h.Updates, h.Keys, h.Aggs, want.Phase, want.Updates, want.Keys, want.Aggs)
 	}
 	return nil
 }

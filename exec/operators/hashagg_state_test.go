@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/checkpoint"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
 	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/types"
@@ -148,6 +149,23 @@ type stateTestCase struct {
 	phase   AggPhase
 	emit    AggEmit
 	retract bool
+	// backend is HashAggConfig.StateBackend; files, for the disk backend,
+	// where its checkpoints keep their files.
+	backend string
+	files   exec.StateFiles
+}
+
+// onDisk says the case's state is on the disk backend: asked for, and of an
+// operator that has it (hashAggOp.stateBackend).
+func (c stateTestCase) onDisk() bool {
+	return c.backend == StateDisk && c.updates() && c.phase != AggPartial && len(c.groupBy) > 0
+}
+
+// tc returns the task context of the operators of c.
+func (c stateTestCase) tc(mem memory.Allocator) *exec.TaskContext {
+	tc := testkit.TaskContext(mem)
+	tc.StateFiles = c.files
+	return tc
 }
 
 func (c stateTestCase) updates() bool { return c.emit == AggEmitUpdates }
@@ -171,7 +189,7 @@ func (c stateTestCase) partialOut() types.Schema {
 // op returns the operator under test (and, through partial, its input for the
 // final phase).
 func (c stateTestCase) op(t *testing.T, phase AggPhase) exec.Operator {
-	cfg := HashAggConfig{GroupBy: c.groupBy, Aggs: c.aggs, Phase: phase, Emit: c.emit}
+	cfg := HashAggConfig{GroupBy: c.groupBy, Aggs: c.aggs, Phase: phase, Emit: c.emit, StateBackend: c.backend}
 	if phase == AggPartial {
 		return opTestNew(t, "hash_agg", cfg, c.partialOut())
 	}
@@ -245,7 +263,12 @@ func stateTestFeed(t *testing.T, op exec.Operator, out exec.Collector, batches [
 
 func stateTestOpen(t *testing.T, op exec.Operator, mem memory.Allocator) {
 	t.Helper()
-	if err := op.Open(context.Background(), testkit.TaskContext(mem)); err != nil {
+	stateTestOpenTC(t, op, testkit.TaskContext(mem))
+}
+
+func stateTestOpenTC(t *testing.T, op exec.Operator, tc *exec.TaskContext) {
+	t.Helper()
+	if err := op.Open(context.Background(), tc); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -274,34 +297,55 @@ func TestHashAggStateProperty(t *testing.T) {
 	every := stateTestConcat(stateTestSums, stateTestMinMax, stateTestDistinct, stateTestStringAgg)
 	noDistinct := stateTestConcat(stateTestSums, stateTestMinMax)
 	cases := []stateTestCase{
-		{"complete/final/text key/every aggregate", []int{0}, every, AggComplete, AggEmitFinal, false},
-		{"complete/final/keys g,f,d/retractions", []int{1, 3, 4}, stateTestConcat(stateTestSums, stateTestDistinct), AggComplete, AggEmitFinal, true},
-		{"complete/final/no group by", nil, every, AggComplete, AggEmitFinal, false},
-		{"complete/final/keys k,b/no aggregates", []int{0, 7}, nil, AggComplete, AggEmitFinal, true},
-		{"complete/updates/keys t,b,k/retractions", []int{6, 7, 0}, stateTestSums, AggComplete, AggEmitUpdates, true},
-		{"complete/updates/text key", []int{0}, noDistinct, AggComplete, AggEmitUpdates, false},
-		{"complete/updates/no group by/retractions", nil, stateTestSums, AggComplete, AggEmitUpdates, true},
-		{"complete/updates/text key/no aggregates", []int{0}, nil, AggComplete, AggEmitUpdates, true},
-		{"partial/final/keys k,g", []int{0, 1}, noDistinct, AggPartial, AggEmitFinal, false},
-		{"partial/final/text key/retractions", []int{0}, stateTestSums, AggPartial, AggEmitFinal, true},
-		{"partial/updates/text key", []int{0}, noDistinct, AggPartial, AggEmitUpdates, false},
-		{"partial/updates/no group by", nil, stateTestSums, AggPartial, AggEmitUpdates, false},
-		{"final/final/keys k,g", []int{0, 1}, noDistinct, AggFinal, AggEmitFinal, false},
-		{"final/final/no group by", nil, noDistinct, AggFinal, AggEmitFinal, false},
-		{"final/updates/text key", []int{0}, noDistinct, AggFinal, AggEmitUpdates, false},
-		{"final/updates/keys d,s", []int{4, 5}, noDistinct, AggFinal, AggEmitUpdates, false},
-		{"final/updates/no group by", nil, stateTestSums, AggFinal, AggEmitUpdates, false},
+		{"complete/final/text key/every aggregate", []int{0}, every, AggComplete, AggEmitFinal, false, "", nil},
+		{"complete/final/keys g,f,d/retractions", []int{1, 3, 4}, stateTestConcat(stateTestSums, stateTestDistinct), AggComplete, AggEmitFinal, true, "", nil},
+		{"complete/final/no group by", nil, every, AggComplete, AggEmitFinal, false, "", nil},
+		{"complete/final/keys k,b/no aggregates", []int{0, 7}, nil, AggComplete, AggEmitFinal, true, "", nil},
+		{"complete/updates/keys t,b,k/retractions", []int{6, 7, 0}, stateTestSums, AggComplete, AggEmitUpdates, true, "", nil},
+		{"complete/updates/text key", []int{0}, noDistinct, AggComplete, AggEmitUpdates, false, "", nil},
+		{"complete/updates/no group by/retractions", nil, stateTestSums, AggComplete, AggEmitUpdates, true, "", nil},
+		{"complete/updates/text key/no aggregates", []int{0}, nil, AggComplete, AggEmitUpdates, true, "", nil},
+		{"partial/final/keys k,g", []int{0, 1}, noDistinct, AggPartial, AggEmitFinal, false, "", nil},
+		{"partial/final/text key/retractions", []int{0}, stateTestSums, AggPartial, AggEmitFinal, true, "", nil},
+		{"partial/updates/text key", []int{0}, noDistinct, AggPartial, AggEmitUpdates, false, "", nil},
+		{"partial/updates/no group by", nil, stateTestSums, AggPartial, AggEmitUpdates, false, "", nil},
+		{"final/final/keys k,g", []int{0, 1}, noDistinct, AggFinal, AggEmitFinal, false, "", nil},
+		{"final/final/no group by", nil, noDistinct, AggFinal, AggEmitFinal, false, "", nil},
+		{"final/updates/text key", []int{0}, noDistinct, AggFinal, AggEmitUpdates, false, "", nil},
+		{"final/updates/keys d,s", []int{4, 5}, noDistinct, AggFinal, AggEmitUpdates, false, "", nil},
+		{"final/updates/no group by", nil, stateTestSums, AggFinal, AggEmitUpdates, false, "", nil},
 	}
-	for ci, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			for seed := range uint64(25) {
-				stateTestOne(t, tc, rand.New(rand.NewPCG(seed, uint64(ci))))
-				if t.Failed() {
-					t.Fatalf("seed %d", seed)
-				}
+	for _, backend := range []string{StateMemory, StateDisk} {
+		for ci, tc := range cases {
+			tc.backend = backend
+			if backend == StateDisk && (!tc.onDisk() || slices.ContainsFunc(tc.aggs, func(a AggSpec) bool { return a.Distinct })) {
+				continue
 			}
-		})
+			t.Run(backend+"/"+tc.name, func(t *testing.T) {
+				for seed := range uint64(25) {
+					if tc.backend == StateDisk {
+						tc.files = stateTestFiles(t)
+					}
+					stateTestOne(t, tc, rand.New(rand.NewPCG(seed, uint64(ci))))
+					if t.Failed() {
+						t.Fatalf("seed %d", seed)
+					}
+				}
+			})
+		}
 	}
+}
+
+// stateTestFiles returns the files of a task in a checkpoint store in a
+// temporary directory.
+func stateTestFiles(t *testing.T) exec.StateFiles {
+	t.Helper()
+	store, err := checkpoint.Open(context.Background(), "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store.Files("job", "1.0")
 }
 
 func stateTestOne(t *testing.T, tc stateTestCase, rng *rand.Rand) {
@@ -332,7 +376,7 @@ func stateTestOne(t *testing.T, tc stateTestCase, rng *rand.Rand) {
 	}
 
 	a := tc.op(t, tc.phase)
-	stateTestOpen(t, a, mem)
+	stateTestOpenTC(t, a, tc.tc(mem))
 	before := &testkit.Collector{T: t}
 	stateTestFeed(t, a, before, batches[:cut], flushes)
 	if err := a.ProcessSignal(ctx, 0, barrier, before); err != nil {
@@ -344,7 +388,7 @@ func stateTestOne(t *testing.T, tc stateTestCase, rng *rand.Rand) {
 	}
 
 	b := tc.op(t, tc.phase)
-	stateTestOpen(t, b, mem)
+	stateTestOpenTC(t, b, tc.tc(mem))
 	if err := b.(exec.Checkpointed).RestoreState(ctx, snap); err != nil {
 		t.Fatalf("RestoreState: %v", err)
 	}
@@ -352,7 +396,8 @@ func stateTestOne(t *testing.T, tc stateTestCase, rng *rand.Rand) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(again, snap) {
+	// A disk state's snapshot names the files of its own DB.
+	if !tc.onDisk() && !bytes.Equal(again, snap) {
 		t.Errorf("the snapshot of the restored operator differs from the one it restored (%d bytes, %d)", len(again), len(snap))
 	}
 
@@ -368,7 +413,7 @@ func stateTestOne(t *testing.T, tc stateTestCase, rng *rand.Rand) {
 	testkit.Equal(t, "after the restore", afterB.Rows, afterA.Rows)
 
 	c := tc.op(t, tc.phase)
-	stateTestOpen(t, c, mem)
+	stateTestOpenTC(t, c, tc.tc(mem))
 	ref := &testkit.Collector{T: t}
 	stateTestFeed(t, c, ref, batches[:cut], flushes)
 	if err := c.ProcessSignal(ctx, 0, barrier, ref); err != nil {

@@ -45,10 +45,12 @@ type hashJoinOp struct {
 	full         bool
 	rightMatched []bool
 	// semi: one of the semi and anti joins (join_semi.go), whose output is
-	// one side's columns; pairs is the schema Extra reads then (left
-	// columns, right columns).
+	// one side's columns. pairs is the schema of a pair, which Extra reads
+	// (left columns, right columns); out is pairs unless keep (JoinConfig.Keep)
+	// picks some of them, or the join is a semi or anti join.
 	semi  semiKind
 	pairs *arrow.Schema
+	keep  []int
 	out   *arrow.Schema
 	extra *expr.Expr
 	mem   memory.Allocator
@@ -94,7 +96,6 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	case "semi", "anti", "right_semi", "right_anti":
 		o.semi = semiKinds[cfg.Kind]
 		o.full = o.semi.buildOutput()
-		o.pairs = arrow.NewSchema(append(cfg.Left.Arrow().Fields(), cfg.Right.Arrow().Fields()...), nil)
 	default:
 		return nil, fmt.Errorf("hash_join: unsupported join kind %q", cfg.Kind)
 	}
@@ -102,6 +103,24 @@ func newHashJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		return nil, fmt.Errorf("hash_join: %d left keys and %d right keys", len(cfg.LeftKeys), len(cfg.RightKeys))
 	}
 	o.out = spec.Out.Arrow()
+	o.pairs = o.out // an inner or outer join's output, unless it keeps only some
+	if o.semi != 0 || cfg.Keep != nil {
+		o.pairs = arrow.NewSchema(append(cfg.Left.Arrow().Fields(), cfg.Right.Arrow().Fields()...), nil)
+	}
+	if cfg.Keep != nil {
+		if o.semi != 0 {
+			return nil, fmt.Errorf("hash_join: a %s join keeps a side, not columns of pairs", cfg.Kind)
+		}
+		if len(cfg.Keep) != o.out.NumFields() {
+			return nil, fmt.Errorf("hash_join: %d kept columns for an output of %d", len(cfg.Keep), o.out.NumFields())
+		}
+		for _, c := range cfg.Keep {
+			if c < 0 || c >= o.pairs.NumFields() {
+				return nil, fmt.Errorf("hash_join: kept column %d of a pair of %d", c, o.pairs.NumFields())
+			}
+		}
+		o.keep = cfg.Keep
+	}
 	return o, nil
 }
 
@@ -302,8 +321,8 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 		return nil
 	}
 	nl := int(b.Rec.NumCols())
-	if o.out.NumFields() < nl {
-		return fmt.Errorf("hash_join: output of %d columns for a left side of %d", o.out.NumFields(), nl)
+	if o.pairs.NumFields() < nl {
+		return fmt.Errorf("hash_join: pairs of %d columns for a left side of %d", o.pairs.NumFields(), nl)
 	}
 	if len(o.cfg.LeftKeys) == 0 {
 		if o.semi != 0 {
@@ -456,26 +475,37 @@ func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32
 		return context.Cause(ctx)
 	}
 	k := len(li)
-	cols, err := vector.GatherColumns(o.mem, make([]arrow.Array, 0, o.out.NumFields()), b.Rec.Columns(), li)
-	if err != nil {
-		return fmt.Errorf("hash_join: %w", err)
+	nl := int(b.Rec.NumCols())
+	if o.build != nil && nl+int(o.build.NumCols()) != o.pairs.NumFields() {
+		return fmt.Errorf("hash_join: %d left and %d right columns for pairs of %d",
+			nl, o.build.NumCols(), o.pairs.NumFields())
 	}
-	nl := len(cols)
-	if o.build != nil {
-		if nl+int(o.build.NumCols()) != o.out.NumFields() {
-			vector.ReleaseArrays(cols)
-			return fmt.Errorf("hash_join: %d left and %d right columns for an output of %d",
-				nl, o.build.NumCols(), o.out.NumFields())
+	// With no Extra to read them, only the kept columns; else whole pairs,
+	// cut to the kept columns once Extra has chosen.
+	whole := extra != nil || o.keep == nil
+	cols, schema := o.keep, o.out
+	if whole {
+		cols, schema = allColumns(o.pairs.NumFields()), o.pairs
+	}
+	gathered := make([]arrow.Array, 0, len(cols))
+	for _, c := range cols {
+		var a arrow.Array
+		var err error
+		switch {
+		case c < nl:
+			a, err = vector.GatherArray(o.mem, b.Rec.Column(c), li)
+		case o.build != nil:
+			a, err = vector.GatherArray(o.mem, o.build.Column(c-nl), ri)
+		default:
+			a = array.MakeArrayOfNull(o.mem, o.pairs.Field(c).Type, k)
 		}
-		if cols, err = vector.GatherColumns(o.mem, cols, o.build.Columns(), ri); err != nil {
+		if err != nil {
+			vector.ReleaseArrays(gathered)
 			return fmt.Errorf("hash_join: %w", err)
 		}
-	} else {
-		for j := nl; j < o.out.NumFields(); j++ {
-			cols = append(cols, array.MakeArrayOfNull(o.mem, o.out.Field(j).Type, k))
-		}
+		gathered = append(gathered, a)
 	}
-	rec, err := vector.MakeRecord(o.out, cols, k)
+	rec, err := vector.MakeRecord(schema, gathered, k)
 	if err != nil {
 		return fmt.Errorf("hash_join: %w", err)
 	}
@@ -483,7 +513,7 @@ func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32
 	ops := vector.GatherOps(b.Ops, li)
 	if extra == nil {
 		o.markRight(ri, nil)
-		return out.Collect(ctx, exec.Batch{Rec: rec, Ops: ops})
+		return o.emit(ctx, exec.Batch{Rec: rec, Ops: ops}, out)
 	}
 	res, err := expr.Eval(extra, rec, o.mem)
 	if err != nil {
@@ -508,7 +538,11 @@ func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32
 	case 0:
 		return nil
 	case k:
-		return out.Collect(ctx, exec.Batch{Rec: rec, Ops: ops})
+		return o.emit(ctx, exec.Batch{Rec: rec, Ops: ops}, out)
+	}
+	if o.keep != nil { // gather only the kept columns of the surviving pairs
+		rec = o.project(rec)
+		defer rec.Release()
 	}
 	kept, err := vector.GatherRecord(o.mem, rec, sel)
 	if err != nil {
@@ -516,6 +550,36 @@ func (o *hashJoinOp) emitPairs(ctx context.Context, b exec.Batch, li, ri []int32
 	}
 	defer kept.Release()
 	return out.Collect(ctx, exec.Batch{Rec: kept, Ops: vector.GatherOps(ops, sel)})
+}
+
+// emit sends a batch of whole pairs, or of the kept columns already, with
+// the output's columns.
+func (o *hashJoinOp) emit(ctx context.Context, b exec.Batch, out exec.Collector) error {
+	if o.keep == nil || b.Rec.Schema() == o.out {
+		return out.Collect(ctx, b)
+	}
+	b.Rec = o.project(b.Rec)
+	defer b.Rec.Release()
+	return out.Collect(ctx, b)
+}
+
+// project returns a new reference to the kept columns of a record of whole
+// pairs: no copy.
+func (o *hashJoinOp) project(rec arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(o.keep))
+	for i, c := range o.keep {
+		cols[i] = rec.Column(c)
+	}
+	return array.NewRecordBatch(o.out, cols, rec.NumRows())
+}
+
+// allColumns returns 0..n-1.
+func allColumns(n int) []int {
+	cols := make([]int, n)
+	for i := range cols {
+		cols[i] = i
+	}
+	return cols
 }
 
 // markRight records, for a full join, the right rows ri (those at sel, or all
@@ -556,22 +620,26 @@ func (o *hashJoinOp) emitUnmatchedRight(ctx context.Context, out exec.Collector)
 			idx = append(idx, int32(r))
 		}
 	}
-	nl := o.out.NumFields() - int(o.build.NumCols())
+	schema := o.out // a right semi or anti join's: the build side's columns
+	if o.keep != nil {
+		schema = o.pairs // with NULL left columns, kept columns after
+	}
+	nl := schema.NumFields() - int(o.build.NumCols())
 	for lo := 0; lo < len(idx); lo += vector.OutBatchRows {
 		chunk := idx[lo:min(len(idx), lo+vector.OutBatchRows)]
-		cols := make([]arrow.Array, 0, o.out.NumFields())
+		cols := make([]arrow.Array, 0, schema.NumFields())
 		for j := range nl {
-			cols = append(cols, array.MakeArrayOfNull(o.mem, o.out.Field(j).Type, len(chunk)))
+			cols = append(cols, array.MakeArrayOfNull(o.mem, schema.Field(j).Type, len(chunk)))
 		}
 		cols, err := vector.GatherColumns(o.mem, cols, o.build.Columns(), chunk)
 		if err != nil {
 			return fmt.Errorf("hash_join: %w", err)
 		}
-		rec, err := vector.MakeRecord(o.out, cols, len(chunk))
+		rec, err := vector.MakeRecord(schema, cols, len(chunk))
 		if err != nil {
 			return fmt.Errorf("hash_join: %w", err)
 		}
-		err = out.Collect(ctx, exec.Batch{Rec: rec})
+		err = o.emit(ctx, exec.Batch{Rec: rec}, out)
 		rec.Release()
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -330,5 +331,65 @@ func TestHashJoinSpilledRandom(t *testing.T) {
 			t.Fatalf("%s join: only %d rows", kind, len(want))
 		}
 		testkit.Equal(t, kind+" join rows", c.Sorted(), want)
+	}
+}
+
+// TestHashJoinKeep: a join that keeps some columns of its pairs (JoinConfig.Keep)
+// emits exactly the whole pairs' rows cut to those columns, for every join
+// kind, with and without Extra (which reads columns the output drops), in
+// memory and spilled.
+func TestHashJoinKeep(t *testing.T) {
+	neq := expr.Call("<>", types.BoolType, expr.Column(1, types.StringType, "ls"), expr.Column(4, types.StringType, "rs"))
+	for _, keep := range [][]int{
+		{5, 0, 3},          // rv, lk, rk: Extra reads ls and rs, which go
+		{3, 4, 5, 0, 1, 2}, // every column, right ones first
+	} {
+		var kept types.Schema
+		for _, c := range keep {
+			kept = append(kept, joinOut[c])
+		}
+		for _, kind := range []string{"inner", "left", "right", "full"} {
+			for _, extra := range []*expr.Expr{nil, neq} {
+				for _, limit := range []int64{0, 1} {
+					t.Run(fmt.Sprintf("%v/%s/extra=%v/limit=%d", keep, kind, extra != nil, limit), func(t *testing.T) {
+						mem := testkit.Mem()
+						defer mem.AssertSize(t, 0)
+						left := testkit.Batches(t, mem, joinLeft, joinLeftRows...)
+						defer testkit.Release(left)
+						right := testkit.Batches(t, mem, joinRight, joinRightRows...)
+						defer testkit.Release(right)
+						cfg := JoinConfig{Kind: kind, LeftKeys: []int{0}, RightKeys: []int{0}, Extra: extra,
+							Left: joinLeft, Right: joinRight, MemoryLimit: limit}
+						whole, err := joinRunOut(t, mem, cfg, joinOut, "LRLRrl", left, right)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var want []string
+						for _, row := range whole.Rows {
+							var vals []any
+							if err := json.Unmarshal([]byte(row), &vals); err != nil {
+								t.Fatal(err)
+							}
+							picked := make([]any, len(keep))
+							for i, c := range keep {
+								picked[i] = vals[c]
+							}
+							js, _ := json.Marshal(picked)
+							want = append(want, string(js))
+						}
+						slices.Sort(want)
+						if len(want) == 0 {
+							t.Fatal("no rows: a test that cannot tell")
+						}
+						cfg.Keep = keep
+						got, err := joinRunOut(t, mem, cfg, kept, "LRLRrl", left, right)
+						if err != nil {
+							t.Fatal(err)
+						}
+						testkit.Equal(t, "rows", got.Sorted(), want)
+					})
+				}
+			}
+		}
 	}
 }

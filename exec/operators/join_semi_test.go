@@ -122,3 +122,35 @@ func TestHashJoinSemi(t *testing.T) {
 		}
 	}
 }
+
+// TestHashJoinRightSemiNarrowBuild: a right semi (anti) join emits the build
+// rows, so its output may be narrower than the probe side (TPC-H q21's NOT
+// EXISTS probes four lineitem columns against three built ones). Counted by
+// hand: build keys 1, 2, 7; probe keys 1, 1, 3.
+func TestHashJoinRightSemiNarrowBuild(t *testing.T) {
+	wide := append(append(types.Schema{}, joinLeft...), types.Field{Name: "lx", Type: types.Int64Type})
+	probe := []string{`[{"lk": 1, "ls": "a", "lv": "L1", "lx": 10}, {"lk": 1, "ls": "b", "lv": "L2", "lx": 11}, {"lk": 3, "ls": "c", "lv": "L3", "lx": 12}]`}
+	build := []string{`[{"rk": 1, "rs": "x", "rv": "R1"}, {"rk": 2, "rs": "y", "rv": "R2"}, {"rk": 7, "rs": "z", "rv": "R7"}]`}
+	want := map[string][]string{
+		"right_semi": {`[1,"x","R1"]`},
+		"right_anti": {`[2,"y","R2"]`, `[7,"z","R7"]`},
+	}
+	for kind, rows := range want {
+		for _, order := range []string{"RrLl", "LRrl"} {
+			t.Run(kind+"/"+order, func(t *testing.T) {
+				mem := testkit.Mem()
+				defer mem.AssertSize(t, 0)
+				left := testkit.Batches(t, mem, wide, probe...)
+				defer testkit.Release(left)
+				right := testkit.Batches(t, mem, joinRight, build...)
+				defer testkit.Release(right)
+				cfg := JoinConfig{Kind: kind, LeftKeys: []int{0}, RightKeys: []int{0}, Left: wide, Right: joinRight}
+				c, err := joinRunOut(t, mem, cfg, joinRight, order, left, right)
+				if err != nil {
+					t.Fatal(err)
+				}
+				testkit.Equal(t, "rows", c.Sorted(), rows)
+			})
+		}
+	}
+}

@@ -65,6 +65,13 @@ type streamJoinOp struct {
 	mStart   []int32  // matched rows of input row i: mRows[mStart[i]:mStart[i+1]]
 	mRows    []uint32 // ids in the other side's rows
 	buf      joinItems
+
+	// disk is the state on the disk backend (join_stream_disk.go), nil on
+	// memory, where stateLimit bounds the rows held
+	// (TaskContext.StateLimit; 0: none).
+	disk       *joinDisk
+	stateLimit int64
+	label      string
 }
 
 // StreamJoinConfig configures kind "stream_join" (join_stream.go): input 0 is
@@ -86,6 +93,9 @@ type StreamJoinConfig struct {
 	// Interval, for kind "interval_join", bounds the pairs' times
 	// (join_interval.go).
 	Interval *IntervalBounds `json:"interval,omitempty"`
+	// StateBackend, "memory" or "disk" (SET state_backend), says where the
+	// held rows live (join_stream_disk.go); "" leaves it to the TaskManager.
+	StateBackend string `json:"state_backend,omitempty"`
 }
 
 // streamJoinSide is one side's state. A distinct row has an id in rows, its
@@ -123,7 +133,7 @@ func newStreamJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if err := json.Unmarshal(spec.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("stream_join: bad config: %w", err)
 	}
-	o := &streamJoinOp{cfg: cfg, extra: cfg.Extra, out: spec.Out.Arrow(), now: time.Now,
+	o := &streamJoinOp{cfg: cfg, extra: cfg.Extra, out: spec.Out.Arrow(), now: time.Now, label: spec.Label,
 		ttl: time.Duration(cfg.TTLMillis) * time.Millisecond}
 	switch cfg.Kind {
 	case "inner":
@@ -171,7 +181,8 @@ func (o *streamJoinOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	for _, sd := range o.side {
 		sd.reset()
 	}
-	return nil
+	o.stateLimit = tc.StateLimit
+	return o.openDisk(tc)
 }
 
 func (sd *streamJoinSide) reset() {
@@ -254,6 +265,11 @@ func (o *streamJoinOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 	if int(b.Rec.NumCols()) != len(me.types) {
 		return fmt.Errorf("stream_join: a batch of %d columns on input %d, want %d", b.Rec.NumCols(), input, len(me.types))
 	}
+	if o.disk != nil {
+		if err := o.load(input, b.Rec); err != nil {
+			return fmt.Errorf("stream_join: %w", err)
+		}
+	}
 	if err := me.index(b.Rec.Columns(), n); err != nil {
 		return fmt.Errorf("stream_join: %w", err)
 	}
@@ -283,6 +299,14 @@ func (o *streamJoinOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 	}
 	if o.cfg.Interval != nil {
 		o.stampTimes(input, b.Rec)
+	}
+	if o.disk != nil {
+		return o.evictIfFull()
+	}
+	if o.stateLimit > 0 && o.ttl <= 0 && o.cfg.Interval == nil {
+		if n := o.side[0].sideBytes() + o.side[1].sideBytes(); n > o.stateLimit {
+			return o.errStateLimit(n)
+		}
 	}
 	if me.rows.Len() > 2*me.live+vector.OutBatchRows {
 		return o.compact(input)
@@ -579,6 +603,7 @@ func (o *streamJoinOp) expire(now time.Time) {
 }
 
 func (o *streamJoinOp) Close(ctx context.Context) error {
+	o.closeDisk()
 	for _, sd := range o.side {
 		if sd != nil {
 			sd.release()

@@ -133,6 +133,9 @@ func (o *streamJoinOp) SnapshotState(ctx context.Context, checkpoint int64) ([]b
 	if o.side[0].rows == nil {
 		return nil, fmt.Errorf("stream_join: snapshot before Open")
 	}
+	if o.disk != nil {
+		return o.snapshotDisk(ctx, checkpoint)
+	}
 	var sections [][]byte
 	for _, sd := range o.side {
 		recs, err := o.heldRecords(sd)
@@ -152,6 +155,9 @@ func (o *streamJoinOp) SnapshotState(ctx context.Context, checkpoint int64) ([]b
 // RestoreState replaces both sides' state with a snapshot's.
 func (o *streamJoinOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	defer state.Recover("stream_join", &err)
+	if len(data) >= 4 && string(data[:4]) == streamJoinDiskMagic {
+		return o.restoreDisk(ctx, data)
+	}
 	sections, err := state.Decode("stream_join", streamJoinStateMagic, streamJoinStateVersion, data)
 	if err != nil {
 		return err
@@ -179,6 +185,9 @@ func (o *streamJoinOp) RestoreState(ctx context.Context, data []byte) (err error
 		if err != nil {
 			return fmt.Errorf("stream_join: %w: %v", state.ErrBadState, err)
 		}
+	}
+	if o.disk != nil {
+		o.disk.cacheAll(o)
 	}
 	return nil
 }

@@ -138,25 +138,32 @@ func sjConfig(kind string, extra bool) StreamJoinConfig {
 // of the rows then held on both sides; at some barriers it snapshots the
 // operator and carries on with a new one restored from the snapshot.
 // The keys are a bigint; a text (its own encoding: the string's bytes, in
-// place); or both columns.
+// place); or both columns. On the disk backend, its cache is emptied after
+// every batch, so that every batch reads the keys it joins from pebble.
 func TestStreamJoinRandom(t *testing.T) {
-	for _, kind := range []string{"inner", "left", "right", "full"} {
-		for _, keys := range []string{"bigint", "text", "both"} {
-			for _, extra := range []bool{false, true} {
-				if keys == "both" && extra {
-					continue // lv <> rv would contradict lv = rv
-				}
-				for seed := range uint64(4) {
-					t.Run(fmt.Sprintf("%s/%s/extra=%v/%d", kind, keys, extra, seed), func(t *testing.T) {
-						sjRandomRun(t, kind, keys, extra, seed)
-					})
+	for _, backend := range []string{StateMemory, StateDisk} {
+		for _, kind := range []string{"inner", "left", "right", "full"} {
+			for _, keys := range []string{"bigint", "text", "both"} {
+				for _, extra := range []bool{false, true} {
+					if keys == "both" && extra {
+						continue // lv <> rv would contradict lv = rv
+					}
+					seeds := uint64(4)
+					if backend == StateDisk {
+						seeds = 2 // each a few times slower, for its reads and writes
+					}
+					for seed := range seeds {
+						t.Run(fmt.Sprintf("%s/%s/%s/extra=%v/%d", backend, kind, keys, extra, seed), func(t *testing.T) {
+							sjRandomRun(t, backend, kind, keys, extra, seed)
+						})
+					}
 				}
 			}
 		}
 	}
 }
 
-func sjRandomRun(t *testing.T, kind, keys string, extra bool, seed uint64) {
+func sjRandomRun(t *testing.T, backend, kind, keys string, extra bool, seed uint64) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -172,10 +179,18 @@ func sjRandomRun(t *testing.T, kind, keys string, extra bool, seed uint64) {
 		cfg.LeftKeys, cfg.RightKeys = []int{0, 1}, []int{0, 1}
 	}
 	out := append(append(types.Schema{}, left...), right...)
+	cfg.StateBackend = backend
+	tc := testkit.TaskContext(mem)
+	if backend == StateDisk {
+		tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), 1, t.TempDir()
+	}
 	open := func() exec.Operator {
 		op := opTestNew(t, "stream_join", cfg, out)
-		if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		if err := op.Open(ctx, tc); err != nil {
 			t.Fatal(err)
+		}
+		if (op.(*streamJoinOp).disk != nil) != (backend == StateDisk) {
+			t.Fatalf("backend %s, disk state %v", backend, op.(*streamJoinOp).disk != nil)
 		}
 		return op
 	}
@@ -241,7 +256,7 @@ func sjRandomRun(t *testing.T, kind, keys string, extra bool, seed uint64) {
 		}
 		// A barrier: it passes through, and the output holds the join.
 		c.Signals = c.Signals[:0]
-		if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Barrier, Checkpoint: int64(step)}, c); err != nil {
+		if err := op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Barrier, Checkpoint: int64(step + 1)}, c); err != nil {
 			t.Fatal(err)
 		}
 		if len(c.Signals) != 1 || c.Signals[0].Kind != exec.Barrier {
@@ -252,7 +267,7 @@ func sjRandomRun(t *testing.T, kind, keys string, extra bool, seed uint64) {
 			t.Fatalf("after step %d:\n got %v\nwant %v", step, got, want)
 		}
 		if rng.IntN(3) == 0 {
-			data, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step))
+			data, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step+1))
 			if err != nil {
 				t.Fatal(err)
 			}

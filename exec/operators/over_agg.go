@@ -25,6 +25,8 @@ import (
 // a timestamp with a watermark, ascending.
 type OverAggConfig struct {
 	Window WindowConfig `json:"window"`
+	// Late sends the late rows to the job's late-rows table.
+	Late *LateConfig `json:"late,omitempty"`
 }
 
 // overAggOp is kind "over_agg" (OverAggConfig), Flink's OVER aggregation: it
@@ -57,7 +59,7 @@ type overAggOp struct {
 	rangeK bool // a RANGE frame with an offset: keep by reach
 	mem    memory.Allocator
 	tc     *exec.TaskContext
-	late   func(int64)
+	late   lateRows
 
 	parts []arrow.RecordBatch // the kept rows, in the order they came
 	times []int64             // each kept row's time
@@ -69,6 +71,7 @@ type overAggOp struct {
 var (
 	_ exec.Operator     = (*overAggOp)(nil)
 	_ exec.Checkpointed = (*overAggOp)(nil)
+	_ exec.LateEmitter  = (*overAggOp)(nil)
 )
 
 func newOverAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
@@ -111,12 +114,12 @@ func newOverAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 
 func (o *overAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem, o.tc = vector.TaskAlloc(tc), tc
-	o.late = func(int64) {}
-	if tc != nil && tc.Metrics != nil {
-		o.late = func(n int64) { tc.Metrics.LateRows.Add(n) }
-	}
+	o.late = newLateRows(o.cfg.Late, tc)
 	return nil
 }
+
+// EmitsLate reports whether the operator sends its late rows on.
+func (o *overAggOp) EmitsLate() bool { return o.cfg.Late != nil }
 
 func (o *overAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
 	for _, op := range b.Ops {
@@ -125,17 +128,18 @@ func (o *overAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 		}
 	}
 	tcol := b.Rec.Column(o.ts).(*array.Timestamp)
-	var keep []int32
+	var keep, late []int32
 	for i := range int(b.Rec.NumRows()) {
 		if tcol.IsNull(i) || int64(tcol.Value(i)) <= o.mark {
+			late = append(late, int32(i))
 			continue
 		}
 		keep = append(keep, int32(i))
 		o.times = append(o.times, int64(tcol.Value(i)))
 		o.sent = append(o.sent, false)
 	}
-	if n := int(b.Rec.NumRows()) - len(keep); n > 0 {
-		o.late(int64(n))
+	if err := o.late.emit(ctx, b, late, o.mark); err != nil {
+		return err
 	}
 	if len(keep) == 0 {
 		return nil

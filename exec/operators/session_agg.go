@@ -29,6 +29,8 @@ type SessionAggConfig struct {
 	Keys  []int         `json:"keys"`
 	Start int           `json:"start"`
 	End   int           `json:"end"`
+	// Late sends the late rows to the job's late-rows table.
+	Late *LateConfig `json:"late,omitempty"`
 }
 
 // sessionAggOp is kind "session_agg" (see SessionAggConfig). It holds the
@@ -45,7 +47,7 @@ type sessionAggOp struct {
 	spec    exec.OperatorSpec
 	tc      *exec.TaskContext
 	mem     memory.Allocator
-	late    func(n int64)
+	late    lateRows
 	pending []exec.Batch // retained
 	mark    int64
 	// soonest is a bound below the last instant (end - 1) of every session
@@ -60,6 +62,7 @@ type sessionAggOp struct {
 var (
 	_ exec.Operator     = (*sessionAggOp)(nil)
 	_ exec.Checkpointed = (*sessionAggOp)(nil)
+	_ exec.LateEmitter  = (*sessionAggOp)(nil)
 )
 
 func newSessionAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
@@ -77,12 +80,12 @@ func newSessionAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 func (o *sessionAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.tc = tc
 	o.mem = vector.TaskAlloc(tc)
-	o.late = func(int64) {}
-	if tc.Metrics != nil {
-		o.late = func(n int64) { tc.Metrics.LateRows.Add(n) }
-	}
+	o.late = newLateRows(o.cfg.Late, tc)
 	return nil
 }
+
+// EmitsLate reports whether the operator sends its late rows on.
+func (o *sessionAggOp) EmitsLate() bool { return o.cfg.Late != nil }
 
 func (o *sessionAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
 	n := b.NumRows()
@@ -94,14 +97,17 @@ func (o *sessionAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 		return fmt.Errorf("session_agg: the session's end is %s, not a timestamp", b.Rec.Column(o.cfg.End).DataType())
 	}
 	keep := make([]int32, 0, n)
+	var late []int32
 	for i := range n {
 		if e := int64(ends.Value(i)); ends.IsValid(i) && e-1 > o.mark {
 			keep = append(keep, int32(i))
 			o.soonest = min(o.soonest, e-1)
+		} else {
+			late = append(late, int32(i))
 		}
 	}
-	if late := n - len(keep); late > 0 {
-		o.late(int64(late))
+	if err := o.late.emit(ctx, b, late, o.mark); err != nil {
+		return err
 	}
 	switch {
 	case len(keep) == n:

@@ -40,6 +40,8 @@ type TopNConfig struct {
 	Final     bool          `json:"final,omitempty"`
 	First     bool          `json:"first,omitempty"`
 	Func      string        `json:"func,omitempty"`
+	// Late, with First, sends the late rows to the job's late-rows table.
+	Late *LateConfig `json:"late,omitempty"`
 }
 
 // topnOp is kind "topn" (TopNConfig). Each partition keeps its rows sorted by
@@ -107,6 +109,7 @@ var (
 	_ exec.Operator     = (*topnOp)(nil)
 	_ exec.Flusher      = (*topnOp)(nil)
 	_ exec.Checkpointed = (*topnOp)(nil)
+	_ exec.LateEmitter  = (*topnOp)(nil)
 )
 
 func newTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
@@ -287,6 +290,9 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 			if int64(p.entries.Len()) < o.cfg.Hi || o.mayEnter(o.skeys.key(i), p.entries.Last().key) {
 				sel = append(sel, int32(i))
 			}
+		}
+		if err := o.firstLate(ctx, b); err != nil {
+			return err
 		}
 		o.sel = sel
 		if len(sel) == 0 {

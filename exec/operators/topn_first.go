@@ -29,15 +29,29 @@ type first struct {
 	pending []uint32 // partitions holding a row not emitted yet
 	times   []int64  // the time of each row of the batch being processed
 	valid   func(i int) bool
-	late    func(n int64)
+	late    lateRows
+	lateIdx []int32 // the late rows of the batch being processed
 }
 
 func (o *topnOp) startFirst(tc *exec.TaskContext) {
 	o.mark = math.MinInt64
-	o.late = func(int64) {}
-	if tc != nil && tc.Metrics != nil {
-		o.late = func(n int64) { tc.Metrics.LateRows.Add(n) }
+	if o.cfg.First {
+		o.late = newLateRows(o.cfg.Late, tc)
 	}
+}
+
+// EmitsLate reports whether the operator sends its late rows on.
+func (o *topnOp) EmitsLate() bool { return o.cfg.First && o.cfg.Late != nil }
+
+// firstLate counts the late rows of batch b that firstSkips found and
+// sends them on.
+func (o *topnOp) firstLate(ctx context.Context, b exec.Batch) error {
+	if len(o.lateIdx) == 0 {
+		return nil
+	}
+	err := o.late.emit(ctx, b, o.lateIdx, o.mark)
+	o.lateIdx = o.lateIdx[:0]
+	return err
 }
 
 // firstBatch reads the times of rec's rows, for firstSkips.
@@ -65,7 +79,7 @@ func (o *topnOp) firstSkips(p *topnPart, i int) bool {
 		return true
 	}
 	if o.valid(i) && o.times[i] <= o.mark {
-		o.late(1)
+		o.lateIdx = append(o.lateIdx, int32(i))
 		return true
 	}
 	return false

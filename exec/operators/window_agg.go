@@ -15,6 +15,9 @@ import (
 type WindowAggConfig struct {
 	Agg HashAggConfig `json:"agg"`
 	End int           `json:"end"`
+	// Late, for a phase that reads the rows themselves (not AggFinal),
+	// sends its late rows to the job's late-rows table.
+	Late *LateConfig `json:"late,omitempty"`
 }
 
 // windowAggOp is kind "window_agg" (see WindowAggConfig). It keeps one
@@ -40,6 +43,7 @@ type windowAggOp struct {
 var (
 	_ exec.Operator     = (*windowAggOp)(nil)
 	_ exec.Checkpointed = (*windowAggOp)(nil)
+	_ exec.LateEmitter  = (*windowAggOp)(nil)
 )
 
 func newWindowAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
@@ -57,6 +61,7 @@ func newWindowAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	o := &windowAggOp{cfg: cfg, endCol: cfg.Agg.GroupBy[cfg.End]}
 	if cfg.Agg.Phase == AggFinal {
 		o.endCol = cfg.End // a final aggregate's input has the keys first
+		cfg.Late = nil     // and its rows are partial aggregates, never late
 	}
 	o.windowed = newWindowed("window_agg", func(ctx context.Context, tc *exec.TaskContext) (*hashAggOp, error) {
 		w, err := newHashAgg(cfg.Agg, spec)
@@ -65,6 +70,7 @@ func newWindowAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		}
 		return w, err
 	})
+	o.lateCfg = cfg.Late
 	return o, nil
 }
 

@@ -15,6 +15,8 @@ import (
 type WindowTopNConfig struct {
 	TopN TopNConfig `json:"topn"`
 	End  int        `json:"end"`
+	// Late sends the late rows to the job's late-rows table.
+	Late *LateConfig `json:"late,omitempty"`
 }
 
 // windowTopNOp is kind "window_topn" (see WindowTopNConfig), Flink's Window
@@ -31,6 +33,7 @@ type windowTopNOp struct {
 var (
 	_ exec.Operator     = (*windowTopNOp)(nil)
 	_ exec.Checkpointed = (*windowTopNOp)(nil)
+	_ exec.LateEmitter  = (*windowTopNOp)(nil)
 )
 
 func newWindowTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
@@ -53,6 +56,7 @@ func newWindowTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		}
 		return w, err
 	})
+	o.lateCfg = cfg.Late
 	return o, nil
 }
 

@@ -25,14 +25,16 @@ type windowed[W interface {
 	exec.Operator
 	exec.Checkpointed
 }] struct {
-	what  string // the operator kind, for errors
-	open  func(ctx context.Context, tc *exec.TaskContext) (W, error)
-	tc    *exec.TaskContext
-	mem   memory.Allocator
-	late  func(n int64)
-	wins  map[int64]W
-	mark  int64 // the watermark; math.MinInt64 before the first
-	byEnd map[int64][]int32
+	what string // the operator kind, for errors
+	open func(ctx context.Context, tc *exec.TaskContext) (W, error)
+	tc   *exec.TaskContext
+	mem  memory.Allocator
+	// lateCfg, set by the operator before Open, sends its late rows on.
+	lateCfg *LateConfig
+	late    lateRows
+	wins    map[int64]W
+	mark    int64 // the watermark; math.MinInt64 before the first
+	byEnd   map[int64][]int32
 }
 
 func newWindowed[W interface {
@@ -46,11 +48,11 @@ func newWindowed[W interface {
 func (s *windowed[W]) start(tc *exec.TaskContext) {
 	s.tc = tc
 	s.mem = vector.TaskAlloc(tc)
-	s.late = func(int64) {}
-	if tc.Metrics != nil {
-		s.late = func(n int64) { tc.Metrics.LateRows.Add(n) }
-	}
+	s.late = newLateRows(s.lateCfg, tc)
 }
+
+// EmitsLate reports whether the operator sends its late rows on.
+func (s *windowed[W]) EmitsLate() bool { return s.lateCfg != nil }
 
 // closed reports whether the window ending at end has closed.
 func (s *windowed[W]) closed(end int64) bool { return end-1 <= s.mark }
@@ -70,7 +72,7 @@ func (s *windowed[W]) window(ctx context.Context, end int64) (W, error) {
 
 // route hands each open window its rows of b, whose column col is the
 // window's end, in order of the ends; rows of closed windows (or without
-// one, a NULL end) are late: dropped and counted.
+// one, a NULL end) are late: dropped, counted and sent to the late output.
 func (s *windowed[W]) route(ctx context.Context, b exec.Batch, col int, take func(w W, b exec.Batch) error) error {
 	n := b.NumRows()
 	if n == 0 {
@@ -98,17 +100,17 @@ func (s *windowed[W]) route(ctx context.Context, b exec.Batch, col int, take fun
 		s.byEnd = map[int64][]int32{}
 	}
 	clear(s.byEnd)
-	var late int64
+	var late []int32
 	for i := range n {
 		e := int64(vals[i])
 		if ends.IsNull(i) || s.closed(e) {
-			late++
+			late = append(late, int32(i))
 			continue
 		}
 		s.byEnd[e] = append(s.byEnd[e], int32(i))
 	}
-	if late > 0 {
-		s.late(late)
+	if err := s.late.emit(ctx, b, late, s.mark); err != nil {
+		return err
 	}
 	for _, e := range slices.Sorted(maps.Keys(s.byEnd)) {
 		w, err := s.window(ctx, e)

@@ -5,10 +5,11 @@
 // groups, a join's build keys, a view's rows) to a dense id, 0, 1, 2..., and
 // the operator keeps the values of each key (an aggregate's accumulators, a
 // join's rows, a view's counts) in columns indexed by that id. Keyed is that
-// map; its one implementation today is the in-memory KeyTable over keys
-// encoded a batch at a time (RowKeys). Every call takes a whole batch, so a
-// backend that keeps keys on disk behind a cache can stand in without a call
-// per row.
+// map; its one implementation is the in-memory KeyTable over keys encoded a
+// batch at a time (RowKeys). Every call takes a whole batch. The disk state
+// backend (exec/state/disk) keeps that shape: the ids become the slots of a
+// bounded cache in front of pebble, which the operator fills for a batch's
+// keys in one call and writes back when it empties the cache.
 //
 // A checkpoint of an operator is a blob in the envelope of envelope.go
 // (magic, version, checksum, sections, usually Arrow IPC streams), and a
@@ -41,6 +42,9 @@ type Keyed interface {
 	Len() int
 	// Reserve makes room for n more keys of keyBytes bytes in all.
 	Reserve(n, keyBytes int)
+	// Key returns key id's bytes as RowKeys encoded them, and whether it is
+	// the NULL key of one text column (which has no bytes of its own).
+	Key(id uint32) (key []byte, null bool)
 	// DecodeKeys returns the key columns, of types, of the selected ids.
 	DecodeKeys(mem memory.Allocator, types []arrow.DataType, sel GroupSel) ([]arrow.Array, error)
 	// Release gives the state's memory back; the state is not used after.

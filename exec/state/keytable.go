@@ -86,6 +86,11 @@ func (t *KeyTable) Len() int { return len(t.offs) - 1 }
 // key returns key g.
 func (t *KeyTable) key(g uint32) []byte { return t.arena[t.offs[g]:t.offs[g+1]] }
 
+// Key returns key g as RowKeys encoded it, and whether it is the NULL key of
+// one text column (a raw key, whose NULL has no bytes of its own). The bytes
+// alias the table until it changes.
+func (t *KeyTable) Key(g uint32) (key []byte, null bool) { return t.key(g), int32(g) == t.nullID }
+
 // slotTag returns the bits above idMask of the slot of a key of n bytes hashing
 // to h: hash bits that the slot's position does not use, and the top bit for a
 // key of 16 bytes or more.

@@ -247,6 +247,45 @@ func canonicalFloatBits(v uint64) uint64 {
 	return v
 }
 
+// SetEncoded makes k the keys of columns of types already encoded: key i is
+// data[offs[i]:offs[i+1]], as Encode wrote it (and KeyTable.Key returns it),
+// and, for one text column, nulls[i] says key i is NULL (nil: none is). The
+// keys alias data, which is not changed.
+func (k *RowKeys) SetEncoded(types []arrow.DataType, data []byte, offs []int32, nulls []bool) {
+	k.n = len(offs) - 1
+	k.raw = isRawKey(types)
+	k.data, k.offs, k.nullRow = data, offs, nil
+	if k.raw {
+		k.nullRow = nulls
+		return
+	}
+	for i := range k.n {
+		if nullKey(types, data[offs[i]:offs[i+1]]) {
+			k.nullRow = vector.GrowSlice(k.nulls, k.n)
+			k.nulls = k.nullRow
+			for j := range k.n {
+				k.nullRow[j] = nullKey(types, data[offs[j]:offs[j+1]])
+			}
+			return
+		}
+	}
+}
+
+// nullKey reports whether some column of an encoded key is NULL.
+func nullKey(types []arrow.DataType, key []byte) bool {
+	for _, dt := range types {
+		if len(key) == 0 || key[0] == 0 {
+			return true
+		}
+		w, _ := KeyWidth(dt)
+		if w < 0 {
+			w = 5 + int(binary.LittleEndian.Uint32(key[1:]))
+		}
+		key = key[min(w, len(key)):]
+	}
+	return false
+}
+
 // Null reports whether some key column of row i is NULL (a join's NULL keys
 // match nothing).
 func (k *RowKeys) Null(i int) bool { return k.nullRow != nil && k.nullRow[i] }

@@ -8,6 +8,9 @@ import "github.com/hummer-db/hummer/exec"
 type TaskSnapshot struct {
 	Source []byte         `json:"source,omitempty"`
 	Ops    map[int][]byte `json:"ops,omitempty"`
+	// Uploaded is what the operators uploaded beside their blobs for this
+	// checkpoint (exec.StateUploader), for its size.
+	Uploaded int64 `json:"uploaded,omitempty"`
 	// Ended marks a task that had ended before the checkpoint: the
 	// coordinator writes it, and the state the task ended with is the store's
 	// final state of the task (StreamTask's storeFinal).

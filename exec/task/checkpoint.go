@@ -93,6 +93,9 @@ func (t *StreamTask) snapshotOps(ctx context.Context, id int64, st *state.TaskSn
 			st.Ops = map[int][]byte{}
 		}
 		st.Ops[i] = data
+		if u, ok := c.(exec.StateUploader); ok {
+			st.Uploaded += u.UploadedBytes()
+		}
 	}
 	return nil
 }
@@ -110,7 +113,7 @@ func (t *StreamTask) store(ctx context.Context, id int64, st state.TaskSnapshot,
 			var data []byte
 			data, err = json.Marshal(st)
 			if err == nil {
-				ack.Bytes = len(data)
+				ack.Bytes = len(data) + int(st.Uploaded)
 				err = cp.store.Put(context.WithoutCancel(ctx), cp.job, id, state.TaskKey(cp.task), data)
 			}
 		}
@@ -215,6 +218,11 @@ func (t *StreamTask) runEnded(ctx context.Context) error {
 			}
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		}
+	}
+	if t.late != nil {
+		if err := t.late.CollectSignal(ctx, exec.Signal{Kind: exec.EndOfStream}); err != nil {
+			return err
 		}
 	}
 	return t.out.CollectSignal(ctx, exec.Signal{Kind: exec.EndOfStream})

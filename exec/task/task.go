@@ -48,6 +48,9 @@ type StreamTask struct {
 	// channels[i] is the number of channels feeding input i.
 	channels []int
 	out      *Output
+	// late, when the vertex has late edges, takes the late rows of its
+	// LateEmitter operators (exec.TaskContext.Late); nil otherwise.
+	late *Output
 	// ckpt is the task's part in checkpointing; nil when the job takes none.
 	ckpt *taskCheckpoints
 	// view is the task's view operator, if its chain ends with one.
@@ -92,6 +95,17 @@ func (t *StreamTask) Inbox() chan exec.Message { return t.inbox }
 // TaskManager adds before the task runs.
 func (t *StreamTask) Output() *Output { return t.out }
 
+// LateOutput returns the collector of the task's late rows, whose late edges
+// (exec.JobEdge.Late) the TaskManager adds before the task runs, and makes it
+// the task context's Late.
+func (t *StreamTask) LateOutput() *Output {
+	if t.late == nil {
+		t.late = NewOutput(t.tc.Alloc, &exec.TaskMetrics{}) // late rows are not the task's output
+		t.tc.Late = t.late
+	}
+	return t.late
+}
+
 // ViewReader returns the task's view operator, or nil.
 func (t *StreamTask) ViewReader() exec.ViewReader { return t.view }
 
@@ -116,13 +130,26 @@ func (l *chainLink) CollectSignal(ctx context.Context, s exec.Signal) error {
 }
 
 // collectors returns, for each operator of the chain, the Collector its output
-// goes to.
+// goes to. With late edges, the output of the chain's last LateEmitter (or
+// the chain's end) also sends barriers and the end of stream to them.
 func (t *StreamTask) collectors() []exec.Collector {
 	cs := make([]exec.Collector, len(t.chain))
+	tap := -1
+	if t.late != nil {
+		tap = len(t.chain) - 1
+		for i, op := range t.chain {
+			if l, ok := op.(exec.LateEmitter); ok && l.EmitsLate() {
+				tap = i
+			}
+		}
+	}
 	var next exec.Collector = t.out
 	for i := len(t.chain) - 1; i >= 0; i-- {
 		cs[i] = next
-		next = &chainLink{op: t.chain[i], next: next, rows: t.tc.Metrics.ChainRows(t.feeder(i))}
+		if i == tap {
+			cs[i] = &lateSignals{Collector: next, late: t.late}
+		}
+		next = &chainLink{op: t.chain[i], next: cs[i], rows: t.tc.Metrics.ChainRows(t.feeder(i))}
 	}
 	return cs
 }
@@ -134,6 +161,23 @@ func (t *StreamTask) feeder(i int) int {
 		return i
 	}
 	return i - 1
+}
+
+// lateSignals passes on what an operator emits and sends its barriers and
+// end of stream to the task's late edges too, after the late rows that came
+// before them.
+type lateSignals struct {
+	exec.Collector
+	late *Output
+}
+
+func (c *lateSignals) CollectSignal(ctx context.Context, s exec.Signal) error {
+	if s.Kind == exec.Barrier || s.Kind == exec.EndOfStream {
+		if err := c.late.CollectSignal(ctx, s); err != nil {
+			return err
+		}
+	}
+	return c.Collector.CollectSignal(ctx, s)
 }
 
 // Run executes the task to completion. A panic in an operator becomes the task's

@@ -139,11 +139,24 @@ func (r *running) watch() {
 		runtime.GC()
 		runtime.GC()
 		if n := live(); n >= bound {
-			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); a query's single-group DISTINCTs, and a join over a stream, do not spill to disk",
+			w.d.Cancel(fmt.Errorf("%w: job %s used the server's memory up (%d MiB of heap, the limit is %d MiB: --memory); a query's single-group DISTINCTs, and a join over a stream, do not spill to disk; a continuous GROUP BY keeps its groups on disk with SET state_backend = 'disk'",
 				exec.ErrOutOfMemory, w.jobID, n>>20, limit>>20))
 			time.Sleep(watchdogPause)
 		}
 	}
+}
+
+// stateLimit is the state an operator of a TaskManager of slots slots may keep
+// on the memory backend (TaskContext.StateLimit): a slot's share of the part
+// of the soft memory limit the watchdog allows, so that a streaming
+// aggregation fails with an error naming state_backend = 'disk' before the
+// watchdog has to stop its job; 0 without a limit.
+func stateLimit(slots int) int64 {
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 {
+		return 0
+	}
+	return int64(float64(limit) * watchdogShare / float64(max(slots, 1)))
 }
 
 // DefaultWorkMem is the memory an operator of a TaskManager of slots slots may

@@ -23,6 +23,7 @@ import (
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/checkpoint"
 	"github.com/hummer-db/hummer/exec/network"
+	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/task"
 	"github.com/hummer-db/hummer/exec/vector"
 )
@@ -44,13 +45,23 @@ type Config struct {
 	// (TaskContext.WorkMem); 0 means a share of the process's memory limit
 	// (DefaultWorkMem). SpillDir is where operators spill ("" for the
 	// system's temporary directory).
-	WorkMem  int64
-	SpillDir string
+	WorkMem int64
+	// StateBackend is the default state backend of continuous jobs'
+	// operators ("memory", the default, or "disk"; SET state_backend
+	// overrides it per job), and StateMemory the memory the disk backend
+	// may keep state in, shared by the slots (0: disk.DefaultMemory a slot).
+	StateBackend string
+	StateMemory  int64
+	SpillDir     string
 	// Networks are further networks the TaskManager is on, each with its own data
 	// server on its own interface (--network NAME=ADDR). A job on a named network
 	// receives on that server and sends from that interface, so its traffic stays
 	// on that network (the paper's per-edge network isolation).
 	Networks map[string]*network.Server
+	// Advertise is the host other TaskManagers reach this one at, given for
+	// data servers listening on every interface (0.0.0.0, ::): in a
+	// container, the pod's IP. A data server on one address is reached there.
+	Advertise string
 }
 
 // TaskManager owns one node's slots and runs the tasks deployed to it. As in the
@@ -95,17 +106,39 @@ func (tm *TaskManager) Slots() []exec.SlotRef {
 	return s
 }
 
+// stateMemory returns a task's share of StateMemory: a slot's (0 for the
+// backend's default).
+func (tm *TaskManager) stateMemory() int64 {
+	if tm.cfg.StateMemory <= 0 {
+		return 0
+	}
+	return max(tm.cfg.StateMemory/int64(max(tm.cfg.Slots, 1)), 1<<20)
+}
+
 // DataAddrs returns, per network ("" for the default), the address other
 // TaskManagers send this one's network channels to.
 func (tm *TaskManager) DataAddrs() map[string]string {
 	addrs := map[string]string{}
 	if tm.cfg.Data != nil {
-		addrs[""] = tm.cfg.Data.Addr().String()
+		addrs[""] = AdvertisedAddr(tm.cfg.Data.Addr(), tm.cfg.Advertise)
 	}
 	for name, d := range tm.cfg.Networks {
-		addrs[name] = d.Addr().String()
+		addrs[name] = AdvertisedAddr(d.Addr(), tm.cfg.Advertise)
 	}
 	return addrs
+}
+
+// AdvertisedAddr is the address others reach a listener on addr at: addr,
+// or with host in place of an unspecified IP (0.0.0.0, ::) when host is set.
+func AdvertisedAddr(addr net.Addr, host string) string {
+	h, port, err := net.SplitHostPort(addr.String())
+	if err != nil || host == "" {
+		return addr.String()
+	}
+	if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // dataServer returns the data server of a network, and the local address senders
@@ -181,21 +214,25 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			colocated[et.ID.Vertex] = &exec.Colocated{}
 		}
 		tc := &exec.TaskContext{
-			JobID:       g.JobID,
-			TaskName:    et.Name,
-			Subtask:     et.ID.Subtask,
-			Parallelism: et.Parallelism,
-			Alloc:       tm.cfg.Alloc,
-			Log:         tm.cfg.Log.With("job", g.JobID, "task", et.Name),
-			Results:     results,
-			Metrics:     d.Metrics()[et.ID],
-			Colocated:   colocated[et.ID.Vertex],
-			WorkMem:     tm.cfg.WorkMem,
-			SpillDir:    tm.cfg.SpillDir,
+			JobID:        g.JobID,
+			TaskName:     et.Name,
+			Subtask:      et.ID.Subtask,
+			Parallelism:  et.Parallelism,
+			Alloc:        tm.cfg.Alloc,
+			Log:          tm.cfg.Log.With("job", g.JobID, "task", et.Name),
+			Results:      results,
+			Metrics:      d.Metrics()[et.ID],
+			Colocated:    colocated[et.ID.Vertex],
+			WorkMem:      tm.cfg.WorkMem,
+			SpillDir:     tm.cfg.SpillDir,
+			StateBackend: tm.cfg.StateBackend,
+			StateMemory:  tm.stateMemory(),
+			StateLimit:   stateLimit(tm.cfg.Slots),
 		}
 		if store != nil {
 			tc.Checkpointing = true
 			tc.CheckpointLock = new(sync.Mutex)
+			tc.StateFiles = store.Files(g.JobID, state.TaskKey(et.ID))
 		}
 		t, err := tm.buildTask(g, et, tc)
 		if err != nil {
@@ -264,6 +301,10 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 				} else {
 					targets = append(targets, ns)
 				}
+			}
+			if je.Late {
+				p.task.LateOutput().AddEdge(je.Partition, targets)
+				continue
 			}
 			p.task.Output().AddEdge(je.Partition, targets)
 		}

@@ -17,8 +17,8 @@ import (
 //   - name and "char" are text: the catalog's columns PostgreSQL declares so
 //     (pg_class.relname, relkind, ...), which clients decode by type OID.
 //   - regclass is a bigint, the oid; the binder prints it as the relation's name.
-//   - timestamp with time zone is a timestamp: the instant in UTC, the only
-//     session TimeZone Hummer has.
+//   - timestamp with time zone is a timestamp: the instant in UTC; its text
+//     is the wall time in the session's TimeZone (zone.go).
 //   - bytea is text holding the bytes as they are (Go strings hold any bytes);
 //     its text form is PostgreSQL's hex format.
 //   - interval is text: its PostgreSQL output (AppendInterval), which casts

@@ -98,7 +98,7 @@ func jsonValue(t types.Type, raw []byte, v *value) error {
 			}
 			s = []byte(str)
 		}
-		return parseValue(t, s, v)
+		return parseValue(t, s, v, nil)
 	case c == '{' || c == '[':
 		if t.ID != types.String {
 			return fmt.Errorf("cannot put %s into a %v column", Quote(raw), t)
@@ -109,5 +109,5 @@ func jsonValue(t types.Type, raw []byte, v *value) error {
 		return fmt.Errorf("cannot put %s into a %v column (write it as a string)", Quote(raw), t)
 	}
 	// A number, true or false: its literal text parses into every other type it fits.
-	return parseValue(t, raw, v)
+	return parseValue(t, raw, v, nil)
 }

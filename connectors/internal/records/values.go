@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -41,7 +42,7 @@ var (
 // parseValue parses the text of a field into a value of type t. Numbers, booleans
 // and timestamps may be surrounded by spaces, as PostgreSQL's input functions allow;
 // text is taken as it is.
-func parseValue(t types.Type, b []byte, v *value) error {
+func parseValue(t types.Type, b []byte, v *value, zone *time.Location) error {
 	if t.ID == types.String {
 		if !utf8.Valid(b) {
 			return ErrInvalidUTF8
@@ -70,6 +71,13 @@ func parseValue(t types.Type, b []byte, v *value) error {
 	case types.Bool:
 		v.b, ok = parseBool(s)
 	case types.Timestamp:
+		if t.OID == types.OIDTimestamptz {
+			// With PostgreSQL's zone forms (+02, a name), none read in zone.
+			var err error
+			v.i, err = expr.ParseTimestampTZIn(s, zone)
+			ok = err == nil
+			break
+		}
 		v.i, ok = parseTimestamp(s)
 	case types.Date:
 		// A date, or a timestamp's date, as PostgreSQL reads one.
@@ -87,9 +95,61 @@ func parseValue(t types.Type, b []byte, v *value) error {
 // Validate checks that b is the text of a value of type t (as ParseField
 // parses it), for the columns of a record a query does not read: a record is
 // good or bad by all its columns, whichever the query reads.
+//
+// The common shapes of a plain integer, a decimal that fits and a
+// 'YYYY-MM-DD' date are checked without building their values; anything
+// else goes through the parser, which has the last word.
 func Validate(t types.Type, b []byte) error {
+	switch t.ID {
+	case types.Int64:
+		if len(b) > 0 && len(b) < 19 && digitsOnly(b) {
+			return nil
+		}
+	case types.Decimal:
+		if fitsDecimal(b, int(t.Precision), int(t.Scale)) {
+			return nil
+		}
+	case types.Date:
+		if len(b) == 10 && plainDate(b) {
+			return nil
+		}
+	}
 	var v value
-	return parseValue(t, b, &v)
+	return parseValue(t, b, &v, nil)
+}
+
+// digitsOnly reports whether b holds only the digits 0-9.
+func digitsOnly(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsDecimal reports whether b is digits, optionally signed, with an optional
+// fraction of digits, whose integer part has at most prec-scale digits and
+// whose fraction at most scale: text DECIMAL(prec, scale) takes as it is.
+func fitsDecimal(b []byte, prec, scale int) bool {
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		b = b[1:]
+	}
+	whole, frac, dot := bytes.Cut(b, []byte{'.'})
+	return len(whole) > 0 && len(whole) <= prec-scale && digitsOnly(whole) &&
+		(!dot || len(frac) > 0 && len(frac) <= scale && digitsOnly(frac))
+}
+
+// plainDate reports whether the 10 bytes of b are a valid 'YYYY-MM-DD' date,
+// as parseTimestamp takes one.
+func plainDate(b []byte) bool {
+	if b[4] != '-' || b[7] != '-' {
+		return false
+	}
+	y, ok1 := digitsN(b[0:4])
+	mo, ok2 := digitsN(b[5:7])
+	d, ok3 := digitsN(b[8:10])
+	return ok1 && ok2 && ok3 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(y, mo)
 }
 
 // Quote quotes a bad value for a log line, cut short if long.
@@ -430,7 +490,14 @@ type Builder struct {
 	vals     []value // the row being parsed, one per projected column
 	rows     int
 	bytes    int // input bytes of the rows in the batch
+	// zone is where text of a timestamp with time zone without a zone is
+	// wall time (SetZone; nil: UTC).
+	zone *time.Location
 }
+
+// SetZone has a timestamp with time zone's text without a zone read as the
+// wall time in loc (COPY FROM reads it in the session's TimeZone).
+func (bb *Builder) SetZone(loc *time.Location) { bb.zone = loc }
 
 // NewBuilder returns a Builder of batches with columns cols, allocated from alloc.
 // Release it when done.
@@ -443,7 +510,8 @@ func NewBuilder(alloc memory.Allocator, cols types.Schema) *Builder {
 	return bb
 }
 
-// Reset clears the row being read, to start the next one.
+// Reset clears the row being read, to start the next one. A parser that sets
+// every column of every row (SetNull, SetText or ParseField) need not call it.
 func (bb *Builder) Reset() { clear(bb.vals) }
 
 // SetNull makes column i of the row being read NULL.
@@ -455,11 +523,15 @@ func (bb *Builder) IsNull(i int) bool { return bb.vals[i].null }
 // ParseField parses the text of column i of the row being read (see ParseValue's
 // rules: numbers, booleans and timestamps may be surrounded by spaces, text is
 // taken as it is and must be UTF-8). The row borrows b until Commit.
-func (bb *Builder) ParseField(i int, b []byte) error { return parseValue(bb.types[i], b, &bb.vals[i]) }
+func (bb *Builder) ParseField(i int, b []byte) error {
+	v := &bb.vals[i]
+	v.null = false
+	return parseValue(bb.types[i], b, v, bb.zone)
+}
 
 // SetText makes column i, a text column, of the row being read b, which the
 // caller knows is valid UTF-8 (ASCII, say). The row borrows b until Commit.
-func (bb *Builder) SetText(i int, b []byte) { bb.vals[i].s = b }
+func (bb *Builder) SetText(i int, b []byte) { bb.vals[i].null, bb.vals[i].s = false, b }
 
 // Commit appends the row being read, which was size bytes of input.
 func (bb *Builder) Commit(size int) {
@@ -495,13 +567,21 @@ func (bb *Builder) Rows() int { return bb.rows }
 func (bb *Builder) Bytes() int { return bb.bytes }
 
 // Flush returns the rows committed so far as a batch and starts the next one.
+//
+// The builders then take room for as many rows again (and as many bytes of
+// text), so that a batch like the last one fills them without growing them a
+// doubling at a time, each a copy and a clear of what they hold.
 func (bb *Builder) Flush() arrow.RecordBatch {
 	cols := make([]arrow.Array, len(bb.builders))
 	for i, b := range bb.builders {
 		cols[i] = b.NewArray()
 	}
 	rec := array.NewRecordBatch(bb.schema, cols, int64(bb.rows))
-	for _, c := range cols {
+	for i, c := range cols {
+		bb.builders[i].Reserve(bb.rows)
+		if s, ok := c.(*array.String); ok {
+			bb.builders[i].(*array.StringBuilder).ReserveData(len(s.ValueBytes()))
+		}
 		c.Release()
 	}
 	bb.rows, bb.bytes = 0, 0

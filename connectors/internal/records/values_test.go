@@ -1,12 +1,15 @@
 package records
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/hummer-db/hummer/exec/types"
 )
 
 func TestParseDecimal(t *testing.T) {
@@ -196,5 +199,38 @@ func TestParseSmallDecimal(t *testing.T) {
 		if err != nil || slow != fast {
 			t.Fatalf("%q at (%d,%d): fast %v, general %v (%v)", b, prec, scale, fast, slow, err)
 		}
+	}
+}
+
+// TestValidateShortcuts checks Validate's shortcuts against the parser: over
+// random texts of digits, signs, points and dashes, each is valid exactly when
+// the parser takes it.
+func TestValidateShortcuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	tys := []types.Type{types.Int64Type, types.DecimalType(15, 2), types.DecimalType(4, 0), types.DecimalType(5, 5), types.DateType}
+	alphabet := "0123456789012345678901234567890123456789-+.- x"
+	valid := 0
+	for range 200000 {
+		var b []byte
+		if r.IntN(3) == 0 { // date-like
+			b = fmt.Appendf(nil, "%04d-%02d-%02d", r.IntN(10000), r.IntN(14), r.IntN(33))
+		} else {
+			for range 1 + r.IntN(22) {
+				b = append(b, alphabet[r.IntN(len(alphabet))])
+			}
+		}
+		for _, ty := range tys {
+			var v value
+			want := parseValue(ty, b, &v, nil) == nil
+			if got := Validate(ty, b) == nil; got != want {
+				t.Fatalf("Validate(%v, %q) valid=%v, the parser says %v", ty, b, got, want)
+			}
+			if want {
+				valid++
+			}
+		}
+	}
+	if valid < 10000 {
+		t.Fatalf("only %d valid texts: a test that cannot tell", valid)
 	}
 }

@@ -1,0 +1,443 @@
+package operators
+
+// stream_join on the disk state backend (exec/state/disk; SET state_backend =
+// 'disk'): each side's held rows live in pebble, one value per side and join
+// key, and the side's usual tables (streamJoinSide) become a cache in front
+// of it. Before a batch is joined, the join keys it brings that a side has
+// not cached are looked up in pebble in one call per side and their rows
+// added to the side (addHeld); past the cache's bound, the keys changed since
+// they were loaded are written back (a key without rows deleted) and both
+// sides are emptied, which also takes the place of compacting them.
+//
+// A value is, per held row: a byte saying the row is the NULL of a side of
+// one text column, the row's encoded bytes (state.RowKeys) with their
+// length, its copies, matches and time of last write. The key is the side (0
+// or 1) and the join key, order-preserving.
+//
+// A join with a TTL (SET state_ttl) or an interval join keeps its state in
+// memory: both drop rows as time passes, which the cache does not follow
+// into pebble yet.
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/state"
+	"github.com/hummer-db/hummer/exec/state/disk"
+	"github.com/hummer-db/hummer/exec/vector"
+)
+
+const (
+	streamJoinDiskMagic   = "HSJD"
+	streamJoinDiskVersion = 1
+)
+
+// joinDisk is a stream join's disk state.
+type joinDisk struct {
+	db      *disk.DB
+	opts    disk.Options
+	files   exec.StateFiles
+	limit   int64
+	written bool
+	// By side and key id: the key's rows are in the cache (loaded), and
+	// changed since (changed, listed in dirty).
+	loaded, changed [2][]bool
+	dirty           [2][]uint32
+	evictions       int
+	uploaded        int64 // by the last checkpoint
+
+	probe    *state.KeyTable // the batch's distinct join keys
+	keyEnc   state.RowKeys
+	ids      []uint32
+	found    []int32
+	keyTypes []arrow.DataType
+	buf      []byte
+}
+
+// openDisk opens the join's disk state when the backend is disk and the
+// join is one that has it.
+func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
+	b := o.cfg.StateBackend
+	if b == "" {
+		b = tc.StateBackend
+	}
+	if b != StateDisk || o.ttl > 0 || o.cfg.Interval != nil {
+		return nil
+	}
+	d := &joinDisk{files: tc.StateFiles, probe: state.NewKeyTable()}
+	d.opts = disk.Options{Dir: spillDir(tc), Memory: tc.StateMemory, Log: tc.Log}
+	d.limit = d.opts.CacheBytes()
+	for _, k := range o.side[0].keyCols {
+		d.keyTypes = append(d.keyTypes, o.side[0].types[k])
+	}
+	db, err := disk.Open(d.opts)
+	if err != nil {
+		return fmt.Errorf("stream_join: %w", err)
+	}
+	d.db = db
+	o.disk = d
+	return nil
+}
+
+var _ exec.StateUploader = (*streamJoinOp)(nil)
+
+// UploadedBytes returns what the last checkpoint of the disk state uploaded.
+func (o *streamJoinOp) UploadedBytes() int64 {
+	if o.disk == nil {
+		return 0
+	}
+	u := o.disk.uploaded
+	o.disk.uploaded = 0
+	return u
+}
+
+func (o *streamJoinOp) closeDisk() {
+	if o.disk != nil {
+		o.disk.db.Close()
+		o.disk.probe.Release()
+		o.disk = nil
+	}
+}
+
+// errStateLimit is the error of a join on the memory backend whose rows, n
+// bytes, outgrew the TaskManager's bound (TaskContext.StateLimit).
+func (o *streamJoinOp) errStateLimit(n int64) error {
+	label := o.label
+	if label == "" {
+		label = "stream_join"
+	}
+	return fmt.Errorf("%w: %s: its rows hold %d MiB, more than the %d MiB a slot may keep in memory; SET state_backend = 'disk' keeps them on disk",
+		exec.ErrOutOfMemory, label, n>>20, o.stateLimit>>20)
+}
+
+// sideBytes is the memory a side's cache holds.
+func (sd *streamJoinSide) sideBytes() int64 {
+	n := sd.keys.Bytes() + sd.rows.Bytes() + int64(cap(sd.rowKey)+cap(sd.pos)+cap(sd.count))*4 +
+		int64(cap(sd.matches)+cap(sd.touched))*8 + int64(cap(sd.members))*24
+	return n + int64(sd.live)*4
+}
+
+// load makes both sides hold the rows of the join keys of the batch rec from
+// input s that they have not cached, and marks the keys the batch changes.
+func (o *streamJoinOp) load(s int, rec arrow.RecordBatch) error {
+	d := o.disk
+	n := int(rec.NumRows())
+	me := o.side[s]
+	keyCols := make([]arrow.Array, len(me.keyCols))
+	for i, k := range me.keyCols {
+		keyCols[i] = rec.Column(k)
+	}
+	if err := d.keyEnc.Encode(keyCols, nil, n); err != nil {
+		return err
+	}
+	d.probe.Release()
+	d.probe = state.NewKeyTable()
+	d.ids = vector.GrowSlice(d.ids, n)
+	d.probe.InsertRows(&d.keyEnc, d.ids)
+	// The batch's distinct keys, encoded as the sides' key tables take them.
+	m := d.probe.Len()
+	var data []byte
+	offs := make([]int32, 0, m+1)
+	var nulls []bool
+	for g := range m {
+		k, null := d.probe.Key(uint32(g))
+		offs = append(offs, int32(len(data)))
+		data = append(data, k...)
+		nulls = append(nulls, null)
+	}
+	offs = append(offs, int32(len(data)))
+	var keys state.RowKeys
+	keys.SetEncoded(d.keyTypes, data, offs, nulls)
+	for side, sd := range o.side {
+		d.found = vector.GrowSlice(d.found, m)
+		sd.keys.FindRows(&keys, d.found)
+		var want []int
+		var dbKeys [][]byte
+		for i, id := range d.found[:m] {
+			if id >= 0 && d.loaded[side][id] {
+				continue
+			}
+			want = append(want, i)
+			if d.written {
+				key, err := disk.AppendOrdered([]byte{byte(side)}, data[offs[i]:offs[i+1]], nulls[i], d.keyTypes)
+				if err != nil {
+					return err
+				}
+				dbKeys = append(dbKeys, key)
+			}
+		}
+		if len(want) == 0 {
+			continue
+		}
+		if d.written {
+			var h heldRows
+			err := d.db.Get(dbKeys, func(_ int, v []byte) error { return h.parse(v) })
+			if err == nil && len(h.copies) > 0 {
+				var r arrow.RecordBatch
+				if r, err = h.record(o, sd); err == nil {
+					err = sd.addHeld(r)
+					r.Release()
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("stream_join: disk state: %w", err)
+			}
+		}
+		// Every key of the batch is now in the side's table, loaded.
+		ids := make([]uint32, m)
+		sd.keys.InsertRows(&keys, ids)
+		for len(sd.members) < sd.keys.Len() {
+			sd.members = append(sd.members, nil)
+		}
+		d.loaded[side] = vector.GrowZero(d.loaded[side], sd.keys.Len())
+		d.changed[side] = vector.GrowZero(d.changed[side], sd.keys.Len())
+		for _, i := range want {
+			d.loaded[side][ids[i]] = true
+		}
+		// The batch changes its own side's keys, and the other side's
+		// matches of an outer side.
+		if side == s || o.outer[side] {
+			for _, id := range ids {
+				if !d.changed[side][id] {
+					d.changed[side][id] = true
+					d.dirty[side] = append(d.dirty[side], id)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// cacheAll marks every key the sides hold as loaded and changed: state of
+// the memory backend restored into the disk backend's cache goes to the DB
+// at the next write-back.
+func (d *joinDisk) cacheAll(o *streamJoinOp) {
+	for s, sd := range o.side {
+		n := sd.keys.Len()
+		d.loaded[s] = vector.GrowZero(d.loaded[s][:0], n)
+		d.changed[s] = vector.GrowZero(d.changed[s][:0], n)
+		d.dirty[s] = d.dirty[s][:0]
+		for id := range n {
+			d.loaded[s][id], d.changed[s][id] = true, true
+			d.dirty[s] = append(d.dirty[s], uint32(id))
+		}
+	}
+}
+
+// heldRows gathers the held rows of the values a batch loads, to add them
+// to a side in one go.
+type heldRows struct {
+	data                     []byte
+	offs                     []int32
+	nulls                    []bool
+	copies, matches, touched []int64
+}
+
+// parse adds the rows of one value (see the top of the file).
+func (h *heldRows) parse(v []byte) error {
+	for len(v) > 0 {
+		h.nulls = append(h.nulls, v[0] == 1)
+		v = v[1:]
+		l, k := binary.Uvarint(v)
+		if k <= 0 || uint64(len(v)-k) < l {
+			return errShortValue
+		}
+		h.offs = append(h.offs, int32(len(h.data)))
+		h.data = append(h.data, v[k:k+int(l)]...)
+		v = v[k+int(l):]
+		for _, dst := range []*[]int64{&h.copies, &h.matches, &h.touched} {
+			x, err := readVarint(&v)
+			if err != nil {
+				return err
+			}
+			*dst = append(*dst, x)
+		}
+	}
+	return nil
+}
+
+// record returns the rows as a state record of side sd (stateSchema).
+func (h *heldRows) record(o *streamJoinOp, sd *streamJoinSide) (arrow.RecordBatch, error) {
+	n := len(h.copies)
+	var rows state.RowKeys
+	rows.SetEncoded(sd.types, h.data, append(h.offs, int32(len(h.data))), h.nulls)
+	t := state.NewKeyTable()
+	defer t.Release()
+	ids := make([]uint32, n)
+	t.InsertRows(&rows, ids)
+	if t.Len() != n {
+		return nil, fmt.Errorf("repeated rows in the values of a side")
+	}
+	cols, err := t.DecodeKeys(o.mem, sd.types, state.GroupRange(0, n))
+	if err != nil {
+		return nil, err
+	}
+	for _, vals := range [][]int64{h.copies, h.matches, h.touched} {
+		cols = append(cols, int64Column(o.mem, vals))
+	}
+	return vector.MakeRecord(sd.stateSchema(), cols, n)
+}
+
+// writeBack writes the keys changed since they were loaded to the DB.
+func (o *streamJoinOp) writeBack() error {
+	d := o.disk
+	b := d.db.NewBatch()
+	for side, sd := range o.side {
+		for i, id := range d.dirty[side] {
+			k, null := sd.keys.Key(id)
+			key, err := disk.AppendOrdered([]byte{byte(side)}, k, null, d.keyTypes)
+			if err != nil {
+				return err
+			}
+			if len(sd.members[id]) == 0 {
+				err = b.Delete(key)
+			} else {
+				err = b.Set(key, o.encodeHeld(sd, sd.members[id]))
+			}
+			if err != nil {
+				return fmt.Errorf("stream_join: disk state: %w", err)
+			}
+			d.changed[side][id] = false
+			if i%writeBackChunk == writeBackChunk-1 {
+				if err := b.Commit(); err != nil {
+					return fmt.Errorf("stream_join: disk state: %w", err)
+				}
+				b = d.db.NewBatch()
+			}
+		}
+		d.dirty[side] = d.dirty[side][:0]
+	}
+	d.written = true
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("stream_join: disk state: %w", err)
+	}
+	return nil
+}
+
+// encodeHeld encodes the held rows rows of sd (see the top of the file).
+func (o *streamJoinOp) encodeHeld(sd *streamJoinSide, rows []uint32) []byte {
+	d := o.disk
+	d.buf = d.buf[:0]
+	for _, g := range rows {
+		k, null := sd.rows.Key(g)
+		flag := byte(0)
+		if null {
+			flag = 1
+		}
+		d.buf = append(d.buf, flag)
+		d.buf = binary.AppendUvarint(d.buf, uint64(len(k)))
+		d.buf = append(d.buf, k...)
+		d.buf = binary.AppendVarint(d.buf, int64(sd.count[g]))
+		d.buf = binary.AppendVarint(d.buf, sd.matches[g])
+		d.buf = binary.AppendVarint(d.buf, sd.touched[g])
+	}
+	return d.buf
+}
+
+// evictIfFull writes the changed keys back and empties both sides once the
+// cache outgrew its bound.
+func (o *streamJoinOp) evictIfFull() error {
+	d := o.disk
+	if o.side[0].sideBytes()+o.side[1].sideBytes() <= d.limit {
+		return nil
+	}
+	if err := o.writeBack(); err != nil {
+		return err
+	}
+	for s, sd := range o.side {
+		sd.reset()
+		d.loaded[s], d.changed[s] = d.loaded[s][:0], d.changed[s][:0]
+	}
+	d.evictions++
+	return nil
+}
+
+// joinDiskHeader is the header of an HSJD blob.
+type joinDiskHeader struct {
+	Kind  string `json:"kind"`
+	Left  int    `json:"left"` // columns of each side
+	Right int    `json:"right"`
+}
+
+func (o *streamJoinOp) diskHeader() joinDiskHeader {
+	return joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types)}
+}
+
+func (o *streamJoinOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]byte, error) {
+	if checkpoint <= 0 {
+		// The state a task ended with (StreamTask's storeFinal): once both
+		// inputs ended no row will ever join the held ones, and a task
+		// restored as ended runs none of its operators, so the final
+		// state is the memory backend's with no rows.
+		if !o.in.ended[0] || !o.in.ended[1] {
+			return nil, fmt.Errorf("stream_join: a final snapshot of disk state before both inputs ended")
+		}
+		var sections [][]byte
+		for _, sd := range o.side {
+			data, err := state.WriteIPC(o.mem, sd.stateSchema())
+			if err != nil {
+				return nil, err
+			}
+			sections = append(sections, data)
+		}
+		return state.Encode(streamJoinStateMagic, streamJoinStateVersion, sections...), nil
+	}
+	if err := o.writeBack(); err != nil {
+		return nil, err
+	}
+	m, err := o.disk.db.Checkpoint(ctx, o.disk.files, checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("stream_join: %w", err)
+	}
+	o.disk.uploaded = m.Uploaded
+	hdr, err := json.Marshal(o.diskHeader())
+	if err != nil {
+		return nil, err
+	}
+	man, err := disk.MarshalManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	return state.Encode(streamJoinDiskMagic, streamJoinDiskVersion, hdr, man), nil
+}
+
+func (o *streamJoinOp) restoreDisk(ctx context.Context, data []byte) error {
+	if o.disk == nil {
+		return fmt.Errorf("stream_join: %w: the state is on the disk backend, this operator's on memory; SET state_backend = 'disk'", state.ErrBadState)
+	}
+	sections, err := state.Decode("stream_join", streamJoinDiskMagic, streamJoinDiskVersion, data)
+	if err != nil {
+		return err
+	}
+	if len(sections) != 2 {
+		return fmt.Errorf("stream_join: %w: %d sections, want 2", state.ErrBadState, len(sections))
+	}
+	var h joinDiskHeader
+	if err := json.Unmarshal(sections[0], &h); err != nil {
+		return fmt.Errorf("stream_join: %w: header: %v", state.ErrBadState, err)
+	}
+	if want := o.diskHeader(); h != want {
+		return fmt.Errorf("stream_join: %w: state of a %s join of %d and %d columns, this one is %s of %d and %d",
+			state.ErrBadState, h.Kind, h.Left, h.Right, want.Kind, want.Left, want.Right)
+	}
+	m, err := disk.UnmarshalManifest(sections[1])
+	if err != nil {
+		return fmt.Errorf("stream_join: %w", err)
+	}
+	db, err := disk.Restore(ctx, o.disk.opts, o.disk.files, m)
+	if err != nil {
+		return fmt.Errorf("stream_join: %w", err)
+	}
+	o.disk.db.Close()
+	o.disk.db, o.disk.written = db, true
+	for s, sd := range o.side {
+		sd.reset()
+		o.disk.loaded[s], o.disk.changed[s], o.disk.dirty[s] = nil, nil, nil
+	}
+	return nil
+}
