@@ -46,6 +46,11 @@ type TaskMetrics struct {
 	// take it a little over): a bounded query's progress.
 	SourceBytes atomic.Int64
 	SourceTotal atomic.Int64
+	// chain counts, per operator of the task's fused chain (its source
+	// first), the rows it emitted to the next (ChainRowsOut); chainRemote
+	// holds them as the last heartbeat told, for a task elsewhere.
+	chain       atomic.Pointer[[]atomic.Int64]
+	chainRemote atomic.Pointer[[]int64]
 	// lags are a source's consumer lag by partition (SetLag).
 	lagMu sync.Mutex
 	lags  map[int]int64
@@ -121,4 +126,44 @@ func (m *TaskMetrics) Lags() map[int]int64 {
 	m.lagMu.Lock()
 	defer m.lagMu.Unlock()
 	return maps.Clone(m.lags)
+}
+
+// SetChainLength sizes the per-operator counters for a chain of n operators
+// (its source included); the task calls it once, before it runs.
+func (m *TaskMetrics) SetChainLength(n int) {
+	c := make([]atomic.Int64, n)
+	m.chain.Store(&c)
+}
+
+// ChainRows is the counter of the rows operator i of the chain emits to the
+// next, nil for i out of range (the inbox, before the first).
+func (m *TaskMetrics) ChainRows(i int) *atomic.Int64 {
+	c := m.chain.Load()
+	if c == nil || i < 0 || i >= len(*c)-1 {
+		return nil // the last operator's rows are RowsOut
+	}
+	return &(*c)[i]
+}
+
+// SetChainRowsOut records the per-operator rows of a task in another process,
+// as its TaskManager reported them.
+func (m *TaskMetrics) SetChainRowsOut(rows []int64) { m.chainRemote.Store(&rows) }
+
+// ChainRowsOut returns, per operator of the task's fused chain (its source
+// first), the rows it emitted: to the next operator, and the last one's to the
+// task's output (RowsOut). Nil before the task is built.
+func (m *TaskMetrics) ChainRowsOut() []int64 {
+	c := m.chain.Load()
+	if c == nil || len(*c) == 0 {
+		if r := m.chainRemote.Load(); r != nil {
+			return *r
+		}
+		return nil
+	}
+	out := make([]int64, len(*c))
+	for i := range *c {
+		out[i] = (*c)[i].Load()
+	}
+	out[len(out)-1] = m.RowsOut.Load()
+	return out
 }

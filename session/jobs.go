@@ -137,6 +137,27 @@ type waitingJob struct {
 	err   error
 }
 
+// WaitingJob is a recorded job whose resumption after a restart waits for
+// slots (a cluster's TaskManagers have not registered yet).
+type WaitingJob struct {
+	ID, Statement string
+	Since         time.Time
+	Err           error // why it cannot start yet
+}
+
+// WaitingJobs returns the recorded jobs waiting for slots, by id, which the
+// JobManager does not list yet (SHOW PROCESSLIST shows them too).
+func (e *Engine) WaitingJobs() []WaitingJob {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	out := make([]WaitingJob, 0, len(e.waiting))
+	for _, w := range e.waiting {
+		out = append(out, WaitingJob{ID: w.rec.ID, Statement: w.rec.Statement, Since: w.since, Err: w.err})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
 // setWaiting records that p waits for slots (err), or no longer (nil).
 func (e *Engine) setWaiting(p pendingStart, err error) {
 	if p.job == nil {

@@ -48,6 +48,7 @@ type jobBrief struct {
 	Statement  string `json:"statement"`
 	State      string `json:"state"`
 	Started    int64  `json:"started_ms"`
+	Ended      int64  `json:"ended_ms,omitempty"` // 0 while it runs
 	RowsIn     int64  `json:"rows_in"`
 	RowsOut    int64  `json:"rows_out"`
 	Restarts   int    `json:"restarts"`
@@ -113,6 +114,9 @@ type subtaskJSON struct {
 	QueueCap     int    `json:"queue_capacity"`
 	Watermark    int64  `json:"watermark_us,omitempty"`
 	Status       string `json:"status,omitempty"`
+	// OperatorRows are the rows each operator of the chain emitted, in
+	// chain order.
+	OperatorRows []int64 `json:"operator_rows_out"`
 	// Lag is the consumer lag of the task's source over its partitions
 	// (Kafka), -1 when it reports none.
 	Lag int64 `json:"lag"`
@@ -146,8 +150,16 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		out.TaskManagers = append(out.TaskManagers, t)
 	}
+	listed := map[string]bool{}
 	for _, j := range jm.Jobs() {
 		out.Jobs = append(out.Jobs, brief(j))
+		listed[j.ID] = true
+	}
+	for _, wj := range eng.WaitingJobs() {
+		if !listed[wj.ID] {
+			out.Jobs = append(out.Jobs, jobBrief{ID: wj.ID, Statement: wj.Statement, State: string(jobmanager.JobWaitingForSlots),
+				Started: wj.Since.UnixMilli(), Error: wj.Err.Error()})
+		}
 	}
 	writeJSON(w, out)
 }
@@ -157,6 +169,9 @@ func brief(j *jobmanager.Job) jobBrief {
 	ck := j.Checkpoints()
 	b := jobBrief{ID: j.ID, Statement: j.Statement, State: string(j.State()), Started: j.Started.UnixMilli(),
 		Restarts: ck.Restarts, Checkpoint: ck.Last}
+	if end := j.Ended(); !end.IsZero() {
+		b.Ended = end.UnixMilli()
+	}
 	if err := j.Err(); err != nil {
 		b.Error = err.Error()
 	} else if err := j.Failure(); err != nil {
@@ -233,6 +248,7 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 				st.Queue, st.QueueCap = m.QueueFill()
 				st.Watermark = max(m.Watermark.Load(), 0)
 				st.Status = m.Status()
+				st.OperatorRows = m.ChainRowsOut()
 				if lags := m.Lags(); lags != nil {
 					st.Lag = 0
 					for _, n := range lags {

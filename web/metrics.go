@@ -158,6 +158,7 @@ var (
 	descTaskQueue   = prometheus.NewDesc("hummer_task_queue_length", "Messages waiting in the task's inbox.", taskLabels, nil)
 	descTaskQueueC  = prometheus.NewDesc("hummer_task_queue_capacity", "Messages the task's inbox holds before its senders block.", taskLabels, nil)
 	descTaskWMLag   = prometheus.NewDesc("hummer_task_watermark_lag_seconds", "How far the watermark the task last emitted is behind the wall clock.", taskLabels, nil)
+	descOpOut       = prometheus.NewDesc("hummer_operator_records_out_total", "Rows an operator of a task's fused chain emitted (operator: its position in the chain, the source first).", append(taskLabels[:len(taskLabels):len(taskLabels)], "operator", "kind"), nil)
 	descSourceLag   = prometheus.NewDesc("hummer_source_consumer_lag_records", "Records a partition of the task's source (Kafka) holds past what the source fetched.", append(taskLabels[:len(taskLabels):len(taskLabels)], "partition"), nil)
 	descTaskInfo    = prometheus.NewDesc("hummer_task_info", "Where a task of a running job runs.", []string{"job_id", "vertex", "name", "subtask", "taskmanager"}, nil)
 )
@@ -254,6 +255,11 @@ func collectJob(ch chan<- prometheus.Metric, j *jobmanager.Job, now time.Time) {
 		if w > 0 {
 			gauge(descTaskWMLag, lagSeconds(now, w), labels...)
 		}
+		for i, n := range m.ChainRowsOut() {
+			if i < len(v.Chain) {
+				counter(descOpOut, n, append(labels, strconv.Itoa(i), v.Chain[i].Kind)...)
+			}
+		}
 		for p, n := range m.Lags() {
 			gauge(descSourceLag, float64(n), append(labels, strconv.Itoa(p))...)
 		}
@@ -283,4 +289,21 @@ func truncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// WatchTaskManager adds a TaskManager's own series: its slots, and whether it
+// is registered with its JobManager (its tasks' series are the JobManager's,
+// from the heartbeats).
+func (m *Metrics) WatchTaskManager(slots int, registered func() bool) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hummer_taskmanager_slots", Help: "Task slots of this TaskManager."},
+			func() float64 { return float64(slots) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hummer_taskmanager_registered",
+			Help: "1 while this TaskManager is registered with its JobManager, else 0."},
+			func() float64 {
+				if registered() {
+					return 1
+				}
+				return 0
+			}))
 }

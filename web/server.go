@@ -9,6 +9,7 @@ package web
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,8 @@ type Config struct {
 	// Ready says why the process cannot take work yet, or nil once it can; it
 	// answers /readyz. Nil means always ready.
 	Ready func() error
+	// TLS, when set, serves HTTPS (the PostgreSQL port's certificate).
+	TLS *tls.Config
 	// Metrics, when set, is served at /metrics.
 	Metrics *Metrics
 	// Dashboard (serve, jobmanager) serves the JSON API and the dashboard,
@@ -74,6 +77,9 @@ func Listen(cfg Config) (*Server, error) {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http-addr: %w", err)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	if cfg.Auth && !cfg.Dashboard {
 		ln.Close()

@@ -140,6 +140,8 @@ CREATE VIEW top AS SELECT auction, COUNT(*) AS n, MAX(price) AS high FROM bids G
 	if got := eval(`[...new Set([...document.querySelectorAll("#subtasks td.tm")].map(td => td.textContent))].sort().join(",")`); got != strings.Join(tms, ",") {
 		t.Errorf("the subtasks run on %q, want both TaskManagers %q", got, tms)
 	}
+	// The fused operators' rates come from the TaskManagers' heartbeats.
+	poll("a fused operator's rows per second", `[...document.querySelectorAll("#graph .oprate")].some(e => /^[1-9]/.test(e.textContent))`)
 	first := eval(`document.querySelector("#rows-in").dataset.value`)
 	poll("rows read rising past "+first, fmt.Sprintf(`Number(document.querySelector("#rows-in").dataset.value) > %s`, first))
 	if got := eval(`document.querySelector("#statement").textContent`); !strings.HasPrefix(got, "CREATE VIEW top AS SELECT auction") {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +131,37 @@ CREATE USER bob PASSWORD 'pw';`)
 	}
 	if code, _ := admin.do("GET", "/api/jobs/99", "", ""); code != 404 {
 		t.Errorf("GET /api/jobs/99 = %d, want 404", code)
+	}
+}
+
+// TestDashboardTLS: with --http-tls the HTTP endpoint serves HTTPS with the
+// PostgreSQL port's certificate (--tls-cert, --tls-key), and refuses plain HTTP.
+func TestDashboardTLS(t *testing.T) {
+	bin := buildHummer(t)
+	caFile, certFile, keyFile := writeTestCerts(t)
+	httpAddr := freeAddr(t)
+	startServeEnv(t, bin, freeAddr(t), nil, "--http-addr", httpAddr, "--tls-cert", certFile, "--tls-key", keyFile, "--http-tls")
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for _, path := range []string{"/healthz", "/api/overview"} {
+		resp, err := client.Get("https://" + httpAddr + path)
+		if err != nil {
+			t.Fatalf("GET https://%s%s: %v", httpAddr, path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET https://%s%s = %d, want 200", httpAddr, path, resp.StatusCode)
+		}
+	}
+	if resp, err := http.Get("http://" + httpAddr + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Errorf("plain HTTP to the HTTPS endpoint answered 200")
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"log/slog"
@@ -34,6 +35,7 @@ type endpoint struct {
 	ready   *web.Readiness
 	metrics *web.Metrics
 	srv     *web.Server // nil without an HTTP endpoint
+	https   bool
 }
 
 // newEndpoint returns an endpoint not ready for the given reason.
@@ -54,14 +56,27 @@ func (ep *endpoint) attach(eng *session.Engine) {
 // is then a no-op). The default address taken by another process (a second
 // server on one host, say) is a warning, not a failure: only an address asked
 // for must be had. With dashboard (a JobManager) it serves the dashboard and
-// its API, and off loopback asks for the PostgreSQL port's users.
-func (o httpOptions) start(ep *endpoint, dashboard bool, log *slog.Logger) (stop func(), err error) {
+// its API, and off loopback asks for the PostgreSQL port's users; with
+// --http-tls it serves HTTPS with sec's certificate.
+func (o httpOptions) start(ep *endpoint, dashboard bool, sec *securityFlags, log *slog.Logger) (stop func(), err error) {
 	if *o.addr == "" {
 		return func() {}, nil
 	}
+	var tlsConfig *tls.Config
+	if sec != nil && *sec.httpTLS {
+		if tlsConfig, err = sec.tlsConfig(); err != nil {
+			return nil, err
+		}
+		if tlsConfig == nil {
+			return nil, errors.New("--http-tls needs --tls-cert and --tls-key")
+		}
+	}
 	auth := dashboard && !loopbackAddr(*o.addr)
+	if auth && tlsConfig == nil {
+		log.Warn("the HTTP endpoint asks for passwords without TLS: they cross the network in clear text (--http-tls serves HTTPS)", "http-addr", *o.addr)
+	}
 	s, err := web.Listen(web.Config{Addr: *o.addr, Ready: ep.ready.Check, Metrics: ep.metrics,
-		Dashboard: dashboard, Auth: auth, Log: log})
+		Dashboard: dashboard, Auth: auth, TLS: tlsConfig, Log: log})
 	if errors.Is(err, syscall.EADDRINUSE) && *o.addr == o.def && !o.explicit() {
 		log.Warn("no HTTP endpoint: its default address is in use (give another with --http-addr)", "http-addr", *o.addr)
 		return func() {}, nil
@@ -69,8 +84,8 @@ func (o httpOptions) start(ep *endpoint, dashboard bool, log *slog.Logger) (stop
 	if err != nil {
 		return nil, err
 	}
-	ep.srv = s
-	log.Info("http endpoint", "http-addr", s.Addr().String(), "dashboard", dashboard, "basic-auth", auth)
+	ep.srv, ep.https = s, tlsConfig != nil
+	log.Info("http endpoint", "http-addr", s.Addr().String(), "dashboard", dashboard, "basic-auth", auth, "tls", ep.https)
 	return func() { s.Close() }, nil
 }
 
@@ -85,7 +100,11 @@ func (ep *endpoint) dashboardURL() string {
 	if a.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port(a)) + "/"
+	scheme := "http"
+	if ep.https {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port(a)) + "/"
 }
 
 // loopbackAddr reports whether a listen address is on loopback only; an

@@ -47,7 +47,8 @@ Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint
   (file:///dir, or s3://bucket/prefix?region=R[&endpoint=URL] with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY);
 jobmanager: --heartbeat-timeout D (3s)
 HTTP (--http-addr; '' turns it off): the dashboard (serve, jobmanager; off loopback it asks for a
-user and password of the PostgreSQL port), /metrics, /healthz, /readyz; a TaskManager has none unless given one
+user and password of the PostgreSQL port; HTTPS with --http-tls), /metrics, /healthz, /readyz;
+a TaskManager has none unless given one
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
 else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
 
@@ -171,7 +172,7 @@ func serve(args []string) error {
 	}
 	defer unlock()
 	ep := newEndpoint("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ep, true, log)
+	stopHTTP, err := httpAddr.start(ep, true, sec, log)
 	if err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func jobManager(args []string) error {
 	// slots: requiring TaskManagers would keep a JobManager unready that they
 	// find through a Service routing only to ready pods.
 	ep := newEndpoint("loading the catalog and resuming jobs")
-	stopHTTP, err := httpAddr.start(ep, true, log)
+	stopHTTP, err := httpAddr.start(ep, true, sec, log)
 	if err != nil {
 		return err
 	}
@@ -325,7 +326,7 @@ func taskManager(args []string) error {
 		}
 	}
 	ep := newEndpoint("not registered with the JobManager")
-	stopHTTP, err := httpAddr.start(ep, false, log)
+	stopHTTP, err := httpAddr.start(ep, false, nil, log)
 	if err != nil {
 		return err
 	}
@@ -355,6 +356,7 @@ func taskManager(args []string) error {
 		Networks: named, Advertise: *advertise, Log: log.With("tm", id), StateBackend: stateBackend, StateMemory: stateMemory})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ep.metrics.WatchTaskManager(len(tm.Slots()), func() bool { return ep.ready.Check() == nil })
 	log.Info("taskmanager starting", "id", id, "jobmanager", *jmAddr, "slots", len(tm.Slots()))
 	return control.RunTaskManager(ctx, control.TaskManagerConfig{JobManager: *jmAddr, TM: tm,
 		Code: wire.SQLState, Log: log, Registered: func(ok bool) {

@@ -161,6 +161,22 @@ INSERT INTO counts SELECT word, COUNT(*) FROM (SELECT unnest(string_split(lower(
 		t.Errorf("hummer_task_records_in_total of the source tasks sums to %v, want %d lines", sourceRows, lines)
 	}
 
+	// Inside the fused source chain, the source and the projection after it
+	// each emit one row per line.
+	opRows := map[string]float64{}
+	for _, m := range mf["hummer_operator_records_out_total"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["job_id"] == "1" && l["vertex"] == "0" {
+			opRows[l["operator"]+" "+l["kind"]] += m.GetCounter().GetValue()
+		}
+	}
+	if int(opRows["0 source"]) != lines || int(opRows["1 project"]) != lines {
+		t.Errorf("rows out of job 1's source and projection: %v, want %d each", opRows, lines)
+	}
+
 	psql(t, pgAddr, `CREATE TABLE bids (auction BIGINT, price BIGINT) ENGINE=nexmark CONNECTION='nexmark://bid?rate=5000';
 CREATE TABLE bids_out (auction BIGINT, price BIGINT) ENGINE=blackhole;
 INSERT INTO bids_out SELECT auction, price FROM bids WHERE price > 100;`)
@@ -273,5 +289,11 @@ func TestReadmeScrapeConfig(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != 200 || mf["go_goroutines"] == nil {
 		t.Errorf("scraping the TaskManager as %s: %s, %v; want 200 with go_goroutines", tmCfg.JobName, resp.Status, err)
+	}
+	if v, _ := labelled(mf, "hummer_taskmanager_registered", nil); v != 1 {
+		t.Errorf("the ready TaskManager's hummer_taskmanager_registered = %v, want 1", v)
+	}
+	if v, _ := labelled(mf, "hummer_taskmanager_slots", nil); v != 1 {
+		t.Errorf("hummer_taskmanager_slots = %v, want its --slots 1", v)
 	}
 }

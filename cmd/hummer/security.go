@@ -25,6 +25,7 @@ type securityFlags struct {
 	maxConnections *int
 	reserved       *int
 	authTimeout    *time.Duration
+	httpTLS        *bool
 }
 
 // passwordEnv is the environment variable holding the superuser's password,
@@ -45,6 +46,8 @@ func addSecurityFlags(fs *flag.FlagSet) *securityFlags {
 		reserved: fs.Int("superuser-reserved-connections", wire.DefaultSuperuserReserved,
 			"of --max-connections, those only superusers may take, so one can always get in to KILL (0: none)"),
 		authTimeout: fs.Duration("auth-timeout", time.Minute, "time a client has to complete TLS and authentication"),
+		httpTLS: fs.Bool("http-tls", false, "serve --http-addr over HTTPS with --tls-cert and --tls-key "+
+			"(probes then need scheme HTTPS)"),
 	}
 }
 
@@ -71,16 +74,11 @@ func (f *securityFlags) serverOptions(eng *session.Engine, addr net.Addr, log *s
 		opts.Auth = wire.AuthSCRAM
 	}
 
-	if (*f.tlsCert == "") != (*f.tlsKey == "") {
-		return opts, errors.New("--tls-cert and --tls-key go together")
+	var err error
+	if opts.TLS, err = f.tlsConfig(); err != nil {
+		return opts, err
 	}
-	if *f.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(*f.tlsCert, *f.tlsKey)
-		if err != nil {
-			return opts, fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	} else if *f.tlsRequired {
+	if opts.TLS == nil && *f.tlsRequired {
 		return opts, errors.New("--tls-required needs --tls-cert and --tls-key")
 	}
 
@@ -105,6 +103,22 @@ func (f *securityFlags) serverOptions(eng *session.Engine, addr net.Addr, log *s
 	log.Info("PostgreSQL authentication", "auth", opts.Auth.String(), "tls", opts.TLS != nil, "tls-required", opts.TLSRequired,
 		"max-connections", opts.MaxConnections)
 	return opts, nil
+}
+
+// tlsConfig is the TLS of --tls-cert and --tls-key, nil without them; the
+// PostgreSQL port and the HTTP endpoint both serve it.
+func (f *securityFlags) tlsConfig() (*tls.Config, error) {
+	if (*f.tlsCert == "") != (*f.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if *f.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(*f.tlsCert, *f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // isLoopback reports whether a listener's address is on the loopback interface.

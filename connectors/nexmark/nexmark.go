@@ -197,6 +197,21 @@ func fieldNames(k Kind) string {
 	return strings.Join(names, ", ")
 }
 
+// throttle waits for timer, the time the next event is due, counting the wait
+// as idle (exec.TaskMetrics): a paced source is not busy.
+//
+//go:noinline
+func (s *source) throttle(ctx context.Context, timer *time.Timer) error {
+	waited := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	}
+	s.m.IdleNanos.Add(time.Since(waited).Nanoseconds())
+	return nil
+}
+
 // batchRows is the most rows a batch holds; a paced source emits what is due.
 const batchRows = 4096
 
@@ -302,13 +317,9 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 				} else {
 					timer.Reset(wait)
 				}
-				waited := time.Now()
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-timer.C:
+				if err := s.throttle(ctx, timer); err != nil {
+					return err
 				}
-				s.m.IdleNanos.Add(time.Since(waited).Nanoseconds()) // not busy: throttled
 				continue
 			}
 			if end < 0 || due+1 < end {

@@ -144,6 +144,7 @@ type TaskCounters struct {
 	Queue      int           `json:"queue,omitempty"`
 	QueueCap   int           `json:"queue_cap,omitempty"`
 	Lags       map[int]int64 `json:"lags,omitempty"`
+	Chain      []int64       `json:"chain,omitempty"`
 }
 
 func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
@@ -154,7 +155,7 @@ func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
 			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load(),
 			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Watermark: t.Watermark.Load(), Status: t.Status(),
-			Busy: t.BusyNanos.Load(), Idle: t.IdleNanos.Load(), Blocked: t.BackpressureNanos.Load(), Queue: q, QueueCap: qcap, Lags: t.Lags()})
+			Busy: t.BusyNanos.Load(), Idle: t.IdleNanos.Load(), Blocked: t.BackpressureNanos.Load(), Queue: q, QueueCap: qcap, Lags: t.Lags(), Chain: t.ChainRowsOut()})
 	}
 	return out
 }
@@ -182,6 +183,9 @@ func storeCounters(m map[exec.TaskID]*exec.TaskMetrics, cs []TaskCounters) {
 		t.IdleNanos.Store(c.Idle)
 		t.BackpressureNanos.Store(c.Blocked)
 		t.SetQueueFill(c.Queue, c.QueueCap)
+		if c.Chain != nil {
+			t.SetChainRowsOut(c.Chain)
+		}
 		for p, n := range c.Lags {
 			t.SetLag(p, n)
 		}

@@ -49,6 +49,7 @@ type Job struct {
 	release     func()             // frees the current attempt's slots
 	attempt     int
 	current     *exec.ExecutionGraph // the current attempt's
+	ended       time.Time            // when the job stopped; zero while it runs
 	state       JobState
 	err         error
 	// failure is why the job is restarting or waiting for slots (nil while
@@ -148,6 +149,7 @@ func (j *Job) supervise() {
 	default:
 		j.state, j.err = JobFailed, err
 	}
+	j.ended = time.Now()
 	j.mu.Unlock()
 	if j.store != nil {
 		j.store.Close()
@@ -360,4 +362,11 @@ func (j *Job) Attempt() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.attempt
+}
+
+// Ended returns when the job stopped, or the zero time while it runs.
+func (j *Job) Ended() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.ended
 }

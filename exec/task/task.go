@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hummer-db/hummer/exec"
@@ -70,6 +71,11 @@ func New(tc *exec.TaskContext, source exec.Source, chain []exec.Operator, channe
 		t.inbox = make(chan exec.Message, exec.QueueCapacity)
 		tc.Metrics.SetQueue(t.inbox)
 	}
+	n := len(chain)
+	if source != nil {
+		n++
+	}
+	tc.Metrics.SetChainLength(n)
 	for _, op := range chain {
 		if v, ok := op.(exec.ViewReader); ok {
 			t.view = v
@@ -104,13 +110,18 @@ func (t *StreamTask) LateOutput() *Output {
 func (t *StreamTask) ViewReader() exec.ViewReader { return t.view }
 
 // chainLink feeds one operator of a fused chain: its Collect is the previous
-// operator's output, and it passes the operator's own output to next.
+// operator's output, and it passes the operator's own output to next. rows,
+// when set, counts the previous operator's output (TaskMetrics.ChainRowsOut).
 type chainLink struct {
 	op   exec.Operator
 	next exec.Collector
+	rows *atomic.Int64
 }
 
 func (l *chainLink) Collect(ctx context.Context, b exec.Batch) error {
+	if l.rows != nil {
+		l.rows.Add(int64(b.NumRows()))
+	}
 	return l.op.ProcessBatch(ctx, 0, b, l.next)
 }
 
@@ -138,9 +149,18 @@ func (t *StreamTask) collectors() []exec.Collector {
 		if i == tap {
 			cs[i] = &lateSignals{Collector: next, late: t.late}
 		}
-		next = &chainLink{op: t.chain[i], next: cs[i]}
+		next = &chainLink{op: t.chain[i], next: cs[i], rows: t.tc.Metrics.ChainRows(t.feeder(i))}
 	}
 	return cs
+}
+
+// feeder is the position in the vertex's chain (its source first, if it has
+// one) of the operator whose output feeds t.chain[i]; -1 for the inbox.
+func (t *StreamTask) feeder(i int) int {
+	if t.source != nil {
+		return i
+	}
+	return i - 1
 }
 
 // lateSignals passes on what an operator emits and sends its barriers and
@@ -232,7 +252,7 @@ func (t *StreamTask) head() exec.Collector {
 	if len(t.chain) == 0 {
 		return t.out
 	}
-	return &chainLink{op: t.chain[0], next: t.collectors()[0]}
+	return &chainLink{op: t.chain[0], next: t.collectors()[0], rows: t.tc.Metrics.ChainRows(t.feeder(0))}
 }
 
 // flushers returns the chain's Flusher operators, in chain order, each with the

@@ -99,7 +99,7 @@ async function overviewPage() {
       <td><a href="#/jobs/${encodeURIComponent(j.id)}">${esc(j.id)}</a></td>
       <td class="job-state">${stateBadge(j.state)}</td>
       <td class="sql">${esc(j.statement.length > 160 ? j.statement.slice(0, 159) + "…" : j.statement)}</td>
-      <td>${fmtDur(t - j.started_ms)}</td>
+      <td>${fmtDur((j.ended_ms || t) - j.started_ms)}</td>
       <td class="num rows-in" data-value="${j.rows_in}">${fmtNum(j.rows_in)}</td><td class="num">${fmtNum(rin)}</td>
       <td class="num rows-out">${fmtNum(j.rows_out)}</td><td class="num">${fmtNum(rout)}</td>
       <td class="num">${j.restarts}</td><td class="num">${j.checkpoint || "–"}</td>
@@ -138,6 +138,9 @@ async function jobPage(id) {
       if (st.watermark_us && (!s.wm || st.watermark_us < s.wm)) s.wm = st.watermark_us;
     }
     const key = "v/" + id + "/" + v.id + "/";
+    // Each fused operator's output rate, over the subtasks.
+    s.opRates = v.operators.map((_, i) => rate(key + "op" + i,
+      v.subtasks.reduce((n, st) => n + ((st.operator_rows_out || [])[i] || 0), 0), t));
     s.inRate = rate(key + "in", s.rowsIn, t);
     s.outRate = rate(key + "out", s.rowsOut, t);
     const dBusy = rate(key + "busy", s.busy, t), dIdle = rate(key + "idle", s.idle, t), dBp = rate(key + "bp", s.bp, t);
@@ -172,7 +175,7 @@ async function jobPage(id) {
     <div class="cards">
       <div class="card stat"><div class="v" id="rows-in" data-value="${j.rows_in}">${fmtNum(j.rows_in)}</div><div class="k">rows read</div></div>
       <div class="card stat"><div class="v" id="rows-out" data-value="${j.rows_out}">${fmtNum(j.rows_out)}</div><div class="k">rows written</div></div>
-      <div class="card stat"><div class="v">${fmtDur(t - j.started_ms)}</div><div class="k">uptime</div></div>
+      <div class="card stat"><div class="v">${fmtDur((j.ended_ms || t) - j.started_ms)}</div><div class="k">${j.ended_ms ? "ran for" : "uptime"}</div></div>
       <div class="card stat"><div class="v" id="restarts">${j.restarts}</div><div class="k">restarts (attempt ${j.attempt})</div></div>
       <div class="card stat"><div class="v">${ck.last || "–"}</div><div class="k">checkpoint (${ck.completed} done, ${ck.failed} failed)</div></div>
       <div class="card stat"><div class="v">${lag === null ? "–" : lag.toFixed(1) + " s"}</div><div class="k">watermark lag</div></div>
@@ -241,7 +244,9 @@ function graphSVG(vs, edges, t) {
       <rect class="box${s.bpPct > 50 ? " bp" : ""}" width="${W}" height="${p.h}" rx="6"/>
       <text class="title" x="10" y="18">${v.id}: ${esc(trim(v.name, 34))}  ×${v.parallelism}</text>`;
     v.operators.forEach((op, i) => {
-      out += `<text class="op" x="14" y="${36 + 15 * i}">${i ? "→ " : ""}${esc(trim(op, i ? 39 : 41))}<title>${esc(op)}</title></text>`;
+      const r = s.opRates[i];
+      out += `<text class="op" x="14" y="${36 + 15 * i}">${i ? "→ " : ""}${esc(trim(op, i ? 31 : 33))}<title>${esc(op)}</title></text>`;
+      out += `<text class="metric oprate" x="${W - 8}" y="${36 + 15 * i}" text-anchor="end">${r === null ? "" : fmtNum(r) + "/s"}</text>`;
     });
     const y0 = 30 + 15 * v.operators.length + 6;
     out += `<text class="metric" x="10" y="${y0 + 10}">in ${fmtNum(s.inRate)}/s · out ${fmtNum(s.outRate)}/s${s.wm ? " · wm lag " + ((t * 1000 - s.wm) / 1e6).toFixed(1) + "s" : ""}</text>`;
