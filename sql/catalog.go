@@ -2,11 +2,8 @@ package sql
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -21,17 +18,15 @@ type CatalogReader interface {
 	Table(name string) (*Table, bool)
 }
 
-// catalogFile is the name of the catalog's file inside its data directory.
-const catalogFile = "catalog.json"
-
-// Catalog is the set of tables, kept in memory and persisted as JSON in a data
-// directory so that tables survive a restart. It is safe for concurrent use by
+// Catalog is the set of tables, kept in memory and persisted as one JSON
+// document in a CatalogStore (a data directory's file, or an object in object
+// storage) so that tables survive a restart. It is safe for concurrent use by
 // many sessions. Table names are exact (catalogs written before quoted names
 // kept their case hold lower-case names, which read the same).
 //
 // The *Table values it hands out are shared and must not be modified.
 type Catalog struct {
-	dir string // "" keeps the catalog in memory only
+	store CatalogStore // nil keeps the catalog in memory only
 
 	mu     sync.RWMutex
 	tables map[string]*Table // by exact name
@@ -120,26 +115,36 @@ type catalogJSON struct {
 // OpenCatalog opens (creating if needed) the catalog kept in dir. An empty dir
 // gives a catalog that lives in memory only, for tests and throwaway engines.
 func OpenCatalog(dir string) (*Catalog, error) {
-	c := &Catalog{dir: dir, tables: make(map[string]*Table), jobs: make(map[string]*JobRecord), users: make(map[string]*User)}
 	if dir == "" {
+		return OpenCatalogIn(nil)
+	}
+	store, err := FileCatalogStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return OpenCatalogIn(store)
+}
+
+// OpenCatalogIn opens the catalog store keeps (catalog_store.go): empty when it
+// holds none yet. A nil store gives a catalog in memory only.
+func OpenCatalogIn(store CatalogStore) (*Catalog, error) {
+	c := &Catalog{store: store, tables: make(map[string]*Table), jobs: make(map[string]*JobRecord), users: make(map[string]*User)}
+	if store == nil {
 		return c, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, catalogFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	}
+	data, err := store.Load()
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	if data == nil {
+		return c, nil
+	}
 	var f catalogJSON
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("catalog: %s: %w", filepath.Join(dir, catalogFile), err)
+		return nil, fmt.Errorf("catalog: %s: %w", store, err)
 	}
 	if f.Version > catalogVersion {
-		return nil, fmt.Errorf("catalog: %s has version %d; this engine reads up to %d", filepath.Join(dir, catalogFile), f.Version, catalogVersion)
+		return nil, fmt.Errorf("catalog: %s has version %d; this engine reads up to %d", store, f.Version, catalogVersion)
 	}
 	migrateCatalog(&f)
 	for _, t := range f.Tables {
@@ -326,10 +331,9 @@ func (c *Catalog) Jobs() []*JobRecord {
 	return jobs
 }
 
-// saveLocked writes the catalog atomically: a temporary file in the same
-// directory, synced, then renamed over the old one. Lock should be held.
+// saveLocked replaces the catalog in its store whole. Lock should be held.
 func (c *Catalog) saveLocked() error {
-	if c.dir == "" {
+	if c.store == nil {
 		return nil
 	}
 	jobs := make([]*JobRecord, 0, len(c.jobs))
@@ -341,29 +345,8 @@ func (c *Catalog) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
-	f, err := os.CreateTemp(c.dir, catalogFile+".tmp*")
-	if err != nil {
+	if err := c.store.Save(append(data, '\n')); err != nil {
 		return fmt.Errorf("catalog: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(c.dir, catalogFile))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("catalog: %w", err)
-	}
-	// Make the rename itself durable.
-	if d, err := os.Open(c.dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
