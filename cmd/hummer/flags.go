@@ -33,6 +33,7 @@ type serveOptions struct {
 	slots                         *int
 	httpAddr                      httpOptions
 	ckpt                          checkpointOptions
+	catalog                       catalogOptions
 	sec                           *securityFlags
 	state                         stateOptions
 }
@@ -46,6 +47,7 @@ func serveFlags(onError flag.ErrorHandling) (*flag.FlagSet, *serveOptions) {
 	o.slots = fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
 	o.httpAddr = httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
 	o.ckpt = checkpointFlags(fs)
+	o.catalog = catalogFlag(fs)
 	o.sec = addSecurityFlags(fs)
 	o.mem = memoryFlag(fs)
 	o.state = stateFlags(fs)
@@ -58,6 +60,7 @@ type jobManagerOptions struct {
 	heartbeatTimeout                          *time.Duration
 	httpAddr                                  httpOptions
 	ckpt                                      checkpointOptions
+	catalog                                   catalogOptions
 	sec                                       *securityFlags
 }
 
@@ -73,6 +76,7 @@ func jobManagerFlags(onError flag.ErrorHandling) (*flag.FlagSet, *jobManagerOpti
 	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
 	o.httpAddr = httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
 	o.ckpt = checkpointFlags(fs)
+	o.catalog = catalogFlag(fs)
 	o.sec = addSecurityFlags(fs)
 	o.mem = memoryFlag(fs)
 	return fs, o
@@ -125,4 +129,16 @@ func checkpointFlags(fs *flag.FlagSet) checkpointOptions {
 		interval: fs.Duration("checkpoint-interval", time.Second, "time between checkpoints of a continuous job "+
 			"(a session changes it with SET checkpoint_interval)"),
 	}
+}
+
+// catalogOptions is the flag of serve and jobmanager for the catalog's store.
+type catalogOptions struct{ url *string }
+
+// catalogFlag is --catalog-store. It does not default to --checkpoint-store:
+// every TaskManager holds that bucket's credentials, and the catalog holds
+// the users' password verifiers, which only the JobManager needs to reach.
+func catalogFlag(fs *flag.FlagSet) catalogOptions {
+	return catalogOptions{url: fs.String("catalog-store", "", "where the catalog (tables, views, users, jobs to resume) lives: "+
+		"a bucket URL as --checkpoint-store's holding one object, catalog.json (default <data-dir>/catalog.json); "+
+		"an empty store starts from <data-dir>'s catalog. Stored tables' rows stay in --data-dir")}
 }
