@@ -24,6 +24,9 @@
 // A task that ended takes part in no later checkpoint: its state in those is a
 // marker the coordinator writes, and a restore finds its state under final/.
 //
+// Object (object.go) is one blob in the same kind of bucket, read whole and
+// replaced whole: the catalog's store when a server keeps it in object storage.
+//
 // It imports nothing of Hummer's: what it stores are bytes under names.
 package checkpoint
 
