@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -27,6 +28,10 @@ type CatalogReader interface {
 // The *Table values it hands out are shared and must not be modified.
 type Catalog struct {
 	store CatalogStore // nil keeps the catalog in memory only
+	// saved is the document as this catalog last read or wrote it in store;
+	// tried is the last it failed to write, which a store that timed out may
+	// hold all the same.
+	saved, tried []byte
 
 	mu     sync.RWMutex
 	tables map[string]*Table // by exact name
@@ -139,6 +144,7 @@ func OpenCatalogIn(store CatalogStore) (*Catalog, error) {
 	if data == nil {
 		return c, nil
 	}
+	c.saved = data
 	var f catalogJSON
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("catalog: %s: %w", store, err)
@@ -345,9 +351,23 @@ func (c *Catalog) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
-	if err := c.store.Save(append(data, '\n')); err != nil {
+	data = append(data, '\n')
+	// One writer: a document another server saved since this catalog read it
+	// is not overwritten (a JobManager whose replacement already runs). This
+	// narrows the window rather than closing it: two saves between each
+	// other's Load and Save still race, and the last wins.
+	cur, err := c.store.Load()
+	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
+	if !bytes.Equal(cur, c.saved) && (c.tried == nil || !bytes.Equal(cur, c.tried)) {
+		return Errorf(ErrObjectState, 0, "catalog %s was changed by another server since this one read it: restart this one to read it", c.store)
+	}
+	if err := c.store.Save(data); err != nil {
+		c.tried = data
+		return fmt.Errorf("catalog: %w", err)
+	}
+	c.saved, c.tried = data, nil
 	return nil
 }
 

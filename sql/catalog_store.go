@@ -13,8 +13,10 @@ import (
 // storage (exec/checkpoint's Object, which the binary wires in: this package
 // links no object storage driver).
 //
-// A store has one writer: two catalogs over one store do not see each
-// other's changes, and the one that saves last wins.
+// A store has one writer. Two catalogs over one store do not see each
+// other's changes; a catalog reads the document again before each save and
+// refuses to overwrite one another catalog saved since (ErrObjectState), which
+// leaves only saves racing within each other's read and write to overwrite.
 type CatalogStore interface {
 	// Load returns the document last saved, or nil and no error when none
 	// was.

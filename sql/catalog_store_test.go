@@ -72,3 +72,53 @@ func TestCatalogInStore(t *testing.T) {
 		t.Errorf("a damaged document: %v, want an error naming the store", err)
 	}
 }
+
+// TestCatalogOneWriter: a catalog does not overwrite a document another one
+// saved since it read the store (a JobManager whose replacement already
+// runs): its change is refused and undone, and the other's stays.
+func TestCatalogOneWriter(t *testing.T) {
+	store := &memStore{}
+	old, err := OpenCatalogIn(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Create(testTable("a"), false); err != nil {
+		t.Fatal(err)
+	}
+	replacement, err := OpenCatalogIn(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replacement.Create(testTable("b"), false); err != nil {
+		t.Fatal(err)
+	}
+	err = old.Create(testTable("c"), false)
+	if !errors.Is(err, ErrObjectState) || !strings.Contains(err.Error(), "changed by another server") {
+		t.Errorf("the old catalog's save over the replacement's: %v", err)
+	}
+	if _, ok := old.Table("c"); ok {
+		t.Error("a refused table stayed in the old catalog")
+	}
+	again, err := OpenCatalogIn(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := tableNames(again); names != "[a b]" {
+		t.Errorf("the store holds %s, want the replacement's [a b]", names)
+	}
+	if err := replacement.Drop("a", false); err != nil {
+		t.Errorf("the replacement's own next save: %v", err)
+	}
+
+	// A save that failed but landed (a timeout after the store took it) is
+	// not taken for another writer's.
+	store.fail = true
+	if err := replacement.Create(testTable("d"), false); err == nil {
+		t.Fatal("a failing store took a save")
+	}
+	store.fail = false
+	store.data = append([]byte(nil), replacement.tried...)
+	if err := replacement.Create(testTable("e"), false); err != nil {
+		t.Errorf("a save after one that landed: %v", err)
+	}
+}

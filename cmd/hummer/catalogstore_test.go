@@ -18,7 +18,8 @@ import (
 // directory (a pod rescheduled without its volume) has the same tables,
 // views and users. A store that holds no catalog yet starts from the data
 // directory's, so adding the flag to a server that ran without it loses
-// nothing.
+// nothing. A server does not overwrite a catalog another one saved since it
+// read it.
 func TestCatalogStoreSurvivesLostVolume(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("psql not installed")
@@ -33,7 +34,7 @@ func TestCatalogStoreSurvivesLostVolume(t *testing.T) {
 	}
 	first := filepath.Join(t.TempDir(), "first")
 	addr := freeAddr(t)
-	start := func(dataDir string, flags ...string) *killable {
+	startAt := func(addr, dataDir string, flags ...string) *killable {
 		t.Helper()
 		k := startKillable(t, bin, append([]string{"serve", "--pg-addr", addr, "--http-addr", "", "--data-dir", dataDir,
 			"--checkpoint-store", ckpt}, flags...)...)
@@ -46,6 +47,7 @@ func TestCatalogStoreSurvivesLostVolume(t *testing.T) {
 		})
 		return k
 	}
+	start := func(dataDir string, flags ...string) *killable { return startAt(addr, dataDir, flags...) }
 
 	// Without the flag, the catalog is the data directory's.
 	k := start(first)
@@ -84,6 +86,19 @@ func TestCatalogStoreSurvivesLostVolume(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(second, "catalog.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the data directory holds a catalog.json beside --catalog-store: %v", err)
+	}
+
+	// A second server on the same store (a replacement while the old one
+	// still runs): once it has written, the old one's changes are refused
+	// rather than overwriting it.
+	other := freeAddr(t)
+	startAt(other, filepath.Join(t.TempDir(), "third"), "--catalog-store", catalog)
+	psql(t, other, "CREATE TABLE x (a INT) ENGINE=blackhole;")
+	if out, _ := psqlErr(addr, "CREATE TABLE y (a INT) ENGINE=blackhole;"); !strings.Contains(out, "changed by another server") {
+		t.Errorf("the old server's CREATE TABLE after the new one's:\n%s\nwant a refusal", out)
+	}
+	if got := strings.TrimSpace(psql(t, other, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1;")); got != "n\nwords\nx" {
+		t.Errorf("tables the new server sees:\n%s", got)
 	}
 }
 

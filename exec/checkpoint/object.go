@@ -13,8 +13,8 @@ import (
 // the same kind of store as its checkpoints, its catalog (it is a
 // sql.CatalogStore, which this package does not import). A Save replaces the
 // object at once: an S3 PUT is atomic, and a file:// bucket writes a
-// temporary file beside the blob and renames it. Nothing fences two writers:
-// the last Save wins.
+// temporary file beside the blob and renames it. The object does not fence
+// two writers (the last Save wins); the catalog checks what it replaces.
 type Object struct {
 	b   *blob.Bucket
 	url string
