@@ -42,7 +42,7 @@ func serveFlags(onError flag.ErrorHandling) (*flag.FlagSet, *serveOptions) {
 	fs := flag.NewFlagSet("serve", onError)
 	o := &serveOptions{}
 	o.pgAddr = fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
-	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
+	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog (unless --catalog-store) and the rows of the tables Hummer stores")
 	o.initSQL = fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
 	o.slots = fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
 	o.httpAddr = httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
@@ -73,7 +73,7 @@ func jobManagerFlags(onError flag.ErrorHandling) (*flag.FlagSet, *jobManagerOpti
 		"behind a Service, a fixed port it forwards)")
 	o.heartbeatTimeout = fs.Duration("heartbeat-timeout", 3*time.Second,
 		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
-	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
+	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog (unless --catalog-store) and the rows of the tables Hummer stores")
 	o.httpAddr = httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
 	o.ckpt = checkpointFlags(fs)
 	o.catalog = catalogFlag(fs)
