@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,8 +26,13 @@ import (
 
 // Config configures an Engine.
 type Config struct {
-	// DataDir keeps the catalog, so tables survive a restart.
+	// DataDir keeps the catalog, so tables survive a restart, and the rows
+	// of the tables Hummer stores.
 	DataDir string
+	// CatalogStore, when set, keeps the catalog instead of DataDir (an object
+	// in object storage, for a JobManager whose pod may come back without
+	// its volume); see openCatalog.
+	CatalogStore sql.CatalogStore
 	// Registry builds operators and connectors for the local TaskManager.
 	Registry *exec.Registry
 	// Validate checks a connector's options at CREATE TABLE time.
@@ -105,7 +111,38 @@ type Engine struct {
 	wg      sync.WaitGroup
 }
 
-// Open starts an engine over the catalog in cfg.DataDir.
+// openCatalog opens the catalog in cfg.CatalogStore, or else in cfg.DataDir.
+// A CatalogStore that holds no catalog yet starts from the one in DataDir, if
+// any: a server given a store after running without one keeps its tables (and
+// its stored tables' rows, which openTables would remove as belonging to no
+// table).
+func openCatalog(cfg Config) (*sql.Catalog, error) {
+	if cfg.CatalogStore == nil {
+		return sql.OpenCatalog(cfg.DataDir)
+	}
+	data, err := cfg.CatalogStore.Load()
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if data == nil && cfg.DataDir != "" {
+		local, err := sql.FileCatalogStore(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if data, err = local.Load(); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		if data != nil {
+			cfg.Log.Info("catalog store is empty: starting from the data directory's catalog", "from", local.String(), "to", cfg.CatalogStore.String())
+			if err := cfg.CatalogStore.Save(data); err != nil {
+				return nil, fmt.Errorf("catalog: %w", err)
+			}
+		}
+	}
+	return sql.OpenCatalogIn(cfg.CatalogStore)
+}
+
+// Open starts an engine over the catalog in cfg.CatalogStore or cfg.DataDir.
 func Open(cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -116,7 +153,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Validate == nil {
 		cfg.Validate = func(exec.ConnectorSpec) error { return nil }
 	}
-	cat, err := sql.OpenCatalog(cfg.DataDir)
+	cat, err := openCatalog(cfg)
 	if err != nil {
 		return nil, err
 	}

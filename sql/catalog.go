@@ -1,12 +1,10 @@
 package sql
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -21,17 +19,19 @@ type CatalogReader interface {
 	Table(name string) (*Table, bool)
 }
 
-// catalogFile is the name of the catalog's file inside its data directory.
-const catalogFile = "catalog.json"
-
-// Catalog is the set of tables, kept in memory and persisted as JSON in a data
-// directory so that tables survive a restart. It is safe for concurrent use by
+// Catalog is the set of tables, kept in memory and persisted as one JSON
+// document in a CatalogStore (a data directory's file, or an object in object
+// storage) so that tables survive a restart. It is safe for concurrent use by
 // many sessions. Table names are exact (catalogs written before quoted names
 // kept their case hold lower-case names, which read the same).
 //
 // The *Table values it hands out are shared and must not be modified.
 type Catalog struct {
-	dir string // "" keeps the catalog in memory only
+	store CatalogStore // nil keeps the catalog in memory only
+	// saved is the document as this catalog last read or wrote it in store;
+	// tried is the last it failed to write, which a store that timed out may
+	// hold all the same.
+	saved, tried []byte
 
 	mu     sync.RWMutex
 	tables map[string]*Table // by exact name
@@ -120,26 +120,37 @@ type catalogJSON struct {
 // OpenCatalog opens (creating if needed) the catalog kept in dir. An empty dir
 // gives a catalog that lives in memory only, for tests and throwaway engines.
 func OpenCatalog(dir string) (*Catalog, error) {
-	c := &Catalog{dir: dir, tables: make(map[string]*Table), jobs: make(map[string]*JobRecord), users: make(map[string]*User)}
 	if dir == "" {
+		return OpenCatalogIn(nil)
+	}
+	store, err := FileCatalogStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return OpenCatalogIn(store)
+}
+
+// OpenCatalogIn opens the catalog store keeps (catalog_store.go): empty when it
+// holds none yet. A nil store gives a catalog in memory only.
+func OpenCatalogIn(store CatalogStore) (*Catalog, error) {
+	c := &Catalog{store: store, tables: make(map[string]*Table), jobs: make(map[string]*JobRecord), users: make(map[string]*User)}
+	if store == nil {
 		return c, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, catalogFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	}
+	data, err := store.Load()
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	if data == nil {
+		return c, nil
+	}
+	c.saved = data
 	var f catalogJSON
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("catalog: %s: %w", filepath.Join(dir, catalogFile), err)
+		return nil, fmt.Errorf("catalog: %s: %w", store, err)
 	}
 	if f.Version > catalogVersion {
-		return nil, fmt.Errorf("catalog: %s has version %d; this engine reads up to %d", filepath.Join(dir, catalogFile), f.Version, catalogVersion)
+		return nil, fmt.Errorf("catalog: %s has version %d; this engine reads up to %d", store, f.Version, catalogVersion)
 	}
 	migrateCatalog(&f)
 	for _, t := range f.Tables {
@@ -326,10 +337,9 @@ func (c *Catalog) Jobs() []*JobRecord {
 	return jobs
 }
 
-// saveLocked writes the catalog atomically: a temporary file in the same
-// directory, synced, then renamed over the old one. Lock should be held.
+// saveLocked replaces the catalog in its store whole. Lock should be held.
 func (c *Catalog) saveLocked() error {
-	if c.dir == "" {
+	if c.store == nil {
 		return nil
 	}
 	jobs := make([]*JobRecord, 0, len(c.jobs))
@@ -341,30 +351,23 @@ func (c *Catalog) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
-	f, err := os.CreateTemp(c.dir, catalogFile+".tmp*")
+	data = append(data, '\n')
+	// One writer: a document another server saved since this catalog read it
+	// is not overwritten (a JobManager whose replacement already runs). This
+	// narrows the window rather than closing it: two saves between each
+	// other's Load and Save still race, and the last wins.
+	cur, err := c.store.Load()
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
+	if !bytes.Equal(cur, c.saved) && (c.tried == nil || !bytes.Equal(cur, c.tried)) {
+		return Errorf(ErrObjectState, 0, "catalog %s was changed by another server since this one read it: restart this one to read it", c.store)
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(c.dir, catalogFile))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := c.store.Save(data); err != nil {
+		c.tried = data
 		return fmt.Errorf("catalog: %w", err)
 	}
-	// Make the rename itself durable.
-	if d, err := os.Open(c.dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	c.saved, c.tried = data, nil
 	return nil
 }
 

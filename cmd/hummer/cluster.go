@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hummer-db/hummer/exec/checkpoint"
+	"github.com/hummer-db/hummer/sql"
 )
 
 // check opens the --checkpoint-store and reaches it: a server refuses to
@@ -28,6 +29,30 @@ func (o checkpointOptions) check() error {
 	}
 	return nil
 }
+
+// open opens the --catalog-store and reaches it, refusing, as check does for
+// checkpoints, a store the server could not keep its catalog in. Without the
+// flag the store is nil: the catalog stays in the data directory. close
+// releases the store once the engine is closed.
+func (o catalogOptions) open() (store sql.CatalogStore, close func(), err error) {
+	if *o.url == "" {
+		return nil, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	obj, err := checkpoint.OpenObject(ctx, *o.url, catalogObject)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--catalog-store: %w", err)
+	}
+	if err := obj.Check(ctx); err != nil {
+		obj.Close()
+		return nil, nil, fmt.Errorf("--catalog-store: %w", err)
+	}
+	return obj, func() { obj.Close() }, nil
+}
+
+// catalogObject is the catalog's object under --catalog-store's prefix.
+const catalogObject = "catalog.json"
 
 // checkAdvertised refuses a TaskManager whose data address listens on every
 // interface with nothing to tell the others where to reach it: they would

@@ -33,6 +33,7 @@ type serveOptions struct {
 	slots                         *int
 	httpAddr                      httpOptions
 	ckpt                          checkpointOptions
+	catalog                       catalogOptions
 	sec                           *securityFlags
 	state                         stateOptions
 }
@@ -41,11 +42,12 @@ func serveFlags(onError flag.ErrorHandling) (*flag.FlagSet, *serveOptions) {
 	fs := flag.NewFlagSet("serve", onError)
 	o := &serveOptions{}
 	o.pgAddr = fs.String("pg-addr", "127.0.0.1:4566", "address of the PostgreSQL wire server")
-	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
+	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog (unless --catalog-store) and the rows of the tables Hummer stores")
 	o.initSQL = fs.String("init", "", "SQL statements to run once at start-up (e.g. sample tables)")
 	o.slots = fs.Int("slots", 0, "task slots of the local TaskManager (0: one per core)")
 	o.httpAddr = httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
 	o.ckpt = checkpointFlags(fs)
+	o.catalog = catalogFlag(fs)
 	o.sec = addSecurityFlags(fs)
 	o.mem = memoryFlag(fs)
 	o.state = stateFlags(fs)
@@ -58,6 +60,7 @@ type jobManagerOptions struct {
 	heartbeatTimeout                          *time.Duration
 	httpAddr                                  httpOptions
 	ckpt                                      checkpointOptions
+	catalog                                   catalogOptions
 	sec                                       *securityFlags
 }
 
@@ -70,9 +73,10 @@ func jobManagerFlags(onError flag.ErrorHandling) (*flag.FlagSet, *jobManagerOpti
 		"behind a Service, a fixed port it forwards)")
 	o.heartbeatTimeout = fs.Duration("heartbeat-timeout", 3*time.Second,
 		"a TaskManager silent this long is declared lost and its jobs restart elsewhere")
-	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog")
+	o.dataDir = fs.String("data-dir", "./hummer-data", "directory keeping the catalog (unless --catalog-store) and the rows of the tables Hummer stores")
 	o.httpAddr = httpFlag(fs, defaultHTTPAddr, "the dashboard, /metrics, /healthz, /readyz")
 	o.ckpt = checkpointFlags(fs)
+	o.catalog = catalogFlag(fs)
 	o.sec = addSecurityFlags(fs)
 	o.mem = memoryFlag(fs)
 	return fs, o
@@ -125,4 +129,16 @@ func checkpointFlags(fs *flag.FlagSet) checkpointOptions {
 		interval: fs.Duration("checkpoint-interval", time.Second, "time between checkpoints of a continuous job "+
 			"(a session changes it with SET checkpoint_interval)"),
 	}
+}
+
+// catalogOptions is the flag of serve and jobmanager for the catalog's store.
+type catalogOptions struct{ url *string }
+
+// catalogFlag is --catalog-store. It does not default to --checkpoint-store:
+// every TaskManager holds that bucket's credentials, and the catalog holds
+// the users' password verifiers, which only the JobManager needs to reach.
+func catalogFlag(fs *flag.FlagSet) catalogOptions {
+	return catalogOptions{url: fs.String("catalog-store", "", "where the catalog (tables, views, users, jobs to resume) lives: "+
+		"a bucket URL as --checkpoint-store's holding one object, catalog.json (default <data-dir>/catalog.json); "+
+		"an empty store starts from <data-dir>'s catalog. Stored tables' rows stay in --data-dir")}
 }

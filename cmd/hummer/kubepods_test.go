@@ -95,7 +95,10 @@ func (p *pods) args(c corev1.Container, env []string, service string) []string {
 // checkpoint store on an in-process S3 server. The JobManager and its
 // TaskManagers turn ready on the probes' paths, psql gets in over TLS with
 // the Secret's password, a query runs across the TaskManagers, and a view's
-// continuous job checkpoints into the ConfigMap's bucket.
+// continuous job checkpoints into the ConfigMap's bucket. The JobManager's
+// pod then comes back without its volume, on an empty data directory: the
+// catalog in the ConfigMap's catalog-store still has the tables and the
+// view, whose job resumes from its checkpoint.
 func TestKubernetesPodsAsProcesses(t *testing.T) {
 	m := loadManifests(t)
 	jmDep, jm := container(t, m, "hummer-jobmanager")
@@ -106,13 +109,18 @@ func TestKubernetesPodsAsProcesses(t *testing.T) {
 	if !strings.HasPrefix(store, "s3://hummer-checkpoints/") {
 		t.Fatalf("the ConfigMap's checkpoint-store %q: want a bucket this test serves", store)
 	}
+	catalogStore := m.configMaps["hummer"].Data["catalog-store"]
+	if !strings.HasPrefix(catalogStore, "s3://hummer-checkpoints/") {
+		t.Fatalf("the ConfigMap's catalog-store %q: want a bucket this test serves", catalogStore)
+	}
 	_, certFile, keyFile := writeTestCerts(t)
 	p := &pods{t: t, dirs: map[string]string{}, ports: map[string]string{},
 		secrets: map[string]map[string]string{
 			"hummer-superuser": {"password": "k8s secret"},
 			"hummer-s3":        {"AWS_ACCESS_KEY_ID": "hummer", "AWS_SECRET_ACCESS_KEY": "hummer-secret"},
 		},
-		config: map[string]map[string]string{"hummer": {"checkpoint-store": store + "&endpoint=" + endpoint}}}
+		config: map[string]map[string]string{"hummer": {"checkpoint-store": store + "&endpoint=" + endpoint,
+			"catalog-store": catalogStore + "&endpoint=" + endpoint}}}
 	tlsDir := t.TempDir()
 	for name, src := range map[string]string{corev1.TLSCertKey: certFile, corev1.TLSPrivateKeyKey: keyFile} {
 		data, err := os.ReadFile(src)
@@ -239,6 +247,17 @@ CREATE VIEW n AS SELECT COUNT(*) AS n FROM feed;`, kafkaAddr)); err != nil || st
 			}
 		}
 		return false
+	})
+
+	jmProc.kill(t)
+	p.dirs["/var/lib/hummer"] = t.TempDir()
+	jmProc = startKillableEnv(t, bin, jmEnv, p.args(jm, jmEnv, service)...)
+	waitUntil(t, "the JobManager's "+jm.ReadinessProbe.HTTPGet.Path+" on an empty data directory", jmProc.exited, func() bool {
+		return probe("http://"+jmHTTP+jm.ReadinessProbe.HTTPGet.Path) == 200
+	})
+	waitUntil(t, "the tables and the view's count after the JobManager lost its volume", jmProc.exited, func() bool {
+		out, err := psqlAs(pg, "hummer", login, "SELECT count(*) FROM words;\nSELECT n FROM n;")
+		return err == nil && strings.Join(strings.Fields(out), " ") == "2000 10"
 	})
 }
 

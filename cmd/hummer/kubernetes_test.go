@@ -200,6 +200,7 @@ func containerPort(t *testing.T, c corev1.Container, name string) int32 {
 var envValues = map[string]string{
 	passwordEnv:             "secret",
 	"CHECKPOINT_STORE":      "s3://hummer-checkpoints/cluster?region=us-east-1",
+	"CATALOG_STORE":         "s3://hummer-checkpoints/catalog?region=us-east-1",
 	"AWS_ACCESS_KEY_ID":     "id",
 	"AWS_SECRET_ACCESS_KEY": "key",
 	"POD_IP":                "10.1.2.3",
@@ -301,8 +302,8 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("Service port %s: %d -> %s; want the JobManager's port of that name", p.Name, p.Port, p.TargetPort.String())
 		}
 	}
-	if jf["checkpoint-store"] != envValues["CHECKPOINT_STORE"] || jf["data-dir"] == "" {
-		t.Errorf("jobmanager --checkpoint-store=%q --data-dir=%q", jf["checkpoint-store"], jf["data-dir"])
+	if jf["checkpoint-store"] != envValues["CHECKPOINT_STORE"] || jf["catalog-store"] != envValues["CATALOG_STORE"] || jf["data-dir"] == "" {
+		t.Errorf("jobmanager --checkpoint-store=%q --catalog-store=%q --data-dir=%q", jf["checkpoint-store"], jf["catalog-store"], jf["data-dir"])
 	}
 	if !mountedAt(jm, "data", jf["data-dir"]) {
 		t.Errorf("the JobManager's --data-dir %s is not the PersistentVolumeClaim's mount", jf["data-dir"])

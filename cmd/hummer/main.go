@@ -45,6 +45,7 @@ Usage:
 
 Checkpoint flags (serve, jobmanager): --checkpoint-interval D (1s), --checkpoint-store URL
   (file:///dir, or s3://bucket/prefix?region=R[&endpoint=URL] with $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY);
+  --catalog-store URL (same forms; default: the data directory) keeps the catalog there, one object catalog.json;
 jobmanager: --heartbeat-timeout D (3s)
 HTTP (--http-addr; '' turns it off): the dashboard (serve, jobmanager; off loopback it asks for a
 user and password of the PostgreSQL port; HTTPS with --http-tls), /metrics, /healthz, /readyz;
@@ -158,6 +159,11 @@ func serve(args []string) error {
 	if err := ckpt.check(); err != nil { // cluster.go
 		return err
 	}
+	catalog, closeCatalog, err := o.catalog.open() // cluster.go
+	if err != nil {
+		return err
+	}
+	defer closeCatalog()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
@@ -182,6 +188,7 @@ func serve(args []string) error {
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval, StateBackend: stateBackend, StateMemory: stateMemory,
+		CatalogStore: catalog,
 	})
 	if err != nil {
 		return err
@@ -242,6 +249,11 @@ func jobManager(args []string) error {
 	if err := ckpt.check(); err != nil {
 		return err
 	}
+	catalog, closeCatalog, err := o.catalog.open()
+	if err != nil {
+		return err
+	}
+	defer closeCatalog()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := applyMemoryLimit(*mem, log); err != nil {
 		return err
@@ -289,7 +301,7 @@ func jobManager(args []string) error {
 	// TaskManagers run, which need not be here.
 	eng, err := session.Open(session.Config{DataDir: *dataDir, Registry: reg, Validate: connectors.Validate,
 		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct, Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, JobManager: jm, Log: log, OnClose: tables.Close,
-		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval})
+		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval, CatalogStore: catalog})
 	if err != nil {
 		return err
 	}

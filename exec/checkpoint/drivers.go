@@ -29,32 +29,32 @@ var schemes = []string{"file", "mem", "s3"}
 func bucketURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint store %q: %w", redact(raw), err)
+		return "", fmt.Errorf("store %q: %w", redact(raw), err)
 	}
 	if !slices.Contains(schemes, u.Scheme) {
-		return "", fmt.Errorf("checkpoint store %q: unknown scheme %q: want one of %s",
+		return "", fmt.Errorf("store %q: unknown scheme %q: want one of %s",
 			redact(raw), u.Scheme, strings.Join(schemes, ", "))
 	}
 	if u.Scheme != "s3" {
 		return raw, nil
 	}
 	if u.Host == "" {
-		return "", fmt.Errorf("checkpoint store %q: no bucket: want s3://BUCKET/PREFIX", redact(raw))
+		return "", fmt.Errorf("store %q: no bucket: want s3://BUCKET/PREFIX", redact(raw))
 	}
 	q := u.Query()
 	if prefix := strings.Trim(u.Path, "/"); prefix != "" {
 		if q.Has("prefix") {
-			return "", fmt.Errorf("checkpoint store %q: both a path and ?prefix=", redact(raw))
+			return "", fmt.Errorf("store %q: both a path and ?prefix=", redact(raw))
 		}
 		q.Set("prefix", prefix+"/")
 	}
 	if ep := q.Get("endpoint"); ep != "" {
 		e, err := url.Parse(ep)
 		if err != nil {
-			return "", fmt.Errorf("checkpoint store %q: endpoint: %w", redact(raw), err)
+			return "", fmt.Errorf("store %q: endpoint: %w", redact(raw), err)
 		}
 		if (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
-			return "", fmt.Errorf("checkpoint store %q: endpoint %q: want http://HOST:PORT or https://HOST:PORT", redact(raw), ep)
+			return "", fmt.Errorf("store %q: endpoint %q: want http://HOST:PORT or https://HOST:PORT", redact(raw), ep)
 		}
 	}
 	if q.Has("endpoint") && !q.Has("use_path_style") {

@@ -24,6 +24,9 @@
 // A task that ended takes part in no later checkpoint: its state in those is a
 // marker the coordinator writes, and a restore finds its state under final/.
 //
+// Object (object.go) is one blob in the same kind of bucket, read whole and
+// replaced whole: the catalog's store when a server keeps it in object storage.
+//
 // It imports nothing of Hummer's: what it stores are bytes under names.
 package checkpoint
 
@@ -65,11 +68,21 @@ type Store struct {
 // for a store on another filesystem (a mounted volume, a tmpfs), and every
 // checkpoint with it.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	s := &Store{url: rawURL}
+	b, dir, err := openBucket(ctx, rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return &Store{b: b, url: rawURL, dir: dir}, nil
+}
+
+// openBucket opens the bucket at rawURL as Open says, and returns the
+// directory of a file:// bucket ("" for others).
+func openBucket(ctx context.Context, rawURL string) (b *blob.Bucket, dir string, err error) {
+	orig := rawURL
 	if strings.HasPrefix(rawURL, "file://") {
 		u, err := url.Parse(rawURL)
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint: %s: %w", rawURL, err)
+			return nil, "", fmt.Errorf("%s: %w", rawURL, err)
 		}
 		q := u.Query()
 		for _, opt := range []string{"create_dir", "no_tmp_dir"} {
@@ -78,35 +91,35 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 			}
 		}
 		u.RawQuery = q.Encode()
-		s.dir = u.Path
+		dir = u.Path
 		if u.Host == "." { // file://./dir: relative
-			s.dir = strings.TrimPrefix(s.dir, "/")
+			dir = strings.TrimPrefix(dir, "/")
 		}
-		rawURL, s.dir = u.String(), filepath.FromSlash(s.dir)
-	} else {
-		var err error
-		if rawURL, err = bucketURL(rawURL); err != nil {
-			return nil, err
-		}
+		rawURL, dir = u.String(), filepath.FromSlash(dir)
+	} else if rawURL, err = bucketURL(rawURL); err != nil {
+		return nil, "", err
 	}
-	b, err := blob.OpenBucket(ctx, rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: opening %s: %w", redact(s.url), err)
+	if b, err = blob.OpenBucket(ctx, rawURL); err != nil {
+		return nil, "", fmt.Errorf("opening %s: %w", redact(orig), err)
 	}
-	s.b = b
-	return s, nil
+	return b, dir, nil
 }
 
 // Check reaches the store and returns an error when the bucket does not exist
 // or its credentials do not let the store in: what a server checks at start-up
 // rather than at its first checkpoint.
 func (s *Store) Check(ctx context.Context) error {
-	ok, err := s.b.IsAccessible(ctx)
+	return checkBucket(ctx, s.b, s.url)
+}
+
+// checkBucket is Check of the bucket b opened from rawURL.
+func checkBucket(ctx context.Context, b *blob.Bucket, rawURL string) error {
+	ok, err := b.IsAccessible(ctx)
 	if err != nil {
-		return fmt.Errorf("checkpoint store %s: %w", redact(s.url), err)
+		return fmt.Errorf("store %s: %w", redact(rawURL), err)
 	}
 	if !ok {
-		return fmt.Errorf("checkpoint store %s: the bucket does not exist", redact(s.url))
+		return fmt.Errorf("store %s: the bucket does not exist", redact(rawURL))
 	}
 	return nil
 }
