@@ -259,7 +259,7 @@ func (o *hashJoinOp) readRight(sec []byte, rows int, dst *[]arrow.RecordBatch) (
 	}
 	*dst = recs
 	nr := schema.NumFields()
-	if err := o.checkSide("right", schema.Fields(), o.out.NumFields()-nr, o.cfg.Right, o.cfg.RightKeys); err != nil {
+	if err := o.checkSide("right", schema.Fields(), o.pairs.NumFields()-nr, o.cfg.Right, o.cfg.RightKeys); err != nil {
 		return -1, err
 	}
 	n := 0
@@ -302,8 +302,8 @@ func (o *hashJoinOp) readPending(sec []byte, rows, nr int, dst *[]exec.Batch) er
 	if err := o.checkSide("left", schema.Fields()[:nl], 0, o.cfg.Left, o.cfg.LeftKeys); err != nil {
 		return err
 	}
-	if nr >= 0 && nl+nr != o.out.NumFields() {
-		return fmt.Errorf("%w: %d left and %d right columns for an output of %d", state.ErrBadState, nl, nr, o.out.NumFields())
+	if nr >= 0 && nl+nr != o.pairs.NumFields() {
+		return fmt.Errorf("%w: %d left and %d right columns for pairs of %d", state.ErrBadState, nl, nr, o.pairs.NumFields())
 	}
 	left := arrow.NewSchema(schema.Fields()[:nl], nil)
 	n := 0
@@ -346,18 +346,18 @@ func (o *hashJoinOp) readPending(sec []byte, rows, nr int, dst *[]exec.Batch) er
 }
 
 // checkSide checks that the columns of one side's state, fields, are where
-// the output has that side's columns (from column off on: the output is the
+// a pair has that side's columns (from column off on: a pair is the
 // left columns then the right ones), and what the planner said the side is
 // when it did (decl), and that the side has the key columns.
 func (o *hashJoinOp) checkSide(side string, fields []arrow.Field, off int, decl types.Schema, keys []int) error {
 	mismatch := func() error {
-		return fmt.Errorf("%w: %s side of %s, but the output is %s", state.ErrBadState, side, arrow.NewSchema(fields, nil), o.out)
+		return fmt.Errorf("%w: %s side of %s, but the pairs are %s", state.ErrBadState, side, arrow.NewSchema(fields, nil), o.pairs)
 	}
-	if off < 0 || off+len(fields) > o.out.NumFields() {
+	if off < 0 || off+len(fields) > o.pairs.NumFields() {
 		return mismatch()
 	}
 	for i, f := range fields {
-		if !arrow.TypeEqual(f.Type, o.out.Field(off+i).Type) {
+		if !arrow.TypeEqual(f.Type, o.pairs.Field(off+i).Type) {
 			return mismatch()
 		}
 	}
