@@ -90,6 +90,11 @@ func openBucket(ctx context.Context, rawURL string) (b *blob.Bucket, dir string,
 				q.Set(opt, "true")
 			}
 		}
+		if !q.Has("metadata") {
+			// No sidecar file of attributes beside each blob, which the
+			// store never reads, nor the MD5 of the blob it would hold.
+			q.Set("metadata", "skip")
+		}
 		u.RawQuery = q.Encode()
 		dir = u.Path
 		if u.Host == "." { // file://./dir: relative
@@ -124,6 +129,22 @@ func checkBucket(ctx context.Context, b *blob.Bucket, rawURL string) error {
 	return nil
 }
 
+// writeAll writes blob key. Unlike blob.Bucket.WriteAll it sets no
+// WriterOptions.ContentMD5, which costs an MD5 of the data to compute and
+// another to check it against (a checkpoint's state can be gigabytes);
+// object stores check what they receive themselves.
+func (s *Store) writeAll(ctx context.Context, key string, data []byte) error {
+	w, err := s.b.NewWriter(ctx, key, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
 // Close releases the bucket.
 func (s *Store) Close() error { return s.b.Close() }
 
@@ -137,7 +158,7 @@ func completeKey(job string, checkpoint int64) string {
 
 // Put stores one task's state of a checkpoint.
 func (s *Store) Put(ctx context.Context, job string, checkpoint int64, task string, data []byte) error {
-	if err := s.b.WriteAll(ctx, stateKey(job, checkpoint, task), data, nil); err != nil {
+	if err := s.writeAll(ctx, stateKey(job, checkpoint, task), data); err != nil {
 		return fmt.Errorf("checkpoint %d of job %s, task %s: %w", checkpoint, job, task, err)
 	}
 	return nil
@@ -160,7 +181,7 @@ func finalKey(job, task string) string { return fmt.Sprintf("%s/final/%s", job, 
 // PutFinal stores the state a task ended with; Prune leaves it, DropJob
 // deletes it.
 func (s *Store) PutFinal(ctx context.Context, job, task string, data []byte) error {
-	if err := s.b.WriteAll(ctx, finalKey(job, task), data, nil); err != nil {
+	if err := s.writeAll(ctx, finalKey(job, task), data); err != nil {
 		return fmt.Errorf("final state of job %s, task %s: %w", job, task, err)
 	}
 	return nil
@@ -180,7 +201,7 @@ func (s *Store) GetFinal(ctx context.Context, job, task string) ([]byte, error) 
 
 // Complete marks a checkpoint complete: every task's state is stored.
 func (s *Store) Complete(ctx context.Context, job string, checkpoint int64) error {
-	if err := s.b.WriteAll(ctx, completeKey(job, checkpoint), nil, nil); err != nil {
+	if err := s.writeAll(ctx, completeKey(job, checkpoint), nil); err != nil {
 		return fmt.Errorf("checkpoint %d of job %s: %w", checkpoint, job, err)
 	}
 	return nil
@@ -358,7 +379,7 @@ func (f *Files) Download(ctx context.Context, name, path string) error {
 // needs the files names.
 func (f *Files) Refer(ctx context.Context, checkpoint int64, owner string, names []string) error {
 	key := fmt.Sprintf("%s/%d/refs/%s/%s", f.job, checkpoint, f.task, owner)
-	return f.s.b.WriteAll(ctx, key, []byte(strings.Join(names, "\n")), nil)
+	return f.s.writeAll(ctx, key, []byte(strings.Join(names, "\n")))
 }
 
 // DropJob deletes every checkpoint of job.

@@ -2,7 +2,6 @@ package task
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -111,7 +110,7 @@ func (t *StreamTask) store(ctx context.Context, id int64, st state.TaskSnapshot,
 		err := snapErr
 		if err == nil && (st.Source != nil || st.Ops != nil) {
 			var data []byte
-			data, err = json.Marshal(st)
+			data, err = st.Marshal()
 			if err == nil {
 				ack.Bytes = len(data) + int(st.Uploaded)
 				err = cp.store.Put(context.WithoutCancel(ctx), cp.job, id, state.TaskKey(cp.task), data)
@@ -138,8 +137,8 @@ func (t *StreamTask) restoreState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var st state.TaskSnapshot
-	if err := json.Unmarshal(data, &st); err != nil {
+	st, err := state.UnmarshalTaskSnapshot(data)
+	if err != nil {
 		return fmt.Errorf("restoring %s from checkpoint %d: %w", t.tc.TaskName, cp.restore, err)
 	}
 	if st.Ended {
@@ -152,8 +151,7 @@ func (t *StreamTask) restoreState(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		st = state.TaskSnapshot{}
-		if err := json.Unmarshal(data, &st); err != nil {
+		if st, err = state.UnmarshalTaskSnapshot(data); err != nil {
 			return fmt.Errorf("restoring %s from its final state: %w", t.tc.TaskName, err)
 		}
 	}
@@ -190,7 +188,7 @@ func (t *StreamTask) storeFinal(ctx context.Context) error {
 	if err := t.snapshotOps(ctx, 0, &st); err != nil {
 		return err
 	}
-	data, err := json.Marshal(st)
+	data, err := st.Marshal()
 	if err != nil {
 		return err
 	}
