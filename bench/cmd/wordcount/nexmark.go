@@ -55,7 +55,6 @@ var nexmarkVarying = map[string]bool{"q12": true, "q4": true, "q9": true, "q15":
 // nexmarkGoQueries are the queries the Go program does.
 var nexmarkGoQueries = []string{"q0", "q5"}
 
-
 // nexmarkReport is the suite's results file.
 type nexmarkReport struct {
 	Date      string   `json:"date"`
