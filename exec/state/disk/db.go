@@ -26,6 +26,10 @@ type Options struct {
 	Memory int64
 	// Log receives pebble's messages; nil discards them.
 	Log *slog.Logger
+
+	// noCompactions turns pebble's background compactions off, so a test
+	// can count bytes per checkpoint without racing one (export_test.go).
+	noCompactions bool
 }
 
 func (o Options) memory() int64 {
@@ -81,6 +85,7 @@ func openAt(opts Options, dir string) (*DB, error) {
 		MemTableSize:                uint64(max(mem/8, 1<<20)),
 		MemTableStopWritesThreshold: 2,
 		Logger:                      pebbleLogger{opts.Log},
+		DisableAutomaticCompactions: opts.noCompactions,
 	}
 	// Most keys a GROUP BY over many keys looks up are new: a bloom filter
 	// answers those without reading a block.

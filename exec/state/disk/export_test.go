@@ -1,0 +1,7 @@
+package disk
+
+// WithoutCompactions returns o with pebble's background compactions off.
+func WithoutCompactions(o Options) Options {
+	o.noCompactions = true
+	return o
+}
