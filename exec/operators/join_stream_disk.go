@@ -171,10 +171,9 @@ func (o *streamJoinOp) load(s int, rec arrow.RecordBatch) error {
 				dbKeys = append(dbKeys, key)
 			}
 		}
-		if len(want) == 0 {
-			continue
-		}
-		if d.written {
+		// A batch whose keys are all cached still changes them: only the
+		// lookup is skipped, never the marking below.
+		if len(want) > 0 && d.written {
 			var h heldRows
 			err := d.db.Get(dbKeys, func(_ int, v []byte) error { return h.parse(v) })
 			if err == nil && len(h.copies) > 0 {

@@ -277,3 +277,59 @@ func TestStreamJoinDiskFinal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStreamJoinDiskCachedKeyCheckpoint: a batch whose join keys are all in
+// the cache already still changes them, and the next checkpoint must carry
+// the change. Left rows "a" then (after a checkpoint) "b" on key 1; a join
+// restored from the second checkpoint pairs a right row of key 1 with both.
+// (Before the fix, the second batch skipped the marking of its keys and the
+// restored join knew only "a": TestStreamJoinRestart's rare disk failure.)
+func TestStreamJoinDiskCachedKeyCheckpoint(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	cfg := sjConfig("inner", false)
+	cfg.StateBackend = StateDisk
+	out := append(append(types.Schema{}, sjLeft...), sjRight...)
+	files := stateTestFiles(t)
+	open := func() exec.Operator {
+		t.Helper()
+		tc := testkit.TaskContext(mem)
+		tc.StateFiles, tc.SpillDir = files, t.TempDir()
+		op := opTestNew(t, "stream_join", cfg, out)
+		if err := op.Open(ctx, tc); err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	feed := func(op exec.Operator, s int, schema types.Schema, rows string) []string {
+		t.Helper()
+		rec := testkit.Record(t, mem, schema, rows)
+		defer rec.Release()
+		c := &testkit.Collector{T: t}
+		if err := op.ProcessBatch(ctx, s, exec.Batch{Rec: rec}, c); err != nil {
+			t.Fatal(err)
+		}
+		return c.Rows
+	}
+	op := open()
+	feed(op, 0, sjLeft, `[{"lk": 1, "lv": "a"}]`)
+	if _, err := op.(exec.Checkpointed).SnapshotState(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	feed(op, 0, sjLeft, `[{"lk": 1, "lv": "b"}]`)
+	snap, err := op.(exec.Checkpointed).SnapshotState(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Close(ctx)
+	again := open()
+	defer again.Close(ctx)
+	if err := again.(exec.Checkpointed).RestoreState(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	got := feed(again, 1, sjRight, `[{"rk": 1, "rv": "x"}]`)
+	if len(got) != 2 {
+		t.Fatalf("the restored join paired the right row with %d left rows, want 2 (a and b): %v", len(got), got)
+	}
+}
