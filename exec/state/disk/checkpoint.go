@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hummer-db/hummer/exec"
 )
@@ -50,32 +51,92 @@ func isShared(name string) bool {
 	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
 }
 
-// Checkpoint takes checkpoint id of the DB: it flushes what is in memory,
-// takes a pebble checkpoint and uploads its files not uploaded by an earlier
-// checkpoint of this run to files, under owner's references. It returns the
-// manifest, for the operator's state blob.
+// Checkpoint takes checkpoint id of the DB and uploads it: StartCheckpoint
+// then Finish, on the caller's goroutine.
 func (d *DB) Checkpoint(ctx context.Context, files exec.StateFiles, id int64) (*Manifest, error) {
-	if files == nil {
-		return nil, fmt.Errorf("disk state: checkpoint %d without a checkpoint store", id)
+	p, err := d.StartCheckpoint(id)
+	if err != nil {
+		return nil, err
 	}
+	return p.Finish(ctx, files)
+}
+
+// PendingCheckpoint is a checkpoint of a DB taken as of one moment
+// (StartCheckpoint) whose files are not yet in the checkpoint store
+// (Finish).
+type PendingCheckpoint struct {
+	d   *DB
+	id  int64
+	dir string // the pebble checkpoint: hard links to the DB's files
+	// prev is closed when the DB's checkpoint before this one finished;
+	// done when this one did.
+	prev, done chan struct{}
+	once       sync.Once
+}
+
+// StartCheckpoint takes checkpoint id of the DB as it is now: it flushes
+// what is in memory and takes a pebble checkpoint, hard links to the DB's
+// immutable files, which stay while compactions replace them in the DB. It
+// reads and uploads nothing, so the DB's user can go on writing while
+// Finish, which must follow, uploads on another goroutine.
+func (d *DB) StartCheckpoint(id int64) (*PendingCheckpoint, error) {
 	if err := d.db.Flush(); err != nil {
 		return nil, fmt.Errorf("disk state: flush: %w", err)
 	}
 	dir := filepath.Join(d.dir, fmt.Sprintf("checkpoint-%d", id))
 	os.RemoveAll(dir) // from a checkpoint that failed half way
 	if err := d.db.Checkpoint(dir); err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("disk state: checkpoint %d: %w", id, err)
 	}
-	defer os.RemoveAll(dir)
-	entries, err := os.ReadDir(dir)
+	p := &PendingCheckpoint{d: d, id: id, dir: dir, prev: d.lastCheckpoint, done: make(chan struct{})}
+	d.lastCheckpoint = p.done
+	return p, nil
+}
+
+// Finish uploads the checkpoint's files that no earlier checkpoint of this
+// run of the DB uploaded to files, under the DB's references, and returns
+// the manifest, for the operator's state blob. It may run on any goroutine,
+// while the DB is in use. The checkpoints of a DB finish one at a time, in
+// the order they started: a file two of them need is uploaded by the first,
+// or by the second when the first failed. Call it once; after the DB's
+// Close it fails.
+func (p *PendingCheckpoint) Finish(ctx context.Context, files exec.StateFiles) (m *Manifest, err error) {
+	d := p.d
+	defer p.once.Do(func() {
+		os.RemoveAll(p.dir)
+		close(p.done)
+	})
+	if files == nil {
+		return nil, fmt.Errorf("disk state: checkpoint %d without a checkpoint store", p.id)
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("disk state: checkpoint %d of a closed DB", p.id)
+	}
+	d.finishing.Add(1)
+	d.mu.Unlock()
+	defer d.finishing.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.closing, cancel)()
+	if p.prev != nil {
+		select {
+		case <-p.prev:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("disk state: checkpoint %d: %w", p.id, context.Cause(ctx))
+		}
+	}
+	entries, err := os.ReadDir(p.dir)
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{Inline: map[string][]byte{}}
+	m = &Manifest{Inline: map[string][]byte{}}
 	var fresh []SharedFile
 	for _, e := range entries {
 		name := e.Name()
-		path := filepath.Join(dir, name)
+		path := filepath.Join(p.dir, name)
 		if !isShared(name) {
 			data, err := os.ReadFile(path)
 			if err != nil {
@@ -85,7 +146,9 @@ func (d *DB) Checkpoint(ctx context.Context, files exec.StateFiles, id int64) (*
 			m.Total += int64(len(data))
 			continue
 		}
+		d.mu.Lock()
 		f, ok := d.shared[name]
+		d.mu.Unlock()
 		if !ok {
 			size, crc, err := fileCRC(path)
 			if err != nil {
@@ -103,14 +166,16 @@ func (d *DB) Checkpoint(ctx context.Context, files exec.StateFiles, id int64) (*
 	}
 	// The references first: a file uploaded by a checkpoint that then
 	// fails is referred to, and pruning that checkpoint deletes it.
-	if err := files.Refer(ctx, id, d.run, names); err != nil {
-		return nil, fmt.Errorf("disk state: checkpoint %d: %w", id, err)
+	if err := files.Refer(ctx, p.id, d.run, names); err != nil {
+		return nil, fmt.Errorf("disk state: checkpoint %d: %w", p.id, err)
 	}
 	for _, f := range fresh {
-		if err := files.Upload(ctx, f.Shared, filepath.Join(dir, f.Local)); err != nil {
-			return nil, fmt.Errorf("disk state: checkpoint %d: uploading %s: %w", id, f.Local, err)
+		if err := files.Upload(ctx, f.Shared, filepath.Join(p.dir, f.Local)); err != nil {
+			return nil, fmt.Errorf("disk state: checkpoint %d: uploading %s: %w", p.id, f.Local, err)
 		}
+		d.mu.Lock()
 		d.shared[f.Local] = f
+		d.mu.Unlock()
 		m.Uploaded += f.Size
 	}
 	for _, v := range m.Inline {

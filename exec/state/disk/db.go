@@ -1,12 +1,14 @@
 package disk
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -45,16 +47,28 @@ func (o Options) CacheBytes() int64 { return o.memory() / 4 }
 
 // DB is one operator instance's keyed state on disk: a pebble DB in a
 // directory of its own, which Close removes. Keys are AppendOrdered's, values
-// the operator's encoding. It is used by one goroutine at a time.
+// the operator's encoding. It is used by one goroutine at a time, but for
+// the Finish of its pending checkpoints, which may run on others.
 type DB struct {
 	opts Options
 	db   *pebble.DB
 	dir  string
 	// run names this run of the DB in the checkpoint store (see the package
-	// doc), and shared are its files already there, by local name.
-	run    string
+	// doc).
+	run string
+	// lastCheckpoint is closed once the last checkpoint started has
+	// finished (nil before the first).
+	lastCheckpoint chan struct{}
+	// closing is cancelled by Close, which waits for the Finishes running.
+	closing   context.Context
+	close     context.CancelFunc
+	finishing sync.WaitGroup
+
+	mu sync.Mutex
+	// shared are the DB's files already in the checkpoint store, by local
+	// name; closed says Close began. Lock mu to use them.
 	shared map[string]SharedFile
-	key    []byte
+	closed bool
 }
 
 // Open makes an empty DB.
@@ -101,14 +115,22 @@ func openAt(opts Options, dir string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return &DB{opts: opts, db: db, dir: dir, run: hex.EncodeToString(run[:]), shared: map[string]SharedFile{}}, nil
+	d := &DB{opts: opts, db: db, dir: dir, run: hex.EncodeToString(run[:]), shared: map[string]SharedFile{}}
+	d.closing, d.close = context.WithCancel(context.Background())
+	return d, nil
 }
 
-// Close closes the DB and removes its directory; safe to call twice.
+// Close closes the DB and removes its directory; safe to call twice. It
+// cancels the uploads of checkpoints still finishing and waits for them.
 func (d *DB) Close() error {
 	if d == nil || d.db == nil {
 		return nil
 	}
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.close()
+	d.finishing.Wait()
 	err := d.db.Close()
 	d.db = nil
 	return errors.Join(err, os.RemoveAll(d.dir))

@@ -12,12 +12,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/checkpoint"
 	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/state/disk"
@@ -384,5 +387,161 @@ func TestRestoreDamaged(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(opts.Dir); len(left) != 0 {
 		t.Fatalf("failed restores left %d directories", len(left))
+	}
+}
+
+// gatedFiles is a checkpoint store's StateFiles whose uploads wait for gate
+// to close (when it is set) and then fail with fail (when it is set).
+type gatedFiles struct {
+	exec.StateFiles
+	gate     chan struct{}
+	fail     error
+	uploads  atomic.Int64
+	started  chan struct{} // closed at the first upload
+	startOne sync.Once
+}
+
+func (g *gatedFiles) Upload(ctx context.Context, name, path string) error {
+	g.startOne.Do(func() { close(g.started) })
+	if g.gate != nil {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if g.fail != nil {
+		return g.fail
+	}
+	g.uploads.Add(1)
+	return g.StateFiles.Upload(ctx, name, path)
+}
+
+// TestCheckpointFinishesWhileWriting starts a checkpoint, goes on writing
+// to the DB while its upload waits, and checks that the checkpoint holds the
+// DB as of its start; then that a checkpoint whose upload fails fails alone:
+// the next one uploads what it lacked, and restores.
+func TestCheckpointFinishesWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	store, err := checkpoint.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	files := &gatedFiles{StateFiles: store.Files("job", "1.0"), gate: make(chan struct{}), started: make(chan struct{})}
+	db, err := disk.Open(disk.Options{Dir: t.TempDir(), Memory: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fill(t, db, 0, 5000, 0)
+	want := contents(t, db)
+	p, err := db.StartCheckpoint(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		m   *disk.Manifest
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := p.Finish(ctx, files)
+		done <- result{m, err}
+	}()
+	<-files.started // the upload is under way, and waits
+	// The DB goes on: every key rewritten and new ones, flushed into new
+	// files by a second checkpoint, whose Finish waits for the first's.
+	fill(t, db, 0, 8000, 1)
+	want2 := contents(t, db)
+	p2, err := db.StartCheckpoint(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done2 := make(chan result, 1)
+	go func() {
+		m, err := p2.Finish(ctx, files)
+		done2 <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("checkpoint 1 finished with its upload held: %v", r.err)
+	case r := <-done2:
+		t.Fatalf("checkpoint 2 finished before checkpoint 1: %v", r.err)
+	default:
+	}
+	close(files.gate)
+	var ms []*disk.Manifest
+	for i, c := range []struct {
+		done chan result
+		want []string
+	}{{done, want}, {done2, want2}} {
+		r := <-c.done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		ms = append(ms, r.m)
+		restored, err := disk.Restore(ctx, disk.Options{Dir: t.TempDir(), Memory: 4 << 20}, files, r.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := contents(t, restored)
+		restored.Close()
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("checkpoint %d restored %d entries (first %q), want the %d at its start", i+1, len(got), got[0], len(c.want))
+		}
+	}
+	// The second uploaded only the files the first did not: it waited.
+	fresh := int64(0)
+	for _, f := range ms[1].Shared {
+		if !slices.Contains(ms[0].Shared, f) {
+			fresh += f.Size
+		}
+	}
+	for _, v := range ms[1].Inline {
+		fresh += int64(len(v))
+	}
+	if ms[1].Uploaded != fresh || fresh == ms[1].Total {
+		t.Fatalf("checkpoint 2 uploaded %d bytes, its files new since checkpoint 1 are %d of %d", ms[1].Uploaded, fresh, ms[1].Total)
+	}
+}
+
+// TestCheckpointUploadFails checks that a checkpoint whose upload fails
+// returns the error, and that the next checkpoint uploads every file it
+// needs that the failed one did not.
+func TestCheckpointUploadFails(t *testing.T) {
+	ctx := context.Background()
+	store, err := checkpoint.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	full := errors.New("no space left on device")
+	files := &gatedFiles{StateFiles: store.Files("job", "1.0"), fail: full, started: make(chan struct{})}
+	db, err := disk.Open(disk.Options{Dir: t.TempDir(), Memory: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fill(t, db, 0, 5000, 0)
+	if _, err := db.Checkpoint(ctx, files, 1); !errors.Is(err, full) {
+		t.Fatalf("checkpoint with a full store: %v", err)
+	}
+	files.fail = nil
+	fill(t, db, 0, 10, 1)
+	m, err := db.Checkpoint(ctx, files, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Uploaded < m.Total {
+		t.Fatalf("the checkpoint after a failed one uploaded %d of %d bytes, want all", m.Uploaded, m.Total)
+	}
+	restored, err := disk.Restore(ctx, disk.Options{Dir: t.TempDir(), Memory: 4 << 20}, files, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	if got, want := contents(t, restored), contents(t, db); !slices.Equal(got, want) {
+		t.Fatalf("restored %d entries, want %d", len(got), len(want))
 	}
 }

@@ -46,8 +46,11 @@
 //
 // # Checkpoints
 //
-// At a checkpoint the operator writes its changed slots back, and Checkpoint
-// flushes the memtable and takes a pebble checkpoint (hard links) of the DB.
+// At a checkpoint the operator writes its changed slots back, and
+// StartCheckpoint, on the task's goroutine, flushes the memtable and takes a
+// pebble checkpoint (hard links) of the DB; Finish then uploads it on another
+// goroutine while the task goes on (the checkpoints of a DB finish one at a
+// time, in order), and the task acknowledges the checkpoint once it is done.
 // Its SST and blob files are immutable and named by a number the DB never
 // reuses, so each is uploaded to the checkpoint store once, under a name
 // unique to this run of the DB (a restored DB is a new run: two restores from
