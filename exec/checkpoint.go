@@ -52,12 +52,23 @@ type StateFiles interface {
 	Refer(ctx context.Context, checkpoint int64, owner string, names []string) error
 }
 
-// StateUploader is a Checkpointed operator that, besides its state blob,
-// uploads files to StateFiles (the disk state backend): UploadedBytes is
-// what its last SnapshotState uploaded, which the checkpoint's size counts.
-type StateUploader interface {
-	UploadedBytes() int64
+// AsyncCheckpointed is a Checkpointed operator whose snapshot has a slow part
+// that need not hold up its task: uploading the files of the disk state
+// backend. For a checkpoint the task calls SnapshotStateAsync instead of
+// SnapshotState, on its goroutine right after the barrier passed (the state
+// a task ends with is still SnapshotState's): it takes the state as of the
+// barrier and returns the rest of the work, which the task runs on another
+// goroutine while it goes on processing; it acknowledges the checkpoint once
+// that returned. An error from either fails the checkpoint, not the job.
+type AsyncCheckpointed interface {
+	SnapshotStateAsync(ctx context.Context, checkpoint int64) (PendingState, error)
 }
+
+// PendingState finishes a snapshot (AsyncCheckpointed) off the task's
+// goroutine: it returns the operator's state blob, and the bytes it uploaded
+// besides, which the checkpoint's size counts. It must not touch what the
+// task's goroutine uses, and is called exactly once.
+type PendingState func(ctx context.Context) (blob []byte, uploaded int64, err error)
 
 // CheckpointListener hears that a checkpoint is complete: every task of the job
 // has stored its state for it. A source commits the offsets of that checkpoint

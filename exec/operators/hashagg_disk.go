@@ -51,10 +51,8 @@ type aggDisk struct {
 	opts  disk.Options
 	files exec.StateFiles
 	limit int64
-	// evictions counts the times the cache was emptied; uploaded is what
-	// the last checkpoint uploaded.
+	// evictions counts the times the cache was emptied.
 	evictions int
-	uploaded  int64
 	// written says the DB may hold groups: until the first write-back (or a
 	// restore) a group new in the cache is new, and no lookup is needed.
 	written bool
@@ -302,16 +300,19 @@ func (o *hashAggOp) errStateLimit(n int64) error {
 		exec.ErrOutOfMemory, label, n>>20, o.stateLimit>>20)
 }
 
-var _ exec.StateUploader = (*hashAggOp)(nil)
+var _ exec.AsyncCheckpointed = (*hashAggOp)(nil)
 
-// UploadedBytes returns what the last checkpoint of the disk state uploaded.
-func (o *hashAggOp) UploadedBytes() int64 {
-	if o.disk == nil {
-		return 0
+// SnapshotStateAsync takes a disk state's checkpoint and leaves the upload of
+// its files to the task's background; any other state it takes whole, as
+// SnapshotState does.
+func (o *hashAggOp) SnapshotStateAsync(ctx context.Context, checkpoint int64) (exec.PendingState, error) {
+	if o.disk == nil || o.done || o.spill != nil {
+		return donePending(o.SnapshotState(ctx, checkpoint))
 	}
-	u := o.disk.uploaded
-	o.disk.uploaded = 0
-	return u
+	if err := o.snapshotReady(); err != nil {
+		return nil, err
+	}
+	return o.snapshotDisk(checkpoint)
 }
 
 // closeDisk closes the DB, removing its files.
@@ -329,19 +330,15 @@ type hashAggDiskHeader struct {
 	Types []byte `json:"types"`
 }
 
-// snapshotDisk writes the changed groups back and checkpoints the DB.
-func (o *hashAggOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]byte, error) {
+// snapshotDisk writes the changed groups back and starts a checkpoint of
+// the DB.
+func (o *hashAggOp) snapshotDisk(checkpoint int64) (exec.PendingState, error) {
 	if checkpoint <= 0 {
 		return nil, fmt.Errorf("hash_agg: a final snapshot of disk state that is still in use")
 	}
 	if err := o.writeBack(); err != nil {
 		return nil, err
 	}
-	m, err := o.disk.db.Checkpoint(ctx, o.disk.files, checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("hash_agg: %w", err)
-	}
-	o.disk.uploaded = m.Uploaded
 	h := hashAggDiskHeader{hashAggStateHeader: o.stateHeader()}
 	h.Seen = o.seen
 	var fields []arrow.Field
@@ -350,6 +347,7 @@ func (o *hashAggOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]byte,
 			fields = append(fields, arrow.Field{Name: fmt.Sprintf("agg%d", i), Type: dt, Nullable: true})
 		}
 	}
+	var err error
 	if h.Types, err = state.WriteIPC(o.mem, arrow.NewSchema(fields, nil)); err != nil {
 		return nil, err
 	}
@@ -357,11 +355,7 @@ func (o *hashAggOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	man, err := disk.MarshalManifest(m)
-	if err != nil {
-		return nil, err
-	}
-	return state.Encode(hashAggDiskMagic, hashAggDiskVersion, hdr, man), nil
+	return startDiskSnapshot("hash_agg", o.disk.db, o.disk.files, checkpoint, hashAggDiskMagic, hashAggDiskVersion, hdr)
 }
 
 // restoreDisk makes the operator's DB the checkpoint's.
@@ -369,16 +363,10 @@ func (o *hashAggOp) restoreDisk(ctx context.Context, data []byte) error {
 	if o.disk == nil {
 		return fmt.Errorf("hash_agg: %w: the state is on the disk backend, this operator's on memory; SET state_backend = 'disk'", state.ErrBadState)
 	}
-	sections, err := state.Decode("hash_agg", hashAggDiskMagic, hashAggDiskVersion, data)
+	var h hashAggDiskHeader
+	m, err := decodeDiskSnapshot("hash_agg", hashAggDiskMagic, hashAggDiskVersion, data, &h)
 	if err != nil {
 		return err
-	}
-	if len(sections) != 2 {
-		return fmt.Errorf("hash_agg: %w: %d sections, want 2", state.ErrBadState, len(sections))
-	}
-	var h hashAggDiskHeader
-	if err := json.Unmarshal(sections[0], &h); err != nil {
-		return fmt.Errorf("hash_agg: %w: header: %v", state.ErrBadState, err)
 	}
 	if err := o.checkHeader(h.hashAggStateHeader); err != nil {
 		return err
@@ -398,10 +386,6 @@ func (o *hashAggOp) restoreDisk(ctx context.Context, data []byte) error {
 		if err := o.slots()[i].setInputType(f.Type); err != nil {
 			return fmt.Errorf("hash_agg: %w: %v", state.ErrBadState, err)
 		}
-	}
-	m, err := disk.UnmarshalManifest(sections[1])
-	if err != nil {
-		return fmt.Errorf("hash_agg: %w", err)
 	}
 	db, err := disk.Restore(ctx, o.disk.opts, o.disk.files, m)
 	if err != nil {

@@ -195,7 +195,7 @@ func TestHashAggDiskScale(t *testing.T) {
 }
 
 // TestHashAggBackendThroughput compares the backends' throughput on a state
-// that fits in memory: HUMMER_STATE_FIT_KEYS keys (default 2^20), each seen 8
+// that fits in memory: HUMMER_STATE_FIT_KEYS keys (default 2^19), each seen 8
 // times in batches of 4096 scattered over the key space, flushed every 16
 // batches, the disk backend within 256MiB (its cache holds every group, so
 // it empties none); HUMMER_STATE_REPS runs of each, alternating.
@@ -204,7 +204,7 @@ func TestHashAggBackendThroughput(t *testing.T) {
 		t.Skip("HUMMER_STATE_FIT_KEYS not set: a benchmark")
 	}
 	vector.PoisonSlices = false
-	keys := benchEnv(t, "HUMMER_STATE_FIT_KEYS", 1<<20)
+	keys := benchEnv(t, "HUMMER_STATE_FIT_KEYS", 1<<19)
 	reps := benchEnv(t, "HUMMER_STATE_REPS", 5)
 	mem := memory.NewGoAllocator()
 	batches := make([]arrow.RecordBatch, 8*keys/benchBatch)

@@ -458,14 +458,12 @@ func (o *hashAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte
 		}
 		return state.Encode(hashAggStateMagic, hashAggStateVersion, hdr), nil
 	}
-	if o.table == nil {
-		return nil, fmt.Errorf("hash_agg: snapshot before Open")
-	}
-	if len(o.dirty) > 0 || len(o.oldRows) > 0 {
-		return nil, fmt.Errorf("hash_agg: snapshot with %d groups' changes not flushed", len(o.dirty))
+	if err := o.snapshotReady(); err != nil {
+		return nil, err
 	}
 	if o.disk != nil {
-		return o.snapshotDisk(ctx, checkpoint)
+		p, err := o.snapshotDisk(checkpoint)
+		return finishNow(ctx, p, err)
 	}
 	n := o.ngroups()
 	h.Seen, h.Groups = o.seen, n
@@ -524,6 +522,18 @@ func (o *hashAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte
 		sections = append(sections, data)
 	}
 	return state.Encode(hashAggStateMagic, hashAggStateVersion, sections...), nil
+}
+
+// snapshotReady says the operator, open and not done, can be snapshotted:
+// it has no changes not flushed.
+func (o *hashAggOp) snapshotReady() error {
+	if o.table == nil {
+		return fmt.Errorf("hash_agg: snapshot before Open")
+	}
+	if len(o.dirty) > 0 || len(o.oldRows) > 0 {
+		return fmt.Errorf("hash_agg: snapshot with %d groups' changes not flushed", len(o.dirty))
+	}
+	return nil
 }
 
 // RestoreState makes a freshly opened operator the one SnapshotState saw. On

@@ -49,7 +49,6 @@ type joinDisk struct {
 	loaded, changed [2][]bool
 	dirty           [2][]uint32
 	evictions       int
-	uploaded        int64 // by the last checkpoint
 
 	probe    *state.KeyTable // the batch's distinct join keys
 	keyEnc   state.RowKeys
@@ -84,16 +83,16 @@ func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
 	return nil
 }
 
-var _ exec.StateUploader = (*streamJoinOp)(nil)
+var _ exec.AsyncCheckpointed = (*streamJoinOp)(nil)
 
-// UploadedBytes returns what the last checkpoint of the disk state uploaded.
-func (o *streamJoinOp) UploadedBytes() int64 {
-	if o.disk == nil {
-		return 0
+// SnapshotStateAsync takes a disk state's checkpoint and leaves the upload of
+// its files to the task's background; any other state it takes whole, as
+// SnapshotState does.
+func (o *streamJoinOp) SnapshotStateAsync(ctx context.Context, checkpoint int64) (exec.PendingState, error) {
+	if o.disk == nil || o.side[0].rows == nil {
+		return donePending(o.SnapshotState(ctx, checkpoint))
 	}
-	u := o.disk.uploaded
-	o.disk.uploaded = 0
-	return u
+	return o.snapshotDisk(checkpoint)
 }
 
 func (o *streamJoinOp) closeDisk() {
@@ -367,7 +366,9 @@ func (o *streamJoinOp) diskHeader() joinDiskHeader {
 	return joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types)}
 }
 
-func (o *streamJoinOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]byte, error) {
+// snapshotDisk writes the changed keys back and starts a checkpoint of the
+// DB; the state a task ends with it takes whole.
+func (o *streamJoinOp) snapshotDisk(checkpoint int64) (exec.PendingState, error) {
 	if checkpoint <= 0 {
 		// The state a task ended with (StreamTask's storeFinal): once both
 		// inputs ended no row will ever join the held ones, and a task
@@ -384,49 +385,30 @@ func (o *streamJoinOp) snapshotDisk(ctx context.Context, checkpoint int64) ([]by
 			}
 			sections = append(sections, data)
 		}
-		return state.Encode(streamJoinStateMagic, streamJoinStateVersion, sections...), nil
+		return donePending(state.Encode(streamJoinStateMagic, streamJoinStateVersion, sections...), nil)
 	}
 	if err := o.writeBack(); err != nil {
 		return nil, err
 	}
-	m, err := o.disk.db.Checkpoint(ctx, o.disk.files, checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("stream_join: %w", err)
-	}
-	o.disk.uploaded = m.Uploaded
 	hdr, err := json.Marshal(o.diskHeader())
 	if err != nil {
 		return nil, err
 	}
-	man, err := disk.MarshalManifest(m)
-	if err != nil {
-		return nil, err
-	}
-	return state.Encode(streamJoinDiskMagic, streamJoinDiskVersion, hdr, man), nil
+	return startDiskSnapshot("stream_join", o.disk.db, o.disk.files, checkpoint, streamJoinDiskMagic, streamJoinDiskVersion, hdr)
 }
 
 func (o *streamJoinOp) restoreDisk(ctx context.Context, data []byte) error {
 	if o.disk == nil {
 		return fmt.Errorf("stream_join: %w: the state is on the disk backend, this operator's on memory; SET state_backend = 'disk'", state.ErrBadState)
 	}
-	sections, err := state.Decode("stream_join", streamJoinDiskMagic, streamJoinDiskVersion, data)
+	var h joinDiskHeader
+	m, err := decodeDiskSnapshot("stream_join", streamJoinDiskMagic, streamJoinDiskVersion, data, &h)
 	if err != nil {
 		return err
-	}
-	if len(sections) != 2 {
-		return fmt.Errorf("stream_join: %w: %d sections, want 2", state.ErrBadState, len(sections))
-	}
-	var h joinDiskHeader
-	if err := json.Unmarshal(sections[0], &h); err != nil {
-		return fmt.Errorf("stream_join: %w: header: %v", state.ErrBadState, err)
 	}
 	if want := o.diskHeader(); h != want {
 		return fmt.Errorf("stream_join: %w: state of a %s join of %d and %d columns, this one is %s of %d and %d",
 			state.ErrBadState, h.Kind, h.Left, h.Right, want.Kind, want.Left, want.Right)
-	}
-	m, err := disk.UnmarshalManifest(sections[1])
-	if err != nil {
-		return fmt.Errorf("stream_join: %w", err)
 	}
 	db, err := disk.Restore(ctx, o.disk.opts, o.disk.files, m)
 	if err != nil {

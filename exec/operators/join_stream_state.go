@@ -134,7 +134,8 @@ func (o *streamJoinOp) SnapshotState(ctx context.Context, checkpoint int64) ([]b
 		return nil, fmt.Errorf("stream_join: snapshot before Open")
 	}
 	if o.disk != nil {
-		return o.snapshotDisk(ctx, checkpoint)
+		p, err := o.snapshotDisk(checkpoint)
+		return finishNow(ctx, p, err)
 	}
 	var sections [][]byte
 	for _, sd := range o.side {

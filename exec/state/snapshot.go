@@ -16,7 +16,7 @@ type TaskSnapshot struct {
 	Source []byte         `json:"source,omitempty"`
 	Ops    map[int][]byte `json:"ops,omitempty"`
 	// Uploaded is what the operators uploaded beside their blobs for this
-	// checkpoint (exec.StateUploader), for its size.
+	// checkpoint (exec.AsyncCheckpointed), for its size.
 	Uploaded int64 `json:"uploaded,omitempty"`
 	// Ended marks a task that had ended before the checkpoint: the
 	// coordinator writes it, and the state the task ended with is the store's

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,43 +78,75 @@ func (t *StreamTask) checkpointed() map[int]exec.Checkpointed {
 	return m
 }
 
+// pendingOp is an operator's snapshot still to finish (exec.AsyncCheckpointed),
+// by position in the chain.
+type pendingOp struct {
+	op     int
+	finish exec.PendingState
+}
+
 // snapshotOps takes the state of the chain's operators (for a source task, the
-// source's was taken before its barrier went out).
-func (t *StreamTask) snapshotOps(ctx context.Context, id int64, st *state.TaskSnapshot) error {
+// source's was taken before its barrier went out). For checkpoint id > 0 an
+// AsyncCheckpointed operator's snapshot is left pending, for store to finish
+// off the task's goroutine; pending is returned even with an error, as each
+// must be finished.
+func (t *StreamTask) snapshotOps(ctx context.Context, id int64, st *state.TaskSnapshot) (pending []pendingOp, err error) {
 	for i, c := range t.checkpointed() {
 		if i < 0 {
 			continue
 		}
+		if a, ok := c.(exec.AsyncCheckpointed); ok && id > 0 {
+			finish, err := a.SnapshotStateAsync(ctx, id)
+			if err != nil {
+				return pending, fmt.Errorf("snapshot of %s: %w", t.tc.TaskName, err)
+			}
+			pending = append(pending, pendingOp{op: i, finish: finish})
+			continue
+		}
 		data, err := c.SnapshotState(ctx, id)
 		if err != nil {
-			return fmt.Errorf("snapshot of %s: %w", t.tc.TaskName, err)
+			return pending, fmt.Errorf("snapshot of %s: %w", t.tc.TaskName, err)
 		}
 		if st.Ops == nil {
 			st.Ops = map[int][]byte{}
 		}
 		st.Ops[i] = data
-		if u, ok := c.(exec.StateUploader); ok {
-			st.Uploaded += u.UploadedBytes()
-		}
 	}
-	return nil
+	return pending, nil
 }
 
-// store writes the task's state of checkpoint id in the background and then
-// acknowledges it, so that processing goes on while the state is written.
-func (t *StreamTask) store(ctx context.Context, id int64, st state.TaskSnapshot, align time.Duration, snapErr error) {
+// store finishes the pending snapshots of checkpoint id and writes the task's
+// state in the background, then acknowledges it, so that processing goes on
+// while files are uploaded and the state is written. An error fails the
+// checkpoint (its ack says so), not the task.
+func (t *StreamTask) store(ctx context.Context, id int64, st state.TaskSnapshot, pending []pendingOp, align time.Duration, snapErr error) {
 	cp := t.ckpt
 	cp.puts.Add(1)
 	go func() {
 		defer cp.puts.Done()
+		ctx := context.WithoutCancel(ctx)
 		ack := exec.CheckpointAck{Task: cp.task, Checkpoint: id, Align: align}
 		err := snapErr
+		for _, p := range pending {
+			// Each is finished, even after an error: an operator's next
+			// checkpoint may wait for this one's.
+			blob, uploaded, perr := p.finish(ctx)
+			if perr != nil {
+				err = cmp.Or(err, fmt.Errorf("snapshot of %s: %w", t.tc.TaskName, perr))
+				continue
+			}
+			if st.Ops == nil {
+				st.Ops = map[int][]byte{}
+			}
+			st.Ops[p.op] = blob
+			st.Uploaded += uploaded
+		}
 		if err == nil && (st.Source != nil || st.Ops != nil) {
 			var data []byte
 			data, err = st.Marshal()
 			if err == nil {
 				ack.Bytes = len(data) + int(st.Uploaded)
-				err = cp.store.Put(context.WithoutCancel(ctx), cp.job, id, state.TaskKey(cp.task), data)
+				err = cp.store.Put(ctx, cp.job, id, state.TaskKey(cp.task), data)
 			}
 		}
 		if err != nil {
@@ -185,7 +218,7 @@ func (t *StreamTask) storeFinal(ctx context.Context) error {
 		}
 		st.Source = data
 	}
-	if err := t.snapshotOps(ctx, 0, &st); err != nil {
+	if _, err := t.snapshotOps(ctx, 0, &st); err != nil { // checkpoint 0: none pending
 		return err
 	}
 	data, err := st.Marshal()
@@ -260,6 +293,7 @@ func (t *StreamTask) sourceCheckpoints(ctx context.Context, emit *sync.Mutex, he
 				continue
 			}
 			var st state.TaskSnapshot
+			var pending []pendingOp
 			var err error
 			if c, ok := t.source.(exec.Checkpointed); ok {
 				st.Source, err = c.SnapshotState(ctx, id)
@@ -269,10 +303,10 @@ func (t *StreamTask) sourceCheckpoints(ctx context.Context, emit *sync.Mutex, he
 					emit.Unlock()
 					return err
 				}
-				err = t.snapshotOps(ctx, id, &st)
+				pending, err = t.snapshotOps(ctx, id, &st)
 			}
 			emit.Unlock()
-			t.store(ctx, id, st, 0, err)
+			t.store(ctx, id, st, pending, 0, err)
 		case id := <-cp.completes:
 			emit.Lock()
 			err := t.notifyComplete(ctx, id)

@@ -499,8 +499,8 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		}
 		if t.ckpt != nil {
 			var st state.TaskSnapshot
-			err := t.snapshotOps(ctx, id, &st)
-			t.store(ctx, id, st, align, err)
+			pending, err := t.snapshotOps(ctx, id, &st)
+			t.store(ctx, id, st, pending, align, err)
 		}
 		return nil
 	}

@@ -52,7 +52,7 @@ func main() {
 	nxQueries := flag.String("nexmark-queries", strings.Join(nexmarkQueries, ","), "the nexmark suite's queries (files of bench/nexmark)")
 	flag.IntVar(&cfg.stateKeys, "state-keys", 50_000_000, "distinct keys of the state suite's GROUP BY on the disk backend")
 	flag.Int64Var(&cfg.stateMemory, "state-memory", 256<<20, "bytes of state memory in the state suite (--state-memory of one slot)")
-	flag.IntVar(&cfg.stateFitKeys, "state-fit-keys", 1<<20, "keys of the state suite's disk-against-memory runs, on a state that fits")
+	flag.IntVar(&cfg.stateFitKeys, "state-fit-keys", 1<<19, "keys of the state suite's disk-against-memory runs, on a state that fits")
 	flag.IntVar(&cfg.stateReps, "state-reps", 5, "runs per backend of the state suite's disk-against-memory comparison")
 	flag.Int64Var(&cfg.stateCkptBytes, "state-checkpoint-bytes", 2_000_000_000, "bytes of keys and values of the state suite's checkpointed state")
 	flag.StringVar(&cfg.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "where PostgreSQL's initdb and postgres are, for the tpch suite")
