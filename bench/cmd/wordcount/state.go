@@ -73,6 +73,7 @@ type stateReport struct {
 			Uploaded int64   `json:"uploaded"`
 			Total    int64   `json:"total"`
 			Files    int     `json:"files"`
+			StartS   float64 `json:"start_s"`
 			WallS    float64 `json:"wall_s"`
 			CPUS     float64 `json:"cpu_s"`
 		} `json:"checkpoints"`
@@ -209,7 +210,7 @@ func (r *stateReport) readme(resultsDir string, p func(string, ...any)) {
 	p("")
 	p("<!-- From %s, written by `make bench-state` (suite state of bench/cmd/wordcount; the section is bench/cmd/wordcount/state.go). -->", filepath.Join(resultsDir, stateFile))
 	p("")
-	p("Run of %s (Hummer `%s`), %.0f s in all, each part run once; load average %.2f just before, on a machine shared with other work, so times are noisy. The parts are tests of the engine's packages, skipped unless their environment variables are set, built as test binaries and run each in its own process under `bench/cmd/measure` (the process's wall and CPU time and peak RSS, its start-up included). They drive the operator directly, a batch of 4096 rows at a time as a task would, without a server, SQL or a network in between.",
+	p("Run of %s (Hummer `%s`), %.0f s in all, each part run once; load average %.2f just before, on a machine shared with other work, so times are noisy. The parts are tests of the engine's packages, skipped unless their environment variables are set, built as test binaries and run each in its own process under `bench/cmd/measure` (the process's wall and CPU time and peak RSS, its start-up included). The first two drive the aggregation operator directly, a batch of 4096 rows at a time as a task would, the third the operator's pebble DB; no server, SQL or network is in between, so the figures are the backend's own.",
 		r.Date, r.Versions.Hummer, r.DurationS, r.LoadAvg)
 	p("")
 	p("| goal | target | value |")
@@ -253,23 +254,27 @@ func (r *stateReport) readme(resultsDir string, p func(string, ...any)) {
 	}
 	p("")
 	ck := r.CheckpointsInner
-	p("**Checkpoints of a %.1f GB state** (`TestCheckpointScale`, exec/state/disk): a pebble DB of the disk backend (the state memory as above) holding %d keys of %d bytes with incompressible values of %d bytes (written in %.0f s, %.0f s CPU), checkpointed to a `file://` checkpoint store; then three rounds in which %d keys (1%%) get new values and a checkpoint follows, the keys of %d contiguous runs spread over the key space (*blocks*: a round's runs are next to the last round's), then three rounds of %d keys drawn at random. *incremental / full* is what the checkpoint uploaded over what the first, full one did; *state* is the size of every file the checkpoint refers to, what a full checkpoint at that point would upload. Times are from the checkpoint's start to its return: pebble's flush and checkpoint (hard links), the CRC-32C of the new files and their copy into the store.",
+	p("**Checkpoints of a %.1f GB state** (`TestCheckpointScale`, exec/state/disk): a pebble DB of the disk backend (the state memory as above) holding %d keys of %d bytes with incompressible values of %d bytes (written in %.0f s, %.0f s CPU), checkpointed to a `file://` checkpoint store; then three rounds in which %d keys (1%%) get new values and a checkpoint follows, the keys of %d contiguous runs spread over the key space (*blocks*: a round's runs are next to the last round's), then three rounds of %d keys drawn at random. *incremental / full* is what the checkpoint uploaded over what the first, full one did; *state* is the size of every file the checkpoint refers to, what a full checkpoint at that point would upload. *task s* is the part a task does at the barrier (`StartCheckpoint`: pebble's flush of its memtable and checkpoint, hard links), *wall s* that and the rest, which a task leaves to a goroutine of its own while it goes on processing (`Finish`: the CRC-32C of the new files and their copy into the store); CPU s is the process's over both, pebble's background compactions included.",
 		float64(ck.Keys)*float64(ck.KeyBytes+ck.ValueBytes)/1e9, ck.Keys, ck.KeyBytes, ck.ValueBytes, ck.LoadWallS, ck.LoadCPUS, ck.ChangedKeys, ck.Blocks, ck.ChangedKeys)
 	p("")
-	p("| checkpoint | keys changed | uploaded MB | state MB | files | incremental / full | wall s | CPU s |")
-	p("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	p("| checkpoint | keys changed | uploaded MB | state MB | files | incremental / full | task s | wall s | CPU s |")
+	p("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for i, c := range ck.Checkpoints {
-		p("| %d | %s | %.1f | %.1f | %d | %.3f | %.2f | %.2f |", i+1, c.Kind, float64(c.Uploaded)/1e6, float64(c.Total)/1e6, c.Files, r.fullRatio(c.Uploaded), c.WallS, c.CPUS)
+		p("| %d | %s | %.1f | %.1f | %d | %.3f | %.2f | %.2f | %.2f |", i+1, c.Kind, float64(c.Uploaded)/1e6, float64(c.Total)/1e6, c.Files, r.fullRatio(c.Uploaded), c.StartS, c.WallS, c.CPUS)
 	}
 	p("")
-	var rand []string
+	var blocks, rand []string
 	for _, c := range ck.Checkpoints {
-		if c.Kind == "random" {
+		switch c.Kind {
+		case "blocks":
+			blocks = append(blocks, fmt.Sprintf("%.3f", r.fullRatio(c.Uploaded)))
+		case "random":
 			rand = append(rand, fmt.Sprintf("%.3f", r.fullRatio(c.Uploaded)))
 		}
 	}
 	if len(rand) > 0 {
-		p("Keys changing at random touch every SST file's key range, so their new files overlap all of the state: a round uploads only its own new files (%s of full) until pebble compacts them into the base level, and the checkpoint after that compaction uploads the rewritten files (a compaction into the last level rewrites every file it overlaps). Keys changing in blocks overlap few files, and compactions stay small. An incremental checkpoint never uploads a file twice: a file is uploaded once and referred to by every later checkpoint that needs it.", strings.Join(rand, ", "))
+		p("A checkpoint uploads every file new since the last one: the changed keys pebble flushed, and whatever its compactions wrote since. Compactions merge each round's changes with earlier rounds' and with the files below them, so a round's upload holds earlier rounds' keys again and grows from round to round (in blocks %s of full, at random %s). Keys changed in blocks overlap few of the files below; keys changed at random overlap all of them, and a compaction of those into a lower level rewrites every file they overlap. No file is uploaded twice: each is uploaded once and referred to by every later checkpoint that needs it.",
+			strings.Join(blocks, ", "), strings.Join(rand, ", "))
 		p("")
 	}
 	if slices.ContainsFunc([]stateRun{r.Scale, r.Fit, r.Checkpoints}, func(s stateRun) bool { return s.Error != "" }) {
