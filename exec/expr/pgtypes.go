@@ -1,9 +1,13 @@
 package expr
 
 import (
+	"bytes"
 	"encoding/hex"
+	"math"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec/types"
@@ -19,6 +23,15 @@ import (
 // more than castArray's conversion of the holding types; ok is false when it
 // does not.
 func castHeld(a arrow.Array, from, to types.Type, mem memory.Allocator) (out arrow.Array, ok bool, err error) {
+	if narrow(to) && from != to {
+		held, err := castArray(a, from, to.Base(), mem)
+		if err != nil {
+			return nil, true, err
+		}
+		defer held.Release()
+		out, err = narrowTo(held, to, mem)
+		return out, true, err
+	}
 	switch {
 	case to.OID == types.OIDBytea && from.ID == types.String && from.OID != types.OIDBytea:
 		out, err = mapText(a, mem, func(dst, s []byte) ([]byte, error) { return appendByteaInput(dst, s) })
@@ -39,6 +52,76 @@ func castHeld(a arrow.Array, from, to types.Type, mem memory.Allocator) (out arr
 	return nil, false, nil
 }
 
+// narrow reports whether a cast to t checks its values: to a smallint,
+// integer, oid, real, character varying(n) or character.
+func narrow(t types.Type) bool {
+	return t.Narrow() && !(t.OID == types.OIDVarchar && t.Len == 0)
+}
+
+// narrowTo returns a, an array of to's holding type, as values of to, or
+// fails as PostgreSQL's assignment to to does: an integer out of to's range
+// (22003), a double a float4 cannot hold, text longer than to's length but
+// for blanks, which go (22001). A character(n) loses its trailing blanks
+// (see types.OIDBpchar).
+func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, error) {
+	if lo, hi, ok := to.IntRange(); ok {
+		for i, v := range int64Values(a) {
+			if (v < lo || v > hi) && a.IsValid(i) {
+				what := map[uint32]string{types.OIDInt2: "smallint", types.OIDInt4: "integer", types.OIDOid: "OID"}[to.OID]
+				return nil, newError(ErrOutOfRange, "%s out of range", what)
+			}
+		}
+		a.Retain()
+		return a, nil
+	}
+	if to.OID == types.OIDFloat4 {
+		n := a.Len()
+		valid, nulls := validity(mem, n, a)
+		data, out := newValues[float64](mem, n)
+		var err error
+		for i, v := range a.(*array.Float64).Float64Values() {
+			f := float32(v)
+			switch {
+			case !validAt(valid, i):
+			case math.IsInf(float64(f), 0) && !math.IsInf(v, 0):
+				err = errFloatOver
+			case f == 0 && v != 0:
+				err = errFloatUnder
+			}
+			if err != nil {
+				data.Release()
+				if valid != nil {
+					valid.Release()
+				}
+				return nil, err
+			}
+			out[i] = float64(f)
+		}
+		return finish(types.Float64Type.Arrow(), n, nulls, valid, data), nil
+	}
+	limit := int(to.Len)
+	if limit == 0 {
+		limit = math.MaxInt // bpchar without a length
+	}
+	return mapText(a, mem, func(dst, s []byte) ([]byte, error) {
+		if len(s) > limit && utf8.RuneCount(s) > limit {
+			cut := 0
+			for range limit {
+				_, size := utf8.DecodeRune(s[cut:])
+				cut += size
+			}
+			if len(bytes.TrimRight(s[cut:], " ")) > 0 {
+				return nil, newError(ErrTooLong, "value too long for type %s", to)
+			}
+			s = s[:cut]
+		}
+		if to.OID == types.OIDBpchar {
+			s = bytes.TrimRight(s, " ")
+		}
+		return append(dst, s...), nil
+	})
+}
+
 // appendHeldText appends row i of a held type's array in PostgreSQL's text
 // output; ok is false for the types whose text is their holding type's.
 func appendHeldText(dst []byte, a arrow.Array, t types.Type, i int) ([]byte, bool) {
@@ -47,6 +130,8 @@ func appendHeldText(dst []byte, a arrow.Array, t types.Type, i int) ([]byte, boo
 		return types.AppendTimestamptz(dst, int64Values(a)[i]), true
 	case types.OIDBytea:
 		return types.AppendBytea(dst, string(textOf(a).row(i))), true
+	case types.OIDFloat4:
+		return types.AppendFloat4(dst, a.(*array.Float64).Value(i)), true
 	}
 	return dst, false
 }
