@@ -3,6 +3,7 @@ package expr
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"math"
 	"unicode/utf8"
 
@@ -30,6 +31,9 @@ func castHeld(a arrow.Array, from, to types.Type, mem memory.Allocator) (out arr
 		}
 		defer held.Release()
 		out, err = narrowTo(held, to, mem)
+		if errors.Is(err, ErrOutOfRange) && from.ID == types.String && to.ID == types.Int64 {
+			err = rangeOfText(a, held, to) // int4in's message names the text
+		}
 		return out, true, err
 	}
 	switch {
@@ -120,6 +124,18 @@ func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, 
 		}
 		return append(dst, s...), nil
 	})
+}
+
+// rangeOfText is the error of the first row of text whose integer held is
+// out of to's range, as PostgreSQL's input function reports it.
+func rangeOfText(text, held arrow.Array, to types.Type) error {
+	lo, hi, _ := to.IntRange()
+	for i, v := range int64Values(held) {
+		if (v < lo || v > hi) && held.IsValid(i) {
+			return newError(ErrOutOfRange, "value \"%s\" is out of range for type %s", textOf(text).row(i), to)
+		}
+	}
+	return nil
 }
 
 // appendHeldText appends row i of a held type's array in PostgreSQL's text
