@@ -123,6 +123,18 @@ func TestPgDeclaredWidths(t *testing.T) {
 			t.Errorf("%s: %v, want %s %s", c.sql, err, c.code, c.msg)
 		}
 	}
+	// COPY's text checks each value as the column's input function does.
+	for _, c := range []struct{ data, cols, code, msg string }{
+		{"1\n3000000000\n", "a", "22003", `value "3000000000" is out of range for type integer`},
+		{"1\tabcdefg\n", "a, d", "22001", "value too long for type character varying(5)"},
+		{"1\t1e39\n", "a, c", "22003", `"1e39" is out of range for type real`},
+	} {
+		_, err := conn.PgConn().CopyFrom(ctx, strings.NewReader(c.data), "COPY w ("+c.cols+") FROM STDIN")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != c.code || pe.Message != c.msg {
+			t.Errorf("COPY %q: %v, want %s %s", c.data, err, c.code, c.msg)
+		}
+	}
 	var cut, trimmed, padded string
 	err = conn.QueryRow(ctx, "SELECT 'abcdef'::varchar(3), CAST('ab   ' AS VARCHAR(2)), CAST('ab' AS CHAR(3)) || '|'").Scan(&cut, &trimmed, &padded)
 	if err != nil || cut != "abc" || trimmed != "ab" || padded != "ab|" {

@@ -63,16 +63,13 @@ func narrow(t types.Type) bool {
 }
 
 // narrowTo returns a, an array of to's holding type, as values of to, or
-// fails as PostgreSQL's assignment to to does: an integer out of to's range
-// (22003), a double a float4 cannot hold, text longer than to's length but
-// for blanks, which go (22001). A character(n) loses its trailing blanks
-// (see types.OIDBpchar).
+// fails as PostgreSQL's assignment to to does (NarrowInt, NarrowFloat,
+// NarrowText).
 func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, error) {
-	if lo, hi, ok := to.IntRange(); ok {
+	if _, _, ok := to.IntRange(); ok {
 		for i, v := range int64Values(a) {
-			if (v < lo || v > hi) && a.IsValid(i) {
-				what := map[uint32]string{types.OIDInt2: "smallint", types.OIDInt4: "integer", types.OIDOid: "OID"}[to.OID]
-				return nil, newError(ErrOutOfRange, "%s out of range", what)
+			if err := NarrowInt(to, v); err != nil && a.IsValid(i) {
+				return nil, err
 			}
 		}
 		a.Retain()
@@ -82,16 +79,11 @@ func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, 
 		n := a.Len()
 		valid, nulls := validity(mem, n, a)
 		data, out := newValues[float64](mem, n)
-		var err error
 		for i, v := range a.(*array.Float64).Float64Values() {
-			f := float32(v)
-			switch {
-			case !validAt(valid, i):
-			case math.IsInf(float64(f), 0) && !math.IsInf(v, 0):
-				err = errFloatOver
-			case f == 0 && v != 0:
-				err = errFloatUnder
+			if !validAt(valid, i) {
+				continue
 			}
+			f, err := NarrowFloat(to, v)
 			if err != nil {
 				data.Release()
 				if valid != nil {
@@ -99,31 +91,63 @@ func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, 
 				}
 				return nil, err
 			}
-			out[i] = float64(f)
+			out[i] = f
 		}
 		return finish(types.Float64Type.Arrow(), n, nulls, valid, data), nil
 	}
-	limit := int(to.Len)
-	if limit == 0 {
-		limit = math.MaxInt // bpchar without a length
-	}
 	return mapText(a, mem, func(dst, s []byte) ([]byte, error) {
-		if len(s) > limit && utf8.RuneCount(s) > limit {
-			cut := 0
-			for range limit {
-				_, size := utf8.DecodeRune(s[cut:])
-				cut += size
-			}
-			if len(bytes.TrimRight(s[cut:], " ")) > 0 {
-				return nil, newError(ErrTooLong, "value too long for type %s", to)
-			}
-			s = s[:cut]
-		}
-		if to.OID == types.OIDBpchar {
-			s = bytes.TrimRight(s, " ")
-		}
-		return append(dst, s...), nil
+		s, err := NarrowText(to, s)
+		return append(dst, s...), err
 	})
+}
+
+// NarrowInt checks that v is in the range of the integer type t (a
+// smallint, integer or oid): else the error is PostgreSQL's (22003).
+func NarrowInt(t types.Type, v int64) error {
+	if lo, hi, ok := t.IntRange(); ok && (v < lo || v > hi) {
+		what := map[uint32]string{types.OIDInt2: "smallint", types.OIDInt4: "integer", types.OIDOid: "OID"}[t.OID]
+		return newError(ErrOutOfRange, "%s out of range", what)
+	}
+	return nil
+}
+
+// NarrowFloat returns v as a value of t: rounded to a float4's precision
+// for a real, or the error of a finite v too large or too small (but not
+// 0) for one (22003).
+func NarrowFloat(t types.Type, v float64) (float64, error) {
+	if t.OID != types.OIDFloat4 {
+		return v, nil
+	}
+	f := float32(v)
+	switch {
+	case math.IsInf(float64(f), 0) && !math.IsInf(v, 0):
+		return 0, errFloatOver
+	case f == 0 && v != 0:
+		return 0, errFloatUnder
+	}
+	return float64(f), nil
+}
+
+// NarrowText returns s as a value of the character type t: longer than
+// t's length is an error (22001) unless what is past it is blanks, which
+// go; a character(n) loses its trailing blanks (see types.OIDBpchar). The
+// result shares s's bytes.
+func NarrowText(t types.Type, s []byte) ([]byte, error) {
+	if t.Len > 0 && len(s) > int(t.Len) && utf8.RuneCount(s) > int(t.Len) {
+		cut := 0
+		for range t.Len {
+			_, size := utf8.DecodeRune(s[cut:])
+			cut += size
+		}
+		if len(bytes.TrimRight(s[cut:], " ")) > 0 {
+			return nil, newError(ErrTooLong, "value too long for type %s", t)
+		}
+		s = s[:cut]
+	}
+	if t.OID == types.OIDBpchar {
+		s = bytes.TrimRight(s, " ")
+	}
+	return s, nil
 }
 
 // rangeOfText is the error of the first row of text whose integer held is
