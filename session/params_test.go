@@ -63,7 +63,7 @@ func TestPrepareParamTypes(t *testing.T) {
 		// [20 1082 1114 25 1700 701 16].
 		{"INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6, $7)", nil, "bigint,date,timestamp,text,decimal(10,2),double,boolean", ""},
 		// [25 23] -> int4, text.
-		{"SELECT $2::int, $1", nil, "text,bigint", "bigint,text"},
+		{"SELECT $2::int, $1", nil, "text,integer", "integer,text"},
 		// More types declared than used: all are parameters.
 		{"SELECT 1", []types.Type{types.Int64Type, types.StringType}, "bigint,text", "bigint"},
 	} {

@@ -489,8 +489,8 @@ func (s *Session) infoColumns() []row {
 			switch typ {
 			case 20, 21, 23:
 				r["numeric_precision"], r["numeric_precision_radix"], r["numeric_scale"] = map[int64]int{20: 64, 21: 16, 23: 32}[typ], 2, 0
-			case 701:
-				r["numeric_precision"], r["numeric_precision_radix"] = 53, 2
+			case 700, 701:
+				r["numeric_precision"], r["numeric_precision_radix"] = map[int64]int{700: 24, 701: 53}[typ], 2
 			case 1700:
 				r["numeric_precision_radix"] = 10
 				if c.Type.ID == types.Decimal {
@@ -500,8 +500,12 @@ func (s *Session) infoColumns() []row {
 				r["datetime_precision"] = 6
 			case 1082:
 				r["datetime_precision"] = 0
-			case 25:
+			case 25, 1042, 1043:
+				// A length's characters at most 4 bytes each in UTF-8.
 				r["character_octet_length"] = 1073741824
+				if mod >= 4 {
+					r["character_maximum_length"], r["character_octet_length"] = mod-4, 4*(mod-4)
+				}
 			}
 			rows = append(rows, r)
 		}
@@ -520,6 +524,8 @@ func infoDataType(oid, typmod int64) string {
 		return "numeric"
 	case 18:
 		return `"char"`
+	case 1042:
+		return "character"
 	case 22, 30, 194, 1033, 24, 2205, 2206, 4089, 28:
 		return "USER-DEFINED"
 	}

@@ -236,11 +236,17 @@ func columnOptionName(o *ast.ColumnOption) string {
 	return "this"
 }
 
-// sqlType maps a parsed column or CAST type to the engine's types:
-// BIGINT/INT/INTEGER/SMALLINT/TINYINT -> bigint, BOOLEAN (which the parser reads
-// as TINYINT(1)) -> boolean, DOUBLE/FLOAT/REAL -> double, DECIMAL/NUMERIC(p,s) ->
-// decimal (MySQL's default DECIMAL is (10,0)), TEXT/VARCHAR/CHAR -> text,
-// DATETIME/TIMESTAMP/DATE -> timestamp. node positions errors (nil: none).
+// sqlType maps a parsed column or CAST type to the engine's types, as
+// PostgreSQL names them: BIGINT -> bigint; INT/INTEGER/MEDIUMINT -> integer
+// and SMALLINT -> smallint (held as bigint, types.OIDInt4); TINYINT -> bigint,
+// BOOLEAN (which the parser reads as TINYINT(1)) -> boolean; DOUBLE -> double
+// and FLOAT/FLOAT4 -> real (the dialect layer tells PostgreSQL's REAL and
+// FLOAT apart: columnTypeFact, castTypeFact); DECIMAL/NUMERIC(p,s) ->
+// decimal (MySQL's default DECIMAL is (10,0)); VARCHAR(n) -> character
+// varying(n), CHAR(n) -> character(n) (CHAR alone is character(1) in a
+// column, text in a CAST, as MySQL's CAST AS CHAR is), TEXT -> text;
+// DATETIME/TIMESTAMP -> timestamp, DATE -> date. node positions errors (nil:
+// none).
 func (b *binder) sqlType(ft *ptypes.FieldType, node ast.Node) (types.Type, error) {
 	switch ft.GetType() {
 	case mysql.TypeTiny:
@@ -248,9 +254,15 @@ func (b *binder) sqlType(ft *ptypes.FieldType, node ast.Node) (types.Type, error
 			return types.BoolType, nil
 		}
 		return types.Int64Type, nil
-	case mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
+	case mysql.TypeShort:
+		return types.Int2Type, nil
+	case mysql.TypeInt24, mysql.TypeLong:
+		return types.Int4Type, nil
+	case mysql.TypeLonglong:
 		return types.Int64Type, nil
-	case mysql.TypeFloat, mysql.TypeDouble:
+	case mysql.TypeFloat:
+		return types.Float4Type, nil
+	case mysql.TypeDouble:
 		return types.Float64Type, nil
 	case mysql.TypeNewDecimal:
 		p, s := ft.GetFlen(), ft.GetDecimal()
@@ -271,6 +283,13 @@ func (b *binder) sqlType(ft *ptypes.FieldType, node ast.Node) (types.Type, error
 		mysql.TypeTinyBlob, mysql.TypeBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
 		if ft.GetCharset() == "binary" {
 			return types.Type{}, b.errorf(ErrUnsupported, node, "binary strings are not supported")
+		}
+		n := ft.GetFlen()
+		switch ft.GetType() {
+		case mysql.TypeVarchar:
+			return types.VarcharType(n), nil
+		case mysql.TypeString:
+			return types.BpcharType(max(n, 1)), nil
 		}
 		return types.StringType, nil
 	case mysql.TypeDate:

@@ -295,8 +295,10 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 				return nil, err
 			}
 		}
-		if a.Type.OID == types.OIDBytea && a.Type.Base() == sig.Args[i] {
-			cast[i] = a // its bytes, not its text (bind_pgtypes.go)
+		if (a.Type.OID == types.OIDBytea || a.Type.Narrow()) && a.Type.Base() == sig.Args[i] {
+			// bytea: its bytes, not its text (bind_pgtypes.go); an integer or
+			// a character varying: its values as they are.
+			cast[i] = a
 		}
 	}
 	return expr.Call(fn, sig.Result, cast...), nil

@@ -628,8 +628,13 @@ func shiftFrom(e *expr.Expr, from, d int) *expr.Expr {
 
 // keyColumns turns join key expressions over an input of width n into column
 // positions; keys that are not plain columns become extra columns n, n+1, ...
+// A column cast from a narrower form of a type to that type (an integer to
+// bigint), which leaves its values as they are, is the column.
 func keyColumns(keys []*expr.Expr, n int) (cols []int, extra []*expr.Expr) {
 	for _, k := range keys {
+		if k.Kind == expr.KindCast && k.Args[0].Kind == expr.KindColumn && k.Args[0].Type.Narrow() && k.Args[0].Type.Base() == k.Type {
+			k = k.Args[0]
+		}
 		if k.Kind == expr.KindColumn {
 			cols = append(cols, k.Col)
 			continue

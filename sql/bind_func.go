@@ -234,6 +234,7 @@ func (b *binder) bindCast(ctx *exprCtx, n *ast.FuncCastExpr) (*expr.Expr, error)
 	if err != nil {
 		return nil, err
 	}
+	to = b.castTypeFact(n, to) // bind_pgtypes.go
 	if !expr.CanCast(arg.Type, to) {
 		return nil, b.errorf(ErrType, n, "cannot cast type %s to %s", arg.Type, to)
 	}
@@ -245,6 +246,13 @@ func (b *binder) bindCast(ctx *exprCtx, n *ast.FuncCastExpr) (*expr.Expr, error)
 	}
 	if (arg.Type.OID == types.OIDTimestamptz) != (to.OID == types.OIDTimestamptz) {
 		return b.zonedCast(n, arg, to) // bind_timezone.go
+	}
+	if to.Len > 0 {
+		// An explicit cast to a character type of length n cuts what is
+		// longer, where an assignment fails (exec/expr's narrowTo).
+		if arg, err = b.call(n, "left", expr.Cast(arg, types.StringType), expr.Literal(types.IntValue(int64(to.Len)))); err != nil {
+			return nil, err
+		}
 	}
 	return &expr.Expr{Kind: expr.KindCast, Type: to, Args: []*expr.Expr{arg}}, nil
 }

@@ -321,7 +321,7 @@ func isNotNull(x *expr.Expr) *expr.Expr {
 var pgTypeOIDs = map[int64]string{
 	16: "bool", 17: "bytea", 18: "char", 19: "name", 20: "int8", 21: "int2", 22: "int2vector", 23: "int4",
 	24: "regproc", 25: "text", 26: "oid", 28: "xid", 30: "oidvector", 194: "pg_node_tree", 700: "float4",
-	701: "float8", 1033: "aclitem", 1043: "varchar", 1082: "date", 1114: "timestamp", 1184: "timestamptz",
+	701: "float8", 1033: "aclitem", 1042: "bpchar", 1043: "varchar", 1082: "date", 1114: "timestamp", 1184: "timestamptz",
 	1186: "interval", 1700: "numeric", 2205: "regclass", 2206: "regtype", 4089: "regnamespace",
 }
 
@@ -360,10 +360,14 @@ func PgTypeOID(t types.Type) int64 {
 	return 25
 }
 
-// PgTypmod is the typmod of a Hummer type: numeric's precision and scale.
+// PgTypmod is the typmod of a Hummer type: numeric's precision and scale,
+// the character types' length.
 func PgTypmod(t types.Type) int64 {
 	if t.ID == types.Decimal {
 		return int64(t.Precision)<<16 | int64(t.Scale) + 4
+	}
+	if t.Len > 0 {
+		return int64(t.Len) + 4
 	}
 	return -1
 }

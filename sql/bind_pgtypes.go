@@ -206,3 +206,38 @@ func isArrayAgg(n ast.ExprNode) bool {
 	walk(n, 0)
 	return found
 }
+
+// castTypeFact is the type of CAST n as PostgreSQL reads the name the
+// dialect layer saw written (dialectFacts.castNames), where the parser's
+// type, to, is MySQL's: x::integer is an integer, not a bigint;
+// CAST(x AS varchar(5)) a character varying(5).
+func (b *binder) castTypeFact(n *ast.FuncCastExpr, to types.Type) types.Type {
+	if b.facts.empty() {
+		return to
+	}
+	name, ok := b.facts.castNames[n.OriginTextPosition()]
+	if !ok {
+		return to
+	}
+	switch name {
+	case "int2":
+		return types.Int2Type
+	case "int4":
+		return types.Int4Type
+	case "int8":
+		return types.Int64Type
+	case "oid":
+		return types.OidType
+	case "float4":
+		return types.Float4Type
+	case "float8":
+		return types.Float64Type
+	case "varchar":
+		return types.VarcharType(n.Tp.GetFlen())
+	case "bpchar":
+		if n.Tp.GetFlen() > 0 {
+			return types.BpcharType(n.Tp.GetFlen())
+		}
+	}
+	return to
+}

@@ -443,8 +443,11 @@ func columnsOf(schema types.Schema) []*expr.Expr {
 }
 
 // accepts reports whether an argument of type have may be passed as want: only
-// NULL converts implicitly.
-func accepts(want, have types.Type) bool { return have == want || have.ID == types.Null }
+// NULL converts implicitly, and a narrower form of want is one (an integer is
+// a bigint, a character varying text).
+func accepts(want, have types.Type) bool {
+	return have == want || have.ID == types.Null || have.Narrow() && have.Base() == want
+}
 
 // bindGroupBy binds GROUP BY items as PostgreSQL does: an integer is a select
 // list position, a bare name is an input column if there is one and otherwise a

@@ -702,6 +702,10 @@ var pgColumnTypes = map[string]struct {
 }{
 	"timestamptz": {types.TimestamptzType, "DATETIME"}, "timestamp with time zone": {types.TimestamptzType, "DATETIME"},
 	"bytea": {types.ByteaType, "TEXT"}, "interval": {types.IntervalType, "TEXT"},
+	// The parser reads these, as MySQL's types: REAL as DOUBLE, FLOAT as a
+	// float4, where PostgreSQL's are float4 and float8 (FLOAT(p) both read
+	// by p, alike).
+	"real": {types.Float4Type, "FLOAT"}, "float": {types.Float64Type, "DOUBLE"},
 }
 
 // rewriteColumnTypes replaces the PostgreSQL column types of a CREATE TABLE
@@ -737,7 +741,7 @@ func rewriteColumnTypes(stmt []token, f *dialectFacts) []token {
 				ws = append(ws, strings.ToLower(stmt[i].text))
 			}
 			pg, ok := pgColumnTypes[strings.Join(ws, " ")]
-			if !ok {
+			if !ok || ws[0] == "float" && k+2 < len(w) && stmt[w[k+2]].text == "(" {
 				continue
 			}
 			f.columnTypes[t.pos] = columnType{name: unquoteName(t.text), typ: pg.typ}

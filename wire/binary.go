@@ -45,8 +45,11 @@ const (
 // microseconds.
 const pgEpochMicros = 946684800 * 1_000_000
 
-// pgNaNBits is the float8 NaN PostgreSQL sends.
-const pgNaNBits = 0x7ff8000000000000
+// pgNaNBits and pgNaN4Bits are the float8 and float4 NaNs PostgreSQL sends.
+const (
+	pgNaNBits  = 0x7ff8000000000000
+	pgNaN4Bits = 0x7fc00000
+)
 
 // binarySupported reports whether a column of type t can be sent in binary.
 func binarySupported(t types.Type) bool {
@@ -81,9 +84,23 @@ func binaryAppenderFor(arr arrow.Array, f arrow.Field) textAppender {
 		}
 	case *array.Int64:
 		vs := a.Int64Values()
+		switch types.FieldOID(f) {
+		case types.OIDInt2: // int2send
+			return func(dst []byte, i int) []byte { return binary.BigEndian.AppendUint16(dst, uint16(vs[i])) }
+		case types.OIDInt4, types.OIDOid: // int4send, oidsend
+			return func(dst []byte, i int) []byte { return binary.BigEndian.AppendUint32(dst, uint32(vs[i])) }
+		}
 		return func(dst []byte, i int) []byte { return binary.BigEndian.AppendUint64(dst, uint64(vs[i])) }
 	case *array.Float64:
 		vs := a.Float64Values()
+		if types.FieldOID(f) == types.OIDFloat4 { // float4send
+			return func(dst []byte, i int) []byte {
+				if vs[i] != vs[i] {
+					return binary.BigEndian.AppendUint32(dst, pgNaN4Bits)
+				}
+				return binary.BigEndian.AppendUint32(dst, math.Float32bits(float32(vs[i])))
+			}
+		}
 		return func(dst []byte, i int) []byte {
 			if vs[i] != vs[i] {
 				// PostgreSQL's one NaN (get_float8_nan); Go's math.NaN() has
@@ -108,6 +125,9 @@ func binaryAppenderFor(arr arrow.Array, f arrow.Field) textAppender {
 	case *array.String:
 		if types.FieldOID(f) == types.OIDInterval {
 			return intervalSend(a)
+		}
+		if types.FieldOID(f) == types.OIDBpchar && types.FieldLen(f) > 0 {
+			return appenderFor(arr, f, nil) // bpcharsend: the padded text
 		}
 		// Text, name, "char": the bytes of the text; bytea: its bytes.
 		offs, data := a.ValueOffsets(), a.ValueBytes()

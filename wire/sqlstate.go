@@ -82,6 +82,7 @@ var sentinelCodes = []struct {
 	{expr.ErrDivisionByZero, "22012"},        // division_by_zero
 	{expr.ErrInvalidCast, "22P02"},           // invalid_text_representation
 	{expr.ErrOutOfRange, "22003"},            // numeric_value_out_of_range
+	{expr.ErrTooLong, "22001"},               // string_data_right_truncation
 	{expr.ErrInvalidArgument, "22023"},       // invalid_parameter_value
 	{expr.ErrNullValue, "22004"},             // null_value_not_allowed
 	{expr.ErrSubqueryRows, "21000"},          // cardinality_violation

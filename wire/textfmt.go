@@ -64,6 +64,16 @@ func appenderFor(arr arrow.Array, f arrow.Field, loc *time.Location) textAppende
 		if a, ok := arr.(*array.String); ok {
 			return func(dst []byte, i int) []byte { return types.AppendBytea(dst, a.Value(i)) }
 		}
+	case oid == types.OIDFloat4:
+		if a, ok := arr.(*array.Float64); ok {
+			vs := a.Float64Values()
+			return func(dst []byte, i int) []byte { return types.AppendFloat4(dst, vs[i]) }
+		}
+	case oid == types.OIDBpchar:
+		if a, ok := arr.(*array.String); ok && types.FieldLen(f) > 0 {
+			n := types.FieldLen(f)
+			return func(dst []byte, i int) []byte { return types.AppendBpchar(dst, a.Value(i), n) }
+		}
 	}
 	switch a := arr.(type) {
 	case *array.Boolean:

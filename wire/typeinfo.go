@@ -33,6 +33,15 @@ func pgType(t types.Type) (oid uint32, size int16, mod int32) {
 		return t.OID, -1, -1
 	case types.OIDInterval:
 		return t.OID, 16, -1
+	case types.OIDInt2:
+		return t.OID, 2, -1
+	case types.OIDInt4, types.OIDOid, types.OIDFloat4:
+		return t.OID, 4, -1
+	case types.OIDVarchar, types.OIDBpchar:
+		if t.Len > 0 {
+			return t.OID, -1, t.Len + 4 // the length after the VARHDRSZ offset
+		}
+		return t.OID, -1, -1
 	}
 	switch t.ID {
 	case types.Bool:

@@ -111,6 +111,8 @@ func (r *CopyReader) valueError(line int64, c int, b []byte, err error) error {
 		return &CopyError{Code: "22P02", Msg: fmt.Sprintf("%s, line %d, column %s: %v", r.where(), line, col.Name, err)}
 	case errors.Is(pgErr, expr.ErrOutOfRange):
 		return &CopyError{Code: "22003", Msg: pgErr.Error(), Where: where}
+	case errors.Is(pgErr, expr.ErrTooLong):
+		return &CopyError{Code: "22001", Msg: pgErr.Error(), Where: where}
 	}
 	return &CopyError{Code: "22P02", Msg: pgErr.Error(), Where: where}
 }

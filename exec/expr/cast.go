@@ -343,16 +343,27 @@ func castFromText(in textArg, to types.Type, valid *memory.Buffer, nulls int, me
 }
 
 // TextInputError is the error PostgreSQL gives for s as the text of a value
-// of type t (what CAST(s AS t) fails with: ErrInvalidCast or ErrOutOfRange),
+// of type t (what CAST(s AS t) fails with: ErrInvalidCast, ErrOutOfRange or
+// ErrTooLong),
 // or nil when s reads as one. Loaders whose own parser refused s use it to
 // tell the client what PostgreSQL would.
 func TextInputError(t types.Type, s []byte) error {
 	var err error
 	switch t.ID {
 	case types.Int64:
-		_, err = parseInt(s)
+		var v int64
+		if v, err = parseInt(s); err == nil && NarrowInt(t, v) != nil {
+			err = newError(ErrOutOfRange, "value \"%s\" is out of range for type %s", s, t)
+		}
+	case types.String:
+		_, err = NarrowText(t, s)
 	case types.Float64:
-		_, err = parseFloat(s)
+		var v float64
+		if v, err = parseFloat(s); err == nil {
+			if _, e := NarrowFloat(t, v); e != nil {
+				err = newError(ErrOutOfRange, "\"%s\" is out of range for type %s", s, t)
+			}
+		}
 	case types.Timestamp, types.Date:
 		_, err = parseTimestamp(s)
 	case types.Decimal:

@@ -24,6 +24,9 @@ var (
 	// ErrOutOfRange: a result does not fit its type (integer overflow, a decimal
 	// beyond its precision, a double too large for bigint).
 	ErrOutOfRange = errors.New("value out of range")
+	// ErrTooLong: text longer than the length of the character type it is
+	// stored as (SQLSTATE 22001, string_data_right_truncation).
+	ErrTooLong = errors.New("value too long")
 	// ErrInvalidArgument: an argument value the function rejects, such as a
 	// negative substring length or a malformed LIKE escape.
 	ErrInvalidArgument = errors.New("invalid argument value")

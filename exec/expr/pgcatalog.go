@@ -210,7 +210,7 @@ func evalArrayUpper(c *call) (arrow.Array, error) {
 var pgTypeNames = map[int64]string{
 	16: "boolean", 17: "bytea", 18: `"char"`, 19: "name", 20: "bigint", 21: "smallint", 22: "int2vector",
 	23: "integer", 24: "regproc", 25: "text", 26: "oid", 28: "xid", 30: "oidvector", 194: "pg_node_tree",
-	700: "real", 701: "double precision", 1033: "aclitem", 1043: "character varying", 1082: "date",
+	700: "real", 701: "double precision", 1033: "aclitem", 1042: "bpchar", 1043: "character varying", 1082: "date",
 	1114: "timestamp without time zone", 1184: "timestamp with time zone", 1186: "interval", 1700: "numeric",
 	2205: "regclass", 2206: "regtype", 4089: "regnamespace",
 }
@@ -218,12 +218,13 @@ var pgTypeNames = map[int64]string{
 // PgArrayTypes maps each array type's oid to its element's.
 var PgArrayTypes = map[int64]int64{
 	1000: 16, 1001: 17, 1002: 18, 1003: 19, 1016: 20, 1005: 21, 1006: 22, 1007: 23, 1008: 24, 1009: 25,
-	1028: 26, 1011: 28, 1013: 30, 1021: 700, 1022: 701, 1034: 1033, 1015: 1043, 1182: 1082, 1115: 1114,
+	1028: 26, 1011: 28, 1013: 30, 1021: 700, 1022: 701, 1034: 1033, 1014: 1042, 1015: 1043, 1182: 1082, 1115: 1114,
 	1185: 1184, 1231: 1700, 2210: 2205, 2211: 2206, 4090: 4089,
 }
 
 // FormatType is PostgreSQL's format_type(oid, typmod): the SQL name of the
-// type, with numeric's precision and scale from typmod (-1: none); "???"
+// type, with numeric's precision and scale and the character types' length
+// from typmod (-1: none); "???"
 // for an oid it does not know.
 func FormatType(oid, typmod int64) string {
 	if elem, ok := PgArrayTypes[oid]; ok {
@@ -239,6 +240,9 @@ func FormatType(oid, typmod int64) string {
 	}
 	if oid == 1043 && typmod >= 4 {
 		return "character varying(" + strconv.FormatInt(typmod-4, 10) + ")"
+	}
+	if oid == 1042 && typmod >= 4 {
+		return "character(" + strconv.FormatInt(typmod-4, 10) + ")"
 	}
 	if (oid == 1114 || oid == 1184) && typmod >= 0 {
 		// timestamp(2) with time zone: the precision after the first word.

@@ -1,9 +1,14 @@
 package expr
 
 import (
+	"bytes"
 	"encoding/hex"
+	"errors"
+	"math"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec/types"
@@ -19,6 +24,18 @@ import (
 // more than castArray's conversion of the holding types; ok is false when it
 // does not.
 func castHeld(a arrow.Array, from, to types.Type, mem memory.Allocator) (out arrow.Array, ok bool, err error) {
+	if narrow(to) && from != to {
+		held, err := castArray(a, from, to.Base(), mem)
+		if err != nil {
+			return nil, true, err
+		}
+		defer held.Release()
+		out, err = narrowTo(held, to, mem)
+		if errors.Is(err, ErrOutOfRange) && from.ID == types.String && to.ID == types.Int64 {
+			err = rangeOfText(a, held, to) // int4in's message names the text
+		}
+		return out, true, err
+	}
 	switch {
 	case to.OID == types.OIDBytea && from.ID == types.String && from.OID != types.OIDBytea:
 		out, err = mapText(a, mem, func(dst, s []byte) ([]byte, error) { return appendByteaInput(dst, s) })
@@ -39,6 +56,112 @@ func castHeld(a arrow.Array, from, to types.Type, mem memory.Allocator) (out arr
 	return nil, false, nil
 }
 
+// narrow reports whether a cast to t checks its values: to a smallint,
+// integer, oid, real, character varying(n) or character.
+func narrow(t types.Type) bool {
+	return t.Narrow() && !(t.OID == types.OIDVarchar && t.Len == 0)
+}
+
+// narrowTo returns a, an array of to's holding type, as values of to, or
+// fails as PostgreSQL's assignment to to does (NarrowInt, NarrowFloat,
+// NarrowText).
+func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, error) {
+	if _, _, ok := to.IntRange(); ok {
+		for i, v := range int64Values(a) {
+			if err := NarrowInt(to, v); err != nil && a.IsValid(i) {
+				return nil, err
+			}
+		}
+		a.Retain()
+		return a, nil
+	}
+	if to.OID == types.OIDFloat4 {
+		n := a.Len()
+		valid, nulls := validity(mem, n, a)
+		data, out := newValues[float64](mem, n)
+		for i, v := range a.(*array.Float64).Float64Values() {
+			if !validAt(valid, i) {
+				continue
+			}
+			f, err := NarrowFloat(to, v)
+			if err != nil {
+				data.Release()
+				if valid != nil {
+					valid.Release()
+				}
+				return nil, err
+			}
+			out[i] = f
+		}
+		return finish(types.Float64Type.Arrow(), n, nulls, valid, data), nil
+	}
+	return mapText(a, mem, func(dst, s []byte) ([]byte, error) {
+		s, err := NarrowText(to, s)
+		return append(dst, s...), err
+	})
+}
+
+// NarrowInt checks that v is in the range of the integer type t (a
+// smallint, integer or oid): else the error is PostgreSQL's (22003).
+func NarrowInt(t types.Type, v int64) error {
+	if lo, hi, ok := t.IntRange(); ok && (v < lo || v > hi) {
+		what := map[uint32]string{types.OIDInt2: "smallint", types.OIDInt4: "integer", types.OIDOid: "OID"}[t.OID]
+		return newError(ErrOutOfRange, "%s out of range", what)
+	}
+	return nil
+}
+
+// NarrowFloat returns v as a value of t: rounded to a float4's precision
+// for a real, or the error of a finite v too large or too small (but not
+// 0) for one (22003).
+func NarrowFloat(t types.Type, v float64) (float64, error) {
+	if t.OID != types.OIDFloat4 {
+		return v, nil
+	}
+	f := float32(v)
+	switch {
+	case math.IsInf(float64(f), 0) && !math.IsInf(v, 0):
+		return 0, errFloatOver
+	case f == 0 && v != 0:
+		return 0, errFloatUnder
+	}
+	return float64(f), nil
+}
+
+// NarrowText returns s as a value of the character type t: longer than
+// t's length is an error (22001) unless what is past it is blanks, which
+// go; a character(n) loses its trailing blanks (see types.OIDBpchar). The
+// result shares s's bytes.
+func NarrowText(t types.Type, s []byte) ([]byte, error) {
+	if t.Len > 0 && len(s) > int(t.Len) && utf8.RuneCount(s) > int(t.Len) {
+		cut := 0
+		for range t.Len {
+			_, size := utf8.DecodeRune(s[cut:])
+			cut += size
+		}
+		if len(bytes.TrimRight(s[cut:], " ")) > 0 {
+			return nil, newError(ErrTooLong, "value too long for type %s", t)
+		}
+		s = s[:cut]
+	}
+	if t.OID == types.OIDBpchar {
+		s = bytes.TrimRight(s, " ")
+	}
+	return s, nil
+}
+
+// rangeOfText is the error of the first row of text whose integer held is
+// out of to's range, as PostgreSQL's input function reports it.
+func rangeOfText(text, held arrow.Array, to types.Type) error {
+	lo, hi, _ := to.IntRange()
+	for i, v := range int64Values(held) {
+		if (v < lo || v > hi) && held.IsValid(i) {
+			return newError(ErrOutOfRange, "value \"%s\" is out of range for type %s", textOf(text).row(i), to)
+		}
+	}
+	return nil
+}
+
 // appendHeldText appends row i of a held type's array in PostgreSQL's text
 // output; ok is false for the types whose text is their holding type's.
 func appendHeldText(dst []byte, a arrow.Array, t types.Type, i int) ([]byte, bool) {
@@ -47,6 +170,8 @@ func appendHeldText(dst []byte, a arrow.Array, t types.Type, i int) ([]byte, boo
 		return types.AppendTimestamptz(dst, int64Values(a)[i]), true
 	case types.OIDBytea:
 		return types.AppendBytea(dst, string(textOf(a).row(i))), true
+	case types.OIDFloat4:
+		return types.AppendFloat4(dst, a.(*array.Float64).Value(i)), true
 	}
 	return dst, false
 }

@@ -217,9 +217,9 @@ func Coerce(a, b types.Type) (types.Type, bool) {
 		}
 		return a.Base(), true
 	case a.ID == types.Null:
-		return b, true
+		return unsized(b), true
 	case b.ID == types.Null:
-		return a, true
+		return unsized(a), true
 	case a.IsNumeric() && b.IsNumeric():
 		if a.ID == types.Float64 || b.ID == types.Float64 {
 			return types.Float64Type, true
@@ -236,6 +236,20 @@ func Coerce(a, b types.Type) (types.Type, bool) {
 		return types.TimestampType, true // a date is its midnight
 	}
 	return types.Type{}, false
+}
+
+// unsized is t without the length of a character type, as PostgreSQL types
+// what meets a character varying(n) as text and what meets a character(n)
+// as bpchar: a parameter compared with a column of such a type takes a
+// value of any length.
+func unsized(t types.Type) types.Type {
+	switch t.OID {
+	case types.OIDVarchar:
+		return t.Base()
+	case types.OIDBpchar:
+		return types.BpcharType(0)
+	}
+	return t
 }
 
 // int64Digits is the precision of the decimal that holds every bigint.

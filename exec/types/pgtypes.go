@@ -25,10 +25,24 @@ import (
 //     normalise it to; arithmetic with timestamps reads it (exec/expr), and
 //     intervals compare as that text (equal text, equal interval), not by
 //     length.
+//   - smallint, integer and oid are bigints, real a double holding a float4's
+//     value: a column declared so is described to clients as PostgreSQL
+//     describes it and sent in its width; casts to it check its range
+//     (exec/expr's narrowing), so that every value it holds fits.
+//   - character varying(n) and character(n) are text no longer than n
+//     characters (Type.Len); a character(n) is held without its trailing
+//     blanks, which PostgreSQL ignores in every use but output, where the
+//     wire pads it back to n.
 const (
 	OIDBytea       uint32 = 17
 	OIDChar        uint32 = 18
 	OIDName        uint32 = 19
+	OIDInt2        uint32 = 21
+	OIDInt4        uint32 = 23
+	OIDOid         uint32 = 26
+	OIDFloat4      uint32 = 700
+	OIDBpchar      uint32 = 1042
+	OIDVarchar     uint32 = 1043
 	OIDTimestamptz uint32 = 1184
 	OIDInterval    uint32 = 1186
 	OIDRegclass    uint32 = 2205
@@ -42,11 +56,50 @@ var (
 	TimestamptzType = Type{ID: Timestamp, OID: OIDTimestamptz}
 	RegclassType    = Type{ID: Int64, OID: OIDRegclass}
 	IntervalType    = Type{ID: String, OID: OIDInterval}
+	Int2Type        = Type{ID: Int64, OID: OIDInt2}
+	Int4Type        = Type{ID: Int64, OID: OIDInt4}
+	OidType         = Type{ID: Int64, OID: OIDOid}
+	Float4Type      = Type{ID: Float64, OID: OIDFloat4}
 )
+
+// VarcharType returns character varying(n); n <= 0 is character varying
+// without a length.
+func VarcharType(n int) Type { return Type{ID: String, OID: OIDVarchar, Len: int32(max(n, 0))} }
+
+// BpcharType returns character(n); n <= 0 is bpchar without a length (of
+// any length, as PostgreSQL's).
+func BpcharType(n int) Type { return Type{ID: String, OID: OIDBpchar, Len: int32(max(n, 0))} }
 
 // pgTypeNames are the held types' names as PostgreSQL's format_type prints them.
 var pgTypeNames = map[uint32]string{OIDBytea: "bytea", OIDChar: `"char"`, OIDName: "name",
-	OIDTimestamptz: "timestamp with time zone", OIDRegclass: "regclass", OIDInterval: "interval"}
+	OIDTimestamptz: "timestamp with time zone", OIDRegclass: "regclass", OIDInterval: "interval",
+	OIDInt2: "smallint", OIDInt4: "integer", OIDOid: "oid", OIDFloat4: "real",
+	OIDBpchar: "character", OIDVarchar: "character varying"}
+
+// Narrow reports whether t is a narrower form of its holding type (a
+// smallint, integer, oid, real, character varying or character), whose
+// values every use of the holding type takes as they are.
+func (t Type) Narrow() bool {
+	switch t.OID {
+	case OIDInt2, OIDInt4, OIDOid, OIDFloat4, OIDVarchar, OIDBpchar:
+		return true
+	}
+	return false
+}
+
+// IntRange returns the least and greatest values of the integer type t, and
+// false for a type that is not a narrower integer.
+func (t Type) IntRange() (lo, hi int64, ok bool) {
+	switch t.OID {
+	case OIDInt2:
+		return math.MinInt16, math.MaxInt16, true
+	case OIDInt4:
+		return math.MinInt32, math.MaxInt32, true
+	case OIDOid:
+		return 0, math.MaxUint32, true
+	}
+	return 0, 0, false
+}
 
 // pgMetadata marks the Arrow fields of columns of the held types, as
 // dateMetadata does DATE's.
@@ -58,10 +111,47 @@ func init() {
 	}
 }
 
-// Base returns the engine's own type that holds t: t without its OID.
+// Base returns the engine's own type that holds t: t without its OID and
+// length.
 func (t Type) Base() Type {
-	t.OID = 0
+	t.OID, t.Len = 0, 0
 	return t
+}
+
+// FieldLen returns the declared length of the column of the Arrow field f
+// (Type.Len), 0 for none.
+func FieldLen(f arrow.Field) int {
+	v, ok := f.Metadata.GetValue("hummer.len")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// AppendFloat4 appends the float4 value v (a double holding a float4's
+// value) as PostgreSQL 15's float4out prints it: AppendFloat's form with a
+// float4's shortest digits, in exponent form outside 1e-4 <= |v| < 1e6.
+func AppendFloat4(dst []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v == 0 {
+		return AppendFloat(dst, v)
+	}
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, v, 'e', -1, 32)
+	if exp := exponent(dst[start:]); exp < -4 || exp >= 6 {
+		return dst
+	}
+	return strconv.AppendFloat(dst[:start], v, 'f', -1, 32)
+}
+
+// AppendBpchar appends the character(n) value s padded with blanks to n
+// characters, as PostgreSQL holds and prints it.
+func AppendBpchar(dst []byte, s string, n int) []byte {
+	dst = append(dst, s...)
+	for c := utf8.RuneCountInString(s); c < n; c++ {
+		dst = append(dst, ' ')
+	}
+	return dst
 }
 
 // FieldOID returns the OID of the held type of the Arrow field f of a

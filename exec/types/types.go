@@ -9,6 +9,7 @@ package types
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -47,12 +48,14 @@ func (id ID) String() string {
 // Type is a SQL type. Precision and Scale matter only for Decimal. OID, when
 // not 0, is a PostgreSQL type the engine holds as ID (pgtypes.go): every
 // operator and kernel handles it as ID; casts, the binder and the wire tell
-// it apart.
+// it apart. Len is the declared length n of character varying(n) and
+// character(n) (0: none), which casts to the type enforce.
 type Type struct {
 	ID        ID     `json:"id"`
 	Precision int8   `json:"p,omitempty"`
 	Scale     int8   `json:"s,omitempty"`
 	OID       uint32 `json:"oid,omitempty"`
+	Len       int32  `json:"len,omitempty"`
 }
 
 // Convenience values for the types without parameters.
@@ -86,6 +89,12 @@ func DecimalType(precision, scale int) Type {
 
 func (t Type) String() string {
 	if t.OID != 0 {
+		if t.OID == OIDBpchar && t.Len == 0 {
+			return "bpchar"
+		}
+		if t.Len > 0 {
+			return fmt.Sprintf("%s(%d)", pgTypeNames[t.OID], t.Len)
+		}
 		return pgTypeNames[t.OID]
 	}
 	if t.ID == Decimal {
@@ -157,6 +166,9 @@ func (s Schema) Arrow() *arrow.Schema {
 		fs[i] = arrow.Field{Name: f.Name, Type: f.Type.Arrow(), Nullable: true}
 		if f.Type.ID == Date {
 			fs[i].Metadata = dateMetadata
+		} else if f.Type.Len > 0 {
+			fs[i].Metadata = arrow.NewMetadata([]string{"hummer.type", "hummer.len"},
+				[]string{strconv.FormatUint(uint64(f.Type.OID), 10), strconv.Itoa(int(f.Type.Len))})
 		} else if f.Type.OID != 0 {
 			fs[i].Metadata = pgMetadata[f.Type.OID]
 		}

@@ -48,6 +48,11 @@ func parseValue(t types.Type, b []byte, v *value, zone *time.Location) error {
 			return ErrInvalidUTF8
 		}
 		v.s = b
+		if t.Narrow() {
+			var err error
+			v.s, err = expr.NarrowText(t, b) // character varying(n), character(n)
+			return err
+		}
 		return nil
 	}
 	s := b
@@ -89,6 +94,14 @@ func parseValue(t types.Type, b []byte, v *value, zone *time.Location) error {
 	if !ok {
 		return fmt.Errorf("invalid %v %s", t, Quote(b))
 	}
+	if t.Narrow() { // smallint, integer, oid, real: their range
+		if t.ID == types.Int64 {
+			return expr.NarrowInt(t, v.i)
+		}
+		var err error
+		v.f, err = expr.NarrowFloat(t, v.f)
+		return err
+	}
 	return nil
 }
 
@@ -102,7 +115,7 @@ func parseValue(t types.Type, b []byte, v *value, zone *time.Location) error {
 func Validate(t types.Type, b []byte) error {
 	switch t.ID {
 	case types.Int64:
-		if len(b) > 0 && len(b) < 19 && digitsOnly(b) {
+		if len(b) > 0 && len(b) < 19 && digitsOnly(b) && (!t.Narrow() || len(b) <= 4) { // 4 digits fit a smallint
 			return nil
 		}
 	case types.Decimal:

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// widthsSetup is the DDL given to Hummer here and to PostgreSQL 15, whose
+// answers the tests below hold: columns declared with PostgreSQL's narrower
+// integer, float and character types.
+const widthsSetup = `CREATE TABLE w (a INT NOT NULL, b SMALLINT, c REAL, d VARCHAR(5), e CHAR(3), f INTEGER DEFAULT 7, g CHARACTER VARYING(20), h FLOAT, i INT4, j FLOAT4);
+INSERT INTO w (a, b, c, d, e, g, h, i, j) VALUES (2147483647, -32768, 0.1, 'abcde', 'ab', 'xyz', 0.1, -2147483648, 1234567);`
+
+// TestPgDeclaredWidths: columns declared INT, SMALLINT, REAL, VARCHAR(n)
+// and CHAR(n) are described to clients with PostgreSQL's type OIDs and
+// typmods and sent in their text and binary forms, as PostgreSQL 15 sends
+// them for the same table (the want values were read from it with
+// psql and pgx).
+func TestPgDeclaredWidths(t *testing.T) {
+	srv := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, srv)
+	defer conn.Close(context.Background())
+	for _, stmt := range strings.Split(widthsSetup, ";\n") {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	// PostgreSQL 15's RowDescription for SELECT * FROM w: type OID, typlen
+	// and typmod of each column.
+	type desc struct {
+		oid  uint32
+		size int16
+		mod  int32
+	}
+	wantDesc := []desc{{23, 4, -1}, {21, 2, -1}, {700, 4, -1}, {1043, -1, 9}, {1042, -1, 7},
+		{23, 4, -1}, {1043, -1, 24}, {701, 8, -1}, {23, 4, -1}, {700, 4, -1}}
+	// The row's text as PostgreSQL prints it: real in float4's shortest
+	// digits, character(3) padded with blanks.
+	wantText := []string{"2147483647", "-32768", "0.1", "abcde", "ab ", "7", "xyz", "0.1", "-2147483648", "1.234567e+06"}
+	for _, mode := range allModes {
+		rows, err := conn.Query(ctx, "SELECT * FROM w", mode)
+		if err != nil {
+			t.Fatalf("%v: %v", mode, err)
+		}
+		fds := rows.FieldDescriptions()
+		for i, fd := range fds {
+			if got := (desc{fd.DataTypeOID, fd.DataTypeSize, fd.TypeModifier}); got != wantDesc[i] {
+				t.Errorf("%v: column %s described as %+v, want %+v", mode, fd.Name, got, wantDesc[i])
+			}
+		}
+		if !rows.Next() {
+			t.Fatalf("%v: no row: %v", mode, rows.Err())
+		}
+		raw := rows.RawValues()
+		for i, fd := range fds {
+			if fd.Format == pgtype.TextFormatCode {
+				if string(raw[i]) != wantText[i] {
+					t.Errorf("%v: column %s is %q, want %q", mode, fd.Name, raw[i], wantText[i])
+				}
+				continue
+			}
+			// Binary: decoded by the described type, as PostgreSQL's text of
+			// the value decodes (a binary int2 or float4 of the wrong width
+			// fails here).
+			var got, want any
+			if err := conn.TypeMap().Scan(fd.DataTypeOID, fd.Format, raw[i], &got); err != nil {
+				t.Errorf("%v: column %s (%x): %v", mode, fd.Name, raw[i], err)
+				continue
+			}
+			if err := conn.TypeMap().Scan(fd.DataTypeOID, pgtype.TextFormatCode, []byte(wantText[i]), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%v: column %s is %v (%T) in binary, want %v (%T)", mode, fd.Name, got, got, want, want)
+			}
+		}
+		rows.Close()
+	}
+
+	// Typed values in binary: pgx's int16, int32, float32 and string.
+	var (
+		a, i int32
+		b    int16
+		c, j float32
+		e    string
+	)
+	err := conn.QueryRow(ctx, "SELECT a, b, c, e, i, j FROM w", pgx.QueryExecModeExec).Scan(&a, &b, &c, &e, &i, &j)
+	if err != nil || a != 2147483647 || b != -32768 || c != 0.1 || e != "ab " || i != -2147483648 || j != 1234567 {
+		t.Errorf("binary: %v %v %v %q %v %v, %v", a, b, c, e, i, j, err)
+	}
+
+	// Out of range and too long, as PostgreSQL refuses them (its SQLSTATE
+	// and message for each statement; an error while a query runs has the
+	// failing step before it); an explicit cast to varchar(n) cuts, and
+	// blanks past n go.
+	for _, c := range []struct{ sql, code, msg string }{
+		{"INSERT INTO w (a) VALUES (2147483648)", "22003", "integer out of range"},
+		{"INSERT INTO w (a, b) VALUES (1, 32768)", "22003", "smallint out of range"},
+		{"INSERT INTO w (a, d) VALUES (1, 'abcdef')", "22001", "value too long for type character varying(5)"},
+		{"INSERT INTO w (a, e) VALUES (1, 'abcd')", "22001", "value too long for type character(3)"},
+		{"INSERT INTO w (a, c) VALUES (1, 1e300::float8)", "22003", "value out of range: overflow"},
+		{"SELECT 3000000000::int", "22003", "integer out of range"},
+		{"SELECT CAST(-40000 AS SMALLINT)", "22003", "smallint out of range"},
+		{"SELECT CAST('99999' AS int2)", "22003", `value "99999" is out of range for type smallint`},
+		{"SELECT '3000000000'::int", "22003", `value "3000000000" is out of range for type integer`},
+		{"INSERT INTO w (a, b) SELECT a, a FROM w", "22003", "smallint out of range"},
+	} {
+		_, err := conn.Exec(ctx, c.sql)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != c.code || !strings.HasSuffix(pe.Message, c.msg) {
+			t.Errorf("%s: %v, want %s %s", c.sql, err, c.code, c.msg)
+		}
+	}
+	// COPY's text checks each value as the column's input function does.
+	for _, c := range []struct{ data, cols, code, msg string }{
+		{"1\n3000000000\n", "a", "22003", `value "3000000000" is out of range for type integer`},
+		{"1\tabcdefg\n", "a, d", "22001", "value too long for type character varying(5)"},
+		{"1\t1e39\n", "a, c", "22003", `"1e39" is out of range for type real`},
+	} {
+		_, err := conn.PgConn().CopyFrom(ctx, strings.NewReader(c.data), "COPY w ("+c.cols+") FROM STDIN")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != c.code || pe.Message != c.msg {
+			t.Errorf("COPY %q: %v, want %s %s", c.data, err, c.code, c.msg)
+		}
+	}
+	var cut, trimmed, padded string
+	err = conn.QueryRow(ctx, "SELECT 'abcdef'::varchar(3), CAST('ab   ' AS VARCHAR(2)), CAST('ab' AS CHAR(3)) || '|'").Scan(&cut, &trimmed, &padded)
+	if err != nil || cut != "abc" || trimmed != "ab" || padded != "ab|" {
+		t.Errorf("casts: %q %q %q, %v; want abc ab ab|", cut, trimmed, padded, err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO w (a, d, e) VALUES (1, 'abcde   ', 'x  ')"); err != nil {
+		t.Errorf("blanks past the length: %v", err)
+	}
+	var d, e2 string
+	var n int64
+	err = conn.QueryRow(ctx, "SELECT d, e, length(e) FROM w WHERE a = 1 AND e = 'x'").Scan(&d, &e2, &n)
+	if err != nil || d != "abcde" || e2 != "x  " || n != 1 {
+		t.Errorf("stored: %q %q %d, %v; want abcde, 'x  ', 1", d, e2, n, err)
+	}
+
+	// The catalog, as PostgreSQL's for the same table.
+	got := psql(t, srv, `SELECT attname, atttypid, atttypmod, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'w'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT column_name, data_type, character_maximum_length, character_octet_length, numeric_precision, udt_name FROM information_schema.columns WHERE table_name = 'w' ORDER BY ordinal_position;`)
+	want := `a|23|-1|integer
+b|21|-1|smallint
+c|700|-1|real
+d|1043|9|character varying(5)
+e|1042|7|character(3)
+f|23|-1|integer
+g|1043|24|character varying(20)
+h|701|-1|double precision
+i|23|-1|integer
+j|700|-1|real
+a|integer|||32|int4
+b|smallint|||16|int2
+c|real|||24|float4
+d|character varying|5|20||varchar
+e|character|3|12||bpchar
+f|integer|||32|int4
+g|character varying|20|80||varchar
+h|double precision|||53|float8
+i|integer|||32|int4
+j|real|||24|float4
+`
+	if got != want {
+		t.Errorf("catalog:\n%s\nwant (PostgreSQL's):\n%s", got, want)
+	}
+}
+
+// psqlDescribeWidthsWant is what psql 15 printed for \d w and \d+ w against
+// PostgreSQL 15 given widthsSetup's CREATE TABLE.
+var psqlDescribeWidthsWant = map[string]string{
+	`\d w`: `                        Table "public.w"
+ Column |         Type          | Collation | Nullable | Default 
+--------+-----------------------+-----------+----------+---------
+ a      | integer               |           | not null | 
+ b      | smallint              |           |          | 
+ c      | real                  |           |          | 
+ d      | character varying(5)  |           |          | 
+ e      | character(3)          |           |          | 
+ f      | integer               |           |          | 7
+ g      | character varying(20) |           |          | 
+ h      | double precision      |           |          | 
+ i      | integer               |           |          | 
+ j      | real                  |           |          | 
+`,
+	`\d+ w`: `                                                   Table "public.w"
+ Column |         Type          | Collation | Nullable | Default | Storage  | Compression | Stats target | Description 
+--------+-----------------------+-----------+----------+---------+----------+-------------+--------------+-------------
+ a      | integer               |           | not null |         | plain    |             |              | 
+ b      | smallint              |           |          |         | plain    |             |              | 
+ c      | real                  |           |          |         | plain    |             |              | 
+ d      | character varying(5)  |           |          |         | extended |             |              | 
+ e      | character(3)          |           |          |         | extended |             |              | 
+ f      | integer               |           |          | 7       | plain    |             |              | 
+ g      | character varying(20) |           |          |         | extended |             |              | 
+ h      | double precision      |           |          |         | plain    |             |              | 
+ i      | integer               |           |          |         | plain    |             |              | 
+ j      | real                  |           |          |         | plain    |             |              | 
+Access method: heap
+`,
+}
+
+// TestPsqlDescribeWidths compares what psql's \d prints for a table of
+// declared widths and lengths with what it printed against PostgreSQL 15.
+func TestPsqlDescribeWidths(t *testing.T) {
+	addr := startTestServer(t)
+	psql(t, addr, strings.SplitN(widthsSetup, "\n", 2)[0])
+	host, port, _ := net.SplitHostPort(addr)
+	for cmd, want := range psqlDescribeWidthsWant {
+		out, err := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "hummer", "-d", "hummer", "-c", cmd).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", cmd, err, out)
+			continue
+		}
+		if got := strings.TrimRight(string(out), "\n") + "\n"; got != want {
+			t.Errorf("%s printed:\n%s\nPostgreSQL's psql printed:\n%s", cmd, got, want)
+		}
+	}
+}
