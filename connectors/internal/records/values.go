@@ -493,6 +493,9 @@ type Builder struct {
 	// zone is where text of a timestamp with time zone without a zone is
 	// wall time (SetZone; nil: UTC).
 	zone *time.Location
+	// block holds the values of the block being parsed a column at a time
+	// (ParseColumn), one per column; nil until the first.
+	block []blockColumn
 }
 
 // SetZone has a timestamp with time zone's text without a zone read as the
