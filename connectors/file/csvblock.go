@@ -1,6 +1,11 @@
 package file
 
-import "github.com/hummer-db/hummer/exec/types"
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/hummer-db/hummer/exec/types"
+)
 
 // csvBlock is a block of CSV records, each of one line, split into fields and
 // kept by column, for the records package to parse a column at a time
@@ -68,22 +73,25 @@ func (b *csvBlock) take(lr *lineReader, maxRows, maxBytes int) int {
 		if len(line) == 0 {
 			continue
 		}
-		r := &b.rec
-		r.reset(lr.line)
-		if !r.borrow(line, b.delim) || r.numFields() != len(b.fields) {
-			lr.rewind(pos, lineNo)
-			break
-		}
-		for c := range b.fields {
-			if !b.need[c] {
-				continue
+		ascii, ok := b.splitPlain(line)
+		if !ok {
+			r := &b.rec
+			r.reset(lr.line)
+			if !r.borrow(line, b.delim) || r.numFields() != len(b.fields) {
+				lr.rewind(pos, lineNo)
+				break
 			}
-			f, quoted := r.field(c)
-			b.fields[c] = append(b.fields[c], f)
-			b.null[c] = append(b.null[c], len(f) == 0 && !quoted)
+			for c := range b.fields {
+				if b.need[c] {
+					f, quoted := r.field(c)
+					b.fields[c] = append(b.fields[c], f)
+					b.null[c] = append(b.null[c], len(f) == 0 && !quoted)
+				}
+			}
+			ascii = r.ascii
 		}
-		b.ascii = append(b.ascii, r.ascii)
-		b.mixed = b.mixed || !r.ascii
+		b.ascii = append(b.ascii, ascii)
+		b.mixed = b.mixed || !ascii
 		b.text = append(b.text, line)
 		b.line = append(b.line, lr.line)
 		b.size = append(b.size, len(line)+1)
@@ -91,6 +99,64 @@ func (b *csvBlock) take(lr *lineReader, maxRows, maxBytes int) int {
 		taken += len(line) + 1
 	}
 	return b.rows()
+}
+
+// splitPlain appends the fields of line, a line without quotes, to the
+// block's columns, as csvRecord.borrow splits it, and reports whether it is
+// all ASCII. For a line with a quote, or with other than the table's number
+// of fields, it returns ok=false, the block as it was. It reads the line
+// eight bytes at a time and visits only the delimiters, as borrow does, but
+// puts each field straight into its column.
+func (b *csvBlock) splitPlain(line []byte) (ascii, ok bool) {
+	dm, qm := swarOnes*uint64(b.delim), swarOnes*uint64('"')
+	last := len(b.fields) - 1
+	c, start := 0, 0 // the field being read, and where it starts
+	put := func(end int) {
+		if b.need[c] {
+			b.fields[c] = append(b.fields[c], line[start:end])
+			b.null[c] = append(b.null[c], end == start)
+		}
+		c, start = c+1, end+1
+	}
+	var high uint64
+	i := 0
+	for ; i+8 <= len(line); i += 8 {
+		w := binary.LittleEndian.Uint64(line[i:])
+		high |= w
+		for m := swarZeros(w^dm) | swarZeros(w^qm); m != 0; m &= m - 1 {
+			j := i + bits.TrailingZeros64(m)>>3
+			if line[j] != b.delim || c == last {
+				return false, b.undo(c)
+			}
+			put(j)
+		}
+	}
+	for j := i; j < len(line); j++ {
+		high |= uint64(line[j])
+		if line[j] == b.delim || line[j] == '"' {
+			if line[j] != b.delim || c == last {
+				return false, b.undo(c)
+			}
+			put(j)
+		}
+	}
+	if c != last {
+		return false, b.undo(c)
+	}
+	put(len(line))
+	return high&swarHighs == 0, true
+}
+
+// undo drops the fields splitPlain put in the first n columns for the line it
+// gives up on, and returns false.
+func (b *csvBlock) undo(n int) bool {
+	rows := b.rows()
+	for c := range n {
+		if b.need[c] {
+			b.fields[c], b.null[c] = b.fields[c][:rows], b.null[c][:rows]
+		}
+	}
+	return false
 }
 
 // textFields fills column c of the block, one take left empty (need), for

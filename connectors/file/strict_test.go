@@ -197,7 +197,7 @@ func TestFileChangedWhileRead(t *testing.T) {
 // columns the query reads; by default the read fails at the first bad line.
 // Which lines are bad is set by construction below: a bad BIGINT, invalid
 // UTF-8, an impossible date, a bad decimal, a record with two bad fields
-// and one of too few fields; a quoted field with a doubled quote (read by the
+// and ones of too few and too many fields; a quoted field with a doubled quote (read by the
 // row path, between two blocks) and a non-ASCII name are good.
 func TestBadFieldInBlock(t *testing.T) {
 	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
@@ -209,6 +209,7 @@ func TestBadFieldInBlock(t *testing.T) {
 		1003: "1003,a,2024-01-01,abc",
 		1004: "x,a,2024-01-01,y",
 		2001: "2001,a",
+		2002: "2002,a,2024-01-01,1.00,",
 	}
 	good := map[int][2]string{
 		2000: {`2000,"quoted ""x""",2024-01-01,1.00`, `2000|quoted "x"`},

@@ -102,11 +102,8 @@ func (bb *Builder) ParseColumn(i int, fields [][]byte, null, ascii []bool, bad [
 			if !c.valid[r] {
 				continue
 			}
-			if len(f) == 10 && plainDate(f) {
-				y, _ := digitsN(f[0:4])
-				mo, _ := digitsN(f[5:7])
-				d, _ := digitsN(f[8:10])
-				c.ts[r] = arrow.Timestamp(civilDays(y, mo, d) * 86400 * 1_000_000)
+			if days, ok := plainDays(f); ok {
+				c.ts[r] = arrow.Timestamp(days * 86400 * 1_000_000)
 			} else if parse(r) {
 				c.ts[r] = arrow.Timestamp(v.i)
 			}
