@@ -146,6 +146,27 @@ func (lr *lineReader) nextLine() (line []byte, ok bool, err error) {
 	}
 }
 
+// nextBuffered returns the next line of the range when the buffer holds all
+// of it, through its '\n', without reading more of the file; otherwise
+// ok=false, and nothing is consumed. Unlike next's, the lines it returns stay
+// valid until the next call that reads the file (next, nextLine, skipLine): a
+// caller may hold many of them at once.
+func (lr *lineReader) nextBuffered() (line []byte, ok bool) {
+	if p := lr.pos(); p > lr.end || p >= lr.size {
+		return nil, false
+	}
+	i := bytes.IndexByte(lr.buf[lr.scan:lr.hi], '\n')
+	if i < 0 {
+		lr.scan = lr.hi
+		return nil, false
+	}
+	nl := lr.scan + i
+	line = lr.buf[lr.lo:nl]
+	lr.lo, lr.scan = nl+1, nl+1
+	lr.line++
+	return dropCR(line), true
+}
+
 // skipLine consumes everything through the first '\n' (or to the end of the file).
 func (lr *lineReader) skipLine() error {
 	for {

@@ -5,6 +5,7 @@ package records
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -156,13 +157,39 @@ func fitsDecimal(b []byte, prec, scale int) bool {
 // plainDate reports whether the 10 bytes of b are a valid 'YYYY-MM-DD' date,
 // as parseTimestamp takes one.
 func plainDate(b []byte) bool {
-	if b[4] != '-' || b[7] != '-' {
-		return false
+	_, ok := plainDays(b)
+	return ok
+}
+
+// plainDays returns the days since 1970-01-01 of b when it is the 10 bytes
+// of a valid 'YYYY-MM-DD' date, or ok=false for anything else. It checks the digits
+// and dashes eight bytes at a time: it is the hot path of every CSV date.
+func plainDays(b []byte) (days int64, ok bool) {
+	const (
+		digits = 0x00ff_ff00_ffff_ffff // bytes 0-3 and 5-6: YYYY and MM
+		dashes = 0xff00_00ff_0000_0000 // bytes 4 and 7
+		zeros  = 0x3030_3030_3030_3030 & digits
+		highs  = 0xf0f0_f0f0_f0f0_f0f0 & digits
+		sixes  = 0x0606_0606_0606_0606 & digits
+	)
+	if len(b) != 10 {
+		return 0, false
 	}
-	y, ok1 := digitsN(b[0:4])
-	mo, ok2 := digitsN(b[5:7])
-	d, ok3 := digitsN(b[8:10])
-	return ok1 && ok2 && ok3 && mo >= 1 && mo <= 12 && d >= 1 && d <= daysIn(y, mo)
+	w := binary.LittleEndian.Uint64(b[:8])
+	// A byte is a digit when its high nibble is 3 and adding 6 leaves it 3
+	// (no carry crosses bytes: each is 0x30-0x3f once the first test holds).
+	d := w & digits
+	if w&dashes != 0x2d00_002d_0000_0000 || d&highs != zeros || (d+sixes)&highs != zeros ||
+		b[8]-'0' > 9 || b[9]-'0' > 9 {
+		return 0, false
+	}
+	y := int(b[0]-'0')*1000 + int(b[1]-'0')*100 + int(b[2]-'0')*10 + int(b[3]-'0')
+	mo := int(b[5]-'0')*10 + int(b[6]-'0')
+	dd := int(b[8]-'0')*10 + int(b[9]-'0')
+	if mo < 1 || mo > 12 || dd < 1 || dd > 28 && dd > daysIn(y, mo) {
+		return 0, false
+	}
+	return civilDays(y, mo, dd), true
 }
 
 // Quote quotes a bad value for a log line, cut short if long.
@@ -506,6 +533,9 @@ type Builder struct {
 	// zone is where text of a timestamp with time zone without a zone is
 	// wall time (SetZone; nil: UTC).
 	zone *time.Location
+	// block holds the values of the block being parsed a column at a time
+	// (ParseColumn), one per column; nil until the first.
+	block []blockColumn
 }
 
 // SetZone has a timestamp with time zone's text without a zone read as the

@@ -234,3 +234,36 @@ func TestValidateShortcuts(t *testing.T) {
 		t.Fatalf("only %d valid texts: a test that cannot tell", valid)
 	}
 }
+
+// TestPlainDays checks the date shortcut against parseTimestamp, the
+// reference: over random 10-byte texts, mostly dates, some with a byte just
+// outside the digits ('/', ':'), a non-ASCII byte or a misplaced dash,
+// plainDays takes exactly the valid 'YYYY-MM-DD' dates, at parseTimestamp's
+// day.
+func TestPlainDays(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	odd := "/:-. x\x00\xff\xb0"
+	taken := 0
+	for range 300000 {
+		b := fmt.Appendf(nil, "%04d-%02d-%02d", r.IntN(10000), r.IntN(14), r.IntN(33))
+		for range r.IntN(3) {
+			b[r.IntN(len(b))] = odd[r.IntN(len(odd))]
+		}
+		days, ok := plainDays(b)
+		micros, want := parseTimestamp(b)
+		if ok != want || ok && days*86400*1_000_000 != micros {
+			t.Fatalf("%q: plainDays %d %v, parseTimestamp %d %v", b, days, ok, micros, want)
+		}
+		if ok {
+			taken++
+		}
+	}
+	if taken < 50000 {
+		t.Fatalf("only %d dates taken: a test that cannot tell", taken)
+	}
+	for _, b := range []string{"", "2024-01-0", "2024-01-011"} {
+		if _, ok := plainDays([]byte(b)); ok {
+			t.Errorf("%q taken", b)
+		}
+	}
+}
