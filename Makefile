@@ -91,7 +91,7 @@ bench-tables: build
 bench-nexmark: build
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites nexmark $(NEXMARK_FLAGS)
 
-# Only the disk state backend (issue 27; about 10 minutes): a streaming GROUP BY over
+# Only the disk state backend (issue 27; about 4 minutes): a streaming GROUP BY over
 # 50 million distinct keys on the disk backend within 256MiB of state memory (time,
 # peak RSS, every emitted row checked), the disk backend against memory on a state
 # that fits, and checkpoints of a 2 GB state with 1% of its keys changing between

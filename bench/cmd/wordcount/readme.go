@@ -244,7 +244,7 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	p("make bench-tpch                             # only TPC-H against DuckDB and PostgreSQL (about 40 minutes), then this README")
 	p("make bench-tables                           # only \\copy and INSERT into Hummer's tables against PostgreSQL (about 4 minutes), then this README")
 	p("make bench-nexmark                          # only the Nexmark queries at parallelism 1 and 2 against the Go program (about 8 minutes), then this README")
-	p("make bench-state                            # only the disk state backend: 50M-key GROUP BY, disk against memory, checkpoints of 2 GB (about 10 minutes), then this README")
+	p("make bench-state                            # only the disk state backend: 50M-key GROUP BY, disk against memory, checkpoints of 2 GB (about 4 minutes), then this README")
 	p("cd bench && go run ./cmd/wordcount -h        # flags: -reps, -copies, -suites, -groupby-keys, -hummer, -work ...")
 	p("cd bench && go run ./cmd/wordcount -suites groupby   # only the GROUP BY larger than memory (a few minutes), then this README")
 	p("cd bench && go run ./cmd/latency -h          # flags: -rates, -warmup, -measure, -rounds, -hummer ...")

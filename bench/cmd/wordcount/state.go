@@ -176,7 +176,7 @@ func (r *stateReport) summarise() {
 				worst = max(worst, r.fullRatio(c.Uploaded))
 			}
 		}
-		r.Goals = append(r.Goals, goal{Name: g.name, Value: round(worst, 3), Target: "< 0.10", Pass: r.Checkpoints.Error == "" && worst >= 0 && worst < 0.1})
+		r.Goals = append(r.Goals, goal{Name: g.name, Value: round(worst, 4), Target: "< 0.10", Pass: r.Checkpoints.Error == "" && worst >= 0 && worst < 0.1})
 	}
 }
 
