@@ -89,6 +89,29 @@ func TestPgDeclaredWidths(t *testing.T) {
 		rows.Close()
 	}
 
+	// The system catalog's oid, int2 and float4 columns, as PostgreSQL
+	// describes pg_class's.
+	rows, err := conn.Query(ctx, "SELECT oid, relnatts, reltuples FROM pg_class WHERE relname = 'w'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oids []uint32
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	var relnatts int16
+	for rows.Next() {
+		var oid uint32
+		var reltuples float32
+		if err := rows.Scan(&oid, &relnatts, &reltuples); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows.Close()
+	if !reflect.DeepEqual(oids, []uint32{26, 21, 700}) || relnatts != 10 || rows.Err() != nil {
+		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, rows.Err())
+	}
+
 	// Typed values in binary: pgx's int16, int32, float32 and string.
 	var (
 		a, i int32
@@ -96,7 +119,7 @@ func TestPgDeclaredWidths(t *testing.T) {
 		c, j float32
 		e    string
 	)
-	err := conn.QueryRow(ctx, "SELECT a, b, c, e, i, j FROM w", pgx.QueryExecModeExec).Scan(&a, &b, &c, &e, &i, &j)
+	err = conn.QueryRow(ctx, "SELECT a, b, c, e, i, j FROM w", pgx.QueryExecModeExec).Scan(&a, &b, &c, &e, &i, &j)
 	if err != nil || a != 2147483647 || b != -32768 || c != 0.1 || e != "ab " || i != -2147483648 || j != 1234567 {
 		t.Errorf("binary: %v %v %v %q %v %v, %v", a, b, c, e, i, j, err)
 	}
