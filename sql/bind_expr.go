@@ -301,6 +301,9 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 			cast[i] = a
 		}
 	}
+	if t, ok := arithType(fn, args, sig.Result); ok { // bind_pgtypes.go
+		return expr.Cast(expr.Call(fn, sig.Result.Base(), cast...), t), nil
+	}
 	return expr.Call(fn, sig.Result, cast...), nil
 }
 

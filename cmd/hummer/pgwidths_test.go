@@ -253,3 +253,68 @@ func TestPsqlDescribeWidths(t *testing.T) {
 		}
 	}
 }
+
+// TestPgArithmeticWidths: arithmetic over integer, smallint and real columns
+// is typed as PostgreSQL 15 types it (psql's \gdesc there for the same
+// expressions over widthsSetup's w), has its values, and fails past the
+// type's range as PostgreSQL's operators do (their messages, after the
+// failing step's name).
+func TestPgArithmeticWidths(t *testing.T) {
+	srv := startTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := connectPgx(t, ctx, srv)
+	defer conn.Close(context.Background())
+	for _, stmt := range strings.Split(widthsSetup, ";\n") {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	// PostgreSQL: integer (an integer and a constant; a smallint and an
+	// integer), bigint-free throughout; real over two reals, double
+	// precision over a real and a numeric constant, a double or an
+	// integer; and the values of w's row.
+	query := "SELECT f + 1, b / (b + 32769), b * 2, i + 2147483647, c + j, c + 1.5, c * h, -f, f - b, f % 4, f * 3, f + c, a - 1, c * c, j * j FROM w"
+	wantOIDs := []uint32{23, 23, 23, 23, 700, 701, 701, 23, 23, 23, 23, 701, 23, 700, 700}
+	wantText := []string{"8", "-32768", "-65536", "-1", "1.2345671e+06", "1.6000000014901161", "0.010000000149011612", "-7", "32775", "3", "21", "7.100000001490116", "2147483646", "0.010000001", "1.5241557e+12"}
+	for _, mode := range allModes {
+		rows, err := conn.Query(ctx, query, mode)
+		if err != nil {
+			t.Fatalf("%v: %v", mode, err)
+		}
+		var oids []uint32
+		for _, fd := range rows.FieldDescriptions() {
+			oids = append(oids, fd.DataTypeOID)
+		}
+		if !reflect.DeepEqual(oids, wantOIDs) {
+			t.Errorf("%v: types %v, want %v", mode, oids, wantOIDs)
+		}
+		rows.Close()
+	}
+	rows, err := conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		for i, raw := range rows.RawValues() {
+			if string(raw) != wantText[i] {
+				t.Errorf("column %d: %s, want %s", i+1, raw, wantText[i])
+			}
+		}
+	}
+	rows.Close()
+	for _, c := range []struct{ sql, msg string }{
+		{"SELECT a + 1 FROM w", "integer out of range"},
+		{"SELECT a * 2 FROM w", "integer out of range"},
+		{"SELECT b - b + b - 1::int2 FROM w", "smallint out of range"},
+		{"SELECT -b FROM w", "smallint out of range"},
+		{"SELECT j * j * j * j * j * j * j FROM w", "value out of range: overflow"},
+		{"SELECT i - 1 FROM w", "integer out of range"},
+	} {
+		_, err := conn.Exec(ctx, c.sql)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "22003" || !strings.HasSuffix(pe.Message, c.msg) {
+			t.Errorf("%s: %v, want 22003 %s", c.sql, err, c.msg)
+		}
+	}
+}
