@@ -21,22 +21,30 @@ import (
 const widthsSetup = `CREATE TABLE w (a INT NOT NULL, b SMALLINT, c REAL, d VARCHAR(5), e CHAR(3), f INTEGER DEFAULT 7, g CHARACTER VARYING(20), h FLOAT, i INT4, j FLOAT4);
 INSERT INTO w (a, b, c, d, e, g, h, i, j) VALUES (2147483647, -32768, 0.1, 'abcde', 'ab', 'xyz', 0.1, -2147483648, 1234567);`
 
+// widthsServer starts a server holding widthsSetup's table and returns its
+// address and a connection to it, closed when t ends.
+func widthsServer(t *testing.T, ctx context.Context) (string, *pgx.Conn) {
+	t.Helper()
+	srv := startTestServer(t)
+	conn := connectPgx(t, ctx, srv)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, stmt := range strings.Split(widthsSetup, ";\n") {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	return srv, conn
+}
+
 // TestPgDeclaredWidths: columns declared INT, SMALLINT, REAL, VARCHAR(n)
 // and CHAR(n) are described to clients with PostgreSQL's type OIDs and
 // typmods and sent in their text and binary forms, as PostgreSQL 15 sends
 // them for the same table (the want values were read from it with
 // psql and pgx).
 func TestPgDeclaredWidths(t *testing.T) {
-	srv := startTestServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connectPgx(t, ctx, srv)
-	defer conn.Close(context.Background())
-	for _, stmt := range strings.Split(widthsSetup, ";\n") {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
+	srv, conn := widthsServer(t, ctx)
 	// PostgreSQL 15's RowDescription for SELECT * FROM w: type OID, typlen
 	// and typmod of each column.
 	type desc struct {
@@ -260,16 +268,9 @@ func TestPsqlDescribeWidths(t *testing.T) {
 // type's range as PostgreSQL's operators do (their messages, after the
 // failing step's name).
 func TestPgArithmeticWidths(t *testing.T) {
-	srv := startTestServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connectPgx(t, ctx, srv)
-	defer conn.Close(context.Background())
-	for _, stmt := range strings.Split(widthsSetup, ";\n") {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
+	_, conn := widthsServer(t, ctx)
 	// PostgreSQL: integer (an integer and a constant; a smallint and an
 	// integer), bigint-free throughout; real over two reals, double
 	// precision over a real and a numeric constant, a double or an
