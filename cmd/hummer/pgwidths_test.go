@@ -292,7 +292,27 @@ func TestPgArithmeticWidths(t *testing.T) {
 		}
 		rows.Close()
 	}
-	rows, err := conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
+	// Aggregates: sum of integers is a bigint, min and max keep the type
+	// (PostgreSQL: bigint, bigint, integer, smallint, real).
+	var oids []uint32
+	var sum int64
+	err := conn.QueryRow(ctx, "SELECT sum(a) + sum(a), sum(a), sum(b), min(a), max(b), max(c) FROM w").Scan(&sum, nil, nil, nil, nil, nil)
+	if err != nil || sum != 4294967294 {
+		t.Errorf("sum(a) + sum(a): %d, %v; want 4294967294", sum, err)
+	}
+	rows, err := conn.Query(ctx, "SELECT sum(a), sum(b), min(a), max(b), max(c) FROM w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	rows.Close()
+	if want := []uint32{20, 20, 23, 21, 700}; !reflect.DeepEqual(oids, want) {
+		t.Errorf("aggregates: types %v, want %v", oids, want)
+	}
+
+	rows, err = conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		t.Fatal(err)
 	}
