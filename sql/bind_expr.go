@@ -280,6 +280,9 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 	for i, a := range args {
 		ts[i] = a.Type
 	}
+	if fn == "case" || fn == "coalesce" {
+		ts = valueTypes(args) // bind_pgtypes.go
+	}
 	sig, err := expr.Resolve(fn, ts)
 	if err != nil {
 		return nil, b.resolveError(node, fn, err)

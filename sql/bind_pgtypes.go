@@ -284,3 +284,23 @@ func arithType(fn string, args []*expr.Expr, result types.Type) (t types.Type, o
 	}
 	return types.Type{}, false
 }
+
+// valueTypes are the types of args, whose common type a CASE, COALESCE,
+// GREATEST or LEAST takes, as PostgreSQL types them: an integer constant
+// that fits is an integer where another argument is a smallint or integer
+// (coalesce(i, 0) is an integer, not a bigint), as an integer constant is
+// in PostgreSQL.
+func valueTypes(args []*expr.Expr) []types.Type {
+	ts := make([]types.Type, len(args))
+	narrow := false
+	for i, a := range args {
+		ts[i] = a.Type
+		narrow = narrow || a.Type == types.Int2Type || a.Type == types.Int4Type
+	}
+	for i, a := range args {
+		if narrow && a.Kind == expr.KindLiteral && a.Type == types.Int64Type && !a.Value.Null && expr.NarrowInt(types.Int4Type, a.Value.Int) == nil {
+			ts[i] = types.Int4Type
+		}
+	}
+	return ts
+}

@@ -311,6 +311,21 @@ func TestPgArithmeticWidths(t *testing.T) {
 	if want := []uint32{20, 20, 23, 21, 700}; !reflect.DeepEqual(oids, want) {
 		t.Errorf("aggregates: types %v, want %v", oids, want)
 	}
+	// CASE, COALESCE, GREATEST, LEAST: an integer constant is an integer
+	// beside an integer or smallint, a smallint and an integer are integer
+	// (PostgreSQL: all integer but the constant too large for one).
+	rows, err = conn.Query(ctx, "SELECT coalesce(f, 0), CASE WHEN f > 0 THEN f ELSE 1 END, greatest(f, 1), coalesce(b, 1), least(b, 2), coalesce(f, 3000000000), coalesce(b, f) FROM w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oids = oids[:0]
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	rows.Close()
+	if want := []uint32{23, 23, 23, 23, 23, 20, 23}; !reflect.DeepEqual(oids, want) {
+		t.Errorf("conditionals: types %v, want %v", oids, want)
+	}
 
 	rows, err = conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
