@@ -205,6 +205,9 @@ func aggSignature(fn string, t types.Type) (arg, result types.Type, ok bool) {
 	case "sum":
 		switch t.ID {
 		case types.Int64:
+			if _, _, narrow := t.IntRange(); narrow && t.OID != types.OIDOid {
+				return t, types.Int64Type, true // sum(integer) is a bigint, as PostgreSQL's
+			}
 			return t, types.DecimalType(38, 0), true
 		case types.Decimal:
 			return t, types.DecimalType(38, int(t.Scale)), true

@@ -280,6 +280,9 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 	for i, a := range args {
 		ts[i] = a.Type
 	}
+	if fn == "case" || fn == "coalesce" {
+		ts = valueTypes(args) // bind_pgtypes.go
+	}
 	sig, err := expr.Resolve(fn, ts)
 	if err != nil {
 		return nil, b.resolveError(node, fn, err)
@@ -300,6 +303,9 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 			// a character varying: its values as they are.
 			cast[i] = a
 		}
+	}
+	if t, ok := arithType(fn, args, sig.Result); ok { // bind_pgtypes.go
+		return expr.Cast(expr.Call(fn, sig.Result.Base(), cast...), t), nil
 	}
 	return expr.Call(fn, sig.Result, cast...), nil
 }

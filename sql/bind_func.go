@@ -136,10 +136,7 @@ func (b *binder) bindGreatest(n ast.Node, name string, args []*expr.Expr) (*expr
 	if err != nil {
 		return nil, err
 	}
-	ts := make([]types.Type, len(args))
-	for i, a := range args {
-		ts[i] = a.Type
-	}
+	ts := valueTypes(args) // bind_pgtypes.go
 	t := types.NullType
 	for _, at := range ts {
 		c, ok := expr.Coerce(t, at)
@@ -153,7 +150,7 @@ func (b *binder) bindGreatest(n ast.Node, name string, args []*expr.Expr) (*expr
 	}
 	for i, a := range args {
 		if a.Type != t {
-			args[i] = expr.Cast(a, t)
+			args[i] = foldExpr(expr.Cast(a, t))
 		}
 	}
 	op := ">"

@@ -132,6 +132,9 @@ func (b *binder) bindWindow(ctx *exprCtx, n *ast.WindowFuncExpr) (*expr.Expr, er
 			if !ok {
 				return nil, b.errorf(ErrUnknownFunction, n, "function %s(%s) does not exist", fn, a.Type)
 			}
+			if fn == "sum" && rt == types.Int64Type {
+				rt = types.DecimalType(38, 0) // the window operator sums integers as numeric only
+			}
 			call.args, call.typ = []*expr.Expr{expr.Cast(a, at)}, rt
 		}
 	default:

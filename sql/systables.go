@@ -161,14 +161,23 @@ var systemTables = func() map[string]*Table {
 }()
 
 // systemType is the Hummer type a system table's column of PostgreSQL type
-// pgType has.
+// pgType has: the type itself where the engine holds it (oid, int2, int4,
+// float4: described to clients as PostgreSQL's), else the type holding it.
 func systemType(pgType string) types.Type {
 	switch pgType {
-	case "oid", "int2", "int4", "int8", "xid":
+	case "oid":
+		return types.OidType
+	case "int2":
+		return types.Int2Type
+	case "int4":
+		return types.Int4Type
+	case "int8", "xid":
 		return types.Int64Type
 	case "bool":
 		return types.BoolType
-	case "float4", "float8":
+	case "float4":
+		return types.Float4Type
+	case "float8":
 		return types.Float64Type
 	case "timestamptz":
 		return types.TimestamptzType

@@ -211,6 +211,11 @@ func errorResponse(err error) (resp *pgproto3.ErrorResponse, internal bool) {
 	var ec errorContexter
 	if errors.As(err, &ec) && !internal && ec.ErrorContext() != "" {
 		resp.Message, resp.Where = ec.ErrorMessage(), ec.ErrorContext()
+	} else if m, ok := expr.Message(err); ok && !internal && m != msg && strings.HasSuffix(msg, ": "+m) {
+		// A function or cast that failed while a query ran: its message is
+		// PostgreSQL's; the step that ran it (project: CAST(...)) goes to
+		// CONTEXT, where PostgreSQL names the function a failure came from.
+		resp.Message, resp.Where = m, strings.TrimSuffix(msg, ": "+m)
 	}
 	return resp, internal
 }

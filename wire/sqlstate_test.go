@@ -78,3 +78,18 @@ func TestErrorChain(t *testing.T) {
 		t.Errorf("errorChain = %q, want %q", got, want)
 	}
 }
+
+// TestErrorResponseExprContext: a function's or cast's error wrapped by the
+// operator that ran it is sent with PostgreSQL's message, the operator in
+// CONTEXT; an expression error alone keeps its message and no CONTEXT.
+func TestErrorResponseExprContext(t *testing.T) {
+	inner := expr.Errorf(expr.ErrOutOfRange, "integer out of range")
+	resp, internal := errorResponse(fmt.Errorf("project: CAST((a + 1) AS integer): %w", inner))
+	if internal || resp.Code != "22003" || resp.Message != "integer out of range" || resp.Where != "project: CAST((a + 1) AS integer)" {
+		t.Errorf("wrapped: %+v", resp)
+	}
+	resp, _ = errorResponse(inner)
+	if resp.Message != "integer out of range" || resp.Where != "" {
+		t.Errorf("alone: %+v", resp)
+	}
+}

@@ -21,22 +21,30 @@ import (
 const widthsSetup = `CREATE TABLE w (a INT NOT NULL, b SMALLINT, c REAL, d VARCHAR(5), e CHAR(3), f INTEGER DEFAULT 7, g CHARACTER VARYING(20), h FLOAT, i INT4, j FLOAT4);
 INSERT INTO w (a, b, c, d, e, g, h, i, j) VALUES (2147483647, -32768, 0.1, 'abcde', 'ab', 'xyz', 0.1, -2147483648, 1234567);`
 
+// widthsServer starts a server holding widthsSetup's table and returns its
+// address and a connection to it, closed when t ends.
+func widthsServer(t *testing.T, ctx context.Context) (string, *pgx.Conn) {
+	t.Helper()
+	srv := startTestServer(t)
+	conn := connectPgx(t, ctx, srv)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	for _, stmt := range strings.Split(widthsSetup, ";\n") {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	return srv, conn
+}
+
 // TestPgDeclaredWidths: columns declared INT, SMALLINT, REAL, VARCHAR(n)
 // and CHAR(n) are described to clients with PostgreSQL's type OIDs and
 // typmods and sent in their text and binary forms, as PostgreSQL 15 sends
 // them for the same table (the want values were read from it with
 // psql and pgx).
 func TestPgDeclaredWidths(t *testing.T) {
-	srv := startTestServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connectPgx(t, ctx, srv)
-	defer conn.Close(context.Background())
-	for _, stmt := range strings.Split(widthsSetup, ";\n") {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
+	srv, conn := widthsServer(t, ctx)
 	// PostgreSQL 15's RowDescription for SELECT * FROM w: type OID, typlen
 	// and typmod of each column.
 	type desc struct {
@@ -89,6 +97,29 @@ func TestPgDeclaredWidths(t *testing.T) {
 		rows.Close()
 	}
 
+	// The system catalog's oid, int2 and float4 columns, as PostgreSQL
+	// describes pg_class's.
+	rows, err := conn.Query(ctx, "SELECT oid, relnatts, reltuples FROM pg_class WHERE relname = 'w'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oids []uint32
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	var relnatts int16
+	for rows.Next() {
+		var oid uint32
+		var reltuples float32
+		if err := rows.Scan(&oid, &relnatts, &reltuples); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows.Close()
+	if !reflect.DeepEqual(oids, []uint32{26, 21, 700}) || relnatts != 10 || rows.Err() != nil {
+		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, rows.Err())
+	}
+
 	// Typed values in binary: pgx's int16, int32, float32 and string.
 	var (
 		a, i int32
@@ -96,15 +127,15 @@ func TestPgDeclaredWidths(t *testing.T) {
 		c, j float32
 		e    string
 	)
-	err := conn.QueryRow(ctx, "SELECT a, b, c, e, i, j FROM w", pgx.QueryExecModeExec).Scan(&a, &b, &c, &e, &i, &j)
+	err = conn.QueryRow(ctx, "SELECT a, b, c, e, i, j FROM w", pgx.QueryExecModeExec).Scan(&a, &b, &c, &e, &i, &j)
 	if err != nil || a != 2147483647 || b != -32768 || c != 0.1 || e != "ab " || i != -2147483648 || j != 1234567 {
 		t.Errorf("binary: %v %v %v %q %v %v, %v", a, b, c, e, i, j, err)
 	}
 
 	// Out of range and too long, as PostgreSQL refuses them (its SQLSTATE
-	// and message for each statement; an error while a query runs has the
-	// failing step before it); an explicit cast to varchar(n) cuts, and
-	// blanks past n go.
+	// and message for each statement; an error while a query runs names
+	// the failing step in CONTEXT); an explicit cast to varchar(n) cuts,
+	// and blanks past n go.
 	for _, c := range []struct{ sql, code, msg string }{
 		{"INSERT INTO w (a) VALUES (2147483648)", "22003", "integer out of range"},
 		{"INSERT INTO w (a, b) VALUES (1, 32768)", "22003", "smallint out of range"},
@@ -119,7 +150,7 @@ func TestPgDeclaredWidths(t *testing.T) {
 	} {
 		_, err := conn.Exec(ctx, c.sql)
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != c.code || !strings.HasSuffix(pe.Message, c.msg) {
+		if !errors.As(err, &pe) || pe.Code != c.code || pe.Message != c.msg {
 			t.Errorf("%s: %v, want %s %s", c.sql, err, c.code, c.msg)
 		}
 	}
@@ -227,6 +258,99 @@ func TestPsqlDescribeWidths(t *testing.T) {
 		}
 		if got := strings.TrimRight(string(out), "\n") + "\n"; got != want {
 			t.Errorf("%s printed:\n%s\nPostgreSQL's psql printed:\n%s", cmd, got, want)
+		}
+	}
+}
+
+// TestPgArithmeticWidths: arithmetic over integer, smallint and real columns
+// is typed as PostgreSQL 15 types it (psql's \gdesc there for the same
+// expressions over widthsSetup's w), has its values, and fails past the
+// type's range as PostgreSQL's operators do (their messages; the failing
+// step in CONTEXT).
+func TestPgArithmeticWidths(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, conn := widthsServer(t, ctx)
+	// PostgreSQL: integer (an integer and a constant; a smallint and an
+	// integer), bigint-free throughout; real over two reals, double
+	// precision over a real and a numeric constant, a double or an
+	// integer; and the values of w's row.
+	query := "SELECT f + 1, b / (b + 32769), b * 2, i + 2147483647, c + j, c + 1.5, c * h, -f, f - b, f % 4, f * 3, f + c, a - 1, c * c, j * j FROM w"
+	wantOIDs := []uint32{23, 23, 23, 23, 700, 701, 701, 23, 23, 23, 23, 701, 23, 700, 700}
+	wantText := []string{"8", "-32768", "-65536", "-1", "1.2345671e+06", "1.6000000014901161", "0.010000000149011612", "-7", "32775", "3", "21", "7.100000001490116", "2147483646", "0.010000001", "1.5241557e+12"}
+	for _, mode := range allModes {
+		rows, err := conn.Query(ctx, query, mode)
+		if err != nil {
+			t.Fatalf("%v: %v", mode, err)
+		}
+		var oids []uint32
+		for _, fd := range rows.FieldDescriptions() {
+			oids = append(oids, fd.DataTypeOID)
+		}
+		if !reflect.DeepEqual(oids, wantOIDs) {
+			t.Errorf("%v: types %v, want %v", mode, oids, wantOIDs)
+		}
+		rows.Close()
+	}
+	// Aggregates: sum of integers is a bigint, min and max keep the type
+	// (PostgreSQL: bigint, bigint, integer, smallint, real).
+	var oids []uint32
+	var sum int64
+	err := conn.QueryRow(ctx, "SELECT sum(a) + sum(a), sum(a), sum(b), min(a), max(b), max(c) FROM w").Scan(&sum, nil, nil, nil, nil, nil)
+	if err != nil || sum != 4294967294 {
+		t.Errorf("sum(a) + sum(a): %d, %v; want 4294967294", sum, err)
+	}
+	rows, err := conn.Query(ctx, "SELECT sum(a), sum(b), min(a), max(b), max(c) FROM w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	rows.Close()
+	if want := []uint32{20, 20, 23, 21, 700}; !reflect.DeepEqual(oids, want) {
+		t.Errorf("aggregates: types %v, want %v", oids, want)
+	}
+	// CASE, COALESCE, GREATEST, LEAST: an integer constant is an integer
+	// beside an integer or smallint, a smallint and an integer are integer
+	// (PostgreSQL: all integer but the constant too large for one).
+	rows, err = conn.Query(ctx, "SELECT coalesce(f, 0), CASE WHEN f > 0 THEN f ELSE 1 END, greatest(f, 1), coalesce(b, 1), least(b, 2), coalesce(f, 3000000000), coalesce(b, f) FROM w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oids = oids[:0]
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	rows.Close()
+	if want := []uint32{23, 23, 23, 23, 23, 20, 23}; !reflect.DeepEqual(oids, want) {
+		t.Errorf("conditionals: types %v, want %v", oids, want)
+	}
+
+	rows, err = conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		for i, raw := range rows.RawValues() {
+			if string(raw) != wantText[i] {
+				t.Errorf("column %d: %s, want %s", i+1, raw, wantText[i])
+			}
+		}
+	}
+	rows.Close()
+	for _, c := range []struct{ sql, msg string }{
+		{"SELECT a + 1 FROM w", "integer out of range"},
+		{"SELECT a * 2 FROM w", "integer out of range"},
+		{"SELECT b - b + b - 1::int2 FROM w", "smallint out of range"},
+		{"SELECT -b FROM w", "smallint out of range"},
+		{"SELECT j * j * j * j * j * j * j FROM w", "value out of range: overflow"},
+		{"SELECT i - 1 FROM w", "integer out of range"},
+	} {
+		_, err := conn.Exec(ctx, c.sql)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "22003" || pe.Message != c.msg || pe.Where == "" {
+			t.Errorf("%s: %v, want 22003 %s", c.sql, err, c.msg)
 		}
 	}
 }

@@ -238,7 +238,7 @@ func evalIn(c *call) (arrow.Array, error) {
 	var lits []types.Value
 	for _, item := range c.e.Args[1:] {
 		if item.Kind == KindLiteral {
-			if item.Value.Type != t && !item.Value.Null {
+			if item.Value.Type.Base() != t.Base() && !item.Value.Null { // an integer x among bigints
 				return nil, fmt.Errorf("%w: IN list literal %s is not of type %s", ErrBadExpression, FormatValue(item.Value), t)
 			}
 			if item.Value.Null {

@@ -46,6 +46,17 @@ type sqlError struct {
 func (e *sqlError) Error() string { return e.msg }
 func (e *sqlError) Unwrap() error { return e.kind }
 
+// Message returns PostgreSQL's message of the expression error err wraps
+// (what a function or cast failed with), without what the layers above
+// added to it; ok is false when err wraps none.
+func Message(err error) (msg string, ok bool) {
+	var se *sqlError
+	if !errors.As(err, &se) {
+		return "", false
+	}
+	return se.msg, true
+}
+
 // Errorf is an error of kind whose message is PostgreSQL's text, for the
 // operators that evaluate SQL functions themselves (generate_series).
 func Errorf(kind error, format string, args ...any) error { return newError(kind, format, args...) }

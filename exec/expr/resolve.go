@@ -215,6 +215,9 @@ func Coerce(a, b types.Type) (types.Type, bool) {
 		if a.OID == types.OIDBytea || b.OID == types.OIDBytea {
 			return types.ByteaType, true // text, a literal's, read as bytea
 		}
+		if w, ok := widerInt(a, b); ok {
+			return w, true // smallint and integer: integer
+		}
 		return a.Base(), true
 	case a.ID == types.Null:
 		return unsized(b), true
@@ -236,6 +239,19 @@ func Coerce(a, b types.Type) (types.Type, bool) {
 		return types.TimestampType, true // a date is its midnight
 	}
 	return types.Type{}, false
+}
+
+// widerInt returns the wider of a smallint and an integer; ok is false
+// unless both are one of them.
+func widerInt(a, b types.Type) (types.Type, bool) {
+	isInt := func(t types.Type) bool { return t == types.Int2Type || t == types.Int4Type }
+	if !isInt(a) || !isInt(b) {
+		return types.Type{}, false
+	}
+	if a == types.Int4Type {
+		return a, true
+	}
+	return b, true
 }
 
 // unsized is t without the length of a character type, as PostgreSQL types
