@@ -161,7 +161,7 @@ func checkpointCases() []checkpointCase {
 	var csv strings.Builder
 	var csvWant []string
 	csv.WriteString("id,name\n")
-	for i := range 4000 {
+	for i := range 12000 { // several batches of csvBatchBytes
 		name := word(1 + rng.IntN(120))
 		switch {
 		case i%211 == 3:

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 
@@ -73,22 +74,10 @@ func (b *csvBlock) take(lr *lineReader, maxRows, maxBytes int) int {
 		if len(line) == 0 {
 			continue
 		}
-		ascii, ok := b.splitPlain(line)
+		ascii, ok := b.split(line)
 		if !ok {
-			r := &b.rec
-			r.reset(lr.line)
-			if !r.borrow(line, b.delim) || r.numFields() != len(b.fields) {
-				lr.rewind(pos, lineNo)
-				break
-			}
-			for c := range b.fields {
-				if b.need[c] {
-					f, quoted := r.field(c)
-					b.fields[c] = append(b.fields[c], f)
-					b.null[c] = append(b.null[c], len(f) == 0 && !quoted)
-				}
-			}
-			ascii = r.ascii
+			lr.rewind(pos, lineNo)
+			break
 		}
 		b.ascii = append(b.ascii, ascii)
 		b.mixed = b.mixed || !ascii
@@ -101,53 +90,101 @@ func (b *csvBlock) take(lr *lineReader, maxRows, maxBytes int) int {
 	return b.rows()
 }
 
-// splitPlain appends the fields of line, a line without quotes, to the
-// block's columns, as csvRecord.borrow splits it, and reports whether it is
-// all ASCII. For a line with a quote, or with other than the table's number
-// of fields, it returns ok=false, the block as it was. It reads the line
-// eight bytes at a time and visits only the delimiters, as borrow does, but
+// split appends the fields of line to the block's columns, as
+// csvRecord.borrow splits it, and reports whether line is all ASCII. For a
+// line borrow does not take, or with other than the table's number of
+// fields, it returns ok=false, the block as it was. Like borrow it reads the
+// line eight bytes at a time and visits only the delimiters and quotes, but
 // puts each field straight into its column.
-func (b *csvBlock) splitPlain(line []byte) (ascii, ok bool) {
-	dm, qm := swarOnes*uint64(b.delim), swarOnes*uint64('"')
+func (b *csvBlock) split(line []byte) (ascii, ok bool) {
+	delim := b.delim
+	dm, qm := swarOnes*uint64(delim), swarOnes*uint64('"')
 	last := len(b.fields) - 1
 	c, start := 0, 0 // the field being read, and where it starts
-	put := func(end int) {
+	put := func(lo, hi int, quoted bool) {
 		if b.need[c] {
-			b.fields[c] = append(b.fields[c], line[start:end])
-			b.null[c] = append(b.null[c], end == start)
+			b.fields[c] = append(b.fields[c], line[lo:hi])
+			b.null[c] = append(b.null[c], hi == lo && !quoted)
 		}
-		c, start = c+1, end+1
+		c++
+	}
+	// quoted takes the field whose opening quote is at j, and returns where
+	// the next field starts, past the end of line after the last field.
+	quoted := func(j int) (int, bool) {
+		end := bytes.IndexByte(line[j+1:], '"')
+		if j != start || end < 0 {
+			return 0, false // a quote inside a field, or a field that runs on past the line
+		}
+		end += j + 1
+		switch {
+		case end+1 == len(line) && c == last:
+			put(j+1, end, true)
+			return end + 2, true
+		case end+1 < len(line) && line[end+1] == delim && c < last:
+			put(j+1, end, true)
+			return end + 2, true
+		}
+		return 0, false // a doubled quote, something after the closing one, or a wrong count
 	}
 	var high uint64
+	quotes := false
 	i := 0
-	for ; i+8 <= len(line); i += 8 {
+words:
+	for i+8 <= len(line) {
 		w := binary.LittleEndian.Uint64(line[i:])
 		high |= w
-		for m := swarZeros(w^dm) | swarZeros(w^qm); m != 0; m &= m - 1 {
-			j := i + bits.TrailingZeros64(m)>>3
-			if line[j] != b.delim || c == last {
+		ds, qs := swarZeros(w^dm), swarZeros(w^qm)
+		if qs != 0 {
+			ds &= qs&-qs - 1 // the delimiters before the first quote
+		}
+		for ; ds != 0; ds &= ds - 1 {
+			j := i + bits.TrailingZeros64(ds)>>3
+			if c == last {
 				return false, b.undo(c)
 			}
-			put(j)
+			put(start, j, false)
+			start = j + 1
 		}
+		if qs != 0 {
+			next, ok := quoted(i + bits.TrailingZeros64(qs)>>3)
+			if !ok {
+				return false, b.undo(c)
+			}
+			quotes, start, i = true, next, next
+			continue words
+		}
+		i += 8
 	}
 	for j := i; j < len(line); j++ {
 		high |= uint64(line[j])
-		if line[j] == b.delim || line[j] == '"' {
-			if line[j] != b.delim || c == last {
+		switch line[j] {
+		case delim:
+			if c == last {
 				return false, b.undo(c)
 			}
-			put(j)
+			put(start, j, false)
+			start = j + 1
+		case '"':
+			next, ok := quoted(j)
+			if !ok {
+				return false, b.undo(c)
+			}
+			quotes, start, j = true, next, next-1
 		}
 	}
-	if c != last {
-		return false, b.undo(c)
+	if start <= len(line) { // else the last field was quoted, up to the end of line
+		if c != last {
+			return false, b.undo(c)
+		}
+		put(start, len(line), false)
 	}
-	put(len(line))
+	if quotes { // the words read skipped what was in quotes
+		return isASCII(line), true
+	}
 	return high&swarHighs == 0, true
 }
 
-// undo drops the fields splitPlain put in the first n columns for the line it
+// undo drops the fields split put in the first n columns for the line it
 // gives up on, and returns false.
 func (b *csvBlock) undo(n int) bool {
 	rows := b.rows()

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
 // mapFile maps the segment file read-only and returns its bytes and the
@@ -60,9 +62,8 @@ func (m mappedSegment) copyData(mem memory.Allocator, d arrow.ArrayData) (arrow.
 		if b == nil {
 			continue
 		}
-		nb := memory.NewResizableBuffer(mem)
+		nb := vector.NewBuffer(mem, b.Len()) // read overwrites it all
 		bufs[i] = nb
-		nb.Resize(b.Len())
 		if err := m.read(nb.Bytes(), b.Bytes()); err != nil {
 			return nil, err
 		}

@@ -74,6 +74,18 @@ func (a *PoolAllocator) Allocate(size int) []byte {
 	return raw[shift : shift+size : shift+n]
 }
 
+// AllocateUnzeroed is Allocate without the zeroing, for a caller that writes
+// every byte it reads back (a copy, a gather): a pooled buffer holds what its
+// last user left in it.
+func (a *PoolAllocator) AllocateUnzeroed(size int) []byte {
+	if c := poolClass(size); size > 0 && c >= minPoolClass && c <= maxPoolClass {
+		if p, _ := a.classes[c].Get().(*[]byte); p != nil {
+			return (*p)[:size]
+		}
+	}
+	return a.Allocate(size)
+}
+
 // Reallocate grows or shrinks b to size bytes, keeping its contents; bytes
 // past b's length are zeroed.
 func (a *PoolAllocator) Reallocate(size int, b []byte) []byte {

@@ -24,8 +24,16 @@ func TaskAlloc(tc *exec.TaskContext) memory.Allocator {
 	return memory.DefaultAllocator
 }
 
-// NewBuffer returns a buffer of n bytes from mem. The bytes are not zeroed.
+// NewBuffer returns a buffer of n bytes from mem. The bytes are not zeroed:
+// from a PoolAllocator they are what the pool's last user left (the caller
+// writes every byte it reads), which saves clearing every batch's buffers.
 func NewBuffer(mem memory.Allocator, n int) *memory.Buffer {
+	if p, ok := mem.(*PoolAllocator); ok && n > 0 {
+		// Sized as Resize sizes them: a multiple of 64 bytes, then cut to n.
+		b := memory.NewBufferWithAllocator(p.AllocateUnzeroed((n+63)&^63), mem)
+		b.Resize(n)
+		return b
+	}
 	b := memory.NewResizableBuffer(mem)
 	b.Resize(n)
 	return b

@@ -124,7 +124,7 @@ func Validate(t types.Type, b []byte) error {
 			return nil
 		}
 	case types.Date:
-		if len(b) == 10 && plainDate(b) {
+		if plainDate(b) {
 			return nil
 		}
 	}
@@ -154,17 +154,28 @@ func fitsDecimal(b []byte, prec, scale int) bool {
 		(!dot || len(frac) > 0 && len(frac) <= scale && digitsOnly(frac))
 }
 
-// plainDate reports whether the 10 bytes of b are a valid 'YYYY-MM-DD' date,
+// plainDate reports whether b is the 10 bytes of a valid 'YYYY-MM-DD' date,
 // as parseTimestamp takes one.
 func plainDate(b []byte) bool {
-	_, ok := plainDays(b)
+	_, _, _, ok := plainYMD(b)
 	return ok
 }
 
 // plainDays returns the days since 1970-01-01 of b when it is the 10 bytes
-// of a valid 'YYYY-MM-DD' date, or ok=false for anything else. It checks the digits
-// and dashes eight bytes at a time: it is the hot path of every CSV date.
+// of a valid 'YYYY-MM-DD' date, or ok=false for anything else.
 func plainDays(b []byte) (days int64, ok bool) {
+	y, mo, d, ok := plainYMD(b)
+	if !ok {
+		return 0, false
+	}
+	return civilDays(y, mo, d), true
+}
+
+// plainYMD returns the year, month and day of b when it is the 10 bytes of a
+// valid 'YYYY-MM-DD' date, or ok=false for anything else. It checks the
+// digits and dashes eight bytes at a time: it is the hot path of every CSV
+// date.
+func plainYMD(b []byte) (y, mo, d int, ok bool) {
 	const (
 		digits = 0x00ff_ff00_ffff_ffff // bytes 0-3 and 5-6: YYYY and MM
 		dashes = 0xff00_00ff_0000_0000 // bytes 4 and 7
@@ -173,23 +184,23 @@ func plainDays(b []byte) (days int64, ok bool) {
 		sixes  = 0x0606_0606_0606_0606 & digits
 	)
 	if len(b) != 10 {
-		return 0, false
+		return 0, 0, 0, false
 	}
 	w := binary.LittleEndian.Uint64(b[:8])
 	// A byte is a digit when its high nibble is 3 and adding 6 leaves it 3
 	// (no carry crosses bytes: each is 0x30-0x3f once the first test holds).
-	d := w & digits
-	if w&dashes != 0x2d00_002d_0000_0000 || d&highs != zeros || (d+sixes)&highs != zeros ||
+	dw := w & digits
+	if w&dashes != 0x2d00_002d_0000_0000 || dw&highs != zeros || (dw+sixes)&highs != zeros ||
 		b[8]-'0' > 9 || b[9]-'0' > 9 {
-		return 0, false
+		return 0, 0, 0, false
 	}
-	y := int(b[0]-'0')*1000 + int(b[1]-'0')*100 + int(b[2]-'0')*10 + int(b[3]-'0')
-	mo := int(b[5]-'0')*10 + int(b[6]-'0')
-	dd := int(b[8]-'0')*10 + int(b[9]-'0')
-	if mo < 1 || mo > 12 || dd < 1 || dd > 28 && dd > daysIn(y, mo) {
-		return 0, false
+	y = int(b[0]-'0')*1000 + int(b[1]-'0')*100 + int(b[2]-'0')*10 + int(b[3]-'0')
+	mo = int(b[5]-'0')*10 + int(b[6]-'0')
+	d = int(b[8]-'0')*10 + int(b[9]-'0')
+	if mo < 1 || mo > 12 || d < 1 || d > 28 && d > daysIn(y, mo) {
+		return 0, 0, 0, false
 	}
-	return civilDays(y, mo, dd), true
+	return y, mo, d, true
 }
 
 // Quote quotes a bad value for a log line, cut short if long.
