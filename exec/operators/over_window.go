@@ -95,10 +95,15 @@ type overChange struct {
 type overSent struct{ rid, vid uint32 }
 
 var (
-	_ exec.Operator     = (*overWindowOp)(nil)
-	_ exec.Flusher      = (*overWindowOp)(nil)
-	_ exec.Checkpointed = (*overWindowOp)(nil)
+	_ exec.Operator       = (*overWindowOp)(nil)
+	_ exec.Flusher        = (*overWindowOp)(nil)
+	_ exec.Checkpointed   = (*overWindowOp)(nil)
+	_ exec.EndStateUnread = (*overWindowOp)(nil)
 )
+
+// EndStateUnread marks its state unread once its inputs have ended: it has
+// sent all its changes by then.
+func (o *overWindowOp) EndStateUnread() {}
 
 func newOverWindowOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	var cfg OverWindowConfig

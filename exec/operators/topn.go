@@ -107,11 +107,16 @@ type topnOut struct {
 }
 
 var (
-	_ exec.Operator     = (*topnOp)(nil)
-	_ exec.Flusher      = (*topnOp)(nil)
-	_ exec.Checkpointed = (*topnOp)(nil)
-	_ exec.LateEmitter  = (*topnOp)(nil)
+	_ exec.Operator       = (*topnOp)(nil)
+	_ exec.Flusher        = (*topnOp)(nil)
+	_ exec.Checkpointed   = (*topnOp)(nil)
+	_ exec.EndStateUnread = (*topnOp)(nil)
+	_ exec.LateEmitter    = (*topnOp)(nil)
 )
+
+// EndStateUnread marks its state unread once its inputs have ended: it has
+// sent all its changes by then.
+func (o *topnOp) EndStateUnread() {}
 
 func newTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	var cfg TopNConfig

@@ -78,10 +78,15 @@ func (t *StreamTask) checkpointed() map[int]exec.Checkpointed {
 }
 
 // snapshotOps takes the state of the chain's operators (for a source task, the
-// source's was taken before its barrier went out).
-func (t *StreamTask) snapshotOps(ctx context.Context, id int64, st *state.TaskSnapshot) error {
+// source's was taken before its barrier went out); the final state, as the
+// task ends, leaves out the operators whose state then is unread
+// (exec.EndStateUnread).
+func (t *StreamTask) snapshotOps(ctx context.Context, id int64, final bool, st *state.TaskSnapshot) error {
 	for i, c := range t.checkpointed() {
 		if i < 0 {
+			continue
+		}
+		if _, unread := c.(exec.EndStateUnread); unread && final {
 			continue
 		}
 		data, err := c.SnapshotState(ctx, id)
@@ -185,7 +190,7 @@ func (t *StreamTask) storeFinal(ctx context.Context) error {
 		}
 		st.Source = data
 	}
-	if err := t.snapshotOps(ctx, 0, &st); err != nil {
+	if err := t.snapshotOps(ctx, 0, true, &st); err != nil {
 		return err
 	}
 	data, err := st.Marshal()
@@ -269,7 +274,7 @@ func (t *StreamTask) sourceCheckpoints(ctx context.Context, emit *sync.Mutex, he
 					emit.Unlock()
 					return err
 				}
-				err = t.snapshotOps(ctx, id, &st)
+				err = t.snapshotOps(ctx, id, false, &st)
 			}
 			emit.Unlock()
 			t.store(ctx, id, st, 0, err)

@@ -499,7 +499,7 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		}
 		if t.ckpt != nil {
 			var st state.TaskSnapshot
-			err := t.snapshotOps(ctx, id, &st)
+			err := t.snapshotOps(ctx, id, false, &st)
 			t.store(ctx, id, st, align, err)
 		}
 		return nil
