@@ -52,7 +52,8 @@ var nexmarkPublished = map[string]map[string]float64{
 }
 
 // nexmarkProfiles is, per query, where its CPU went in a CPU profile of the
-// server (HUMMER_CPUPROFILE, one run at parallelism 1 on 2026-12-06); the
+// server (HUMMER_CPUPROFILE, one run at parallelism 1 on 2026-12-06; q9, q19
+// and q20 again later that day, on a busy machine); the
 // README gives it for the queries short of a goal. storeFinal is the state
 // each task stores as it ends (exec/task/checkpoint.go), here once, when the
 // input ends: every key of a join's or Top-N's state as JSON (the Arrow IPC
@@ -64,12 +65,12 @@ var nexmarkProfiles = map[string]string{
 	"q5":  "the HOP window copies each bid into 5 windows (series 60%) before counting them per auction and window (window_agg 44%, its keyed state 29%); the generator's own work is a tenth",
 	"q7":  "the interval_join of the bids with each window's highest price (stream_join's code with interval bounds) keeps every bid by price until the watermark passes it, and a run covers 0.2 s of event time, so it keeps them all: its ProcessBatch 53% (keyed-state inserts 35%), the generator 37%",
 	"q8":  "window_join of people and auctions; not profiled",
-	"q9":  "the final state stored when the input ends 47% (MD5 20%, JSON 11%); the stream_join and the Top-N 19% each, their keyed-state inserts 23%",
+	"q9":  "(profiled again after the final state left out the join's and the Top-N's rows, one run of 1M events) keyed-state inserts 46%: the Top-N interning each candidate winner's whole row 26%, the stream_join indexing both sides 22%; the Top-N's compaction of rows that left the top 16%",
 	"q11": "session windows per bidder; not profiled",
 	"q13": "the lookup join; not profiled",
 	"q18": "the Top-N per bidder and auction 38% (keyed-state inserts 32%); the final state stored when the input ends 28% (MD5 11%)",
-	"q19": "the final state stored when the input ends 38% (MD5 14%); the Top-N per auction 33% (keyed-state inserts 25%); the generator 14%",
-	"q20": "the final state stored when the input ends 61% (MD5 27%, JSON 14%): the stream_join keeps every bid and auction; the join itself 25% (keyed-state inserts 19%)",
+	"q19": "(profiled again after the final state left out the Top-N's rows, one run of 1M events) the Top-N per auction 49% (interning each row that may enter a top, keyed-state inserts, 36%); the generator 30%; the Top-N's flush 17%",
+	"q20": "(profiled again after the final state left out the join's rows, one run of 1M events) the stream_join keeping every bid and auction 63% (keyed-state inserts 49%); the generator 33%",
 }
 
 // nexmarkTarget is issues 24 and 25's per-core target for a query, in
