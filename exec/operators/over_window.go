@@ -210,26 +210,16 @@ func (o *overWindowOp) ids(rec arrow.RecordBatch) error {
 	if err := o.skeys.encode(rec, o.cfg.Window.Order); err != nil {
 		return err
 	}
-	if err := o.full.Encode(rec.Columns()[:len(o.inTypes)], nil, n); err != nil {
+	if err := internRows(o.rows, &o.full, rec.Columns()[:len(o.inTypes)], n, &o.rids, &o.rowRefs); err != nil {
 		return fmt.Errorf("over_window: %w", err)
-	}
-	o.rids = vector.GrowSlice(o.rids, n)
-	o.rows.InsertRows(&o.full, o.rids)
-	for len(o.rowRefs) < o.rows.Len() {
-		o.rowRefs = append(o.rowRefs, 0)
 	}
 	return nil
 }
 
 // valIDs sets o.vids to the ids of the functions' values cols (n rows).
 func (o *overWindowOp) valIDs(cols []arrow.Array, n int) error {
-	if err := o.fkeys.Encode(cols, nil, n); err != nil {
+	if err := internRows(o.vals, &o.fkeys, cols, n, &o.vids, &o.valRefs); err != nil {
 		return fmt.Errorf("over_window: %w", err)
-	}
-	o.vids = vector.GrowSlice(o.vids, n)
-	o.vals.InsertRows(&o.fkeys, o.vids)
-	for len(o.valRefs) < o.vals.Len() {
-		o.valRefs = append(o.valRefs, 0)
 	}
 	return nil
 }

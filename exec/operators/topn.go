@@ -236,14 +236,22 @@ func (o *topnOp) partIDs(rec arrow.RecordBatch) error {
 
 // rowIDs sets o.rids for rec's rows.
 func (o *topnOp) rowIDs(rec arrow.RecordBatch) error {
-	n := int(rec.NumRows())
-	if err := o.full.Encode(rec.Columns()[:len(o.inTypes)], nil, n); err != nil {
+	if err := internRows(o.rows, &o.full, rec.Columns()[:len(o.inTypes)], int(rec.NumRows()), &o.rids, &o.refs); err != nil {
 		return fmt.Errorf("topn: %w", err)
 	}
-	o.rids = vector.GrowSlice(o.rids, n)
-	o.rows.InsertRows(&o.full, o.rids)
-	for len(o.refs) < o.rows.Len() {
-		o.refs = append(o.refs, 0)
+	return nil
+}
+
+// internRows sets *ids to the ids in t of the n rows of cols, adding those
+// t lacks, and grows *refs (the ids' holders) to t's length. enc is scratch.
+func internRows(t *state.KeyTable, enc *state.RowKeys, cols []arrow.Array, n int, ids *[]uint32, refs *[]int32) error {
+	if err := enc.Encode(cols, nil, n); err != nil {
+		return err
+	}
+	*ids = vector.GrowSlice(*ids, n)
+	t.InsertRows(enc, *ids)
+	for len(*refs) < t.Len() {
+		*refs = append(*refs, 0)
 	}
 	return nil
 }
