@@ -70,6 +70,18 @@ type AsyncCheckpointed interface {
 // task's goroutine uses, and is called exactly once.
 type PendingState func(ctx context.Context) (blob []byte, uploaded int64, err error)
 
+// EndStateUnread is a Checkpointed operator whose state once its inputs have
+// ended nobody reads: it has emitted all it would, and a task restored from
+// a checkpoint that lists it as ended runs without its operators (only a
+// view's rows and a source's position matter then). The state a task stores
+// as it ends, for the checkpoints after it, leaves such operators' out: for
+// a join or a Top-N holding every row, writing it would cost more than the
+// whole job did (stream_join, topn, over_window). Sinks, which may commit
+// what a restored state holds, and views are not such operators.
+type EndStateUnread interface {
+	EndStateUnread()
+}
+
 // CheckpointListener hears that a checkpoint is complete: every task of the job
 // has stored its state for it. A source commits the offsets of that checkpoint
 // to its consumer group; a transactional sink commits the transaction holding

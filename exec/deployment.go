@@ -15,6 +15,9 @@ type Deployment struct {
 	metrics map[TaskID]*TaskMetrics
 	// Checkpoints: trigger asks the source tasks to inject a barrier, complete
 	// tells every task a checkpoint is complete; the tasks' answers arrive on acks.
+	// They reach the tasks, so finish drops them: a finished job stays listed,
+	// and its tasks and their operators' state must not stay with it.
+	mu                sync.Mutex // guards trigger and complete
 	trigger, complete func(id int64)
 	acks              chan CheckpointAck
 	// readView returns the rows of the job's view task here, if it has one
@@ -37,6 +40,7 @@ func NewDeployment(cancel func(cause error), tasks []TaskID) (d *Deployment, fin
 	var once sync.Once
 	finish = func(err error) {
 		once.Do(func() {
+			d.OnCheckpoint(func(int64) {}, func(int64) {})
 			d.err = err
 			close(d.done)
 		})
@@ -62,15 +66,28 @@ func (d *Deployment) ReadView(now bool) ([]byte, error) { return d.readView(now)
 // OnCheckpoint sets how the deployment passes checkpoint triggers and
 // completions on to its tasks.
 func (d *Deployment) OnCheckpoint(trigger, complete func(id int64)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.trigger, d.complete = trigger, complete
 }
 
 // TriggerCheckpoint asks the deployment's source tasks to inject checkpoint
-// id's barrier.
-func (d *Deployment) TriggerCheckpoint(id int64) { d.trigger(id) }
+// id's barrier; once the deployment has finished it does nothing.
+func (d *Deployment) TriggerCheckpoint(id int64) {
+	d.mu.Lock()
+	f := d.trigger
+	d.mu.Unlock()
+	f(id)
+}
 
-// CheckpointComplete tells the deployment's tasks that checkpoint id is complete.
-func (d *Deployment) CheckpointComplete(id int64) { d.complete(id) }
+// CheckpointComplete tells the deployment's tasks that checkpoint id is
+// complete; once the deployment has finished it does nothing.
+func (d *Deployment) CheckpointComplete(id int64) {
+	d.mu.Lock()
+	f := d.complete
+	d.mu.Unlock()
+	f(id)
+}
 
 // Acks delivers the tasks' answers to checkpoint barriers.
 func (d *Deployment) Acks() <-chan CheckpointAck { return d.acks }

@@ -185,12 +185,7 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 		}
 		op = exec.OperatorSpec{Kind: "topn", Label: "topn " + label, Config: exec.MustConfig(cfg), Out: out}
 	}
-	var node int
-	if len(t.w.Partition) == 0 {
-		node = b.add(op, 1, 1, in(from, gatherOrForward(b.par(from))))
-	} else {
-		node = b.add(op, b.opts.Parallelism, 0, in(from, exec.Hash, t.w.Partition...))
-	}
+	node := b.partitioned(op, from, t.w.Partition)
 	b.lateNode(node, lateCfg)
 	// Only a window's rows at its close, or the first row by arrival, never
 	// change.

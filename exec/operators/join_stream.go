@@ -123,10 +123,15 @@ type streamJoinSide struct {
 }
 
 var (
-	_ exec.Operator     = (*streamJoinOp)(nil)
-	_ exec.Checkpointed = (*streamJoinOp)(nil)
-	_ exec.Ticker       = (*streamJoinOp)(nil)
+	_ exec.Operator       = (*streamJoinOp)(nil)
+	_ exec.Checkpointed   = (*streamJoinOp)(nil)
+	_ exec.EndStateUnread = (*streamJoinOp)(nil)
+	_ exec.Ticker         = (*streamJoinOp)(nil)
 )
+
+// EndStateUnread marks its state unread once its inputs have ended: it has
+// sent all its changes by then.
+func (o *streamJoinOp) EndStateUnread() {}
 
 func newStreamJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	var cfg StreamJoinConfig

@@ -29,6 +29,7 @@ func Register(r *exec.Registry) {
 	r.RegisterOperator("max_one_row", newMaxOneRowOp)
 	r.RegisterOperator("window", newWindowOp)
 	r.RegisterOperator("over_agg", newOverAggOp)
+	r.RegisterOperator("over_window", newOverWindowOp)
 	r.RegisterOperator("interval_join", newIntervalJoinOp)
 	r.RegisterOperator("sort", newSortOp)
 	r.RegisterOperator("limit", newLimitOp)

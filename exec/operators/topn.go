@@ -97,6 +97,7 @@ type topnPart struct {
 type topnEntry struct {
 	key []byte
 	rid uint32
+	out uint32 // over_window's: 1 + the id of the functions' values it last sent, 0 before it sent any
 	seq uint64
 }
 
@@ -106,11 +107,16 @@ type topnOut struct {
 }
 
 var (
-	_ exec.Operator     = (*topnOp)(nil)
-	_ exec.Flusher      = (*topnOp)(nil)
-	_ exec.Checkpointed = (*topnOp)(nil)
-	_ exec.LateEmitter  = (*topnOp)(nil)
+	_ exec.Operator       = (*topnOp)(nil)
+	_ exec.Flusher        = (*topnOp)(nil)
+	_ exec.Checkpointed   = (*topnOp)(nil)
+	_ exec.EndStateUnread = (*topnOp)(nil)
+	_ exec.LateEmitter    = (*topnOp)(nil)
 )
+
+// EndStateUnread marks its state unread once its inputs have ended: it has
+// sent all its changes by then.
+func (o *topnOp) EndStateUnread() {}
 
 func newTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	var cfg TopNConfig
@@ -230,14 +236,22 @@ func (o *topnOp) partIDs(rec arrow.RecordBatch) error {
 
 // rowIDs sets o.rids for rec's rows.
 func (o *topnOp) rowIDs(rec arrow.RecordBatch) error {
-	n := int(rec.NumRows())
-	if err := o.full.Encode(rec.Columns()[:len(o.inTypes)], nil, n); err != nil {
+	if err := internRows(o.rows, &o.full, rec.Columns()[:len(o.inTypes)], int(rec.NumRows()), &o.rids, &o.refs); err != nil {
 		return fmt.Errorf("topn: %w", err)
 	}
-	o.rids = vector.GrowSlice(o.rids, n)
-	o.rows.InsertRows(&o.full, o.rids)
-	for len(o.refs) < o.rows.Len() {
-		o.refs = append(o.refs, 0)
+	return nil
+}
+
+// internRows sets *ids to the ids in t of the n rows of cols, adding those
+// t lacks, and grows *refs (the ids' holders) to t's length. enc is scratch.
+func internRows(t *state.KeyTable, enc *state.RowKeys, cols []arrow.Array, n int, ids *[]uint32, refs *[]int32) error {
+	if err := enc.Encode(cols, nil, n); err != nil {
+		return err
+	}
+	*ids = vector.GrowSlice(*ids, n)
+	t.InsertRows(enc, *ids)
+	for len(*refs) < t.Len() {
+		*refs = append(*refs, 0)
 	}
 	return nil
 }
@@ -406,12 +420,8 @@ func (o *topnOp) mayEnter(key, last []byte) bool {
 // remove takes the latest-arrived row equal to rid out of p; it reports
 // whether that changed p's top.
 func (o *topnOp) remove(p *topnPart, key []byte, rid uint32) bool {
-	lo := p.entries.bound(key, false)
 	at := -1
-	p.entries.Each(func(j int, e *topnEntry) bool {
-		if j < lo {
-			return true
-		}
+	p.entries.EachFrom(p.entries.bound(key, false), func(j int, e *topnEntry) bool {
 		if !bytes.Equal(e.key, key) {
 			return false
 		}
@@ -522,9 +532,15 @@ func (o *topnOp) Flush(ctx context.Context, out exec.Collector) error {
 
 // emitRows sends rows rs with change kind op, in batches.
 func (o *topnOp) emitRows(ctx context.Context, out exec.Collector, rs []topnOut, op exec.ChangeKind) error {
-	for lo := 0; lo < len(rs); lo += vector.OutBatchRows {
-		chunk := rs[lo:min(len(rs), lo+vector.OutBatchRows)]
-		rec, err := o.record(chunk, o.cfg.Rank, o.schema)
+	return emitChunks(ctx, out, rs, op, func(chunk []topnOut) (arrow.RecordBatch, error) { return o.record(chunk, o.cfg.Rank, o.schema) })
+}
+
+// emitChunks sends items as batches of change kind op, each built by
+// record from at most vector.OutBatchRows of them.
+func emitChunks[T any](ctx context.Context, out exec.Collector, items []T, op exec.ChangeKind, record func([]T) (arrow.RecordBatch, error)) error {
+	for lo := 0; lo < len(items); lo += vector.OutBatchRows {
+		chunk := items[lo:min(len(items), lo+vector.OutBatchRows)]
+		rec, err := record(chunk)
 		if err != nil {
 			return err
 		}
@@ -572,38 +588,9 @@ func (o *topnOp) record(rs []topnOut, rank bool, schema *arrow.Schema) (arrow.Re
 
 // compact rebuilds rows from the rows held.
 func (o *topnOp) compact() error {
-	var ids []uint32
-	for id, r := range o.refs {
-		if r > 0 {
-			ids = append(ids, uint32(id))
-		}
-	}
-	rows := state.NewKeyTable()
-	newID := make([]uint32, len(o.refs))
-	for lo := 0; lo < len(ids); lo += vector.OutBatchRows {
-		chunk := ids[lo:min(len(ids), lo+vector.OutBatchRows)]
-		cols, err := o.rows.DecodeKeys(o.mem, o.inTypes, state.GroupIDs(chunk))
-		if err != nil {
-			rows.Release()
-			return fmt.Errorf("topn: %w", err)
-		}
-		err = o.full.Encode(cols, nil, len(chunk))
-		if err == nil {
-			o.rids = vector.GrowSlice(o.rids, len(chunk))
-			rows.InsertRows(&o.full, o.rids)
-			for i, id := range chunk {
-				newID[id] = o.rids[i]
-			}
-		}
-		vector.ReleaseArrays(cols)
-		if err != nil {
-			rows.Release()
-			return fmt.Errorf("topn: %w", err)
-		}
-	}
-	refs := make([]int32, rows.Len())
-	for _, id := range ids {
-		refs[newID[id]] = o.refs[id]
+	rows, refs, newID, err := compactKeys(o.mem, o.rows, o.inTypes, o.refs, &o.full)
+	if err != nil {
+		return fmt.Errorf("topn: %w", err)
 	}
 	for _, p := range o.ps {
 		p.entries.Each(func(_ int, e *topnEntry) bool {
@@ -617,6 +604,48 @@ func (o *topnOp) compact() error {
 	o.rows.Release()
 	o.rows, o.refs = rows, refs
 	return nil
+}
+
+// compactKeys returns a table of the keys of t (of columns types) whose
+// refs are above 0, their refs in it, and each old id's new one (newID[id]
+// for a held id; the others map to 0). t stays as it was: the caller swaps
+// the tables once it has renumbered its ids. enc is scratch.
+func compactKeys(mem memory.Allocator, t *state.KeyTable, types []arrow.DataType, refs []int32, enc *state.RowKeys) (*state.KeyTable, []int32, []uint32, error) {
+	var ids []uint32
+	for id, r := range refs {
+		if r > 0 {
+			ids = append(ids, uint32(id))
+		}
+	}
+	keys := state.NewKeyTable()
+	newID := make([]uint32, len(refs))
+	var got []uint32
+	for lo := 0; lo < len(ids); lo += vector.OutBatchRows {
+		chunk := ids[lo:min(len(ids), lo+vector.OutBatchRows)]
+		cols, err := t.DecodeKeys(mem, types, state.GroupIDs(chunk))
+		if err != nil {
+			keys.Release()
+			return nil, nil, nil, err
+		}
+		err = enc.Encode(cols, nil, len(chunk))
+		if err == nil {
+			got = vector.GrowSlice(got, len(chunk))
+			keys.InsertRows(enc, got)
+			for i, id := range chunk {
+				newID[id] = got[i]
+			}
+		}
+		vector.ReleaseArrays(cols)
+		if err != nil {
+			keys.Release()
+			return nil, nil, nil, err
+		}
+	}
+	held := make([]int32, keys.Len())
+	for _, id := range ids {
+		held[newID[id]] = refs[id]
+	}
+	return keys, held, newID, nil
 }
 
 func (o *topnOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {

@@ -140,15 +140,25 @@ func (l *topnList) Truncate(n int, drop func(e *topnEntry)) {
 }
 
 // Each calls f with each entry, in order, while it returns true.
-func (l *topnList) Each(f func(pos int, e *topnEntry) bool) {
-	pos := 0
-	for _, ch := range l.chunks {
-		for j := range ch {
+func (l *topnList) Each(f func(pos int, e *topnEntry) bool) { l.EachFrom(0, f) }
+
+// EachFrom calls f with each entry from position from on, in order, while
+// it returns true: the chunks before from are skipped, not walked entry by
+// entry.
+func (l *topnList) EachFrom(from int, f func(pos int, e *topnEntry) bool) {
+	if from >= l.n {
+		return
+	}
+	c, i := l.locate(from)
+	pos := from
+	for _, ch := range l.chunks[c:] {
+		for j := i; j < len(ch); j++ {
 			if !f(pos, &ch[j]) {
 				return
 			}
 			pos++
 		}
+		i = 0
 	}
 }
 

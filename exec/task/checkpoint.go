@@ -86,13 +86,18 @@ type pendingOp struct {
 }
 
 // snapshotOps takes the state of the chain's operators (for a source task, the
-// source's was taken before its barrier went out). For checkpoint id > 0 an
-// AsyncCheckpointed operator's snapshot is left pending, for store to finish
-// off the task's goroutine; pending is returned even with an error, as each
-// must be finished.
-func (t *StreamTask) snapshotOps(ctx context.Context, id int64, st *state.TaskSnapshot) (pending []pendingOp, err error) {
+// source's was taken before its barrier went out); the final state, as the
+// task ends, leaves out the operators whose state then is unread
+// (exec.EndStateUnread). For checkpoint id > 0 an AsyncCheckpointed
+// operator's snapshot is left pending, for store to finish off the task's
+// goroutine; pending is returned even with an error, as each must be
+// finished.
+func (t *StreamTask) snapshotOps(ctx context.Context, id int64, final bool, st *state.TaskSnapshot) (pending []pendingOp, err error) {
 	for i, c := range t.checkpointed() {
 		if i < 0 {
+			continue
+		}
+		if _, unread := c.(exec.EndStateUnread); unread && final {
 			continue
 		}
 		if a, ok := c.(exec.AsyncCheckpointed); ok && id > 0 {
@@ -218,7 +223,7 @@ func (t *StreamTask) storeFinal(ctx context.Context) error {
 		}
 		st.Source = data
 	}
-	if _, err := t.snapshotOps(ctx, 0, &st); err != nil { // checkpoint 0: none pending
+	if _, err := t.snapshotOps(ctx, 0, true, &st); err != nil { // checkpoint 0: none pending
 		return err
 	}
 	data, err := st.Marshal()
@@ -303,7 +308,7 @@ func (t *StreamTask) sourceCheckpoints(ctx context.Context, emit *sync.Mutex, he
 					emit.Unlock()
 					return err
 				}
-				pending, err = t.snapshotOps(ctx, id, &st)
+				pending, err = t.snapshotOps(ctx, id, false, &st)
 			}
 			emit.Unlock()
 			t.store(ctx, id, st, pending, 0, err)

@@ -499,7 +499,7 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		}
 		if t.ckpt != nil {
 			var st state.TaskSnapshot
-			pending, err := t.snapshotOps(ctx, id, &st)
+			pending, err := t.snapshotOps(ctx, id, false, &st)
 			t.store(ctx, id, st, pending, align, err)
 		}
 		return nil
