@@ -36,12 +36,13 @@ type blockColumn struct {
 }
 
 // ParseColumn parses column i of each of the block's rows: fields[r] is the
-// text of row r's field, null[r] whether it is NULL, and ascii[r] whether row r
+// text of row r's field, nil for NULL (an empty text is not nil), and
+// ascii[r] whether row r
 // is all ASCII (whose text then needs no UTF-8 check). A field that does not
 // parse sets bad[r], unless it is set already, to an error naming the column.
 // The block borrows the fields until CommitBlock. Every column of the Builder
 // is parsed before CommitBlock, over the same number of rows.
-func (bb *Builder) ParseColumn(i int, fields [][]byte, null, ascii []bool, bad []error) {
+func (bb *Builder) ParseColumn(i int, fields [][]byte, ascii []bool, bad []error) {
 	n := len(fields)
 	c := bb.blockColumn(i, n)
 	t := bb.types[i]
@@ -63,8 +64,8 @@ func (bb *Builder) ParseColumn(i int, fields [][]byte, null, ascii []bool, bad [
 	}
 	c.nulls = 0
 	for r := range n {
-		c.valid[r] = !null[r]
-		if null[r] {
+		c.valid[r] = fields[r] != nil
+		if fields[r] == nil {
 			c.nulls++
 		}
 	}
@@ -156,12 +157,12 @@ func grow[T any](s []T, n int) []T {
 }
 
 // ValidateColumn checks the text of column f of each of the block's rows, a
-// column the query does not read, as Validate does (fields, null and ascii as
+// column the query does not read, as Validate does (fields and ascii as
 // ParseColumn's), setting bad[r] for a row whose field is not a value of its
 // type unless it is set already.
-func ValidateColumn(f types.Field, fields [][]byte, null, ascii []bool, bad []error) {
+func ValidateColumn(f types.Field, fields [][]byte, ascii []bool, bad []error) {
 	for r, b := range fields {
-		if null[r] || (ascii[r] && f.Type.ID == types.String) {
+		if b == nil || (ascii[r] && f.Type.ID == types.String) {
 			continue
 		}
 		if err := Validate(f.Type, b); err != nil && bad[r] == nil {
