@@ -82,6 +82,10 @@ func (bb *Builder) ParseColumn(i int, fields [][]byte, ascii []bool, bad []error
 			if !c.valid[r] {
 				continue
 			}
+			if u, ok := digits8(f); ok {
+				c.i[r] = int64(u)
+				continue
+			}
 			var ok bool
 			if c.i[r], ok = parseInt(f); !ok && parse(r) {
 				c.i[r] = v.i
