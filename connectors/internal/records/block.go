@@ -98,6 +98,9 @@ func (bb *Builder) ParseColumn(i int, fields [][]byte, ascii []bool, bad []error
 				continue
 			}
 			var ok bool
+			if c.d[r], ok = fixedDecimal(f, prec, scale); ok {
+				continue
+			}
 			if c.d[r], ok = parseSmallDecimal(f, prec, scale); !ok && parse(r) {
 				c.d[r] = v.d
 			}

@@ -107,7 +107,7 @@ func Validate(t types.Type, b []byte) error {
 			return nil
 		}
 	case types.Decimal:
-		if fitsDecimal(b, int(t.Precision), int(t.Scale)) {
+		if _, ok := fixedDecimal(b, int32(t.Precision), int32(t.Scale)); ok || fitsDecimal(b, int(t.Precision), int(t.Scale)) {
 			return nil
 		}
 	case types.Date:
@@ -275,6 +275,9 @@ func parseBool(s []byte) (v, ok bool) {
 // rounding extra fraction digits half away from zero as PostgreSQL does. It never
 // goes through a float, so 1.005 is 1.01 at scale 2.
 func parseDecimal(s []byte, prec, scale int32) (decimal128.Num, error) {
+	if n, ok := fixedDecimal(s, prec, scale); ok {
+		return n, nil
+	}
 	if n, ok := parseSmallDecimal(s, prec, scale); ok {
 		return n, nil
 	}
@@ -362,6 +365,27 @@ func parseDecimal(s []byte, prec, scale int32) (decimal128.Num, error) {
 	}
 	return n, nil
 }
+
+// fixedDecimal is parseDecimal's fastest path, for the shape CSV files
+// write numbers of a fixed scale in: 1 to 8 digits, a point, and exactly
+// scale (1 to 8) digits, whole digits no more than prec-scale; it reads the
+// digits eight bytes at a time (digits8, whose capacity rule it shares).
+// Anything else gives ok=false, for the other paths to parse or refuse.
+func fixedDecimal(b []byte, prec, scale int32) (decimal128.Num, bool) {
+	k := len(b) - int(scale) - 1 // the point's place
+	if scale < 1 || scale > 8 || k < 1 || k > int(prec-scale) || b[k] != '.' {
+		return decimal128.Num{}, false
+	}
+	whole, ok1 := digits8(b[:k])
+	frac, ok2 := digits8(b[k+1:])
+	if !ok1 || !ok2 {
+		return decimal128.Num{}, false
+	}
+	return decimal128.FromU64(whole*pow10[scale] + frac), true
+}
+
+// pow10[i] is 10 to the i.
+var pow10 = [...]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8}
 
 // parseSmallDecimal is parseDecimal's fast path for the common case: [-]digits
 // [. digits], at most 18 digits in all and no more fraction digits than scale

@@ -308,3 +308,50 @@ func TestDigits8(t *testing.T) {
 		t.Error("took a text of capacity 2")
 	}
 }
+
+// TestFixedDecimal checks the fixed-scale shortcut against parseDecimal's
+// general path: over random numbers of digits, a point and digits, some
+// signed or with a stray byte, each followed by bytes it must ignore, at
+// random precisions and scales, what fixedDecimal takes is what the general
+// path gives; and it takes the plain shape it is for.
+func TestFixedDecimal(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	taken := 0
+	for range 200000 {
+		var b []byte
+		if r.IntN(10) == 0 {
+			b = append(b, '-')
+		}
+		for range r.IntN(10) {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if r.IntN(8) != 0 {
+			b = append(b, '.')
+		}
+		for range r.IntN(10) {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if len(b) > 0 && r.IntN(20) == 0 {
+			b[r.IntN(len(b))] = ":/ x"[r.IntN(4)]
+		}
+		n := len(b)
+		b = append(b, "12345678"...)[:n] // past len: ignored
+		prec := int32(1 + r.IntN(20))
+		scale := min(int32(r.IntN(9)), prec)
+		fast, ok := fixedDecimal(b, prec, scale)
+		if !ok {
+			continue
+		}
+		taken++
+		slow, err := parseDecimal(append([]byte("+"), b...), prec, scale) // "+" skips the shortcuts
+		if err != nil || slow != fast {
+			t.Fatalf("%q at (%d,%d): fixedDecimal %v, general %v (%v)", b, prec, scale, fast, slow, err)
+		}
+	}
+	if taken < 2000 {
+		t.Fatalf("only %d taken: a test that cannot tell", taken)
+	}
+	if v, ok := fixedDecimal(append([]byte("17954.55"), "xxxxxxxx"...)[:8], 15, 2); !ok || v != decimal128.FromU64(1795455) {
+		t.Errorf("17954.55 at (15,2): %v %v", v, ok)
+	}
+}
