@@ -297,7 +297,7 @@ func TestCSVBlockSplit(t *testing.T) {
 			blk.line = append(blk.line, 0)
 		}
 		for c := range columns {
-			if len(blk.fields[c]) != len(want) || len(blk.null[c]) != len(want) {
+			if len(blk.fields[c]) != len(want) {
 				t.Fatalf("%q: column %d holds %d rows, want %d", line, c, len(blk.fields[c]), len(want))
 			}
 		}
@@ -305,7 +305,7 @@ func TestCSVBlockSplit(t *testing.T) {
 	for i, row := range want {
 		for c := range columns {
 			got := string(blk.fields[c][i])
-			if blk.null[c][i] {
+			if blk.fields[c][i] == nil {
 				got = "NULL"
 			}
 			if got != row[c] {

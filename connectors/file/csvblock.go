@@ -23,12 +23,13 @@ type csvBlock struct {
 	// need is, per column of the table, whether the block keeps its fields:
 	// a column the query reads, or one whose text is not checked by the
 	// record being ASCII (see source.csvRow); the others' are left empty.
-	need   []bool
-	fields [][][]byte // per column of the table, each row's field
-	null   [][]bool   // per column of the table, whether each row's field is NULL
-	ascii  []bool     // per row, whether it is all ASCII
-	text   [][]byte   // per row, its line
-	mixed  bool       // some row is not all ASCII
+	need []bool
+	// fields holds, per column of the table, each row's field: nil for
+	// NULL (an empty field not in quotes), as records.ParseColumn takes it.
+	fields [][][]byte
+	ascii  []bool   // per row, whether it is all ASCII
+	text   [][]byte // per row, its line
+	mixed  bool     // some row is not all ASCII
 	delim  byte
 	line   []int64 // per row, the number of its line in the reader's range
 	size   []int   // per row, its bytes of input
@@ -38,7 +39,7 @@ type csvBlock struct {
 // newCSVBlock returns a block of records of a table of schema whose columns
 // cols (positions in schema) the query reads.
 func newCSVBlock(schema types.Schema, cols []int, delim byte) *csvBlock {
-	b := &csvBlock{delim: delim, need: make([]bool, len(schema)), fields: make([][][]byte, len(schema)), null: make([][]bool, len(schema))}
+	b := &csvBlock{delim: delim, need: make([]bool, len(schema)), fields: make([][][]byte, len(schema))}
 	for c, f := range schema {
 		b.need[c] = f.Type.ID != types.String
 	}
@@ -59,7 +60,7 @@ func (b *csvBlock) rows() int { return len(b.line) }
 func (b *csvBlock) take(lr *lineReader, maxRows, maxBytes int) int {
 	for c := range b.fields {
 		clear(b.fields[c]) // drop what the last block borrowed
-		b.fields[c], b.null[c] = b.fields[c][:0], b.null[c][:0]
+		b.fields[c] = b.fields[c][:0]
 	}
 	clear(b.text)
 	b.ascii, b.text, b.line, b.size, b.bad = b.ascii[:0], b.text[:0], b.line[:0], b.size[:0], b.bad[:0]
@@ -103,8 +104,11 @@ func (b *csvBlock) split(line []byte) (ascii, ok bool) {
 	c, start := 0, 0 // the field being read, and where it starts
 	put := func(lo, hi int, quoted bool) {
 		if b.need[c] {
-			b.fields[c] = append(b.fields[c], line[lo:hi])
-			b.null[c] = append(b.null[c], hi == lo && !quoted)
+			f := line[lo:hi]
+			if hi == lo && !quoted {
+				f = nil
+			}
+			b.fields[c] = append(b.fields[c], f)
 		}
 		c++
 	}
@@ -190,7 +194,7 @@ func (b *csvBlock) undo(n int) bool {
 	rows := b.rows()
 	for c := range n {
 		if b.need[c] {
-			b.fields[c], b.null[c] = b.fields[c][:rows], b.null[c][:rows]
+			b.fields[c] = b.fields[c][:rows]
 		}
 	}
 	return false
@@ -200,17 +204,20 @@ func (b *csvBlock) undo(n int) bool {
 // checking: the fields of the rows that are not all ASCII, split again from
 // their lines, and NULL for the others, whose text needs no check.
 func (b *csvBlock) textFields(c int) {
-	b.fields[c], b.null[c] = b.fields[c][:0], b.null[c][:0]
+	b.fields[c] = b.fields[c][:0]
 	for r, line := range b.text {
 		if b.ascii[r] {
 			b.fields[c] = append(b.fields[c], nil)
-			b.null[c] = append(b.null[c], true)
 			continue
 		}
 		b.rec.reset(b.line[r])
 		b.rec.borrow(line, b.delim) // as take did
 		f, quoted := b.rec.field(c)
+		if len(f) == 0 && !quoted {
+			f = nil
+		} else if f == nil {
+			f = []byte{} // an empty quoted field of an empty buf: not NULL
+		}
 		b.fields[c] = append(b.fields[c], f)
-		b.null[c] = append(b.null[c], len(f) == 0 && !quoted)
 	}
 }

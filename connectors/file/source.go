@@ -571,7 +571,7 @@ func (s *source) runCSV(ctx context.Context, out exec.Collector) error {
 // goes to badRecord, in the order of the file, as csvRow's would.
 func (s *source) csvBlock(blk *csvBlock, bb *records.Builder) error {
 	for i, col := range s.cfg.cols {
-		bb.ParseColumn(i, blk.fields[col], blk.null[col], blk.ascii, blk.bad)
+		bb.ParseColumn(i, blk.fields[col], blk.ascii, blk.bad)
 	}
 	for _, col := range s.unread {
 		if !blk.need[col] {
@@ -580,7 +580,7 @@ func (s *source) csvBlock(blk *csvBlock, bb *records.Builder) error {
 			}
 			blk.textFields(col)
 		}
-		records.ValidateColumn(s.cfg.schema[col], blk.fields[col], blk.null[col], blk.ascii, blk.bad)
+		records.ValidateColumn(s.cfg.schema[col], blk.fields[col], blk.ascii, blk.bad)
 	}
 	nbad, size := 0, 0
 	for r, bad := range blk.bad {

@@ -36,12 +36,13 @@ type blockColumn struct {
 }
 
 // ParseColumn parses column i of each of the block's rows: fields[r] is the
-// text of row r's field, null[r] whether it is NULL, and ascii[r] whether row r
+// text of row r's field, nil for NULL (an empty text is not nil), and
+// ascii[r] whether row r
 // is all ASCII (whose text then needs no UTF-8 check). A field that does not
 // parse sets bad[r], unless it is set already, to an error naming the column.
 // The block borrows the fields until CommitBlock. Every column of the Builder
 // is parsed before CommitBlock, over the same number of rows.
-func (bb *Builder) ParseColumn(i int, fields [][]byte, null, ascii []bool, bad []error) {
+func (bb *Builder) ParseColumn(i int, fields [][]byte, ascii []bool, bad []error) {
 	n := len(fields)
 	c := bb.blockColumn(i, n)
 	t := bb.types[i]
@@ -61,10 +62,13 @@ func (bb *Builder) ParseColumn(i int, fields [][]byte, null, ascii []bool, bad [
 		}
 		return true
 	}
+	// A declared width or length (types.Type.Narrow) is checked by parseValue
+	// alone: the fast paths below know only the holding type.
+	narrow := t.Narrow()
 	c.nulls = 0
 	for r := range n {
-		c.valid[r] = !null[r]
-		if null[r] {
+		c.valid[r] = fields[r] != nil
+		if fields[r] == nil {
 			c.nulls++
 		}
 	}
@@ -72,13 +76,29 @@ func (bb *Builder) ParseColumn(i int, fields [][]byte, null, ascii []bool, bad [
 	case types.String:
 		c.s = append(c.s[:0], fields...)
 		for r, f := range fields {
-			if c.valid[r] && !ascii[r] && !utf8.Valid(f) {
+			switch {
+			case !c.valid[r]:
+			case narrow: // varchar(n), char(n): the length check, char's padding
+				if parse(r) {
+					c.s[r] = v.s
+				}
+			case !ascii[r] && !utf8.Valid(f):
 				fail(r, ErrInvalidUTF8)
 			}
 		}
 	case types.Int64:
 		for r, f := range fields {
 			if !c.valid[r] {
+				continue
+			}
+			if narrow { // smallint, integer, oid: the range check
+				if parse(r) {
+					c.i[r] = v.i
+				}
+				continue
+			}
+			if u, ok := digits8(f); ok {
+				c.i[r] = int64(u)
 				continue
 			}
 			var ok bool
@@ -93,6 +113,9 @@ func (bb *Builder) ParseColumn(i int, fields [][]byte, null, ascii []bool, bad [
 				continue
 			}
 			var ok bool
+			if c.d[r], ok = fixedDecimal(f, prec, scale); ok {
+				continue
+			}
 			if c.d[r], ok = parseSmallDecimal(f, prec, scale); !ok && parse(r) {
 				c.d[r] = v.d
 			}
@@ -156,12 +179,12 @@ func grow[T any](s []T, n int) []T {
 }
 
 // ValidateColumn checks the text of column f of each of the block's rows, a
-// column the query does not read, as Validate does (fields, null and ascii as
+// column the query does not read, as Validate does (fields and ascii as
 // ParseColumn's), setting bad[r] for a row whose field is not a value of its
 // type unless it is set already.
-func ValidateColumn(f types.Field, fields [][]byte, null, ascii []bool, bad []error) {
+func ValidateColumn(f types.Field, fields [][]byte, ascii []bool, bad []error) {
 	for r, b := range fields {
-		if null[r] || (ascii[r] && f.Type.ID == types.String) {
+		if b == nil || (ascii[r] && f.Type.ID == types.String && !f.Type.Narrow()) {
 			continue
 		}
 		if err := Validate(f.Type, b); err != nil && bad[r] == nil {

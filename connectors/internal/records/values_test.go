@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,5 +267,91 @@ func TestPlainDays(t *testing.T) {
 		if _, ok := plainDays([]byte(b)); ok {
 			t.Errorf("%q taken", b)
 		}
+	}
+}
+
+// TestDigits8 checks the eight-byte parser of short integers against
+// strconv.ParseUint: over random texts of up to 9 bytes, mostly digits, some
+// with a sign, a space or a byte just outside the digits ('/', ':'), each
+// followed by bytes it must ignore, digits8 takes exactly the texts of 1 to
+// 8 digits, at their value; and never one whose capacity is under 8 bytes.
+func TestDigits8(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	odd := "/:-+ x\x00\xff"
+	taken := 0
+	for range 300000 {
+		n := r.IntN(10)
+		b := make([]byte, n, n+8)
+		for i := range b {
+			b[i] = byte('0' + r.IntN(10))
+			if r.IntN(12) == 0 {
+				b[i] = odd[r.IntN(len(odd))]
+			}
+		}
+		for i := n; i < n+8; i++ {
+			b[:n+8][i] = byte(r.IntN(256)) // past len: ignored
+		}
+		v, ok := digits8(b)
+		want, err := strconv.ParseUint(string(b), 10, 64)
+		wantOK := err == nil && n >= 1 && n <= 8 && strings.Trim(string(b), "0123456789") == ""
+		if ok != wantOK || ok && v != want {
+			t.Fatalf("%q: %d %v, want %d %v", b, v, ok, want, wantOK)
+		}
+		if ok {
+			taken++
+		}
+	}
+	if taken < 50000 {
+		t.Fatalf("only %d taken: a test that cannot tell", taken)
+	}
+	if _, ok := digits8([]byte("12")[:2:2]); ok {
+		t.Error("took a text of capacity 2")
+	}
+}
+
+// TestFixedDecimal checks the fixed-scale shortcut against parseDecimal's
+// general path: over random numbers of digits, a point and digits, some
+// signed or with a stray byte, each followed by bytes it must ignore, at
+// random precisions and scales, what fixedDecimal takes is what the general
+// path gives; and it takes the plain shape it is for.
+func TestFixedDecimal(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	taken := 0
+	for range 200000 {
+		var b []byte
+		if r.IntN(10) == 0 {
+			b = append(b, '-')
+		}
+		for range r.IntN(10) {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if r.IntN(8) != 0 {
+			b = append(b, '.')
+		}
+		for range r.IntN(10) {
+			b = append(b, byte('0'+r.IntN(10)))
+		}
+		if len(b) > 0 && r.IntN(20) == 0 {
+			b[r.IntN(len(b))] = ":/ x"[r.IntN(4)]
+		}
+		n := len(b)
+		b = append(b, "12345678"...)[:n] // past len: ignored
+		prec := int32(1 + r.IntN(20))
+		scale := min(int32(r.IntN(9)), prec)
+		fast, ok := fixedDecimal(b, prec, scale)
+		if !ok {
+			continue
+		}
+		taken++
+		slow, err := parseDecimal(append([]byte("+"), b...), prec, scale) // "+" skips the shortcuts
+		if err != nil || slow != fast {
+			t.Fatalf("%q at (%d,%d): fixedDecimal %v, general %v (%v)", b, prec, scale, fast, slow, err)
+		}
+	}
+	if taken < 2000 {
+		t.Fatalf("only %d taken: a test that cannot tell", taken)
+	}
+	if v, ok := fixedDecimal(append([]byte("17954.55"), "xxxxxxxx"...)[:8], 15, 2); !ok || v != decimal128.FromU64(1795455) {
+		t.Errorf("17954.55 at (15,2): %v %v", v, ok)
 	}
 }
