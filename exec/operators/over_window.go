@@ -391,7 +391,8 @@ func (o *overWindowOp) Flush(ctx context.Context, out exec.Collector) error {
 		holdID(o.valRefs, &o.valLive, s.vid, -1)
 		holdID(o.rowRefs, &o.rowLive, s.rid, -1)
 	}
-	return o.maybeCompact()
+	o.maybeCompact()
+	return nil
 }
 
 // compute computes the functions over spans (rows rows in all), and
@@ -503,24 +504,18 @@ func (o *overWindowOp) decode(rids, vids []uint32) (cols, fns []arrow.Array, err
 
 // maybeCompact rebuilds a table when ids no longer held outnumber those
 // held, and no retraction is pending.
-func (o *overWindowOp) maybeCompact() error {
+func (o *overWindowOp) maybeCompact() {
 	if len(o.gone) > 0 || len(o.dirty) > 0 {
-		return nil
+		return
 	}
-	if o.rows.Len() > 2*o.rowLive+vector.OutBatchRows {
-		rows, refs, newID, err := compactKeys(o.mem, o.rows, o.inTypes, o.rowRefs, &o.full)
-		if err != nil {
-			return fmt.Errorf("over_window: %w", err)
-		}
+	if o.rows.Len() > 2*o.rowLive+compactSlack {
+		rows, refs, newID := compactKeys(o.rows, o.rowRefs)
 		o.renumber(func(e *topnEntry) { e.rid = newID[e.rid] })
 		o.rows.Release()
 		o.rows, o.rowRefs = rows, refs
 	}
-	if o.vals.Len() > 2*o.valLive+vector.OutBatchRows {
-		vals, refs, newID, err := compactKeys(o.mem, o.vals, o.fnTypes, o.valRefs, &o.fkeys)
-		if err != nil {
-			return fmt.Errorf("over_window: %w", err)
-		}
+	if o.vals.Len() > 2*o.valLive+compactSlack {
+		vals, refs, newID := compactKeys(o.vals, o.valRefs)
 		o.renumber(func(e *topnEntry) {
 			if e.out != 0 {
 				e.out = newID[e.out-1] + 1
@@ -529,7 +524,6 @@ func (o *overWindowOp) maybeCompact() error {
 		o.vals.Release()
 		o.vals, o.valRefs = vals, refs
 	}
-	return nil
 }
 
 // renumber calls f with every entry.
