@@ -67,10 +67,16 @@ func (b *builder) overAgg(p *sql.Window) (int, error) {
 }
 
 // overWindow plans window p over node from, a stream, as kind
-// "over_window": an updating OVER aggregation of ROWS frames, which keeps
-// every row of a partition (a retraction brings older rows back into the
-// frames after it) and sends the changes of the rows a change reaches.
+// "over_window": an updating OVER aggregation of ROWS frames, or RANGE ones
+// over one order key, which keeps every row of a partition (a retraction
+// brings older rows back into the frames after it) and sends the changes of
+// the rows a change reaches.
 func (b *builder) overWindow(p *sql.Window, from int) (int, error) {
+	for _, f := range p.Funcs {
+		if !f.Frame.Rows && len(p.Order) != 1 {
+			return 0, sql.Errorf(sql.ErrUnsupported, 0, "%s OVER a stream whose rows change with a RANGE frame needs one ORDER BY column", strings.ToUpper(f.Func))
+		}
+	}
 	cfg, fns := windowConfig(p)
 	var order []string
 	for _, k := range p.Order {
@@ -109,10 +115,11 @@ func overFunc(f sql.WindowCall, changing bool) error {
 	}
 	fr := f.Frame
 	if changing {
-		if !fr.Rows || fr.StartUnbounded || fr.EndUnbounded || fr.Start > fr.End || fr.End > 0 {
+		if fr.StartUnbounded || fr.EndUnbounded || fr.Rows && (fr.Start > fr.End || fr.End > 0) || !fr.Rows && fr.EndOffset {
 			return sql.Errorf(sql.ErrUnsupported, 0,
-				"%s OVER a stream whose rows change (an aggregation or a Top-N over a stream, say) needs a ROWS frame from a bounded number of rows back "+
-					"to at most the current row, as ROWS BETWEEN 10 PRECEDING AND CURRENT ROW: each change recomputes the rows whose frames reach it", strings.ToUpper(f.Func))
+				"%s OVER a stream whose rows change (an aggregation or a Top-N over a stream, say) needs a frame from a bounded way back "+
+					"to at most the current row, as ROWS BETWEEN 10 PRECEDING AND CURRENT ROW or RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW: "+
+					"each change recomputes the rows whose frames reach it", strings.ToUpper(f.Func))
 		}
 		return nil
 	}

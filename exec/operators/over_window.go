@@ -17,9 +17,11 @@ import (
 
 // OverWindowConfig configures kind "over_window": the window functions of
 // Window (count, sum, avg, min, max, each over a ROWS frame from a bounded
-// number of rows before the current one to at most the current one) over an
-// input whose rows change: it may delete or update rows (an aggregation or
-// a Top-N over a stream feeds it), and its order keys need no watermark.
+// number of rows before the current one to at most the current one, or a
+// RANGE frame from an offset before the current row to its peers, ordered
+// by one key) over an input whose rows change: it may delete or update rows
+// (an aggregation or a Top-N over a stream feeds it), and its order keys
+// need no watermark.
 type OverWindowConfig struct {
 	Window WindowConfig `json:"window"`
 }
@@ -42,7 +44,9 @@ type OverWindowConfig struct {
 // frame reaches back), over the rows from reach before them, with the batch
 // window operator's kernels (windowRun), so its values are the batch
 // answer's by construction; then it sends the Deletes of the outputs that
-// changed or whose row went, and the Inserts of the new ones.
+// changed or whose row went, and the Inserts of the new ones. A RANGE frame
+// reaches back by values, not rows: with one, a partition's rows from the
+// first peer of its earliest change on are computed, over all its rows.
 //
 // State: rows gives each distinct input row an id, vals each distinct tuple
 // of the functions' values (a row's output is its row and its values, and it
@@ -57,6 +61,7 @@ type overWindowOp struct {
 	inTypes []arrow.DataType
 	fnTypes []arrow.DataType
 	reach   int
+	ranges  bool // a RANGE frame: spans run to the partition's end
 
 	parts      *state.KeyTable // partition key -> partition id; nil without PARTITION BY
 	rows, vals *state.KeyTable
@@ -137,7 +142,14 @@ func newOverWindowOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		if err := overWindowFunc(f, nIn); err != nil {
 			return nil, err
 		}
-		o.reach = max(o.reach, int(-f.Frame.Start))
+		if f.Frame.Rows {
+			o.reach = max(o.reach, int(-f.Frame.Start))
+		} else {
+			o.ranges = true
+		}
+	}
+	if o.ranges && len(w.Order) != 1 {
+		return nil, fmt.Errorf("over_window: a RANGE frame needs one order key")
 	}
 	return o, nil
 }
@@ -155,8 +167,9 @@ func overWindowFunc(f WindowFuncSpec, nIn int) error {
 		}
 	}
 	fr := f.Frame
-	if !fr.Rows || fr.StartUnbounded || fr.EndUnbounded || fr.Start > fr.End || fr.End > 0 {
-		return fmt.Errorf("over_window: %s's frame must be ROWS from a bounded number of rows before the current one to at most it", f.Func)
+	if fr.StartUnbounded || fr.EndUnbounded || fr.Rows && (fr.Start > fr.End || fr.End > 0) || !fr.Rows && fr.EndOffset {
+		return fmt.Errorf("over_window: %s's frame must be ROWS from a bounded number of rows before the current one to at most it, "+
+			"or RANGE from an offset before the current row to its peers", f.Func)
 	}
 	return nil
 }
@@ -336,6 +349,16 @@ func (o *overWindowOp) spans(dst []overSpan, pid uint32) []overSpan {
 	if p.all {
 		return append(dst, overSpan{pid: pid, start: 0, lo: 0, end: n})
 	}
+	if o.ranges {
+		lo := n
+		for _, c := range p.changes {
+			lo = min(lo, p.entries.bound(c.key, false))
+		}
+		if lo == n {
+			return dst
+		}
+		return append(dst, overSpan{pid: pid, start: 0, lo: lo, end: n})
+	}
 	at := make([]int, 0, len(p.changes))
 	for _, c := range p.changes {
 		if q := p.position(c.key, c.seq); q < n {
@@ -391,7 +414,8 @@ func (o *overWindowOp) Flush(ctx context.Context, out exec.Collector) error {
 		holdID(o.valRefs, &o.valLive, s.vid, -1)
 		holdID(o.rowRefs, &o.rowLive, s.rid, -1)
 	}
-	return o.maybeCompact()
+	o.maybeCompact()
+	return nil
 }
 
 // compute computes the functions over spans (rows rows in all), and
@@ -403,6 +427,7 @@ func (o *overWindowOp) compute(spans []overSpan, rows int, dels, ins []overSent)
 	rids := make([]uint32, 0, rows)
 	w := &windowRun{o: &windowOp{cfg: o.cfg.Window, mem: o.mem}, perm: make([]int32, rows),
 		partStart: make([]int, rows), partEnd: make([]int, rows), peerStart: make([]int, rows), peerEnd: make([]int, rows)}
+	var keys [][]byte // with a RANGE frame, each row's order key: peers are equal ones
 	for _, s := range spans {
 		from := len(rids)
 		o.ps[s.pid].entries.EachFrom(s.start, func(j int, e *topnEntry) bool {
@@ -410,10 +435,21 @@ func (o *overWindowOp) compute(spans []overSpan, rows int, dels, ins []overSent)
 				return false
 			}
 			rids = append(rids, e.rid)
+			if o.ranges {
+				keys = append(keys, e.key)
+			}
 			return true
 		})
 		for q := from; q < len(rids); q++ {
 			w.perm[q], w.partStart[q], w.partEnd[q], w.peerStart[q], w.peerEnd[q] = int32(q), from, len(rids), q, q+1
+			if o.ranges && q > from && bytes.Equal(keys[q], keys[q-1]) {
+				w.peerStart[q] = w.peerStart[q-1]
+			}
+		}
+		for q := len(rids) - 2; o.ranges && q >= from; q-- {
+			if bytes.Equal(keys[q], keys[q+1]) {
+				w.peerEnd[q] = w.peerEnd[q+1]
+			}
 		}
 	}
 	cols, err := o.rows.DecodeKeys(o.mem, o.inTypes, state.GroupIDs(rids))
@@ -503,24 +539,18 @@ func (o *overWindowOp) decode(rids, vids []uint32) (cols, fns []arrow.Array, err
 
 // maybeCompact rebuilds a table when ids no longer held outnumber those
 // held, and no retraction is pending.
-func (o *overWindowOp) maybeCompact() error {
+func (o *overWindowOp) maybeCompact() {
 	if len(o.gone) > 0 || len(o.dirty) > 0 {
-		return nil
+		return
 	}
-	if o.rows.Len() > 2*o.rowLive+vector.OutBatchRows {
-		rows, refs, newID, err := compactKeys(o.mem, o.rows, o.inTypes, o.rowRefs, &o.full)
-		if err != nil {
-			return fmt.Errorf("over_window: %w", err)
-		}
+	if o.rows.Len() > 2*o.rowLive+compactSlack {
+		rows, refs, newID := compactKeys(o.rows, o.rowRefs)
 		o.renumber(func(e *topnEntry) { e.rid = newID[e.rid] })
 		o.rows.Release()
 		o.rows, o.rowRefs = rows, refs
 	}
-	if o.vals.Len() > 2*o.valLive+vector.OutBatchRows {
-		vals, refs, newID, err := compactKeys(o.mem, o.vals, o.fnTypes, o.valRefs, &o.fkeys)
-		if err != nil {
-			return fmt.Errorf("over_window: %w", err)
-		}
+	if o.vals.Len() > 2*o.valLive+compactSlack {
+		vals, refs, newID := compactKeys(o.vals, o.valRefs)
 		o.renumber(func(e *topnEntry) {
 			if e.out != 0 {
 				e.out = newID[e.out-1] + 1
@@ -529,7 +559,6 @@ func (o *overWindowOp) maybeCompact() error {
 		o.vals.Release()
 		o.vals, o.valRefs = vals, refs
 	}
-	return nil
 }
 
 // renumber calls f with every entry.

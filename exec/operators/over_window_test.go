@@ -14,25 +14,31 @@ import (
 	"github.com/hummer-db/hummer/exec/types"
 )
 
-// overWinIn is the over_window tests' input: a partition, an order key, and
-// two values; any of them may be NULL.
+// overWinIn is the over_window tests' input: a partition, an order key, two
+// values, any of them NULL, and the start of the RANGE frame of 3 before t
+// (as the planner computes it below the window: t-3 ascending, t+3
+// descending).
 var overWinIn = types.Schema{{Name: "k", Type: types.StringType}, {Name: "t", Type: types.Int64Type},
-	{Name: "v", Type: types.Float64Type}, {Name: "u", Type: types.Int64Type}}
+	{Name: "v", Type: types.Float64Type}, {Name: "u", Type: types.Int64Type}, {Name: "sb", Type: types.Int64Type}}
 
-// overWinFrames are the tests' functions: what they compute, their ROWS
-// frames as (start, end) offsets.
+// overWinFuncs are the tests' functions: what they compute, their ROWS
+// frames as (start, end) offsets, or (rng) RANGE BETWEEN 3 PRECEDING AND
+// CURRENT ROW.
 var overWinFuncs = []struct {
 	fn         string
 	arg        int // -1: count(*)
 	start, end int64
 	typ        types.Type
+	rng        bool
 }{
-	{"count", -1, -2, 0, types.Int64Type},
-	{"count", 2, -1, 0, types.Int64Type},
-	{"sum", 2, -3, 0, types.Float64Type},
-	{"avg", 2, -10, 0, types.Float64Type},
-	{"min", 3, -1, 0, types.Int64Type},
-	{"max", 3, -3, -1, types.Int64Type},
+	{"count", -1, -2, 0, types.Int64Type, false},
+	{"count", 2, -1, 0, types.Int64Type, false},
+	{"sum", 2, -3, 0, types.Float64Type, false},
+	{"avg", 2, -10, 0, types.Float64Type, false},
+	{"min", 3, -1, 0, types.Int64Type, false},
+	{"max", 3, -3, -1, types.Int64Type, false},
+	{"sum", 2, 0, 0, types.Float64Type, true},
+	{"count", -1, 0, 0, types.Int64Type, true},
 }
 
 func overWinConfig(partition bool, desc, nullsFirst bool) (OverWindowConfig, types.Schema) {
@@ -43,6 +49,9 @@ func overWinConfig(partition bool, desc, nullsFirst bool) (OverWindowConfig, typ
 	out := slices.Clone(overWinIn)
 	for i, f := range overWinFuncs {
 		spec := WindowFuncSpec{Func: f.fn, Default: -1, Frame: WindowFrame{Rows: true, Start: f.start, End: f.end}, Type: f.typ}
+		if f.rng {
+			spec.Frame = WindowFrame{StartOffset: true, RangeKey: 1, StartBound: 4}
+		}
 		if f.arg >= 0 {
 			spec.Args = []int{f.arg}
 		}
@@ -57,11 +66,12 @@ type overWinRow struct {
 	t   any // int64 or nil
 	v   any // float64 or nil
 	u   any // int64 or nil
+	sb  any // int64 or nil
 	seq int
 }
 
 func (r overWinRow) fields() map[string]any {
-	return map[string]any{"k": r.k, "t": r.t, "v": r.v, "u": r.u}
+	return map[string]any{"k": r.k, "t": r.t, "v": r.v, "u": r.u, "sb": r.sb}
 }
 
 func (r overWinRow) json() string {
@@ -138,8 +148,14 @@ func (f *overWinRef) answer() []string {
 			m := r.fields()
 			for i, fn := range overWinFuncs {
 				lo, hi := max(0, p+int(fn.start)), p+int(fn.end) // inclusive
+				if fn.rng {
+					lo, hi = 0, len(rs)-1
+				}
 				var vals []any
 				for q := lo; q <= hi; q++ {
+					if fn.rng && !f.inRange(r, rs[q]) {
+						continue
+					}
 					switch fn.arg {
 					case -1:
 						vals = append(vals, true)
@@ -156,6 +172,20 @@ func (f *overWinRef) answer() []string {
 		}
 	}
 	return out
+}
+
+// inRange reports whether row q is in row p's RANGE frame of 3 before it:
+// for a NULL key its peers, the NULL rows; else rows from 3 before its key,
+// in the order's direction, to its peers.
+func (f *overWinRef) inRange(p, q overWinRow) bool {
+	if p.t == nil || q.t == nil {
+		return p.t == nil && q.t == nil
+	}
+	d := p.t.(int64) - q.t.(int64)
+	if f.desc {
+		d = -d
+	}
+	return d >= 0 && d <= 3
 }
 
 // overWinAgg is SQL's aggregate fn over vals in frame order (NULLs, nil,
@@ -207,6 +237,10 @@ func TestOverWindowRandom(t *testing.T) {
 		ref := &overWinRef{partition: seed%5 != 0, desc: rng.IntN(2) == 0, nullsFirst: rng.IntN(2) == 0}
 		cfg, out := overWinConfig(ref.partition, ref.desc, ref.nullsFirst)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			if seed%2 == 0 { // compact the rows no longer held at every chance
+				defer func(s int) { compactSlack = s }(compactSlack)
+				compactSlack = 0
+			}
 			mem := testkit.Mem()
 			defer mem.AssertSize(t, 0)
 			ctx := context.Background()
@@ -244,6 +278,10 @@ func TestOverWindowRandom(t *testing.T) {
 					}
 					if rng.IntN(10) > 0 {
 						r.t = int64(rng.IntN(12))
+						r.sb = r.t.(int64) - 3
+						if ref.desc {
+							r.sb = r.t.(int64) + 3
+						}
 					}
 					if rng.IntN(6) > 0 {
 						r.v = float64(rng.IntN(9))
@@ -334,8 +372,8 @@ func TestOverWindowLongPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(changes)
-	want := []string{`delete ["a",0,null,0,0]`, `delete ["a",1,null,1,0]`, `delete ["a",2,null,2,0]`,
-		`["a",1,null,1,1]`, `["a",2,null,2,1]`}
+	want := []string{`delete ["a",0,null,0,null,0]`, `delete ["a",1,null,1,null,0]`, `delete ["a",2,null,2,null,0]`,
+		`["a",1,null,1,null,1]`, `["a",2,null,2,null,1]`}
 	slices.Sort(want)
 	testkit.Equal(t, "the changes of deleting the first row", changes, want)
 }

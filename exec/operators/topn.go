@@ -332,7 +332,8 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 			o.touched(o.pids[i])
 		}
 	}
-	return o.maybeCompact()
+	o.maybeCompact()
+	return nil
 }
 
 // insertSome inserts rows sel of append-only rec, whose o.pids and o.skeys
@@ -353,7 +354,8 @@ func (o *topnOp) insertSome(rec arrow.RecordBatch, sel []int32) error {
 			o.touched(o.pids[i])
 		}
 	}
-	return o.maybeCompact()
+	o.maybeCompact()
+	return nil
 }
 
 // touched marks partition pid's top changed: for the next flush, or for
@@ -374,11 +376,10 @@ func (o *topnOp) touched(pid uint32) {
 
 // maybeCompact compacts rows when rows that never entered a top, or left
 // it, outnumber the rows held, and no flush is pending.
-func (o *topnOp) maybeCompact() error {
-	if len(o.dirty) == 0 && o.rows.Len() > 2*o.live+vector.OutBatchRows {
-		return o.compact()
+func (o *topnOp) maybeCompact() {
+	if len(o.dirty) == 0 && o.rows.Len() > 2*o.live+compactSlack {
+		o.compact()
 	}
-	return nil
 }
 
 // add inserts a row into p, after its equals; it reports whether p's top
@@ -524,8 +525,8 @@ func (o *topnOp) Flush(ctx context.Context, out exec.Collector) error {
 	if err := o.emitRows(ctx, out, ins, exec.Insert); err != nil {
 		return err
 	}
-	if o.rows.Len() > 2*o.live+vector.OutBatchRows {
-		return o.compact()
+	if o.rows.Len() > 2*o.live+compactSlack {
+		o.compact()
 	}
 	return nil
 }
@@ -587,11 +588,8 @@ func (o *topnOp) record(rs []topnOut, rank bool, schema *arrow.Schema) (arrow.Re
 }
 
 // compact rebuilds rows from the rows held.
-func (o *topnOp) compact() error {
-	rows, refs, newID, err := compactKeys(o.mem, o.rows, o.inTypes, o.refs, &o.full)
-	if err != nil {
-		return fmt.Errorf("topn: %w", err)
-	}
+func (o *topnOp) compact() {
+	rows, refs, newID := compactKeys(o.rows, o.refs)
 	for _, p := range o.ps {
 		p.entries.Each(func(_ int, e *topnEntry) bool {
 			e.rid = newID[e.rid]
@@ -603,49 +601,31 @@ func (o *topnOp) compact() error {
 	}
 	o.rows.Release()
 	o.rows, o.refs = rows, refs
-	return nil
 }
 
-// compactKeys returns a table of the keys of t (of columns types) whose
-// refs are above 0, their refs in it, and each old id's new one (newID[id]
-// for a held id; the others map to 0). t stays as it was: the caller swaps
-// the tables once it has renumbered its ids. enc is scratch.
-func compactKeys(mem memory.Allocator, t *state.KeyTable, types []arrow.DataType, refs []int32, enc *state.RowKeys) (*state.KeyTable, []int32, []uint32, error) {
+// compactSlack is how many ids no longer held a key table of topn or
+// over_window keeps beyond twice those held before it is compacted: a
+// compaction copies every key held, so it waits for a batch's worth. Tests
+// set it to 0, for their small inputs to be compacted.
+var compactSlack = vector.OutBatchRows
+
+// compactKeys returns a table of the keys of t whose refs are above 0,
+// their refs in it, and each old id's new one (newID[id] for a held id; the
+// others map to 0). t stays as it was: the caller swaps the tables once it
+// has renumbered its ids.
+func compactKeys(t *state.KeyTable, refs []int32) (*state.KeyTable, []int32, []uint32) {
 	var ids []uint32
 	for id, r := range refs {
 		if r > 0 {
 			ids = append(ids, uint32(id))
 		}
 	}
-	keys := state.NewKeyTable()
 	newID := make([]uint32, len(refs))
-	var got []uint32
-	for lo := 0; lo < len(ids); lo += vector.OutBatchRows {
-		chunk := ids[lo:min(len(ids), lo+vector.OutBatchRows)]
-		cols, err := t.DecodeKeys(mem, types, state.GroupIDs(chunk))
-		if err != nil {
-			keys.Release()
-			return nil, nil, nil, err
-		}
-		err = enc.Encode(cols, nil, len(chunk))
-		if err == nil {
-			got = vector.GrowSlice(got, len(chunk))
-			keys.InsertRows(enc, got)
-			for i, id := range chunk {
-				newID[id] = got[i]
-			}
-		}
-		vector.ReleaseArrays(cols)
-		if err != nil {
-			keys.Release()
-			return nil, nil, nil, err
-		}
+	held := make([]int32, len(ids))
+	for i, id := range ids {
+		newID[id], held[i] = uint32(i), refs[id]
 	}
-	held := make([]int32, keys.Len())
-	for _, id := range ids {
-		held[newID[id]] = refs[id]
-	}
-	return keys, held, newID, nil
+	return t.Compacted(ids), held, newID
 }
 
 func (o *topnOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {

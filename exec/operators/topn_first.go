@@ -124,7 +124,8 @@ func (o *topnOp) firstAdvance(ctx context.Context, mark int64, out exec.Collecto
 		p.entries.Clear()
 		p.pending, p.closed = false, true
 	}
-	return o.maybeCompact()
+	o.maybeCompact()
+	return nil
 }
 
 // snapshotFirst returns First's state: the closed partitions (their key

@@ -201,7 +201,7 @@ func (o *upsertOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, ou
 		}
 	}
 	if o.rows.Len() > 2*o.live+vector.OutBatchRows {
-		return o.compact()
+		o.compact()
 	}
 	return nil
 }
@@ -217,33 +217,19 @@ func (o *upsertOp) liveRows() []uint32 {
 	return ids
 }
 
-// compact rebuilds rows from the current rows only.
-func (o *upsertOp) compact() error {
-	ids := o.liveRows()
-	cols, err := o.rows.DecodeKeys(o.mem, o.types, state.GroupIDs(ids))
-	if err != nil {
-		return fmt.Errorf("upsert: %w", err)
-	}
-	defer vector.ReleaseArrays(cols)
-	rows := state.NewKeyTable()
-	newIDs := make([]uint32, len(ids))
-	if len(ids) > 0 {
-		if err := o.full.Encode(cols, nil, len(ids)); err != nil {
-			rows.Release()
-			return fmt.Errorf("upsert: %w", err)
-		}
-		rows.InsertRows(&o.full, newIDs)
-	}
-	j := 0
+// compact rebuilds rows from the current rows only. Each key's row holds
+// the key, so the current rows are distinct.
+func (o *upsertOp) compact() {
+	rows := o.rows.Compacted(o.liveRows()) // current row j gets id j
+	j := int32(0)
 	for g, r := range o.cur {
 		if r >= 0 {
-			o.cur[g] = int32(newIDs[j])
+			o.cur[g] = j
 			j++
 		}
 	}
 	o.rows.Release()
 	o.rows = rows
-	return nil
 }
 
 const (

@@ -3,6 +3,7 @@ package operators
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -126,6 +127,22 @@ func TestUpsertCompacts(t *testing.T) {
 	}
 	if n := op.(*upsertOp).rows.Len(); n > 2*2+(1<<16)+1 {
 		t.Errorf("%d rows held for 2 keys: not compacted", n)
+	}
+	// Every update retracted its key's version before, across the
+	// compaction too.
+	var befores []string
+	for _, r := range c.Rows {
+		if strings.HasPrefix(r, "update_before") {
+			befores = append(befores, r)
+		}
+	}
+	if len(befores) != versions-2 {
+		t.Fatalf("%d updates, want %d", len(befores), versions-2)
+	}
+	for i, r := range befores {
+		if want := fmt.Sprintf(`update_before [%d,"v%d"]`, i%2, i); r != want {
+			t.Fatalf("update %d retracted %s, want %s", i+2, r, want)
+		}
 	}
 	upsertStep(t, op, []string{`{"k": 0, "v": "last"}`}, []string{fmt.Sprintf(`update_before [0,"v%d"]`, versions-2), `update_after [0,"last"]`})
 }

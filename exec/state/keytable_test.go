@@ -144,6 +144,69 @@ func TestKeyTableNulls(t *testing.T) {
 	}
 }
 
+// TestKeyTableCompacted: a table compacted to some of its keys (the NULL
+// key among them) holds those, with ids in the order asked, decodes them as
+// the original did, finds them, and lacks the others.
+func TestKeyTableCompacted(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	strs := keyTestKeys(rand.New(rand.NewPCG(3, 4)), 500)
+	b := array.NewStringBuilder(mem)
+	for i, s := range strs {
+		if i%50 == 7 {
+			b.AppendNull()
+		} else {
+			b.Append(s)
+		}
+	}
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	var k RowKeys
+	if err := k.Encode([]arrow.Array{col}, nil, col.Len()); err != nil {
+		t.Fatal(err)
+	}
+	tb := NewKeyTable()
+	defer tb.Release()
+	gids := make([]uint32, col.Len())
+	tb.InsertRows(&k, gids)
+	var keep []uint32
+	for g := tb.Len() - 1; g >= 0; g -= 2 { // every other key, backwards
+		keep = append(keep, uint32(g))
+	}
+	c := tb.Compacted(keep)
+	defer c.Release()
+	types := []arrow.DataType{arrow.BinaryTypes.String}
+	want, err := tb.DecodeKeys(mem, types, GroupIDs(keep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vector.ReleaseArrays(want)
+	got, err := c.DecodeKeys(mem, types, GroupRange(0, c.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vector.ReleaseArrays(got)
+	if c.Len() != len(keep) || !array.Equal(got[0], want[0]) {
+		t.Fatalf("compacted keys %v, want %v", got[0], want[0])
+	}
+	ids := make([]int32, col.Len())
+	c.FindRows(&k, ids)
+	at := map[uint32]int32{}
+	for i, g := range keep {
+		at[g] = int32(i)
+	}
+	for i, g := range gids {
+		want, ok := at[g]
+		if !ok {
+			want = -1
+		}
+		if ids[i] != want {
+			t.Fatalf("row %d (%q, key %d): compacted id %d, want %d", i, strs[i], g, ids[i], want)
+		}
+	}
+}
+
 // TestKeyTableEncoded checks keys of several columns, which the table sees as
 // encoded byte strings of 10 to 40-odd bytes.
 func TestKeyTableEncoded(t *testing.T) {
