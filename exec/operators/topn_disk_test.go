@@ -53,7 +53,9 @@ func TestTopNDiskLarge(t *testing.T) {
 		x int64
 	}
 	held := map[row]bool{}
-	json := func(r row) string { return fmt.Sprintf(`{"k": %q, "x": %d, "v": "payload of %s/%d"}`, r.k, r.x, r.k, r.x) }
+	json := func(r row) string {
+		return fmt.Sprintf(`{"k": %q, "x": %d, "v": "payload of %s/%d"}`, r.k, r.x, r.k, r.x)
+	}
 	want := func() []string {
 		byPart := map[string][]int64{}
 		for r := range held {
