@@ -90,8 +90,11 @@ type topnOp struct {
 	first // First's state
 
 	// disk is the state on the disk backend (topn_disk.go), nil on
-	// memory's.
-	disk *topnDisk
+	// memory's, where stateLimit bounds the partitions' rows
+	// (TaskContext.StateLimit; 0: none).
+	disk       *topnDisk
+	stateLimit int64
+	label      string
 }
 
 type topnPart struct {
@@ -151,7 +154,7 @@ func newTopN(cfg TopNConfig, spec exec.OperatorSpec) (*topnOp, error) {
 		}
 		cfg.Final = true
 	}
-	o := &topnOp{cfg: cfg, schema: spec.Out.Arrow()}
+	o := &topnOp{cfg: cfg, schema: spec.Out.Arrow(), label: spec.Label}
 	fields := o.schema.Fields()
 	if cfg.Rank {
 		if len(fields) == 0 || fields[len(fields)-1].Type.ID() != arrow.INT64 {
@@ -273,6 +276,11 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 	}
 	if o.disk != nil {
 		return o.evictIfFull(ctx, out)
+	}
+	if o.stateLimit > 0 {
+		if n := o.cacheBytes(); n > o.stateLimit {
+			return o.errStateLimit(n)
+		}
 	}
 	return nil
 }

@@ -79,6 +79,9 @@ func (o *topnOp) openDisk(tc *exec.TaskContext) error {
 		b = tc.StateBackend
 	}
 	if b != StateDisk || o.cfg.Final && !o.cfg.First {
+		if !o.cfg.Final {
+			o.stateLimit = tc.StateLimit
+		}
 		return nil
 	}
 	if o.cfg.First {
@@ -122,7 +125,20 @@ func (o *topnOp) closeDisk() {
 	}
 }
 
-// cacheBytes estimates the memory the cache holds: the tables' own, and per
+// errStateLimit is the error of a Top-N on the memory backend whose
+// partitions, n bytes, outgrew the TaskManager's bound: it fails the job
+// with a clear error before the process runs out of memory.
+func (o *topnOp) errStateLimit(n int64) error {
+	label := o.label
+	if label == "" {
+		label = "topn"
+	}
+	return fmt.Errorf("%w: %s: its partitions hold %d MiB, more than the %d MiB a slot may keep in memory; SET state_backend = 'disk' keeps them on disk",
+		exec.ErrOutOfMemory, label, n>>20, o.stateLimit>>20)
+}
+
+// cacheBytes estimates the memory the partitions hold (on the disk backend,
+// the cache in front of the DB): the tables' own, and per
 // row id an entry (topnEntry, a ref count and a sort key no longer than the
 // row's bytes: rows holds one row per id), per partition its topnPart.
 func (o *topnOp) cacheBytes() int64 {

@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -171,4 +172,45 @@ func TestTopNDiskLarge(t *testing.T) {
 	view.have = atCheckpoint
 	feed(dels, op, true)
 	testkit.Equal(t, "after the deletes replayed on the restored operator", view.rows(), want())
+}
+
+// TestTopNStateLimit: a Top-N on the memory backend whose rows outgrow the
+// TaskManager's bound fails with ErrOutOfMemory naming the operator and
+// state_backend = 'disk'; the same rows on the disk backend go through.
+func TestTopNStateLimit(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.Int64Type}, {Name: "v", Type: types.StringType}}
+	var objs []string
+	for i := range 5000 {
+		objs = append(objs, fmt.Sprintf(`{"k": %d, "v": "row %d"}`, i%100, i))
+	}
+	for _, backend := range []string{StateMemory, StateDisk} {
+		cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 2, Retracts: true, StateBackend: backend}
+		spec := opTestSpec("topn", cfg, in)
+		spec.Label = "topn partition=[k] order=v rows 1 to 2"
+		op, err := builtins().NewOperator(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := testkit.TaskContext(mem)
+		tc.StateLimit, tc.StateFiles, tc.SpillDir = 64<<10, stateTestFiles(t), t.TempDir()
+		if err := op.Open(ctx, tc); err != nil {
+			t.Fatal(err)
+		}
+		rec := testkit.Record(t, mem, in, "["+strings.Join(objs, ",")+"]")
+		err = op.ProcessBatch(ctx, 0, exec.Batch{Rec: rec}, &aggTestView{t: t})
+		rec.Release()
+		op.Close(ctx)
+		if backend == StateDisk {
+			if err != nil {
+				t.Errorf("on disk: %v", err)
+			}
+			continue
+		}
+		if !errors.Is(err, exec.ErrOutOfMemory) || !strings.Contains(err.Error(), spec.Label) || !strings.Contains(err.Error(), "SET state_backend = 'disk'") {
+			t.Errorf("on memory: %v", err)
+		}
+	}
 }
