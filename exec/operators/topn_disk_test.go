@@ -214,3 +214,81 @@ func TestTopNStateLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestTopNRestoreAcrossBackends: a memory backend's checkpoint restores into
+// a Top-N on the disk backend (a job that SET state_backend = 'disk' since),
+// whose cache of nothing then writes every partition to the DB: the rows
+// that follow, deletes of top rows among them, must give the reference's
+// top. A disk checkpoint restored into the memory backend is refused with
+// an error naming the setting.
+func TestTopNRestoreAcrossBackends(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type}}
+	out := append(slices.Clone(in), types.Field{Name: "rn", Type: types.Int64Type})
+	cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 2, Rank: true, Retracts: true}
+	files := stateTestFiles(t)
+	ref := &topnRef{cfg: cfg}
+	view := &aggTestView{t: t}
+	rng := rand.New(rand.NewPCG(3, 4))
+	// feed sends n random rows of the first keys partitions.
+	feed := func(op *topnOp, n, keys int) {
+		t.Helper()
+		var rows []string
+		var ops []exec.ChangeKind
+		for range n {
+			if len(ref.rows) > 0 && rng.IntN(3) == 0 && keys == 5 {
+				r := ref.topRow(rng)
+				ref.remove(r)
+				rows, ops = append(rows, r.json(0)), append(ops, exec.Delete)
+				continue
+			}
+			r := topnRefRow{k: string(rune('a' + rng.IntN(keys))), x: int64(rng.IntN(50)), v: int64(rng.IntN(3))}
+			ref.add(r)
+			rows, ops = append(rows, r.json(0)), append(ops, exec.Insert)
+		}
+		b := testkit.Batches(t, mem, in, "["+strings.Join(rows, ",")+"]")[0]
+		b.Ops = ops
+		err := op.ProcessBatch(ctx, 0, b, view)
+		b.Rec.Release()
+		if err == nil {
+			err = op.Flush(ctx, view)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	onMemory := topnOpen(t, mem, cfg, out, "memory", files)
+	for range 5 {
+		feed(onMemory, 40, 5)
+	}
+	snap, err := onMemory.SnapshotState(ctx, 1)
+	onMemory.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onDisk := topnOpen(t, mem, cfg, out, "disk-nocache", files)
+	defer onDisk.Close(ctx)
+	if err := onDisk.RestoreState(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	// The first batch touches one partition; the others must reach the DB
+	// all the same when the cache is emptied after it.
+	for i := range 5 {
+		feed(onDisk, 40, min(1+4*i, 5))
+		testkit.Equal(t, "on disk after a memory checkpoint", view.rows(), topnRows(t, out, ref.top(nil)))
+	}
+	if onDisk.disk.evictions == 0 {
+		t.Fatal("the restored partitions never went to the DB")
+	}
+	diskSnap, err := onDisk.SnapshotState(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := topnOpen(t, mem, cfg, out, "memory", files)
+	defer back.Close(ctx)
+	if err := back.RestoreState(ctx, diskSnap); err == nil || !strings.Contains(err.Error(), "SET state_backend = 'disk'") {
+		t.Errorf("a disk checkpoint restored on memory: %v", err)
+	}
+}
