@@ -20,8 +20,10 @@ package operators
 // PARTITION BY, the zero byte alone.
 //
 // A partition is one value, so it is loaded and written whole: a partition
-// larger than the cache (a top over an input that retracts, which keeps
-// every row) still fits in memory only while it is worked on. Deduplication
+// (a top over an input that retracts keeps every row; without PARTITION BY
+// there is one) must fit in the cache. One whose value outgrows the cache's
+// bound fails the job with ErrOutOfMemory when written back, rather than be
+// rewritten whole at every eviction with memory unbounded. Deduplication
 // of the first row at the watermark (First) and a Top-N that emits once at
 // the end (Final: a bounded input, or a window's) keep their state in memory:
 // under SET state_backend = 'disk' the first is an error that says so.
@@ -54,7 +56,9 @@ type topnDisk struct {
 	db    *disk.DB
 	opts  disk.Options
 	files exec.StateFiles
-	limit int64
+	// limit bounds the cache, past it emptied; partLimit a partition's
+	// value (both the cache's bound but in tests).
+	limit, partLimit int64
 	// written says the DB may hold partitions: until the first write-back
 	// (or a restore) a partition new in the cache is new, and no lookup is
 	// needed.
@@ -96,6 +100,7 @@ func (o *topnOp) openDisk(tc *exec.TaskContext) error {
 	d := &topnDisk{files: tc.StateFiles}
 	d.opts = disk.Options{Dir: spillDir(tc), Memory: tc.StateMemory, Log: tc.Log}
 	d.limit = d.opts.CacheBytes()
+	d.partLimit = d.limit
 	_, d.partTypes = o.partSchema()
 	db, err := disk.Open(d.opts)
 	if err != nil {
@@ -135,6 +140,17 @@ func (o *topnOp) errStateLimit(n int64) error {
 	}
 	return fmt.Errorf("%w: %s: its partitions hold %d MiB, more than the %d MiB a slot may keep in memory; SET state_backend = 'disk' keeps them on disk",
 		exec.ErrOutOfMemory, label, n>>20, o.stateLimit>>20)
+}
+
+// errPartitionLimit is the error of a partition whose value, n bytes,
+// outgrew the bound of the cache it is loaded into whole.
+func (o *topnOp) errPartitionLimit(n int64) error {
+	label := o.label
+	if label == "" {
+		label = "topn"
+	}
+	return fmt.Errorf("%w: %s: one partition's rows take %d KiB, more than the %d KiB cache of state_backend = 'disk', which loads and writes a partition whole; PARTITION BY a finer key, or give the TaskManager more --state-memory",
+		exec.ErrOutOfMemory, label, n>>10, o.disk.partLimit>>10)
 }
 
 // cacheBytes estimates the memory the partitions hold (on the disk backend,
@@ -256,8 +272,10 @@ func (o *topnOp) writeBack() error {
 		}
 		if p := o.ps[pid]; p.entries.Len() == 0 {
 			err = b.Delete(key)
+		} else if v := o.encodeEntries(p); int64(len(v)) > d.partLimit {
+			return o.errPartitionLimit(int64(len(v)))
 		} else {
-			err = b.Set(key, o.encodeEntries(p))
+			err = b.Set(key, v)
 		}
 		if err != nil {
 			return fmt.Errorf("topn: disk state: %w", err)

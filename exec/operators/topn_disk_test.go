@@ -292,3 +292,44 @@ func TestTopNRestoreAcrossBackends(t *testing.T) {
 		t.Errorf("a disk checkpoint restored on memory: %v", err)
 	}
 }
+
+// TestTopNDiskPartitionBound: on the disk backend a partition is loaded and
+// written whole, so one whose rows outgrow the cache (a Top-N without
+// PARTITION BY over an input that retracts keeps every row in one) fails
+// with ErrOutOfMemory naming the operator and the way out, once the cache
+// is emptied, rather than hold memory without bound.
+func TestTopNDiskPartitionBound(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.Int64Type}, {Name: "v", Type: types.StringType}}
+	cfg := TopNConfig{Order: []SortKeySpec{{Col: 0}}, Lo: 1, Hi: 2, Retracts: true, StateBackend: StateDisk}
+	spec := opTestSpec("topn", cfg, in)
+	spec.Label = "topn partition=[] order=k rows 1 to 2"
+	op, err := builtins().NewOperator(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := testkit.TaskContext(mem)
+	tc.StateMemory, tc.StateFiles, tc.SpillDir = 256<<10, stateTestFiles(t), t.TempDir()
+	if err := op.Open(ctx, tc); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	view := &aggTestView{t: t}
+	for batch := range 20 {
+		var objs []string
+		for i := range 500 {
+			objs = append(objs, fmt.Sprintf(`{"k": %d, "v": "a row of some length, number %d"}`, batch*500+i, i))
+		}
+		rec := testkit.Record(t, mem, in, "["+strings.Join(objs, ",")+"]")
+		err = op.ProcessBatch(ctx, 0, exec.Batch{Rec: rec}, view)
+		rec.Release()
+		if err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, exec.ErrOutOfMemory) || !strings.Contains(err.Error(), spec.Label) || !strings.Contains(err.Error(), "PARTITION BY") {
+		t.Fatalf("one partition past the cache: %v", err)
+	}
+}
