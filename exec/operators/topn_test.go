@@ -416,15 +416,19 @@ func (f *topnRef) windowTop(end int64) []string {
 // A retraction reaching a topn planned for an append-only input is an
 // error, not a silently wrong top.
 func TestTopNRetractionUnplanned(t *testing.T) {
-	mem := testkit.Mem()
-	defer mem.AssertSize(t, 0)
-	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
-	b := testkit.Batches(t, mem, in, `[{"k": "a", "x": 1}, {"k": "a", "x": 2}, {"k": "b", "x": 3}]`)
-	defer testkit.Release(b)
-	b[0].Ops = []exec.ChangeKind{exec.Insert, exec.Insert, exec.Delete}
-	op := opTestNew(t, "topn", TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1}, in)
-	if _, err := testkit.Run(t, op, mem, b...); err == nil || !strings.Contains(err.Error(), "retraction") {
-		t.Errorf("a retraction into an append-only topn: %v", err)
+	for _, backend := range topnBackends {
+		mem := testkit.Mem()
+		in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
+		b := testkit.Batches(t, mem, in, `[{"k": "a", "x": 1}, {"k": "a", "x": 2}, {"k": "b", "x": 3}]`)
+		b[0].Ops = []exec.ChangeKind{exec.Insert, exec.Insert, exec.Delete}
+		op := topnOpen(t, mem, TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1}, in, backend, stateTestFiles(t))
+		err := op.ProcessBatch(context.Background(), 0, b[0], &aggTestView{t: t})
+		op.Close(context.Background())
+		testkit.Release(b)
+		mem.AssertSize(t, 0)
+		if err == nil || !strings.Contains(err.Error(), "retraction") {
+			t.Errorf("%s: a retraction into an append-only topn: %v", backend, err)
+		}
 	}
 }
 
@@ -495,15 +499,18 @@ func testTopNLargePartition(t *testing.T, backend string) {
 // nor the scratch beside it: a finished job's operators stay reachable while
 // the job is listed.
 func TestTopNCloseFrees(t *testing.T) {
+	for _, backend := range topnBackends[:2] {
+		t.Run(backend, func(t *testing.T) { testTopNCloseFrees(t, backend) })
+	}
+}
+
+func testTopNCloseFrees(t *testing.T, backend string) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
 	out := append(slices.Clone(in), types.Field{Name: "rn", Type: types.Int64Type})
-	op := opTestNew(t, "topn", TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 2, Rank: true, Retracts: true}, out)
-	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
-		t.Fatal(err)
-	}
+	var op exec.Operator = topnOpen(t, mem, TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 2, Rank: true, Retracts: true}, out, backend, stateTestFiles(t))
 	var rows []string
 	for i := range 100 {
 		rows = append(rows, fmt.Sprintf(`{"k": "k%d", "x": %d}`, i%7, i))
@@ -526,7 +533,7 @@ func TestTopNCloseFrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.parts != nil || o.rows != nil || o.refs != nil || o.ps != nil || o.dirty != nil || o.live != 0 ||
-		o.pids != nil || o.rids != nil || o.sel != nil || o.diff != nil || o.skeys.data != nil {
+		o.pids != nil || o.rids != nil || o.sel != nil || o.diff != nil || o.skeys.data != nil || o.disk != nil {
 		t.Error("topn still holds state after Close")
 	}
 }
