@@ -162,6 +162,12 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	var lateCfg *operators.LateConfig
 	switch {
 	case first:
+		if b.opts.StateBackend == operators.StateDisk {
+			// Its state (each partition's key, kept once its row went out)
+			// is not on the disk backend yet (exec/operators/topn_disk.go).
+			return 0, sql.Errorf(sql.ErrUnsupported, 0,
+				"deduplication keeping the first row by event time (ROW_NUMBER() ... = 1 ordered by a watermarked column) keeps its state in memory only: state_backend = 'disk' does not hold it yet; SET state_backend = 'memory'")
+		}
 		cfg.First = true
 		flabel := "topn " + label + " (first rows, at the watermark)"
 		late, err := b.lateConfig(from, inSchema, flabel)
@@ -182,6 +188,10 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	default:
 		if cfg.Retracts {
 			label += " (keeps every row: its input retracts)"
+		}
+		cfg.StateBackend = b.opts.StateBackend
+		if b.opts.StateBackend != "" {
+			label += " state_backend=" + b.opts.StateBackend
 		}
 		op = exec.OperatorSpec{Kind: "topn", Label: "topn " + label, Config: exec.MustConfig(cfg), Out: out}
 	}

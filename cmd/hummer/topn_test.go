@@ -23,13 +23,24 @@ import (
 // to equal the same query run in batch over the table (the reference: the
 // window operator numbering every row, then the filter). Each view's order
 // is total, or its columns are those ties cannot change, so the two answers
-// are comparable exactly.
+// are comparable exactly. It runs on both state backends: with SET
+// state_backend = 'disk' the topn operators keep their partitions in pebble
+// (exec/operators/topn_disk.go).
 func TestTopNViewFollowsTable(t *testing.T) {
+	for _, backend := range []string{"memory", "disk"} {
+		t.Run(backend, func(t *testing.T) { topNViewFollowsTable(t, backend) })
+	}
+}
+
+func topNViewFollowsTable(t *testing.T, backend string) {
 	addr := startTestServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	conn := connectPgx(t, ctx, addr)
 	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SET state_backend = '"+backend+"'"); err != nil {
+		t.Fatal(err)
+	}
 	views := map[string]string{
 		// Top 3 per group, the row number selected (retract mode).
 		"top3": "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC, k) AS rn FROM f) t WHERE rn <= 3",

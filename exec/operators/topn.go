@@ -42,6 +42,9 @@ type TopNConfig struct {
 	Func      string        `json:"func,omitempty"`
 	// Late, with First, sends the late rows to the job's late-rows table.
 	Late *LateConfig `json:"late,omitempty"`
+	// StateBackend, "memory" or "disk" (SET state_backend), says where the
+	// partitions' rows live (topn_disk.go); "" leaves it to the TaskManager.
+	StateBackend string `json:"state_backend,omitempty"`
 }
 
 // topnOp is kind "topn" (TopNConfig). Each partition keeps its rows sorted by
@@ -60,7 +63,8 @@ type TopNConfig struct {
 // there are more others, as upsert does); each partition holds its entries
 // and the top it last emitted. Its checkpoint (topn_state.go) is both, as
 // two Arrow IPC streams: the entries in order, and the emitted rows with
-// their rank; and First's state.
+// their rank; and First's state. On the disk backend (topn_disk.go) the
+// partitions live in pebble and these tables are a bounded cache of them.
 type topnOp struct {
 	cfg      TopNConfig
 	mem      memory.Allocator
@@ -84,6 +88,13 @@ type topnOp struct {
 	diff        map[topnOut]int
 
 	first // First's state
+
+	// disk is the state on the disk backend (topn_disk.go), nil on
+	// memory's, where stateLimit bounds the partitions' rows
+	// (TaskContext.StateLimit; 0: none).
+	disk       *topnDisk
+	stateLimit int64
+	label      string
 }
 
 type topnPart struct {
@@ -149,7 +160,7 @@ func newTopN(cfg TopNConfig, spec exec.OperatorSpec) (*topnOp, error) {
 		}
 		cfg.Final = true
 	}
-	o := &topnOp{cfg: cfg, schema: spec.Out.Arrow()}
+	o := &topnOp{cfg: cfg, schema: spec.Out.Arrow(), label: spec.Label}
 	fields := o.schema.Fields()
 	if cfg.Rank {
 		if len(fields) == 0 || fields[len(fields)-1].Type.ID() != arrow.INT64 {
@@ -178,7 +189,7 @@ func (o *topnOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.mem = vector.TaskAlloc(tc)
 	o.reset()
 	o.startFirst(tc)
-	return nil
+	return o.openDisk(tc)
 }
 
 // reset empties the state.
@@ -274,6 +285,22 @@ func (o *topnOp) ref(rid uint32, d int32) {
 }
 
 func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	if err := o.apply(ctx, b); err != nil {
+		return err
+	}
+	if o.disk != nil {
+		return o.evictIfFull(ctx, out)
+	}
+	if o.stateLimit > 0 {
+		if n := o.cacheBytes(); n > o.stateLimit {
+			return o.errStateLimit(n)
+		}
+	}
+	return nil
+}
+
+// apply applies batch b to the partitions.
+func (o *topnOp) apply(ctx context.Context, b exec.Batch) error {
 	n := b.NumRows()
 	if n == 0 {
 		return nil
@@ -281,8 +308,14 @@ func (o *topnOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out 
 	if int(b.Rec.NumCols()) != len(o.inTypes) {
 		return fmt.Errorf("topn: a batch of %d columns, want %d", b.Rec.NumCols(), len(o.inTypes))
 	}
+	cached := len(o.ps)
 	if err := o.partIDs(b.Rec); err != nil {
 		return err
+	}
+	if o.disk != nil {
+		if err := o.loadParts(cached, n); err != nil {
+			return err
+		}
 	}
 	if !o.cfg.Retracts {
 		for _, op := range b.Ops {
@@ -678,6 +711,7 @@ func (o *topnOp) emitFinal(ctx context.Context, out exec.Collector) error {
 // the per-row and per-batch slices), which would otherwise stay as long as
 // the operator is reachable (a finished job's tasks are, while it is listed).
 func (o *topnOp) Close(ctx context.Context) error {
+	o.closeDisk()
 	o.release()
 	o.refs, o.ps, o.dirty, o.live = nil, nil, nil, 0
 	o.pkeys, o.full, o.skeys = state.RowKeys{}, state.RowKeys{}, sortKeys{}

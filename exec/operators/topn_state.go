@@ -25,11 +25,20 @@ const (
 // state (snapshotFirst). When no partition has changes to flush (as after
 // the flush at a barrier) what each emitted is its top, so the second
 // section is empty: restoring takes the tops again, and the state is half
-// as big.
+// as big. On the disk backend it is the DB's checkpoint (topn_disk.go).
 func (o *topnOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
 	if o.rows == nil {
 		return nil, fmt.Errorf("topn: snapshot before Open")
 	}
+	if o.disk != nil {
+		p, err := o.snapshotDisk(checkpoint)
+		return finishNow(ctx, p, err)
+	}
+	return o.snapshotMemory()
+}
+
+// snapshotMemory is SnapshotState of the memory backend.
+func (o *topnOp) snapshotMemory() ([]byte, error) {
 	var entries, emitted []topnOut
 	for _, p := range o.ps {
 		p.entries.Each(func(_ int, e *topnEntry) bool {
@@ -81,6 +90,9 @@ func (o *topnOp) snapshotRows(rs []topnOut, rank bool, schema *arrow.Schema) ([]
 // RestoreState replaces the state with a snapshot's.
 func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	defer state.Recover("topn", &err)
+	if len(data) >= 4 && string(data[:4]) == topnDiskMagic {
+		return o.restoreDisk(ctx, data)
+	}
 	sections, err := state.Decode("topn", topnStateMagic, topnStateVersion, data)
 	if err != nil {
 		return err
@@ -108,6 +120,9 @@ func (o *topnOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	}
 	if err := o.restoreFirst(sections[2], sections[3]); err != nil {
 		return err
+	}
+	if o.disk != nil {
+		o.disk.cacheAll(o)
 	}
 	switch {
 	case o.cfg.Final:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
 	"github.com/hummer-db/hummer/exec/types"
@@ -150,15 +152,58 @@ func topnRows(t *testing.T, s types.Schema, objs []string) []string {
 	return out
 }
 
+// topnBackends are the state backends a Top-N test runs against: memory,
+// disk with the default cache, and disk with a cache of nothing, which
+// writes every partition back and empties the cache after each batch.
+var topnBackends = []string{"memory", "disk", "disk-nocache"}
+
+// topnOpen makes and opens a topn on backend (topnBackends), its disk state
+// in files.
+func topnOpen(t *testing.T, mem memory.Allocator, cfg TopNConfig, out types.Schema, backend string, files exec.StateFiles) *topnOp {
+	t.Helper()
+	if backend != "memory" {
+		cfg.StateBackend = StateDisk
+	}
+	op := opTestNew(t, "topn", cfg, out).(*topnOp)
+	tc := testkit.TaskContext(mem)
+	// A small state memory: pebble's memtables are sized by it, and a
+	// DB opened per case with the default's would take most of the run.
+	tc.StateFiles, tc.SpillDir, tc.StateMemory = files, t.TempDir(), 4<<20
+	if err := op.Open(context.Background(), tc); err != nil {
+		t.Fatal(err)
+	}
+	if backend != "memory" && !cfg.Final && op.disk == nil {
+		t.Fatal("the operator is not on the disk backend")
+	}
+	if backend == "disk-nocache" && op.disk != nil {
+		op.disk.limit = 0
+	}
+	return op
+}
+
 // TestTopNRandom feeds Top-N random batches whose tops change in every way
 // (ties, NULLs, rows entering and leaving, retractions of top rows when the
 // input has them), flushing at random, and after each flush applies what
 // the operator emitted to a multiset, which must hold what the reference
 // recomputes from scratch. At random cut points the operator is
-// snapshotted, closed, and a new one restored from the snapshot.
+// snapshotted, closed, and a new one restored from the snapshot (on the
+// disk backend after a flush, as a barrier does). Each case runs on every
+// backend (topnBackends).
 func TestTopNRandom(t *testing.T) {
+	for _, backend := range topnBackends {
+		t.Run(backend, func(t *testing.T) { testTopNRandom(t, backend) })
+	}
+}
+
+func testTopNRandom(t *testing.T, backend string) {
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type}}
-	for seed := range uint64(120) {
+	seeds := uint64(120)
+	if backend != "memory" {
+		// Each case opens a DB per restore, slow on a busy disk; 40 seeds
+		// still take every configuration below.
+		seeds = 40
+	}
+	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: rng.IntN(2) == 0, NullsFirst: rng.IntN(2) == 0}},
 			Lo: 1 + int64(rng.IntN(2)), Rank: rng.IntN(2) == 0, Retracts: seed%3 != 0, Final: seed%7 == 0}
@@ -181,13 +226,8 @@ func TestTopNRandom(t *testing.T) {
 			if cfg.Rank {
 				out = append(out, types.Field{Name: "rn", Type: types.Int64Type})
 			}
-			open := func() exec.Operator {
-				op := opTestNew(t, "topn", cfg, out)
-				if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
-					t.Fatal(err)
-				}
-				return op
-			}
+			files := stateTestFiles(t)
+			open := func() exec.Operator { return topnOpen(t, mem, cfg, out, backend, files) }
 			op := open()
 			defer func() { op.Close(ctx) }()
 			ref := &topnRef{cfg: cfg}
@@ -236,7 +276,12 @@ func TestTopNRandom(t *testing.T) {
 					check(fmt.Sprintf("after batch %d", batch))
 				}
 				if rng.IntN(4) == 0 {
-					snap, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(batch))
+					if backend != "memory" && !cfg.Final {
+						if err := op.(exec.Flusher).Flush(ctx, view); err != nil {
+							t.Fatal(err)
+						}
+					}
+					snap, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(batch)+1)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -375,15 +420,19 @@ func (f *topnRef) windowTop(end int64) []string {
 // A retraction reaching a topn planned for an append-only input is an
 // error, not a silently wrong top.
 func TestTopNRetractionUnplanned(t *testing.T) {
-	mem := testkit.Mem()
-	defer mem.AssertSize(t, 0)
-	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
-	b := testkit.Batches(t, mem, in, `[{"k": "a", "x": 1}, {"k": "a", "x": 2}, {"k": "b", "x": 3}]`)
-	defer testkit.Release(b)
-	b[0].Ops = []exec.ChangeKind{exec.Insert, exec.Insert, exec.Delete}
-	op := opTestNew(t, "topn", TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1}, in)
-	if _, err := testkit.Run(t, op, mem, b...); err == nil || !strings.Contains(err.Error(), "retraction") {
-		t.Errorf("a retraction into an append-only topn: %v", err)
+	for _, backend := range topnBackends {
+		mem := testkit.Mem()
+		in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
+		b := testkit.Batches(t, mem, in, `[{"k": "a", "x": 1}, {"k": "a", "x": 2}, {"k": "b", "x": 3}]`)
+		b[0].Ops = []exec.ChangeKind{exec.Insert, exec.Insert, exec.Delete}
+		op := topnOpen(t, mem, TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1}, in, backend, stateTestFiles(t))
+		err := op.ProcessBatch(context.Background(), 0, b[0], &aggTestView{t: t})
+		op.Close(context.Background())
+		testkit.Release(b)
+		mem.AssertSize(t, 0)
+		if err == nil || !strings.Contains(err.Error(), "retraction") {
+			t.Errorf("%s: a retraction into an append-only topn: %v", backend, err)
+		}
 	}
 }
 
@@ -392,16 +441,19 @@ func TestTopNRetractionUnplanned(t *testing.T) {
 // deleted, top rows among them; after each batch the emitted changes must
 // hold the reference's top.
 func TestTopNLargePartition(t *testing.T) {
+	for _, backend := range topnBackends {
+		t.Run(backend, func(t *testing.T) { testTopNLargePartition(t, backend) })
+	}
+}
+
+func testTopNLargePartition(t *testing.T, backend string) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type}}
 	out := append(slices.Clone(in), types.Field{Name: "rn", Type: types.Int64Type})
 	cfg := TopNConfig{Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 5, Rank: true, Retracts: true}
-	op := opTestNew(t, "topn", cfg, out)
-	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
-		t.Fatal(err)
-	}
+	op := topnOpen(t, mem, cfg, out, backend, stateTestFiles(t))
 	defer op.Close(ctx)
 	rng := rand.New(rand.NewPCG(8, 9))
 	ref := &topnRef{cfg: cfg}
@@ -431,16 +483,18 @@ func TestTopNLargePartition(t *testing.T) {
 		b.Ops = ops
 		err := op.ProcessBatch(ctx, 0, b, view)
 		b.Rec.Release()
+		if len(op.ps) > 0 { // the cache of nothing is emptied after each batch
+			chunks = max(chunks, len(op.ps[0].entries.chunks))
+		}
 		if err == nil {
-			err = op.(exec.Flusher).Flush(ctx, view)
+			err = op.Flush(ctx, view)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		testkit.Equal(t, fmt.Sprintf("after batch %d", batch), view.rows(), topnRows(t, out, ref.top(nil)))
-		chunks = max(chunks, len(op.(*topnOp).ps[0].entries.chunks))
 	}
-	if chunks < 10 {
+	if chunks < 10 && backend != "disk-nocache" {
 		t.Errorf("the partition's rows took at most %d chunks", chunks)
 	}
 }
@@ -449,15 +503,18 @@ func TestTopNLargePartition(t *testing.T) {
 // nor the scratch beside it: a finished job's operators stay reachable while
 // the job is listed.
 func TestTopNCloseFrees(t *testing.T) {
+	for _, backend := range topnBackends[:2] {
+		t.Run(backend, func(t *testing.T) { testTopNCloseFrees(t, backend) })
+	}
+}
+
+func testTopNCloseFrees(t *testing.T, backend string) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}}
 	out := append(slices.Clone(in), types.Field{Name: "rn", Type: types.Int64Type})
-	op := opTestNew(t, "topn", TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 2, Rank: true, Retracts: true}, out)
-	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
-		t.Fatal(err)
-	}
+	var op exec.Operator = topnOpen(t, mem, TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: 2, Rank: true, Retracts: true}, out, backend, stateTestFiles(t))
 	var rows []string
 	for i := range 100 {
 		rows = append(rows, fmt.Sprintf(`{"k": "k%d", "x": %d}`, i%7, i))
@@ -480,7 +537,36 @@ func TestTopNCloseFrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.parts != nil || o.rows != nil || o.refs != nil || o.ps != nil || o.dirty != nil || o.live != 0 ||
-		o.pids != nil || o.rids != nil || o.sel != nil || o.diff != nil || o.skeys.data != nil {
+		o.pids != nil || o.rids != nil || o.sel != nil || o.diff != nil || o.skeys.data != nil || o.disk != nil {
 		t.Error("topn still holds state after Close")
+	}
+}
+
+// TestTopNDiskFirstRefused: first-row deduplication under the job's SET
+// state_backend = 'disk' fails at Open saying the backend does not hold it;
+// under only the TaskManager's default it runs with its state in memory.
+func TestTopNDiskFirstRefused(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}}
+	cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1, First: true, StateBackend: StateDisk}
+	op := opTestNew(t, "topn", cfg, in)
+	tc := testkit.TaskContext(mem)
+	tc.SpillDir = t.TempDir()
+	err := op.Open(ctx, tc)
+	op.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "first row") || !strings.Contains(err.Error(), "state_backend = 'memory'") {
+		t.Errorf("first rows under SET state_backend = 'disk': %v", err)
+	}
+	cfg.StateBackend = ""
+	op = opTestNew(t, "topn", cfg, in)
+	tc.StateBackend = StateDisk
+	if err := op.Open(ctx, tc); err != nil {
+		t.Fatalf("first rows under the TaskManager's disk default: %v", err)
+	}
+	defer op.Close(ctx)
+	if op.(*topnOp).disk != nil {
+		t.Error("first rows took the disk backend")
 	}
 }
