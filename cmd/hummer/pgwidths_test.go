@@ -120,6 +120,23 @@ func TestPgDeclaredWidths(t *testing.T) {
 		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, rows.Err())
 	}
 
+	// Parameters take the declared types, as PostgreSQL infers them (its
+	// ParameterDescription for the same statement: a character(n)'s is
+	// bpchar, a character varying(n)'s text), and bind in binary.
+	params := "SELECT a FROM w WHERE a = $1 AND e = $2 AND d = $3 AND b = $4 AND c = $5 AND f + $6 > 0 AND c < $7"
+	sd, err := conn.PgConn().Prepare(ctx, "", params, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint32{23, 1042, 25, 21, 700, 23, 700}; !reflect.DeepEqual(sd.ParamOIDs, want) {
+		t.Errorf("parameter types %v, want %v", sd.ParamOIDs, want)
+	}
+	var a1 int32
+	err = conn.QueryRow(ctx, params, pgx.QueryExecModeExec, int32(2147483647), "ab   ", "abcde", int16(-32768), float32(0.1), int32(1), float32(1)).Scan(&a1)
+	if err != nil || a1 != 2147483647 {
+		t.Errorf("binary parameters: %d, %v; want 2147483647", a1, err)
+	}
+
 	// Typed values in binary: pgx's int16, int32, float32 and string.
 	var (
 		a, i int32
