@@ -120,6 +120,33 @@ func TestPgDeclaredWidths(t *testing.T) {
 		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, rows.Err())
 	}
 
+	// OID, VARCHAR without a length and FLOAT, which MySQL's grammar reads
+	// otherwise or not at all: PostgreSQL's oid, character varying and
+	// double precision; an oid takes a negative integer as 2^32 less it.
+	if _, err := conn.Exec(ctx, "CREATE TABLE o (a OID, b VARCHAR, c CHARACTER VARYING, f FLOAT)"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = conn.Query(ctx, "SELECT * FROM o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oids = oids[:0]
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	rows.Close()
+	if want := []uint32{26, 1043, 1043, 701}; !reflect.DeepEqual(oids, want) {
+		t.Errorf("o: types %v, want %v", oids, want)
+	}
+	var wrapped uint32
+	if err := conn.QueryRow(ctx, "SELECT (-1)::oid").Scan(&wrapped); err != nil || wrapped != 4294967295 {
+		t.Errorf("(-1)::oid: %d, %v; want 4294967295", wrapped, err)
+	}
+	var pe *pgconn.PgError
+	if _, err := conn.Exec(ctx, "SELECT (-2147483649)::oid"); !errors.As(err, &pe) || pe.Code != "22003" || pe.Message != "OID out of range" {
+		t.Errorf("(-2147483649)::oid: %v, want 22003 OID out of range", err)
+	}
+
 	// Parameters take the declared types, as PostgreSQL infers them (its
 	// ParameterDescription for the same statement: a character(n)'s is
 	// bpchar, a character varying(n)'s text), and bind in binary.
