@@ -337,14 +337,15 @@ func TestPgArithmeticWidths(t *testing.T) {
 		rows.Close()
 	}
 	// Aggregates: sum of integers is a bigint, min and max keep the type
-	// (PostgreSQL: bigint, bigint, integer, smallint, real).
+	// (PostgreSQL: bigint, bigint, integer, smallint, real; a window's sum
+	// of bigints numeric, of integers bigint).
 	var oids []uint32
 	var sum int64
 	err := conn.QueryRow(ctx, "SELECT sum(a) + sum(a), sum(a), sum(b), min(a), max(b), max(c) FROM w").Scan(&sum, nil, nil, nil, nil, nil)
 	if err != nil || sum != 4294967294 {
 		t.Errorf("sum(a) + sum(a): %d, %v; want 4294967294", sum, err)
 	}
-	rows, err := conn.Query(ctx, "SELECT sum(a), sum(b), min(a), max(b), max(c) FROM w")
+	rows, err := conn.Query(ctx, "SELECT sum(a), sum(b), min(a), max(b), max(c), sum(sum(a)) OVER (), sum(min(a)) OVER () FROM w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestPgArithmeticWidths(t *testing.T) {
 		oids = append(oids, fd.DataTypeOID)
 	}
 	rows.Close()
-	if want := []uint32{20, 20, 23, 21, 700}; !reflect.DeepEqual(oids, want) {
+	if want := []uint32{20, 20, 23, 21, 700, 1700, 20}; !reflect.DeepEqual(oids, want) {
 		t.Errorf("aggregates: types %v, want %v", oids, want)
 	}
 	// CASE, COALESCE, GREATEST, LEAST: an integer constant is an integer
