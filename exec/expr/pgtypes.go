@@ -66,8 +66,12 @@ func narrow(t types.Type) bool {
 // fails as PostgreSQL's assignment to to does (NarrowInt, NarrowFloat,
 // NarrowText).
 func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, error) {
-	if _, _, ok := to.IntRange(); ok {
+	if lo, hi, ok := to.IntRange(); ok {
 		vs, wrap := int64Values(a), false
+		if inRange(vs, lo, hi) { // the common case, in one tight loop
+			a.Retain()
+			return a, nil
+		}
 		for i, v := range vs {
 			if !a.IsValid(i) {
 				continue
@@ -114,6 +118,16 @@ func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, 
 		s, err := NarrowText(to, s)
 		return append(dst, s...), err
 	})
+}
+
+// inRange reports whether every value of vs (NULLs' slots too) is in
+// [lo, hi].
+func inRange(vs []int64, lo, hi int64) bool {
+	ok := true
+	for _, v := range vs {
+		ok = ok && v >= lo && v <= hi
+	}
+	return ok
 }
 
 // NarrowInt returns v as a value of the integer type t (a smallint,
