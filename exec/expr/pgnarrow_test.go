@@ -34,7 +34,7 @@ func TestNarrowCasts(t *testing.T) {
 		{types.StringValue("abcde   "), types.VarcharType(5), "abcde", nil},
 		{types.StringValue("abcdef"), types.VarcharType(5), "value too long for type character varying(5)", ErrTooLong},
 		{types.StringValue("héllo"), types.VarcharType(5), "héllo", nil}, // characters, not bytes
-		{types.StringValue("ab "), types.BpcharType(3), "ab", nil},      // held without its blanks
+		{types.StringValue("ab "), types.BpcharType(3), "ab", nil},       // held without its blanks
 		{types.StringValue("abcd"), types.BpcharType(3), "value too long for type character(3)", ErrTooLong},
 	} {
 		got, err := EvalConst(Cast(Literal(c.v), c.to))
