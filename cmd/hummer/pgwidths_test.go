@@ -371,6 +371,18 @@ func TestPgArithmeticWidths(t *testing.T) {
 	if want := []uint32{23, 23, 23, 23, 23, 20, 23}; !reflect.DeepEqual(oids, want) {
 		t.Errorf("conditionals: types %v, want %v", oids, want)
 	}
+	// UNION, likewise (PostgreSQL: integer, integer, bigint).
+	for q, want := range map[string]uint32{"SELECT a FROM w UNION ALL SELECT 1": 23,
+		"SELECT 1 UNION SELECT b FROM w": 23, "SELECT 3000000000 UNION SELECT a FROM w": 20} {
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rows.FieldDescriptions()[0].DataTypeOID; got != want {
+			t.Errorf("%s: type %d, want %d", q, got, want)
+		}
+		rows.Close()
+	}
 
 	rows, err = conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
