@@ -36,6 +36,22 @@ func widthsServer(t *testing.T, ctx context.Context) (string, *pgx.Conn) {
 	return srv, conn
 }
 
+// columnOIDs runs query in mode and returns the type OIDs its columns are
+// described with.
+func columnOIDs(t *testing.T, ctx context.Context, conn *pgx.Conn, mode pgx.QueryExecMode, query string) []uint32 {
+	t.Helper()
+	rows, err := conn.Query(ctx, query, mode)
+	if err != nil {
+		t.Fatalf("%v %s: %v", mode, query, err)
+	}
+	defer rows.Close()
+	var oids []uint32
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	return oids
+}
+
 // TestPgDeclaredWidths: columns declared INT, SMALLINT, REAL, VARCHAR(n)
 // and CHAR(n) are described to clients with PostgreSQL's type OIDs and
 // typmods and sent in their text and binary forms, as PostgreSQL 15 sends
@@ -99,25 +115,14 @@ func TestPgDeclaredWidths(t *testing.T) {
 
 	// The system catalog's oid, int2 and float4 columns, as PostgreSQL
 	// describes pg_class's.
-	rows, err := conn.Query(ctx, "SELECT oid, relnatts, reltuples FROM pg_class WHERE relname = 'w'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var oids []uint32
-	for _, fd := range rows.FieldDescriptions() {
-		oids = append(oids, fd.DataTypeOID)
-	}
+	const pgClass = "SELECT oid, relnatts, reltuples FROM pg_class WHERE relname = 'w'"
+	oids := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, pgClass)
 	var relnatts int16
-	for rows.Next() {
-		var oid uint32
-		var reltuples float32
-		if err := rows.Scan(&oid, &relnatts, &reltuples); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows.Close()
-	if !reflect.DeepEqual(oids, []uint32{26, 21, 700}) || relnatts != 10 || rows.Err() != nil {
-		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, rows.Err())
+	var reltuples float32
+	var relid uint32
+	err := conn.QueryRow(ctx, pgClass).Scan(&relid, &relnatts, &reltuples)
+	if !reflect.DeepEqual(oids, []uint32{26, 21, 700}) || relnatts != 10 || err != nil {
+		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, err)
 	}
 
 	// OID, VARCHAR without a length and FLOAT, which MySQL's grammar reads
@@ -126,16 +131,7 @@ func TestPgDeclaredWidths(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE TABLE o (a OID, b VARCHAR, c CHARACTER VARYING, f FLOAT)"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err = conn.Query(ctx, "SELECT * FROM o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oids = oids[:0]
-	for _, fd := range rows.FieldDescriptions() {
-		oids = append(oids, fd.DataTypeOID)
-	}
-	rows.Close()
-	if want := []uint32{26, 1043, 1043, 701}; !reflect.DeepEqual(oids, want) {
+	if want, oids := []uint32{26, 1043, 1043, 701}, columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT * FROM o"); !reflect.DeepEqual(oids, want) {
 		t.Errorf("o: types %v, want %v", oids, want)
 	}
 	var wrapped uint32
@@ -323,68 +319,38 @@ func TestPgArithmeticWidths(t *testing.T) {
 	wantOIDs := []uint32{23, 23, 23, 23, 700, 701, 701, 23, 23, 23, 23, 701, 23, 700, 700}
 	wantText := []string{"8", "-32768", "-65536", "-1", "1.2345671e+06", "1.6000000014901161", "0.010000000149011612", "-7", "32775", "3", "21", "7.100000001490116", "2147483646", "0.010000001", "1.5241557e+12"}
 	for _, mode := range allModes {
-		rows, err := conn.Query(ctx, query, mode)
-		if err != nil {
-			t.Fatalf("%v: %v", mode, err)
-		}
-		var oids []uint32
-		for _, fd := range rows.FieldDescriptions() {
-			oids = append(oids, fd.DataTypeOID)
-		}
-		if !reflect.DeepEqual(oids, wantOIDs) {
+		if oids := columnOIDs(t, ctx, conn, mode, query); !reflect.DeepEqual(oids, wantOIDs) {
 			t.Errorf("%v: types %v, want %v", mode, oids, wantOIDs)
 		}
-		rows.Close()
 	}
 	// Aggregates: sum of integers is a bigint, min and max keep the type
 	// (PostgreSQL: bigint, bigint, integer, smallint, real; a window's sum
 	// of bigints numeric, of integers bigint).
-	var oids []uint32
 	var sum int64
 	err := conn.QueryRow(ctx, "SELECT sum(a) + sum(a), sum(a), sum(b), min(a), max(b), max(c) FROM w").Scan(&sum, nil, nil, nil, nil, nil)
 	if err != nil || sum != 4294967294 {
 		t.Errorf("sum(a) + sum(a): %d, %v; want 4294967294", sum, err)
 	}
-	rows, err := conn.Query(ctx, "SELECT sum(a), sum(b), min(a), max(b), max(c), sum(sum(a)) OVER (), sum(min(a)) OVER () FROM w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range rows.FieldDescriptions() {
-		oids = append(oids, fd.DataTypeOID)
-	}
-	rows.Close()
+	oids := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT sum(a), sum(b), min(a), max(b), max(c), sum(sum(a)) OVER (), sum(min(a)) OVER () FROM w")
 	if want := []uint32{20, 20, 23, 21, 700, 1700, 20}; !reflect.DeepEqual(oids, want) {
 		t.Errorf("aggregates: types %v, want %v", oids, want)
 	}
 	// CASE, COALESCE, GREATEST, LEAST: an integer constant is an integer
 	// beside an integer or smallint, a smallint and an integer are integer
 	// (PostgreSQL: all integer but the constant too large for one).
-	rows, err = conn.Query(ctx, "SELECT coalesce(f, 0), CASE WHEN f > 0 THEN f ELSE 1 END, greatest(f, 1), coalesce(b, 1), least(b, 2), coalesce(f, 3000000000), coalesce(b, f) FROM w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oids = oids[:0]
-	for _, fd := range rows.FieldDescriptions() {
-		oids = append(oids, fd.DataTypeOID)
-	}
-	rows.Close()
+	oids = columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT coalesce(f, 0), CASE WHEN f > 0 THEN f ELSE 1 END, greatest(f, 1), coalesce(b, 1), least(b, 2), coalesce(f, 3000000000), coalesce(b, f) FROM w")
 	if want := []uint32{23, 23, 23, 23, 23, 20, 23}; !reflect.DeepEqual(oids, want) {
 		t.Errorf("conditionals: types %v, want %v", oids, want)
 	}
 	// UNION, likewise (PostgreSQL: integer, integer, bigint).
 	for q, want := range map[string]uint32{"SELECT a FROM w UNION ALL SELECT 1": 23,
 		"SELECT 1 UNION SELECT b FROM w": 23, "SELECT 3000000000 UNION SELECT a FROM w": 20} {
-		rows, err := conn.Query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
+		if got := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, q); !reflect.DeepEqual(got, []uint32{want}) {
+			t.Errorf("%s: types %v, want [%d]", q, got, want)
 		}
-		if got := rows.FieldDescriptions()[0].DataTypeOID; got != want {
-			t.Errorf("%s: type %d, want %d", q, got, want)
-		}
-		rows.Close()
 	}
 
-	rows, err = conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
+	rows, err := conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		t.Fatal(err)
 	}
