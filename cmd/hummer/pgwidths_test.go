@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -141,6 +144,30 @@ func TestPgDeclaredWidths(t *testing.T) {
 	var pe *pgconn.PgError
 	if _, err := conn.Exec(ctx, "SELECT (-2147483649)::oid"); !errors.As(err, &pe) || pe.Code != "22003" || pe.Message != "OID out of range" {
 		t.Errorf("(-2147483649)::oid: %v, want 22003 OID out of range", err)
+	}
+
+	// A CSV file table's columns are read as the column's input function
+	// reads them: a character(3) without its blanks, a varchar(5) no
+	// longer than 5 (a bad row, as a bad number is).
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ok.csv"), []byte("1,ab   ,abcde\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "toolong.csv"), []byte("1,ab,abcdef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ok", "toolong"} {
+		ddl := fmt.Sprintf("CREATE TABLE %s (a INT, e CHAR(3), d VARCHAR(5)) ENGINE=file CONNECTION='file://%s/%s.csv?format=csv'", name, dir, name)
+		if _, err := conn.Exec(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bar, csvPadded string
+	if err := conn.QueryRow(ctx, "SELECT e || '|', e FROM ok").Scan(&bar, &csvPadded); err != nil || bar != "ab|" || csvPadded != "ab " {
+		t.Errorf("CSV character(3): %q %q, %v; want ab| and 'ab '", bar, csvPadded, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT * FROM toolong"); err == nil || !strings.Contains(err.Error(), "value too long for type character varying(5)") {
+		t.Errorf("CSV varchar(5) too long: %v", err)
 	}
 
 	// Parameters take the declared types, as PostgreSQL infers them (its
