@@ -5,6 +5,7 @@ package sql
 // prints as its relation's name, which only the catalog knows.
 
 import (
+	"math"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -267,7 +268,7 @@ func arithType(fn string, args []*expr.Expr, result types.Type) (t types.Type, o
 				declared = true
 			case a.Type == types.Int4Type:
 				declared, width = true, types.Int4Type
-			case a.Kind == expr.KindLiteral && a.Type == types.Int64Type && !a.Value.Null && expr.NarrowInt(types.Int4Type, a.Value.Int) == nil:
+			case a.Kind == expr.KindLiteral && a.Type == types.Int64Type && !a.Value.Null && fitsInt4(a.Value.Int):
 				width = types.Int4Type
 			default:
 				return types.Type{}, false
@@ -298,9 +299,13 @@ func valueTypes(args []*expr.Expr) []types.Type {
 		narrow = narrow || a.Type == types.Int2Type || a.Type == types.Int4Type
 	}
 	for i, a := range args {
-		if narrow && a.Kind == expr.KindLiteral && a.Type == types.Int64Type && !a.Value.Null && expr.NarrowInt(types.Int4Type, a.Value.Int) == nil {
+		if narrow && a.Kind == expr.KindLiteral && a.Type == types.Int64Type && !a.Value.Null && fitsInt4(a.Value.Int) {
 			ts[i] = types.Int4Type
 		}
 	}
 	return ts
 }
+
+// fitsInt4 reports whether the integer constant v is an integer (int4) in
+// PostgreSQL, rather than a bigint.
+func fitsInt4(v int64) bool { return v >= math.MinInt32 && v <= math.MaxInt32 }

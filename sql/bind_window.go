@@ -112,6 +112,7 @@ func (b *binder) bindWindow(ctx *exprCtx, n *ast.WindowFuncExpr) (*expr.Expr, er
 	inner := *ctx
 	inner.inWindow = true
 	call := &winCall{fn: fn, n: 1}
+	bigint := false // sum of integers, a cast of the numeric sum
 	bindArg := func(a ast.ExprNode) (*expr.Expr, error) { return b.bindExpr(&inner, a) }
 	switch {
 	case rankFuncs[fn]:
@@ -133,7 +134,9 @@ func (b *binder) bindWindow(ctx *exprCtx, n *ast.WindowFuncExpr) (*expr.Expr, er
 				return nil, b.errorf(ErrUnknownFunction, n, "function %s(%s) does not exist", fn, a.Type)
 			}
 			if fn == "sum" && rt == types.Int64Type {
-				rt = types.DecimalType(38, 0) // the window operator sums integers as numeric only
+				// The window operator sums integers as numeric only: the
+				// bigint PostgreSQL's sum of integers is is a cast of it.
+				rt, bigint = types.DecimalType(38, 0), true
 			}
 			call.args, call.typ = []*expr.Expr{expr.Cast(a, at)}, rt
 		}
@@ -173,7 +176,11 @@ func (b *binder) bindWindow(ctx *exprCtx, n *ast.WindowFuncExpr) (*expr.Expr, er
 		call.frame = f
 	}
 	ctx.wins.calls = append(ctx.wins.calls, call)
-	return &expr.Expr{Kind: kindWinRef, Col: len(ctx.wins.calls) - 1, Type: call.typ}, nil
+	ref := &expr.Expr{Kind: kindWinRef, Col: len(ctx.wins.calls) - 1, Type: call.typ}
+	if bigint {
+		return expr.Cast(ref, types.Int64Type), nil
+	}
+	return ref, nil
 }
 
 // bindRankArgs binds the arguments of the window functions that are not

@@ -165,8 +165,8 @@ var dialectRewrites = []dialectRewrite{
 	},
 	{
 		name:  "PostgreSQL column types",
-		users: "CREATE TABLE t (ts timestamptz, at timestamp with time zone, b bytea, i interval)",
-		reads: "CREATE TABLE t (ts DATETIME, at DATETIME, b TEXT, i TEXT) (the binder is told each column's type)",
+		users: "CREATE TABLE t (ts timestamptz, at timestamp with time zone, b bytea, i interval, o oid, r real, f float, v varchar)",
+		reads: "CREATE TABLE t (ts DATETIME, at DATETIME, b TEXT, i TEXT, o BIGINT, r FLOAT, f DOUBLE, v TEXT) (the binder is told each column's type)",
 		apply: rewriteColumnTypes,
 	},
 	{

@@ -695,17 +695,22 @@ type columnType struct {
 }
 
 // pgColumnTypes are those types, by their names' words, and the MySQL type
-// that stands for each in the parser's text.
+// that stands for each in the parser's text. A bare type matches only
+// without a parenthesised length or precision after it, which the parser
+// reads itself.
 var pgColumnTypes = map[string]struct {
 	typ   types.Type
 	mysql string
+	bare  bool
 }{
-	"timestamptz": {types.TimestamptzType, "DATETIME"}, "timestamp with time zone": {types.TimestamptzType, "DATETIME"},
-	"bytea": {types.ByteaType, "TEXT"}, "interval": {types.IntervalType, "TEXT"},
+	"timestamptz": {types.TimestamptzType, "DATETIME", false}, "timestamp with time zone": {types.TimestamptzType, "DATETIME", false},
+	"bytea": {types.ByteaType, "TEXT", false}, "interval": {types.IntervalType, "TEXT", false},
+	"oid": {types.OidType, "BIGINT", false},
 	// The parser reads these, as MySQL's types: REAL as DOUBLE, FLOAT as a
 	// float4, where PostgreSQL's are float4 and float8 (FLOAT(p) both read
-	// by p, alike).
-	"real": {types.Float4Type, "FLOAT"}, "float": {types.Float64Type, "DOUBLE"},
+	// by p, alike); VARCHAR only with a length.
+	"real": {types.Float4Type, "FLOAT", false}, "float": {types.Float64Type, "DOUBLE", true},
+	"varchar": {types.VarcharType(0), "TEXT", true}, "character varying": {types.VarcharType(0), "TEXT", true},
 }
 
 // rewriteColumnTypes replaces the PostgreSQL column types of a CREATE TABLE
@@ -741,7 +746,7 @@ func rewriteColumnTypes(stmt []token, f *dialectFacts) []token {
 				ws = append(ws, strings.ToLower(stmt[i].text))
 			}
 			pg, ok := pgColumnTypes[strings.Join(ws, " ")]
-			if !ok || ws[0] == "float" && k+2 < len(w) && stmt[w[k+2]].text == "(" {
+			if !ok || pg.bare && k+n+1 < len(w) && stmt[w[k+n+1]].text == "(" {
 				continue
 			}
 			f.columnTypes[t.pos] = columnType{name: unquoteName(t.text), typ: pg.typ}

@@ -43,6 +43,8 @@ func init() {
 		{"array_agg", "SELECT array_agg(x ORDER BY y DESC) FROM t", "SELECT ('{' || GROUP_CONCAT(COALESCE(array_element(x), 'NULL') ORDER BY y DESC SEPARATOR ',') || '}') FROM t"},
 		{"PostgreSQL column types", "CREATE TABLE t (ts timestamptz, \"At\" timestamp with time zone NOT NULL, b BYTEA, i interval, n BIGINT)",
 			"CREATE TABLE t (ts DATETIME, \"At\" DATETIME NOT NULL, b TEXT, i TEXT, n BIGINT)"},
+		{"PostgreSQL column types", "CREATE TABLE t (o OID, r REAL, f FLOAT, g FLOAT(10), v VARCHAR, w VARCHAR(5), c CHARACTER VARYING, d CHARACTER VARYING(2))",
+			"CREATE TABLE t (o BIGINT, r FLOAT, f DOUBLE, g FLOAT(10), v TEXT, w VARCHAR(5), c TEXT, d CHARACTER VARYING(2))"},
 		{"PostgreSQL column types", "SELECT ts::timestamptz FROM t", "SELECT timestamptz(ts ) FROM t"},
 		{"interval 'text'", "SELECT timestamptz '2024-01-02+02', TIMESTAMP WITH TIME ZONE '2024-01-02', bytea '\\x01', TIMESTAMP '2024-01-02'",
 			"SELECT timestamptz('2024-01-02+02' ), timestamptz('2024-01-02' ), bytea('\\x01' ), TIMESTAMP '2024-01-02'"},

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -34,6 +37,22 @@ func widthsServer(t *testing.T, ctx context.Context) (string, *pgx.Conn) {
 		}
 	}
 	return srv, conn
+}
+
+// columnOIDs runs query in mode and returns the type OIDs its columns are
+// described with.
+func columnOIDs(t *testing.T, ctx context.Context, conn *pgx.Conn, mode pgx.QueryExecMode, query string) []uint32 {
+	t.Helper()
+	rows, err := conn.Query(ctx, query, mode)
+	if err != nil {
+		t.Fatalf("%v %s: %v", mode, query, err)
+	}
+	defer rows.Close()
+	var oids []uint32
+	for _, fd := range rows.FieldDescriptions() {
+		oids = append(oids, fd.DataTypeOID)
+	}
+	return oids
 }
 
 // TestPgDeclaredWidths: columns declared INT, SMALLINT, REAL, VARCHAR(n)
@@ -99,25 +118,73 @@ func TestPgDeclaredWidths(t *testing.T) {
 
 	// The system catalog's oid, int2 and float4 columns, as PostgreSQL
 	// describes pg_class's.
-	rows, err := conn.Query(ctx, "SELECT oid, relnatts, reltuples FROM pg_class WHERE relname = 'w'")
-	if err != nil {
+	const pgClass = "SELECT oid, relnatts, reltuples FROM pg_class WHERE relname = 'w'"
+	oids := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, pgClass)
+	var relnatts int16
+	var reltuples float32
+	var relid uint32
+	err := conn.QueryRow(ctx, pgClass).Scan(&relid, &relnatts, &reltuples)
+	if !reflect.DeepEqual(oids, []uint32{26, 21, 700}) || relnatts != 10 || err != nil {
+		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, err)
+	}
+
+	// OID, VARCHAR without a length and FLOAT, which MySQL's grammar reads
+	// otherwise or not at all: PostgreSQL's oid, character varying and
+	// double precision; an oid takes a negative integer as 2^32 less it.
+	if _, err := conn.Exec(ctx, "CREATE TABLE o (a OID, b VARCHAR, c CHARACTER VARYING, f FLOAT)"); err != nil {
 		t.Fatal(err)
 	}
-	var oids []uint32
-	for _, fd := range rows.FieldDescriptions() {
-		oids = append(oids, fd.DataTypeOID)
+	if want, oids := []uint32{26, 1043, 1043, 701}, columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT * FROM o"); !reflect.DeepEqual(oids, want) {
+		t.Errorf("o: types %v, want %v", oids, want)
 	}
-	var relnatts int16
-	for rows.Next() {
-		var oid uint32
-		var reltuples float32
-		if err := rows.Scan(&oid, &relnatts, &reltuples); err != nil {
+	var wrapped uint32
+	if err := conn.QueryRow(ctx, "SELECT (-1)::oid").Scan(&wrapped); err != nil || wrapped != 4294967295 {
+		t.Errorf("(-1)::oid: %d, %v; want 4294967295", wrapped, err)
+	}
+	var pe *pgconn.PgError
+	if _, err := conn.Exec(ctx, "SELECT (-2147483649)::oid"); !errors.As(err, &pe) || pe.Code != "22003" || pe.Message != "OID out of range" {
+		t.Errorf("(-2147483649)::oid: %v, want 22003 OID out of range", err)
+	}
+
+	// A CSV file table's columns are read as the column's input function
+	// reads them: a character(3) without its blanks, a varchar(5) no
+	// longer than 5 (a bad row, as a bad number is).
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ok.csv"), []byte("1,ab   ,abcde\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "toolong.csv"), []byte("1,ab,abcdef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ok", "toolong"} {
+		ddl := fmt.Sprintf("CREATE TABLE %s (a INT, e CHAR(3), d VARCHAR(5)) ENGINE=file CONNECTION='file://%s/%s.csv?format=csv'", name, dir, name)
+		if _, err := conn.Exec(ctx, ddl); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rows.Close()
-	if !reflect.DeepEqual(oids, []uint32{26, 21, 700}) || relnatts != 10 || rows.Err() != nil {
-		t.Errorf("pg_class: types %v, relnatts %d, %v; want [26 21 700], 10", oids, relnatts, rows.Err())
+	var bar, csvPadded string
+	if err := conn.QueryRow(ctx, "SELECT e || '|', e FROM ok").Scan(&bar, &csvPadded); err != nil || bar != "ab|" || csvPadded != "ab " {
+		t.Errorf("CSV character(3): %q %q, %v; want ab| and 'ab '", bar, csvPadded, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT * FROM toolong"); err == nil || !strings.Contains(err.Error(), "value too long for type character varying(5)") {
+		t.Errorf("CSV varchar(5) too long: %v", err)
+	}
+
+	// Parameters take the declared types, as PostgreSQL infers them (its
+	// ParameterDescription for the same statement: a character(n)'s is
+	// bpchar, a character varying(n)'s text), and bind in binary.
+	params := "SELECT a FROM w WHERE a = $1 AND e = $2 AND d = $3 AND b = $4 AND c = $5 AND f + $6 > 0 AND c < $7"
+	sd, err := conn.PgConn().Prepare(ctx, "", params, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint32{23, 1042, 25, 21, 700, 23, 700}; !reflect.DeepEqual(sd.ParamOIDs, want) {
+		t.Errorf("parameter types %v, want %v", sd.ParamOIDs, want)
+	}
+	var a1 int32
+	err = conn.QueryRow(ctx, params, pgx.QueryExecModeExec, int32(2147483647), "ab   ", "abcde", int16(-32768), float32(0.1), int32(1), float32(1)).Scan(&a1)
+	if err != nil || a1 != 2147483647 {
+		t.Errorf("binary parameters: %d, %v; want 2147483647", a1, err)
 	}
 
 	// Typed values in binary: pgx's int16, int32, float32 and string.
@@ -279,55 +346,38 @@ func TestPgArithmeticWidths(t *testing.T) {
 	wantOIDs := []uint32{23, 23, 23, 23, 700, 701, 701, 23, 23, 23, 23, 701, 23, 700, 700}
 	wantText := []string{"8", "-32768", "-65536", "-1", "1.2345671e+06", "1.6000000014901161", "0.010000000149011612", "-7", "32775", "3", "21", "7.100000001490116", "2147483646", "0.010000001", "1.5241557e+12"}
 	for _, mode := range allModes {
-		rows, err := conn.Query(ctx, query, mode)
-		if err != nil {
-			t.Fatalf("%v: %v", mode, err)
-		}
-		var oids []uint32
-		for _, fd := range rows.FieldDescriptions() {
-			oids = append(oids, fd.DataTypeOID)
-		}
-		if !reflect.DeepEqual(oids, wantOIDs) {
+		if oids := columnOIDs(t, ctx, conn, mode, query); !reflect.DeepEqual(oids, wantOIDs) {
 			t.Errorf("%v: types %v, want %v", mode, oids, wantOIDs)
 		}
-		rows.Close()
 	}
 	// Aggregates: sum of integers is a bigint, min and max keep the type
-	// (PostgreSQL: bigint, bigint, integer, smallint, real).
-	var oids []uint32
+	// (PostgreSQL: bigint, bigint, integer, smallint, real; a window's sum
+	// of bigints numeric, of integers bigint).
 	var sum int64
 	err := conn.QueryRow(ctx, "SELECT sum(a) + sum(a), sum(a), sum(b), min(a), max(b), max(c) FROM w").Scan(&sum, nil, nil, nil, nil, nil)
 	if err != nil || sum != 4294967294 {
 		t.Errorf("sum(a) + sum(a): %d, %v; want 4294967294", sum, err)
 	}
-	rows, err := conn.Query(ctx, "SELECT sum(a), sum(b), min(a), max(b), max(c) FROM w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range rows.FieldDescriptions() {
-		oids = append(oids, fd.DataTypeOID)
-	}
-	rows.Close()
-	if want := []uint32{20, 20, 23, 21, 700}; !reflect.DeepEqual(oids, want) {
+	oids := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT sum(a), sum(b), min(a), max(b), max(c), sum(sum(a)) OVER (), sum(min(a)) OVER () FROM w")
+	if want := []uint32{20, 20, 23, 21, 700, 1700, 20}; !reflect.DeepEqual(oids, want) {
 		t.Errorf("aggregates: types %v, want %v", oids, want)
 	}
 	// CASE, COALESCE, GREATEST, LEAST: an integer constant is an integer
 	// beside an integer or smallint, a smallint and an integer are integer
 	// (PostgreSQL: all integer but the constant too large for one).
-	rows, err = conn.Query(ctx, "SELECT coalesce(f, 0), CASE WHEN f > 0 THEN f ELSE 1 END, greatest(f, 1), coalesce(b, 1), least(b, 2), coalesce(f, 3000000000), coalesce(b, f) FROM w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	oids = oids[:0]
-	for _, fd := range rows.FieldDescriptions() {
-		oids = append(oids, fd.DataTypeOID)
-	}
-	rows.Close()
+	oids = columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT coalesce(f, 0), CASE WHEN f > 0 THEN f ELSE 1 END, greatest(f, 1), coalesce(b, 1), least(b, 2), coalesce(f, 3000000000), coalesce(b, f) FROM w")
 	if want := []uint32{23, 23, 23, 23, 23, 20, 23}; !reflect.DeepEqual(oids, want) {
 		t.Errorf("conditionals: types %v, want %v", oids, want)
 	}
+	// UNION, likewise (PostgreSQL: integer, integer, bigint).
+	for q, want := range map[string]uint32{"SELECT a FROM w UNION ALL SELECT 1": 23,
+		"SELECT 1 UNION SELECT b FROM w": 23, "SELECT 3000000000 UNION SELECT a FROM w": 20} {
+		if got := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, q); !reflect.DeepEqual(got, []uint32{want}) {
+			t.Errorf("%s: types %v, want [%d]", q, got, want)
+		}
+	}
 
-	rows, err = conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
+	rows, err := conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,10 +131,16 @@ func quoteCSV(dst []byte, start int, delim byte) []byte {
 func appendText(dst []byte, col arrow.Array, t types.Type, i int) []byte {
 	switch c := col.(type) {
 	case *array.String:
+		if t.OID == types.OIDBpchar {
+			return types.AppendBpchar(dst, c.Value(i), int(t.Len)) // held without its blanks
+		}
 		return append(dst, c.Value(i)...)
 	case *array.Int64:
 		return strconv.AppendInt(dst, c.Value(i), 10)
 	case *array.Float64:
+		if t.OID == types.OIDFloat4 {
+			return types.AppendFloat4(dst, c.Value(i))
+		}
 		return types.AppendFloat(dst, c.Value(i))
 	case *array.Boolean:
 		return strconv.AppendBool(dst, c.Value(i))
@@ -161,14 +167,16 @@ func appendJSONValue(dst []byte, col arrow.Array, t types.Type, i int) []byte {
 		return appendText(dst, col, t, i)
 	case *array.Float64:
 		start := len(dst)
-		dst = types.AppendFloat(dst, c.Value(i))
+		dst = appendText(dst, c, t, i)
 		if v := dst[start]; v == 'N' || v == 'I' || v == '-' && len(dst) > start+1 && dst[start+1] == 'I' {
 			s := string(dst[start:])
 			return appendJSONString(dst[:start], s)
 		}
 		return dst
 	case *array.String:
-		return appendJSONString(dst, c.Value(i))
+		if t.OID != types.OIDBpchar {
+			return appendJSONString(dst, c.Value(i))
+		}
 	}
 	return appendJSONString(dst, string(appendText(nil, col, t, i)))
 }

@@ -608,8 +608,8 @@ func (s *source) csvRow(p *csvParser, bb *records.Builder) error {
 		switch {
 		case len(f) == 0 && !quoted:
 			bb.SetNull(i)
-		case ascii && s.out[i].Type.ID == types.String:
-			bb.SetText(i, f) // ASCII is UTF-8
+		case ascii && s.out[i].Type.ID == types.String && !s.out[i].Type.Narrow():
+			bb.SetText(i, f) // ASCII is UTF-8 (a varchar(n)'s length is ParseField's to check)
 		default:
 			if err := bb.ParseField(i, f); err != nil {
 				return fmt.Errorf("column %s: %w", s.out[i].Name, err)

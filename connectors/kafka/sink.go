@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/types"
 )
 
 // sink writes each row to the topic as one message in the table's format:
@@ -184,7 +186,7 @@ func (k *sink) encode(dst []byte, rec arrow.RecordBatch, i int) []byte {
 		if col.IsNull(i) {
 			continue // an empty unquoted field is NULL
 		}
-		dst = appendCSV(dst, valueStr(col, i))
+		dst = appendCSV(dst, valueStr(col, k.cfg.schema[j].Type, i))
 	}
 	return dst
 }
@@ -200,7 +202,7 @@ func (k *sink) appendObject(dst []byte, rec arrow.RecordBatch, i int, cols []int
 		}
 		dst = strconv.AppendQuote(dst, k.cfg.schema[j].Name) // ASCII-safe JSON for column names
 		dst = append(dst, ':')
-		dst = appendJSON(dst, rec.Column(j), i)
+		dst = appendJSON(dst, rec.Column(j), k.cfg.schema[j].Type, i)
 	}
 	if cols == nil {
 		for j := range len(k.cfg.schema) {
@@ -214,14 +216,24 @@ func (k *sink) appendObject(dst []byte, rec arrow.RecordBatch, i int, cols []int
 	return append(dst, '}')
 }
 
-func valueStr(col arrow.Array, i int) string {
-	if s, ok := col.(*array.String); ok {
-		return s.Value(i)
+// valueStr is row i of col, a column of type t: a real with a float4's
+// digits, a character(n) padded to n, as PostgreSQL prints them.
+func valueStr(col arrow.Array, t types.Type, i int) string {
+	switch c := col.(type) {
+	case *array.String:
+		if t.OID == types.OIDBpchar {
+			return string(types.AppendBpchar(nil, c.Value(i), int(t.Len)))
+		}
+		return c.Value(i)
+	case *array.Float64:
+		if t.OID == types.OIDFloat4 {
+			return string(types.AppendFloat4(nil, c.Value(i)))
+		}
 	}
 	return col.ValueStr(i)
 }
 
-func appendJSON(dst []byte, col arrow.Array, i int) []byte {
+func appendJSON(dst []byte, col arrow.Array, t types.Type, i int) []byte {
 	if col.IsNull(i) {
 		return append(dst, "null"...)
 	}
@@ -230,12 +242,16 @@ func appendJSON(dst []byte, col arrow.Array, i int) []byte {
 		return append(dst, c.ValueStr(i)...) // exact: a DECIMAL reads back unchanged
 	case *array.Float64:
 		f := c.Value(i)
-		if b, err := json.Marshal(f); err == nil {
-			return append(dst, b...)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return strconv.AppendQuote(dst, c.ValueStr(i)) // NaN and infinities are not JSON numbers
 		}
-		return strconv.AppendQuote(dst, c.ValueStr(i)) // NaN and infinities are not JSON numbers
+		if t.OID == types.OIDFloat4 {
+			return types.AppendFloat4(dst, f)
+		}
+		b, _ := json.Marshal(f)
+		return append(dst, b...)
 	}
-	b, _ := json.Marshal(valueStr(col, i))
+	b, _ := json.Marshal(valueStr(col, t, i))
 	return append(dst, b...)
 }
 

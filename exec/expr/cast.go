@@ -352,8 +352,10 @@ func TextInputError(t types.Type, s []byte) error {
 	switch t.ID {
 	case types.Int64:
 		var v int64
-		if v, err = parseInt(s); err == nil && NarrowInt(t, v) != nil {
-			err = newError(ErrOutOfRange, "value \"%s\" is out of range for type %s", s, t)
+		if v, err = parseInt(s); err == nil {
+			if _, e := NarrowInt(t, v); e != nil {
+				err = newError(ErrOutOfRange, "value \"%s\" is out of range for type %s", s, t)
+			}
 		}
 	case types.String:
 		_, err = NarrowText(t, s)

@@ -66,14 +66,33 @@ func narrow(t types.Type) bool {
 // fails as PostgreSQL's assignment to to does (NarrowInt, NarrowFloat,
 // NarrowText).
 func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, error) {
-	if _, _, ok := to.IntRange(); ok {
-		for i, v := range int64Values(a) {
-			if err := NarrowInt(to, v); err != nil && a.IsValid(i) {
+	if lo, hi, ok := to.IntRange(); ok {
+		vs, wrap := int64Values(a), false
+		if inRange(vs, lo, hi) { // the common case, in one tight loop
+			a.Retain()
+			return a, nil
+		}
+		for i, v := range vs {
+			if !a.IsValid(i) {
+				continue
+			}
+			held, err := NarrowInt(to, v)
+			if err != nil {
 				return nil, err
 			}
+			wrap = wrap || held != v
 		}
-		a.Retain()
-		return a, nil
+		if !wrap {
+			a.Retain()
+			return a, nil
+		}
+		n := a.Len()
+		valid, nulls := validity(mem, n, a)
+		data, out := newValues[int64](mem, n)
+		for i, v := range vs {
+			out[i], _ = NarrowInt(to, v)
+		}
+		return finish(types.Int64Type.Arrow(), n, nulls, valid, data), nil
 	}
 	if to.OID == types.OIDFloat4 {
 		n := a.Len()
@@ -101,14 +120,30 @@ func narrowTo(a arrow.Array, to types.Type, mem memory.Allocator) (arrow.Array, 
 	})
 }
 
-// NarrowInt checks that v is in the range of the integer type t (a
-// smallint, integer or oid): else the error is PostgreSQL's (22003).
-func NarrowInt(t types.Type, v int64) error {
-	if lo, hi, ok := t.IntRange(); ok && (v < lo || v > hi) {
-		what := map[uint32]string{types.OIDInt2: "smallint", types.OIDInt4: "integer", types.OIDOid: "OID"}[t.OID]
-		return newError(ErrOutOfRange, "%s out of range", what)
+// inRange reports whether every value of vs (NULLs' slots too) is in
+// [lo, hi].
+func inRange(vs []int64, lo, hi int64) bool {
+	ok := true
+	for _, v := range vs {
+		ok = ok && v >= lo && v <= hi
 	}
-	return nil
+	return ok
+}
+
+// NarrowInt returns v as a value of the integer type t (a smallint,
+// integer or oid), or PostgreSQL's error for v out of t's range (22003).
+// An oid takes what fits an integer too, a negative one as PostgreSQL's
+// cast from integer reads it: -1 is 4294967295.
+func NarrowInt(t types.Type, v int64) (int64, error) {
+	lo, hi, ok := t.IntRange()
+	if t.OID == types.OIDOid && v < 0 && v >= math.MinInt32 {
+		return v + 1<<32, nil
+	}
+	if ok && (v < lo || v > hi) {
+		what := map[uint32]string{types.OIDInt2: "smallint", types.OIDInt4: "integer", types.OIDOid: "OID"}[t.OID]
+		return 0, newError(ErrOutOfRange, "%s out of range", what)
+	}
+	return v, nil
 }
 
 // NarrowFloat returns v as a value of t: rounded to a float4's precision
@@ -153,9 +188,8 @@ func NarrowText(t types.Type, s []byte) ([]byte, error) {
 // rangeOfText is the error of the first row of text whose integer held is
 // out of to's range, as PostgreSQL's input function reports it.
 func rangeOfText(text, held arrow.Array, to types.Type) error {
-	lo, hi, _ := to.IntRange()
 	for i, v := range int64Values(held) {
-		if (v < lo || v > hi) && held.IsValid(i) {
+		if _, err := NarrowInt(to, v); err != nil && held.IsValid(i) {
 			return newError(ErrOutOfRange, "value \"%s\" is out of range for type %s", textOf(text).row(i), to)
 		}
 	}

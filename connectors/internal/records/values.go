@@ -97,7 +97,9 @@ func parseValue(t types.Type, b []byte, v *value, zone *time.Location) error {
 	}
 	if t.Narrow() { // smallint, integer, oid, real: their range
 		if t.ID == types.Int64 {
-			return expr.NarrowInt(t, v.i)
+			var err error
+			v.i, err = expr.NarrowInt(t, v.i)
+			return err
 		}
 		var err error
 		v.f, err = expr.NarrowFloat(t, v.f)
