@@ -1,7 +1,8 @@
 package operators
 
 // The aggregate functions of hash_agg: the interface, count, count(DISTINCT),
-// min and max (sum and avg are in hashagg_sum.go). Each keeps one state array
+// min and max (sum and avg are in hashagg_sum.go, their DISTINCT forms in
+// hashagg_distinct.go). Each keeps one state array
 // per aggregate, indexed by group id, and folds a whole batch in one loop over
 // the batch's group-id vector.
 
@@ -73,13 +74,16 @@ func newAggregate(spec AggSpec, phase AggPhase, first int) (aggregate, error) {
 		if first < 0 {
 			return nil, fmt.Errorf("hash_agg: %s needs an argument", spec.Func)
 		}
-		if spec.Distinct {
-			return nil, fmt.Errorf("hash_agg: %s(DISTINCT) is not supported", spec.Func)
-		}
 		switch spec.Func {
 		case "sum":
+			if spec.Distinct {
+				return newDistinctAgg(first, &sumAgg{col: first}), nil
+			}
 			return &sumAgg{col: first}, nil
 		case "avg":
+			if spec.Distinct {
+				return newDistinctAgg(first, &avgAgg{sumCol: first, countCol: -1}), nil
+			}
 			a := &avgAgg{sumCol: first, countCol: -1, partial: phase == AggPartial}
 			if final {
 				a.countCol = first + 1
@@ -219,6 +223,13 @@ func (a *countDistinctAgg) memBytes() int64 {
 }
 
 func (a *countDistinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8) error {
+	return a.fold(rec, gids, ngroups, signs, nil)
+}
+
+// fold counts the rows of rec into the (group, value) pairs; changed, if not
+// nil, hears of each row whose value enters its group (sign 1: its first
+// copy) or leaves it (-1: its last copy retracted). NULLs are not counted.
+func (a *countDistinctAgg) fold(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8, changed func(row int, sign int8)) error {
 	arr, err := inputColumn(rec, a.col)
 	if err != nil {
 		return err
@@ -238,7 +249,7 @@ func (a *countDistinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups 
 	a.pairs.InsertRows(&a.keys, a.ids)
 	a.refs = vector.GrowZero(a.refs, a.pairs.Len())
 	valid, voff := vector.ValidityOf(arr)
-	for i, p := range a.ids {
+	for i, p := range a.ids[:n] {
 		if valid != nil && !bitutil.BitIsSet(valid, voff+i) {
 			continue
 		}
@@ -247,11 +258,17 @@ func (a *countDistinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups 
 			a.refs[p]--
 			if a.refs[p] == 0 {
 				a.counts[g]--
+				if changed != nil {
+					changed(i, -1)
+				}
 			}
 		} else {
 			a.refs[p]++
 			if a.refs[p] == 1 {
 				a.counts[g]++
+				if changed != nil {
+					changed(i, 1)
+				}
 			}
 		}
 	}

@@ -54,6 +54,9 @@ var (
 		{Func: "count", Arg: 2, Distinct: true, Type: types.Int64Type},
 		{Func: "count", Arg: 5, Distinct: true, Type: types.Int64Type},
 		{Func: "count", Arg: 4, Distinct: true, Type: types.Int64Type},
+		{Func: "sum", Arg: 2, Distinct: true, Type: aggTestDec0},
+		{Func: "avg", Arg: 3, Distinct: true, Type: types.Float64Type},
+		{Func: "sum", Arg: 4, Distinct: true, Type: aggTestDec2},
 	}
 )
 

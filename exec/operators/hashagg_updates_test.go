@@ -76,12 +76,14 @@ func TestHashAggUpdates(t *testing.T) {
 // TestHashAggUpdatesDistinct: COUNT(DISTINCT x) emitting updates (a
 // streaming aggregation, Nexmark's q15-q17) counts a value while any of its
 // rows is left: a retraction of one of two equal values changes nothing, of
-// the last one lowers the count (counted by hand below).
+// the last one lowers the count; SUM(DISTINCT x) likewise adds a value once
+// and takes it back with its last row (counted by hand below).
 func TestHashAggUpdatesDistinct(t *testing.T) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
-	aggs := []AggSpec{{Func: "count", Arg: 2, Distinct: true, Type: types.Int64Type}, {Func: "count", Arg: -1, Type: types.Int64Type}}
-	out := aggTestOut(types.StringType, types.Int64Type, types.Int64Type)
+	aggs := []AggSpec{{Func: "count", Arg: 2, Distinct: true, Type: types.Int64Type}, {Func: "count", Arg: -1, Type: types.Int64Type},
+		{Func: "sum", Arg: 2, Distinct: true, Type: aggTestDec0}}
+	out := aggTestOut(types.StringType, types.Int64Type, types.Int64Type, aggTestDec0)
 	cfg := HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Emit: AggEmitUpdates}
 	batches := testkit.Batches(t, mem, aggTestIn,
 		`[{"k": "a", "x": 1}, {"k": "a", "x": 1}, {"k": "a", "x": 2}, {"k": "b", "x": null}]`,
@@ -98,16 +100,16 @@ func TestHashAggUpdatesDistinct(t *testing.T) {
 	c := &testkit.Collector{T: t}
 	aggUpdatesRun(t, op, c, batches, nil)
 	testkit.Equal(t, "changes", c.Rows, []string{
-		`["a",2,3]`,
-		`["b",0,1]`,
-		// One of the two 1s goes: still two distinct values.
-		`update_before ["a",2,3]`,
-		`update_after ["a",2,2]`,
-		// The last 1 goes: one left; b's first non-NULL value.
-		`update_before ["a",2,2]`,
-		`update_before ["b",0,1]`,
-		`update_after ["a",1,1]`,
-		`update_after ["b",1,2]`,
+		`["a",2,3,"3"]`,
+		`["b",0,1,null]`,
+		// One of the two 1s goes: still two distinct values, 1 + 2.
+		`update_before ["a",2,3,"3"]`,
+		`update_after ["a",2,2,"3"]`,
+		// The last 1 goes: 2 left; b's first non-NULL value.
+		`update_before ["a",2,2,"3"]`,
+		`update_before ["b",0,1,null]`,
+		`update_after ["a",1,1,"2"]`,
+		`update_after ["b",1,2,"7"]`,
 	})
 }
 
