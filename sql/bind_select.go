@@ -758,6 +758,8 @@ func (b *binder) exprName(n ast.ExprNode) string {
 		return n.FnName.L
 	case *ast.AggregateFuncExpr:
 		return strings.ToLower(n.F)
+	case *ast.WindowFuncExpr: // sum(x) OVER (...) is sum, as the aggregate
+		return strings.ToLower(n.Name)
 	case *ast.FuncCastExpr:
 		if name := b.exprName(n.Expr); name != "?column?" && !b.namedByType(n.Expr) {
 			return name

@@ -105,6 +105,23 @@ func TestPgTypesOnTheWire(t *testing.T) {
 		if fds := rows.FieldDescriptions(); fds[0].Name != "array_agg" || fds[1].Name != "array_agg" {
 			t.Errorf("array_agg's columns are named %q and %q, want array_agg", fds[0].Name, fds[1].Name)
 		}
+		// A window function's column is named by the function, as
+		// PostgreSQL 15 names them (sum, row_number, rank).
+		rows, err = conn.Query(ctx, "SELECT sum(relnatts) OVER (), row_number() OVER (ORDER BY relname), rank() OVER (ORDER BY relname) FROM pg_class")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		names = names[:0]
+		for _, fd := range rows.FieldDescriptions() {
+			names = append(names, fd.Name)
+		}
+		if got, want := strings.Join(names, " "), "sum row_number rank"; got != want {
+			t.Errorf("window functions' column names %q, want %q", got, want)
+		}
 	})
 
 	// timestamptz values are instants; a time.Time parameter is sent as
