@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -187,14 +186,7 @@ func runGroupBy(ctx context.Context, cfg config, b bins, vers versions, work str
 	}
 	rep.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.summarise()
-	b2, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return 0, err
-	}
-	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
-		return 0, err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.results, groupByFile), append(b2, '\n'), 0o644); err != nil {
+	if err := writeJSONFile(filepath.Join(cfg.results, groupByFile), rep); err != nil {
 		return 0, err
 	}
 	rep.writeTable(os.Stdout)

@@ -281,9 +281,6 @@ func runNexmark(ctx context.Context, cfg config, b bins, vers versions, repo, wo
 	rep.RunsS, rep.OtherCPUS, rep.StealS = round(runs.Seconds(), 1), round(other.Seconds(), 1), round(steal.Seconds(), 1)
 	rep.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.summarise()
-	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
-		return 0, err
-	}
 	if err := writeJSONFile(filepath.Join(cfg.results, nexmarkFile), rep); err != nil {
 		return 0, err
 	}
@@ -492,10 +489,13 @@ func runMeasured(ctx context.Context, measure, report, name string, args ...stri
 	return m, stdout.String(), nil
 }
 
-// writeJSONFile writes v, indented, to path.
+// writeJSONFile writes v, indented, to path, making its directory.
 func writeJSONFile(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)

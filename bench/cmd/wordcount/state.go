@@ -146,14 +146,7 @@ func runState(ctx context.Context, cfg config, b bins, vers versions, repo, work
 		"HUMMER_STATE_CKPT_BYTES="+strconv.FormatInt(cfg.stateCkptBytes, 10), "HUMMER_STATE_MEMORY="+mem)
 	rep.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.summarise()
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return 0, err
-	}
-	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
-		return 0, err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.results, stateFile), append(data, '\n'), 0o644); err != nil {
+	if err := writeJSONFile(filepath.Join(cfg.results, stateFile), rep); err != nil {
 		return 0, err
 	}
 	rep.writeTable(os.Stdout)

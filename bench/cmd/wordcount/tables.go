@@ -7,7 +7,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -199,14 +198,7 @@ func runTables(ctx context.Context, cfg config, b bins, vers versions, work stri
 
 	rep.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.summarise()
-	out, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return 0, err
-	}
-	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
-		return 0, err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.results, tablesFile), append(out, '\n'), 0o644); err != nil {
+	if err := writeJSONFile(filepath.Join(cfg.results, tablesFile), rep); err != nil {
 		return 0, err
 	}
 	rep.writeTable(os.Stdout)

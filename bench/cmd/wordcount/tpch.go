@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -307,14 +306,7 @@ func runTPCH(ctx context.Context, cfg config, b bins, vers versions, repo, work 
 	}
 	rep.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.summarise()
-	out, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return 0, err
-	}
-	if err := os.MkdirAll(cfg.results, 0o755); err != nil {
-		return 0, err
-	}
-	if err := os.WriteFile(filepath.Join(cfg.results, tpchFile), append(out, '\n'), 0o644); err != nil {
+	if err := writeJSONFile(filepath.Join(cfg.results, tpchFile), rep); err != nil {
 		return 0, err
 	}
 	if err := plotTPCH(rep, filepath.Join(cfg.results, tpchPlot)); err != nil {
