@@ -34,7 +34,8 @@ import (
 
 // openTables opens the store of the stored tables, <DataDir>/tables (a
 // temporary directory, removed by the returned func, without a DataDir), and
-// removes what belongs to no table of the catalog.
+// removes what belongs to no table of the catalog. The returned func closes
+// the store (waiting for its background writes) before removing anything.
 func openTables(dataDir string, cat *sql.Catalog) (*table.Store, func(), error) {
 	dir, cleanup := filepath.Join(dataDir, "tables"), func() {}
 	if dataDir == "" {
@@ -61,7 +62,7 @@ func openTables(dataDir string, cat *sql.Catalog) (*table.Store, func(), error) 
 		cleanup()
 		return nil, nil, err
 	}
-	return st, cleanup, nil
+	return st, func() { st.Close(); cleanup() }, nil
 }
 
 // newTableID makes the id, unique to this CREATE, of a table's directory: its

@@ -25,7 +25,7 @@ import (
 // is not.
 func TestChangeRewritesOnlyTouchedSegments(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenStore(dir)
+	s, _ := openStore(t, dir)
 	s.Create("t1")
 	var want []string
 	for part := 0; part < 3; part++ {
@@ -76,7 +76,7 @@ func TestChangeRewritesOnlyTouchedSegments(t *testing.T) {
 	if kept != 2 {
 		t.Errorf("segments before %v, after %v: %d kept, want the 2 without a changed row", before, after, kept)
 	}
-	s2, _ := OpenStore(dir)
+	s2, _ := openStore(t, dir)
 	equal(t, "after a restart", scan(t, s2, "t1", 1), want...)
 
 	// Key 5 again, without deleting the row that has it.
@@ -173,7 +173,7 @@ func scanRowIDs(t *testing.T, s *Store, id string) map[int64]int64 {
 // A sink's upsert that touches existing keys (an update of 15, a delete of
 // 25, a new key 40) rewrites only the segments holding 15 and 25.
 func TestUpsertRewritesOnlyTouchedSegments(t *testing.T) {
-	s, _ := OpenStore(t.TempDir())
+	s, _ := openStore(t, t.TempDir())
 	s.Create("t1")
 	var want []string
 	for part := 0; part < 3; part++ {

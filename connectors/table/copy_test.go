@@ -20,7 +20,7 @@ func TestCopyReaderChunks(t *testing.T) {
 		{"text", text, "1\tx\\ty\n2\t\\N\n3\t\\101\\x42\\\\\n\\.\nignored\n", []string{"1|x\ty", "2|NULL", "3|AB\\"}},
 	} {
 		for cut := 0; cut <= len(c.data); cut++ {
-			s, err := OpenStore(t.TempDir())
+			s, err := openStore(t, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestCopyReaderErrors(t *testing.T) {
 		{"1\n", "22P04", `missing data for column "name"`, `COPY t, line 1: "1"`},
 		{"1,\"open\n", "22P04", "unterminated CSV quoted field", "COPY t, line 1: \"1,\"open\n\""},
 	} {
-		s, _ := OpenStore(t.TempDir())
+		s, _ := openStore(t, t.TempDir())
 		s.Create("t1")
 		tx, _ := s.Begin("t1", keyed)
 		r := NewCopyReader(tx, []int{0, 1}, nil, csv)

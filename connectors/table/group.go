@@ -73,7 +73,11 @@ func (tx *Tx) commitGrouped() error {
 		t.writeGroup(tx.s)
 		// Groups that opened meanwhile are written on, without this
 		// statement waiting for them.
-		go t.writeGroups(tx.s)
+		tx.s.background.Add(1)
+		go func() {
+			defer tx.s.background.Done()
+			t.writeGroups(tx.s)
+		}()
 	}
 	return <-done
 }
@@ -83,7 +87,7 @@ func (tx *Tx) commitGrouped() error {
 func (t *tableState) writeGroups(s *Store) {
 	for t.writeGroup(s) {
 	}
-	if t.shouldFold() {
+	if t.shouldFold(s) {
 		t.fold(s) // a fold that fails is tried again after the next group
 	}
 }

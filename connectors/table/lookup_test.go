@@ -21,7 +21,7 @@ import (
 // 1..300 in a random third, so value ranges prune nothing). The expected
 // rows are counted off the ids by hand.
 func TestKeyLookup(t *testing.T) {
-	s, err := OpenStore(t.TempDir())
+	s, err := openStore(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,13 @@ type Store struct {
 	root   string
 	mu     sync.Mutex
 	tables map[string]*tableState // loaded on first use, by id
+	// foldRecords and foldBytes are the log records and bytes that make the
+	// next group's writer fold a table's log (wal.go); set before first use.
+	foldRecords int
+	foldBytes   int64
+	// background counts the group writers and folds running after the
+	// statement that started them returned (group.go); Close waits for them.
+	background sync.WaitGroup
 }
 
 // tableState is what the store knows of one table.
@@ -142,7 +149,14 @@ func OpenStore(dir string) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("table store: %w", err)
 	}
-	return &Store{root: abs, tables: map[string]*tableState{}}, nil
+	return &Store{root: abs, tables: map[string]*tableState{}, foldRecords: 1024, foldBytes: 16 << 20}, nil
+}
+
+// Close waits for the writes and folds a committed statement left running in
+// the background. The store's files stay as they are; a Store may be opened on
+// them again.
+func (s *Store) Close() {
+	s.background.Wait()
 }
 
 // Create makes an empty table id. A directory left by a table of that id

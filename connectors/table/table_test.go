@@ -72,6 +72,16 @@ func scanURL(t *testing.T, url string, parallelism int) []string {
 	return got
 }
 
+// openStore opens a store that the test closes when it ends, so no
+// background writer outlives it.
+func openStore(t *testing.T, dir string) (*Store, error) {
+	s, err := OpenStore(dir)
+	if err == nil {
+		t.Cleanup(s.Close)
+	}
+	return s, err
+}
+
 func insert(t *testing.T, s *Store, id string, c Constraints, items ...string) error {
 	t.Helper()
 	tx, err := s.Begin(id, c)
@@ -95,7 +105,7 @@ func equal(t *testing.T, what string, got []string, want ...string) {
 }
 
 func TestInsertScanAndConstraints(t *testing.T) {
-	s, err := OpenStore(t.TempDir())
+	s, err := openStore(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +136,7 @@ func TestInsertScanAndConstraints(t *testing.T) {
 	equal(t, "after refused statements", scan(t, s, "t1", 1), "1|a", "2|b", "3|NULL")
 
 	// The keys survive a reopen of the store: they are read back from the segments.
-	s2, err := OpenStore(s.root)
+	s2, err := openStore(t, s.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +153,7 @@ func TestInsertScanAndConstraints(t *testing.T) {
 // A pinned version reads the same after later commits replace it, and its
 // files go when it is released.
 func TestSnapshotsAndReplace(t *testing.T) {
-	s, err := OpenStore(t.TempDir())
+	s, err := openStore(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +197,7 @@ func TestSnapshotsAndReplace(t *testing.T) {
 
 // Many small INSERTs end up in few segments, with every row.
 func TestSmallInsertsMerge(t *testing.T) {
-	s, err := OpenStore(t.TempDir())
+	s, err := openStore(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +229,7 @@ func TestSmallInsertsMerge(t *testing.T) {
 // is ignored and removed when the table is next opened.
 func TestCrashLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenStore(dir)
+	s, _ := openStore(t, dir)
 	s.Create("t1")
 	if err := insert(t, s, "t1", keyed, "1:a"); err != nil {
 		t.Fatal(err)
@@ -227,7 +237,7 @@ func TestCrashLeftovers(t *testing.T) {
 	tdir := filepath.Join(dir, "t1")
 	os.WriteFile(filepath.Join(tdir, segmentFile(99)), []byte("partial"), 0o644)
 	os.WriteFile(filepath.Join(tdir, versionFile(3)+".tmp"), []byte("{"), 0o644)
-	s2, _ := OpenStore(dir)
+	s2, _ := openStore(t, dir)
 	equal(t, "after a crash", scan(t, s2, "t1", 1), "1|a")
 	for _, f := range files(t, s2, "t1") {
 		if strings.Contains(f, "99") || strings.HasSuffix(f, ".tmp") {
@@ -243,7 +253,7 @@ func TestCrashLeftovers(t *testing.T) {
 // A table dropped while a scan has it pinned stays readable until released.
 func TestDropWhilePinned(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenStore(dir)
+	s, _ := openStore(t, dir)
 	s.Create("t1")
 	insert(t, s, "t1", keyed, "1:a")
 	p, _ := s.Pin("t1")
@@ -288,17 +298,16 @@ func files(t *testing.T, s *Store, id string) []string {
 // id and put back), while the log is folded every few records.
 func TestGroupCommit(t *testing.T) {
 	t.Run("replace", func(t *testing.T) { groupCommit(t, false) })
-	t.Run("change, folding", func(t *testing.T) {
-		defer func(n int) { foldRecords = n }(foldRecords)
-		foldRecords = 3
-		groupCommit(t, true)
-	})
+	t.Run("change, folding", func(t *testing.T) { groupCommit(t, true) })
 }
 
 func groupCommit(t *testing.T, change bool) {
-	s, err := OpenStore(t.TempDir())
+	s, err := openStore(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if change {
+		s.foldRecords = 3
 	}
 	s.Create("t1")
 	const writers, each = 16, 30
@@ -452,7 +461,7 @@ func rows2(items ...string) arrow.RecordBatch {
 // own), then a lookup of id 15 reads only the second's
 // rows; conditions it cannot judge by ranges read everything.
 func TestPruneSegments(t *testing.T) {
-	s, err := OpenStore(t.TempDir())
+	s, err := openStore(t, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

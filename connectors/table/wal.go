@@ -27,17 +27,10 @@ import (
 // little-endian, the checksum over the version and the stream, which holds
 // the schema and one record batch of the rows. A version committed to the log
 // writes no version file: it is the version file of the segments (its file)
-// and the log up to its end (logEnd). When the log holds foldRecords records
-// or foldBytes, a fold writes its rows as segments and commits a version file
+// and the log up to its end (logEnd). When the log holds the store's
+// foldRecords records or foldBytes, a fold writes its rows as segments and commits a version file
 // that names them and a new, empty log; the old log goes with the last
 // version that needs it.
-
-// foldRecords and foldBytes are the log records and bytes that make the
-// next group's writer fold the log (variables for tests).
-var (
-	foldRecords       = 1024
-	foldBytes   int64 = 16 << 20
-)
 
 const logHeader = 16
 
@@ -296,18 +289,18 @@ func (t *tableState) scanVersion(v *version, alloc memory.Allocator, fn func(arr
 }
 
 // shouldFold says the current version's log is due for a fold.
-func (t *tableState) shouldFold() bool {
+func (t *tableState) shouldFold(s *Store) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.current.logRecords >= foldRecords || t.current.logEnd-t.current.LogStart >= foldBytes
+	return t.current.logRecords >= s.foldRecords || t.current.logEnd-t.current.LogStart >= s.foldBytes
 }
 
 // shouldFoldNow says the log holds four times the records or bytes that
 // start a fold.
-func (t *tableState) shouldFoldNow() bool {
+func (t *tableState) shouldFoldNow(s *Store) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.current.logRecords >= 4*foldRecords || t.current.logEnd-t.current.LogStart >= 4*foldBytes
+	return t.current.logRecords >= 4*s.foldRecords || t.current.logEnd-t.current.LogStart >= 4*s.foldBytes
 }
 
 // fold checkpoints the log: its rows are written as segments (small ones
@@ -318,7 +311,7 @@ func (t *tableState) fold(s *Store) error {
 	// Not while a statement that changes rows in place holds the writer
 	// lock: the row ids it read are of the version it pinned (change.go).
 	// A log grown far past its bound waits for the lock.
-	if t.shouldFoldNow() {
+	if t.shouldFoldNow(s) {
 		t.writer.Lock()
 	} else if !t.writer.TryLock() {
 		return nil

@@ -17,7 +17,7 @@ import (
 // cut short.
 func TestLogCommitAndRecover(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenStore(dir)
+	s, _ := openStore(t, dir)
 	s.Create("t1")
 	if err := insert(t, s, "t1", keyed, "1:a", "2:b"); err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestLogCommitAndRecover(t *testing.T) {
 		t.Errorf("Rows = %d, want 3", n)
 	}
 
-	s2, _ := OpenStore(dir)
+	s2, _ := openStore(t, dir)
 	equal(t, "after a restart", scan(t, s2, "t1", 1), "1|a", "2|b", "3|c")
 	var ce *ConstraintError
 	if err := insert(t, s2, "t1", keyed, "3:again"); !errors.As(err, &ce) || ce.Code != "23505" {
@@ -58,7 +58,7 @@ func TestLogCommitAndRecover(t *testing.T) {
 	whole := data[:ts.current.logEnd]
 	rec, _ := encodeLogRecord(ts.current.Version+1, rows(t, "5:e"))
 	os.WriteFile(log, append(append([]byte{}, whole...), rec[:len(rec)-3]...), 0o644)
-	s3, _ := OpenStore(dir)
+	s3, _ := openStore(t, dir)
 	equal(t, "after a torn record", scan(t, s3, "t1", 1), "1|a", "2|b", "3|c", "4|d")
 	if st, _ := os.Stat(log); st.Size() != int64(len(whole)) {
 		t.Errorf("the log is %d bytes after recovery, want the %d of its whole records", st.Size(), len(whole))
@@ -66,7 +66,7 @@ func TestLogCommitAndRecover(t *testing.T) {
 	if err := insert(t, s3, "t1", keyed, "5:e"); err != nil {
 		t.Fatal(err)
 	}
-	s4, _ := OpenStore(dir)
+	s4, _ := openStore(t, dir)
 	equal(t, "written after the cut", scan(t, s4, "t1", 1), "1|a", "2|b", "3|c", "4|d", "5|e")
 }
 
@@ -75,7 +75,7 @@ func TestLogCommitAndRecover(t *testing.T) {
 // loses the rows logged after it nor brings back those logged before.
 func TestReplaceAfterLog(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenStore(dir)
+	s, _ := openStore(t, dir)
 	s.Create("t1")
 	insert(t, s, "t1", keyed, "1:a")
 	insert(t, s, "t1", keyed, "2:b")
@@ -93,7 +93,7 @@ func TestReplaceAfterLog(t *testing.T) {
 		t.Fatalf("the key the replace removed: %v", err)
 	}
 	equal(t, "after the replace", scan(t, s, "t1", 1), "1|again", "2|B")
-	s2, _ := OpenStore(dir)
+	s2, _ := openStore(t, dir)
 	equal(t, "after a restart", scan(t, s2, "t1", 1), "1|again", "2|B")
 }
 
@@ -101,10 +101,9 @@ func TestReplaceAfterLog(t *testing.T) {
 // into a segment in the background; a version pinned before the fold still
 // reads the old log, which goes when it is released.
 func TestFoldLog(t *testing.T) {
-	defer func(n int) { foldRecords = n }(foldRecords)
-	foldRecords = 8
 	dir := t.TempDir()
-	s, _ := OpenStore(dir)
+	s, _ := openStore(t, dir)
+	s.foldRecords = 8
 	s.Create("t1")
 	var want []string
 	for i := 1; i <= 5; i++ {
@@ -161,7 +160,7 @@ func TestFoldLog(t *testing.T) {
 		}
 		foldLog(t, s, "t1")
 	}
-	s2, _ := OpenStore(dir)
+	s2, _ := openStore(t, dir)
 	equal(t, "after a restart", scan(t, s2, "t1", 1), want...)
 	if n, _ := s2.Rows("t1"); n != 20 {
 		t.Errorf("Rows = %d after the restart, want 20", n)
@@ -172,15 +171,15 @@ func TestFoldLog(t *testing.T) {
 // when loaded, and takes small INSERTs into it.
 func TestTableWithoutLog(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenStore(dir)
+	s, _ := openStore(t, dir)
 	s.Create("t1")
 	tdir := filepath.Join(dir, "t1")
 	os.Remove(filepath.Join(tdir, logFile(1)))
 	os.WriteFile(filepath.Join(tdir, versionFile(2)), []byte(`{"version":2,"segments":[]}`), 0o644)
-	s2, _ := OpenStore(dir)
+	s2, _ := openStore(t, dir)
 	if err := insert(t, s2, "t1", keyed, "1:a"); err != nil {
 		t.Fatal(err)
 	}
-	s3, _ := OpenStore(dir)
+	s3, _ := openStore(t, dir)
 	equal(t, "after a restart", scan(t, s3, "t1", 1), "1|a")
 }
