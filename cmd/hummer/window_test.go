@@ -131,7 +131,9 @@ func scanLines(t *testing.T, rows pgx.Rows) []string {
 // TestKafkaPartitionWatermarks: a Kafka table's watermark is the least of
 // its partitions', each the largest time of its own records less the delay,
 // so one partition running ahead does not make another's rows late; with
-// idle_timeout, a silent partition stops holding it back.
+// idle_timeout, a silent partition stops holding it back. SHOW PROCESSLIST
+// gives that watermark and its lag behind the wall clock; EXPLAIN says the
+// source keeps it, per partition.
 func TestKafkaPartitionWatermarks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -182,9 +184,10 @@ func TestKafkaPartitionWatermarks(t *testing.T) {
 		}
 		return strings.Join(scanLines(t, rows), " | ")
 	}
-	// jobWatermark is the watermark SHOW PROCESSLIST gives the job whose
-	// statement mentions table, and how many rows its sources read.
-	jobWatermark := func(table string) (wm any, in int64) {
+	// jobWatermarkLag is the watermark SHOW PROCESSLIST gives the job whose
+	// statement mentions table, how many rows its sources read, and its
+	// watermark_lag_s.
+	jobWatermarkLag := func(table string) (wm any, in int64, lag any) {
 		rows, err := conn.Query(ctx, "SHOW PROCESSLIST")
 		if err != nil {
 			t.Fatal(err)
@@ -204,14 +207,20 @@ func TestKafkaPartitionWatermarks(t *testing.T) {
 					wm = vals[i]
 				case "rows_in":
 					in = vals[i].(int64)
+				case "watermark_lag_s":
+					lag = vals[i]
 				}
 			}
 			if strings.Contains(stmt, "TABLE "+table+",") {
-				return wm, in
+				return wm, in, lag
 			}
 		}
 		t.Fatalf("no job over %s", table)
-		return nil, 0
+		return nil, 0, nil
+	}
+	jobWatermark := func(table string) (wm any, in int64) {
+		wm, in, _ = jobWatermarkLag(table)
+		return wm, in
 	}
 	// With idle_timeout, both partitions go idle once read (the watermark
 	// stays at 3 s: idleness moves no time on) ...
@@ -233,5 +242,31 @@ func TestKafkaPartitionWatermarks(t *testing.T) {
 	waitUntil(t, "the held table's first window", nil, func() bool { got = view("held_w"); return got != "" })
 	if got != "a 00:00 1 | b 00:00 1" {
 		t.Errorf("the held table's windows %q, want [0,10) alone", got)
+	}
+	// Its watermark is partition 1's largest time, 12 s, less the 2 s
+	// delay (partition 0's is 30 s), and watermark_lag_s is the wall clock
+	// less that: between the clock read before SHOW PROCESSLIST and after.
+	want := time.Date(2024, 1, 1, 0, 0, 10, 0, time.UTC)
+	waitUntil(t, "the held job's watermark at 10 s", nil, func() bool {
+		wm, _ := jobWatermark("held")
+		w, ok := wm.(time.Time)
+		return ok && w.Equal(want)
+	})
+	before := time.Now()
+	_, _, lag := jobWatermarkLag("held")
+	after := time.Now()
+	lagS, ok := lag.(float64)
+	lo, hi := before.Sub(want).Seconds(), after.Sub(want).Seconds()
+	if !ok || lagS < lo-1e-3 || lagS > hi+1e-3 {
+		t.Errorf("the held job's watermark_lag_s is %v, want the wall clock less its watermark %s: between %.3f and %.3f", lag, want, lo, hi)
+	}
+	// EXPLAIN says where a Kafka table's watermark comes from: the source,
+	// per partition.
+	rows, err := conn.Query(ctx, "EXPLAIN SELECT * FROM held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(scanLines(t, rows), "\n"); !strings.Contains(plan, "watermark ts - 2s (per partition, in the source)") {
+		t.Errorf("EXPLAIN of a Kafka table with a watermark:\n%s\nwant its watermark per partition, in the source", plan)
 	}
 }
