@@ -135,6 +135,11 @@ func Unbounded(connector, url string) bool {
 	return false
 }
 
+// InsertWaits reports whether a bounded INSERT into a table of the connector
+// returns when its rows are written, with their number: the memory
+// connector's, whose tables are in this process, as a stored table's.
+func InsertWaits(connector string) bool { return connector == memory.Name }
+
 // SourceWatermarks reports whether the connector's source keeps a table's
 // watermarks itself: Kafka's, one per partition.
 func SourceWatermarks(connector string) bool { return connector == kafka.Name }

@@ -53,6 +53,10 @@ type Config struct {
 	// SourceWatermarks reports whether a connector's source keeps a table's
 	// watermarks itself (planner.Options.SourceWatermarks).
 	SourceWatermarks func(connector string) bool
+	// InsertWaits reports whether a bounded INSERT into a table of the
+	// connector waits for its job and returns the rows written (INSERT 0 n),
+	// as into a stored table, instead of returning when the job starts.
+	InsertWaits func(connector string) bool
 	// Upsert reports whether a connector's sink upserts by a table's PRIMARY
 	// KEY, so that a query producing updates may write to it, and its source
 	// reads such a table back as upserts and deletes (planner.Options.Changelog).

@@ -180,10 +180,33 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, text string) (*Res
 	pins.holdUntil(job)
 	if continuous {
 		s.e.keep(job, "")
+	} else if s.e.cfg.InsertWaits != nil && s.e.cfg.InsertWaits(t.Engine) {
+		return waitInsert(ctx, job)
 	}
 	return &Result{Tag: "INSERT 0 0", Notices: []string{
 		fmt.Sprintf("job %s started: it writes into %s; SHOW PROCESSLIST shows it, KILL %s stops it", job.ID, t.Name, job.ID),
 	}}, nil
+}
+
+// waitInsert waits for the job of a bounded INSERT to end and returns its
+// tag, INSERT 0 n with n the rows its sinks wrote, or why it failed. A
+// cancelled statement cancels the job.
+func waitInsert(ctx context.Context, job *jobmanager.Job) (*Result, error) {
+	select {
+	case <-job.Done():
+	case <-ctx.Done():
+		job.Cancel(fmt.Errorf("%w: %w", exec.ErrJobCancelled, context.Cause(ctx)))
+		<-job.Done()
+		return nil, context.Cause(ctx)
+	}
+	if err := job.Err(); err != nil {
+		return nil, err
+	}
+	var n int64
+	for _, m := range job.Metrics() {
+		n += m.SinkRows.Load()
+	}
+	return &Result{Tag: fmt.Sprintf("INSERT 0 %d", n)}, nil
 }
 
 // sinkSpec describes table t as a connector to write to.

@@ -143,6 +143,7 @@ func openCluster(dataDir string, tms, slots int, log *slog.Logger, alloc memory.
 		Upsert:           connectors.Upsert,
 		Retracts:         connectors.Retracts,
 		SourceWatermarks: connectors.SourceWatermarks,
+		InsertWaits:      connectors.InsertWaits,
 		Slots:            slots,
 		TaskManagers:     tms,
 		Log:              log,
@@ -186,7 +187,7 @@ func serve(args []string) error {
 	reg, tables := newRegistry()
 	eng, err := session.Open(session.Config{
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
-		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, Slots: *slots, Log: log, OnClose: tables.Close,
+		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, InsertWaits: connectors.InsertWaits, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval, StateBackend: stateBackend, StateMemory: stateMemory,
 		CatalogStore: catalog,
 	})

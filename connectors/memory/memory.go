@@ -3,16 +3,15 @@
 //
 //	CREATE TABLE t (a BIGINT, b TEXT) ENGINE=memory CONNECTION='memory://t';
 //
-// As a source it reads the batches the table holds when the source opens (subtask
-// i of n takes batches i, i+n, i+2n, ...), change kinds included, so a test can
-// feed a changelog. As a sink it appends every batch it receives, so a test can
+// As a source it reads the batches the table held when the source was made
+// (subtask i of n takes batches i, i+n, i+2n, ...; none of a table nothing has
+// written), change kinds included, so a test can feed a changelog. As a sink it appends every batch it receives, so a test can
 // read what a job wrote.
 package memory
 
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,7 +43,10 @@ func Register(r *exec.Registry, store *Store) {
 		if err != nil {
 			return nil, err
 		}
-		return &source{store: store, name: name, schema: c.Schema, cols: cols}, nil
+		// A TaskManager makes all its tasks of a job before it runs any:
+		// what the table holds now is what the statement reads, as in
+		// SQL, not what the job's own sink appends to it.
+		return &source{store: store, name: name, schema: c.Schema, cols: cols, snap: store.mark(name)}, nil
 	})
 	r.RegisterSink(Name, func(c exec.ConnectorSpec) (exec.Operator, error) {
 		name, _, err := parse(c)
@@ -100,21 +102,19 @@ type source struct {
 	name    string
 	schema  types.Schema // the table's columns as declared
 	cols    []int
+	snap    snapshot // the table when the source was made
 	out     *arrow.Schema
 	batches []exec.Batch // retained at Open, released as emitted
 }
 
 var _ exec.Source = (*source)(nil)
 
-// Open takes this subtask's share of the table's batches. A missing table fails
-// with exec.ErrBadInput and fs.ErrNotExist.
+// Open takes this subtask's share of the table's batches. A table nothing
+// has written yet is empty, as a new table is in SQL.
 func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
-	batches, schema, ok := s.store.share(s.name, tc.Subtask, max(tc.Parallelism, 1))
-	if !ok {
-		return fmt.Errorf("%w: memory table %s: %w", exec.ErrBadInput, s.name, errNoTable{})
-	}
+	batches, schema, ok := s.store.share(s.name, tc.Subtask, max(tc.Parallelism, 1), s.snap)
 	s.batches = batches
-	if !sameTypes(schema, s.schema) {
+	if ok && !sameTypes(schema, s.schema) {
 		return fmt.Errorf("%w: memory table %s is %v, declared %v", exec.ErrBadInput, s.name, schema, s.schema)
 	}
 	fields := make([]arrow.Field, len(s.cols))
@@ -124,13 +124,6 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	s.out = arrow.NewSchema(fields, nil)
 	return nil
 }
-
-// errNoTable is an fs.ErrNotExist, as a missing file is, with a message that
-// does not speak of files.
-type errNoTable struct{}
-
-func (errNoTable) Error() string        { return "no such table" }
-func (errNoTable) Is(target error) bool { return target == fs.ErrNotExist }
 
 // Run emits the batches; it returns nil after the last.
 func (s *source) Run(ctx context.Context, out exec.Collector) error {

@@ -136,17 +136,43 @@ func (s *Store) Close() {
 	}
 }
 
+// snapshot is how far table name went when a source was made: the table
+// and its number of batches (nil if there was none).
+type snapshot struct {
+	t *table
+	n int
+}
+
+// mark returns the snapshot of table name now.
+func (s *Store) mark(name string) snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tables[name]
+	if t == nil {
+		return snapshot{}
+	}
+	return snapshot{t, len(t.batches)}
+}
+
 // share returns the batches subtask of parallelism takes from table name (every
-// parallelism-th one, from the subtask-th), retained for the caller.
-func (s *Store) share(name string, subtask, parallelism int) ([]exec.Batch, types.Schema, bool) {
+// parallelism-th one, from the subtask-th), retained for the caller: of the
+// first snap.n, if the table is still snap's, so that what a job's sink
+// appends after snap is not read by its own sources.
+func (s *Store) share(name string, subtask, parallelism int, snap snapshot) ([]exec.Batch, types.Schema, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tables[name]
 	if !ok {
 		return nil, nil, false
 	}
+	n := len(t.batches)
+	if t == snap.t {
+		n = snap.n
+	} else if snap.t == nil {
+		n = 0 // made after the source: all of it is newer
+	}
 	var share []exec.Batch
-	for i := subtask; i < len(t.batches); i += parallelism {
+	for i := subtask; i < n; i += parallelism {
 		t.batches[i].Rec.Retain()
 		share = append(share, t.batches[i])
 	}
