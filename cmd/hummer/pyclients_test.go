@@ -260,3 +260,13 @@ func TestPsycopg2ScrollCursor(t *testing.T) {
 		return "host=" + host + " port=" + port + " user=hummer dbname=hummer"
 	})
 }
+
+// TestPsycopg2Copy: psycopg2's copy_from (text format, a column list, another
+// separator) and copy_expert (COPY ... FROM STDIN WITH (FORMAT csv, HEADER))
+// into a stored table: their row counts, the rows, and a bad row refused
+// with its SQLSTATE and line, nothing of its COPY kept.
+func TestPsycopg2Copy(t *testing.T) {
+	pythonGolden(t, "psycopg2", "psycopg2_copy.py", "psycopg2_copy.golden", func(host, port string) string {
+		return "host=" + host + " port=" + port + " user=hummer dbname=hummer"
+	})
+}
