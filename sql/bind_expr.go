@@ -331,6 +331,9 @@ var binaryOps = map[opcode.Op]string{
 	opcode.LogicAnd: "and", opcode.LogicOr: "or",
 	opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
 	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%",
+	// ^ is PostgreSQL's exponentiation (MySQL's exclusive or): both bind it
+	// tighter than * and to the left, so the parsed tree is PostgreSQL's.
+	opcode.Xor: "power",
 }
 
 func isComparison(fn string) bool {
