@@ -98,7 +98,7 @@ func rowNumberBound(c *expr.Expr, rn int) (lo, hi int64, ok bool) {
 			op = "<="
 		}
 	}
-	if l.Kind != expr.KindColumn || l.Col != rn || !isLiteral(r) || r.Type != types.Int64Type {
+	if l.Kind != expr.KindColumn || l.Col != rn || !isLiteral(r) || r.Type.Base() != types.Int64Type {
 		return 0, 0, false
 	}
 	v := r.Value.Int

@@ -74,7 +74,7 @@ func pieceLengthBound(e *expr.Expr, col int) (minBytes, minChars int, ok bool) {
 		return 1, 0, true
 	}
 	if l.Kind != expr.KindCall || len(l.Args) != 1 || !isPieces(l.Args[0], col) ||
-		!isLiteral(r) || r.Type != types.Int64Type {
+		!isLiteral(r) || r.Type.Base() != types.Int64Type {
 		return 0, 0, false
 	}
 	k := r.Value.Int

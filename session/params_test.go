@@ -45,7 +45,7 @@ func TestPrepareParamTypes(t *testing.T) {
 		// PostgreSQL: [25] -> text.
 		{"SELECT $1", nil, "text", "text"},
 		// [23] -> integer.
-		{"SELECT $1 + 1", nil, "bigint", "bigint"},
+		{"SELECT $1 + 1", nil, "integer", "integer"},
 		// Declared int4 (JDBC's setInt): [23] -> int4.
 		{"SELECT $1", []types.Type{types.Int64Type}, "bigint", "bigint"},
 		// Declared date (psycopg's date): [1082] -> date.
@@ -65,7 +65,7 @@ func TestPrepareParamTypes(t *testing.T) {
 		// [25 23] -> int4, text.
 		{"SELECT $2::int, $1", nil, "text,integer", "integer,text"},
 		// More types declared than used: all are parameters.
-		{"SELECT 1", []types.Type{types.Int64Type, types.StringType}, "bigint,text", "bigint"},
+		{"SELECT 1", []types.Type{types.Int64Type, types.StringType}, "bigint,text", "integer"},
 	} {
 		p, err := s.Prepare(ctx, c.query, c.declared)
 		if err != nil {

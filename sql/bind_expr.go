@@ -3,6 +3,7 @@ package sql
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,7 +228,8 @@ func paramNumber(cn *ast.ColumnName) (int, bool) {
 	return k, err == nil && k >= 1
 }
 
-// literal converts a parsed constant to a typed value: integers are bigint,
+// literal converts a parsed constant to a typed value: integers are integer
+// (int4) when they fit it, as in PostgreSQL, else bigint;
 // decimal literals (1.5) decimal as PostgreSQL's numeric, 1e3 double, quoted
 // strings text, TRUE/FALSE boolean, NULL the null type.
 func (b *binder) literal(n *test_driver.ValueExpr) (types.Value, error) {
@@ -237,6 +239,9 @@ func (b *binder) literal(n *test_driver.ValueExpr) (types.Value, error) {
 	case test_driver.KindInt64:
 		if n.GetType().GetFlag()&mysql.IsBooleanFlag != 0 {
 			return types.BoolValue(n.GetInt64() != 0), nil
+		}
+		if v := n.GetInt64(); v >= math.MinInt32 && v <= math.MaxInt32 {
+			return types.Value{Type: types.Int4Type, Int: v}, nil // PostgreSQL's integer
 		}
 		return types.IntValue(n.GetInt64()), nil
 	case test_driver.KindUint64:
@@ -279,9 +284,6 @@ func (b *binder) call(node ast.Node, fn string, args ...*expr.Expr) (*expr.Expr,
 	ts := make([]types.Type, len(args))
 	for i, a := range args {
 		ts[i] = a.Type
-	}
-	if fn == "case" || fn == "coalesce" {
-		ts = valueTypes(args) // bind_pgtypes.go
 	}
 	sig, err := expr.Resolve(fn, ts)
 	if err != nil {
@@ -329,6 +331,9 @@ var binaryOps = map[opcode.Op]string{
 	opcode.LogicAnd: "and", opcode.LogicOr: "or",
 	opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
 	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%",
+	// ^ is PostgreSQL's exponentiation (MySQL's exclusive or): both bind it
+	// tighter than * and to the left, so the parsed tree is PostgreSQL's.
+	opcode.Xor: "power",
 }
 
 func isComparison(fn string) bool {

@@ -136,9 +136,9 @@ func (b *binder) bindGreatest(n ast.Node, name string, args []*expr.Expr) (*expr
 	if err != nil {
 		return nil, err
 	}
-	ts := valueTypes(args) // bind_pgtypes.go
 	t := types.NullType
-	for _, at := range ts {
+	for _, a := range args {
+		at := a.Type
 		c, ok := expr.Coerce(t, at)
 		if !ok {
 			return nil, b.errorf(ErrType, n, "%s types %s and %s cannot be matched", strings.ToUpper(name), t, at)

@@ -105,7 +105,7 @@ func (b *binder) lateralDomain(ext *scope, at, k int, d Plan) (Plan, error) {
 		if unnest {
 			want = types.StringType
 		}
-		if e.Type != want && e.Type.ID != types.Null {
+		if e.Type.Base() != want && e.Type.ID != types.Null {
 			return nil, b.errorf(ErrUnknownFunction, l.call, "function %s(%s) is not supported", l.call.FnName.L, e.Type)
 		}
 		bound[i] = shiftColumns(expr.Cast(e, want), -at)

@@ -5,7 +5,6 @@ package sql
 // prints as its relation's name, which only the catalog knows.
 
 import (
-	"math"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -248,8 +247,7 @@ func (b *binder) castTypeFact(n *ast.FuncCastExpr, to types.Type) types.Type {
 // double: the wider of two smallint or integer operands (an integer
 // constant is an integer where it fits, as PostgreSQL types it), real over
 // two reals. ok is false where the result stays the engine's: an operand
-// is a bigint, a double, or no operand is a column of the narrower types
-// (1 + 2 stays a bigint, where PostgreSQL's is an integer). The binder
+// is a bigint or a double. The binder
 // casts the result to the type, which fails as PostgreSQL's operators do
 // past its range (exec/expr's narrowTo: "integer out of range").
 func arithType(fn string, args []*expr.Expr, result types.Type) (t types.Type, ok bool) {
@@ -258,23 +256,19 @@ func arithType(fn string, args []*expr.Expr, result types.Type) (t types.Type, o
 	default:
 		return types.Type{}, false
 	}
-	declared := false
 	switch result.Base() { // (a resolver may give two smallints' type)
 	case types.Int64Type:
 		width := types.Int2Type
 		for _, a := range args {
-			switch {
-			case a.Type == types.Int2Type:
-				declared = true
-			case a.Type == types.Int4Type:
-				declared, width = true, types.Int4Type
-			case a.Kind == expr.KindLiteral && a.Type == types.Int64Type && !a.Value.Null && fitsInt4(a.Value.Int):
+			switch a.Type {
+			case types.Int2Type:
+			case types.Int4Type:
 				width = types.Int4Type
 			default:
 				return types.Type{}, false
 			}
 		}
-		return width, declared
+		return width, true
 	case types.Float64Type:
 		for _, a := range args {
 			if a.Type != types.Float4Type {
@@ -285,27 +279,3 @@ func arithType(fn string, args []*expr.Expr, result types.Type) (t types.Type, o
 	}
 	return types.Type{}, false
 }
-
-// valueTypes are the types of args, whose common type a CASE, COALESCE,
-// GREATEST or LEAST takes, as PostgreSQL types them: an integer constant
-// that fits is an integer where another argument is a smallint or integer
-// (coalesce(i, 0) is an integer, not a bigint), as an integer constant is
-// in PostgreSQL.
-func valueTypes(args []*expr.Expr) []types.Type {
-	ts := make([]types.Type, len(args))
-	narrow := false
-	for i, a := range args {
-		ts[i] = a.Type
-		narrow = narrow || a.Type == types.Int2Type || a.Type == types.Int4Type
-	}
-	for i, a := range args {
-		if narrow && a.Kind == expr.KindLiteral && a.Type == types.Int64Type && !a.Value.Null && fitsInt4(a.Value.Int) {
-			ts[i] = types.Int4Type
-		}
-	}
-	return ts
-}
-
-// fitsInt4 reports whether the integer constant v is an integer (int4) in
-// PostgreSQL, rather than a bigint.
-func fitsInt4(v int64) bool { return v >= math.MinInt32 && v <= math.MaxInt32 }

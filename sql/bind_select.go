@@ -754,6 +754,8 @@ func (b *binder) exprName(n ast.ExprNode) string {
 			if b.isPipes(n) {
 				return "?column?"
 			}
+		case "array_build": // ARRAY[...] (dialect_pg.go)
+			return "array"
 		}
 		return n.FnName.L
 	case *ast.AggregateFuncExpr:

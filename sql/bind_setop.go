@@ -130,14 +130,6 @@ func (b *binder) setOp(op ast.SetOprType, l, r Plan) (Plan, error) {
 		if nullItem(r, i) {
 			rt = types.NullType
 		}
-		// An integer constant beside a smallint or integer is an integer
-		// (bind_pgtypes.go's valueTypes).
-		if lt == types.Int64Type && (rt == types.Int2Type || rt == types.Int4Type) && int4Item(l, i) {
-			lt = types.Int4Type
-		}
-		if rt == types.Int64Type && (lt == types.Int2Type || lt == types.Int4Type) && int4Item(r, i) {
-			rt = types.Int4Type
-		}
 		t, ok := expr.Coerce(lt, rt)
 		if !ok {
 			return nil, b.errorf(ErrType, nil, "%s types %s and %s cannot be matched", name, ls[i].Type, rs[i].Type)
@@ -223,17 +215,6 @@ func nullItem(p Plan, i int) bool {
 		e = e.Args[0]
 	}
 	return e.Kind == expr.KindLiteral && e.Type.ID == types.Null
-}
-
-// int4Item reports whether p's column i is an integer constant that fits
-// an integer (int4), which PostgreSQL types so.
-func int4Item(p Plan, i int) bool {
-	proj, ok := p.(*Project)
-	if !ok || i >= len(proj.Exprs) {
-		return false
-	}
-	e := proj.Exprs[i]
-	return e.Kind == expr.KindLiteral && e.Type == types.Int64Type && !e.Value.Null && fitsInt4(e.Value.Int)
 }
 
 // castTo projects p's columns cast to out's types, then the extra expressions;

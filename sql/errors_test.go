@@ -35,7 +35,7 @@ func TestErrors(t *testing.T) {
 		{query: "SELECT sum(v) OVER (ORDER BY id, n RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM events", kind: ErrWindowing,
 			at: "sum(v)", msg: "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column"},
 		{query: "SELECT sum(v) OVER (ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM events", kind: ErrUnsupported,
-			at: "sum(v)", msg: "RANGE with offset PRECEDING/FOLLOWING is not supported for column type timestamp and offset type bigint"},
+			at: "sum(v)", msg: "RANGE with offset PRECEDING/FOLLOWING is not supported for column type timestamp and offset type integer"},
 
 		{query: "SELECT * FROM nope", kind: ErrUnknownTable, at: "nope", msg: `relation "nope" does not exist`},
 		{query: "SELECT nope FROM nope", kind: ErrUnknownTable, at: "nope", skip: 10},
@@ -55,15 +55,15 @@ func TestErrors(t *testing.T) {
 			msg: `column "c.name" must appear in the GROUP BY clause or be used in an aggregate function`},
 		{query: "SELECT count(*) FROM docs WHERE count(*) > 1", kind: ErrGrouping, at: "count(*) >", msg: "aggregate functions are not allowed in WHERE"},
 
-		{query: "SELECT line FROM docs WHERE 1", kind: ErrType, at: "1", msg: "argument of WHERE must be type boolean, not type bigint"},
+		{query: "SELECT line FROM docs WHERE 1", kind: ErrType, at: "1", msg: "argument of WHERE must be type boolean, not type integer"},
 		{query: "SELECT line FROM docs WHERE line", kind: ErrType, at: "line", skip: 10},
 		{query: "SELECT count(*) FROM docs HAVING count(*)", kind: ErrType, at: "count(*)", skip: 10, msg: "argument of HAVING must be type boolean, not type bigint"},
 		{query: "SELECT 1 FROM orders o JOIN customers c ON o.id + c.id", kind: ErrType, at: "o.id +", msg: "argument of JOIN/ON must be type boolean, not type bigint"},
-		{query: "SELECT 1 AND line FROM docs", kind: ErrType, at: "1 AND", msg: "argument of AND must be type boolean, not type bigint"},
+		{query: "SELECT 1 AND line FROM docs", kind: ErrType, at: "1 AND", msg: "argument of AND must be type boolean, not type integer"},
 		{query: "SELECT CASE WHEN true THEN 1 ELSE 'x' END", kind: ErrType, at: "CASE"},
 		{query: "SELECT CAST(ts AS DOUBLE) FROM orders", kind: ErrType, at: "CAST", msg: "cannot cast type timestamp to double"},
-		{query: "SELECT line + 1 FROM docs", kind: ErrUnknownFunction, at: "line +", msg: "operator does not exist: text + bigint"},
-		{query: "SELECT lower(1)", kind: ErrUnknownFunction, at: "lower", msg: "function lower(bigint) does not exist"},
+		{query: "SELECT line + 1 FROM docs", kind: ErrUnknownFunction, at: "line +", msg: "operator does not exist: text + integer"},
+		{query: "SELECT lower(1)", kind: ErrUnknownFunction, at: "lower", msg: "function lower(integer) does not exist"},
 		{query: "SELECT nosuch(line) FROM docs", kind: ErrUnknownFunction, at: "nosuch", msg: "function nosuch(text) does not exist"},
 		{query: "SELECT id FROM orders WHERE id = 'abc'", kind: ErrInvalidValue, at: "id =", skip: 20},
 

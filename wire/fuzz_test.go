@@ -140,8 +140,8 @@ func TestFuzzHarnessServesWholeSessions(t *testing.T) {
 		case "simple query":
 			want = []string{"C\x00\x00\x00\rSELECT 1\x00", "C\x00\x00\x00\tSHOW\x00", "\x00\x00\x00\x02ab"}
 		case "extended":
-			// 42 in binary, then "xy" in text; suspended after one row, then done.
-			want = []string{"\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00\x2a\x00\x00\x00\x02xys\x00\x00\x00\x04",
+			// 42 in binary (an integer: four bytes), then "xy" in text; suspended after one row, then done.
+			want = []string{"\x00\x00\x00\x04\x00\x00\x00\x2a\x00\x00\x00\x02xys\x00\x00\x00\x04",
 				"C\x00\x00\x00\rSELECT 0\x00", "3\x00\x00\x00\x04Z"}
 		case "malformed parse":
 			want = []string{"invalid Parse message", "C\x00\x00\x00\rSELECT 1\x00"}

@@ -84,6 +84,8 @@ var sentinelCodes = []struct {
 	{expr.ErrOutOfRange, "22003"},            // numeric_value_out_of_range
 	{expr.ErrTooLong, "22001"},               // string_data_right_truncation
 	{expr.ErrInvalidArgument, "22023"},       // invalid_parameter_value
+	{expr.ErrPowerArgument, "2201F"},         // invalid_argument_for_power_function
+	{expr.ErrLogArgument, "2201E"},           // invalid_argument_for_logarithm
 	{expr.ErrNullValue, "22004"},             // null_value_not_allowed
 	{expr.ErrSubqueryRows, "21000"},          // cardinality_violation
 	// expr.ErrBadExpression is a binder bug: internal, left to the default.

@@ -85,7 +85,7 @@ func TestPgTypesOnTheWire(t *testing.T) {
 	// there for the same query).
 	t.Run("names", func(t *testing.T) {
 		rows, err := conn.Query(ctx, `SELECT 'pgt'::regclass, 'pgt'::regclass::text, c.oid::regclass, c.relname::text, 'on'::bool,
-			c.relhasindex::bool, '1 h'::interval::text, now()::timestamptz, '\x01'::bytea, 1::text FROM pg_class c WHERE c.oid = 'pgt'::regclass`)
+			c.relhasindex::bool, '1 h'::interval::text, now()::timestamptz, '\x01'::bytea, 1::text, ARRAY[1, 2] FROM pg_class c WHERE c.oid = 'pgt'::regclass`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestPgTypesOnTheWire(t *testing.T) {
 		for _, fd := range rows.FieldDescriptions() {
 			names = append(names, fd.Name)
 		}
-		if got, want := strings.Join(names, " "), "regclass text oid relname bool relhasindex text now bytea text"; got != want {
+		if got, want := strings.Join(names, " "), "regclass text oid relname bool relhasindex text now bytea text array"; got != want {
 			t.Errorf("column names %q, want %q", got, want)
 		}
 		rows, err = conn.Query(ctx, "SELECT array_agg(relname ORDER BY relname), (array_agg(relname)) FROM pg_class")

@@ -350,6 +350,17 @@ func TestPgArithmeticWidths(t *testing.T) {
 			t.Errorf("%v: types %v, want %v", mode, oids, wantOIDs)
 		}
 	}
+	// Constants: an integer constant is an integer where it fits, and so
+	// is arithmetic over such constants, which fails past the integer's
+	// range (PostgreSQL: integer, integer, bigint, integer, integer; 22003
+	// "integer out of range").
+	if oids := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT 1, 1 + 1, 2147483648, 7 / 2, -1"); !reflect.DeepEqual(oids, []uint32{23, 23, 20, 23, 23}) {
+		t.Errorf("constants: types %v, want [23 23 20 23 23]", oids)
+	}
+	var pgErr *pgconn.PgError
+	if _, err := conn.Exec(ctx, "SELECT 2147483647 + 1"); !errors.As(err, &pgErr) || pgErr.Code != "22003" || pgErr.Message != "integer out of range" {
+		t.Errorf("SELECT 2147483647 + 1: %v, want 22003 integer out of range", err)
+	}
 	// Aggregates: sum of integers is a bigint, min and max keep the type
 	// (PostgreSQL: bigint, bigint, integer, smallint, real; a window's sum
 	// of bigints numeric, of integers bigint).

@@ -115,7 +115,7 @@ func mayMatch(cond *expr.Expr, ranges []*valueRange) bool {
 // rangeValue is a constant as the ranges of a column of type t hold it: the
 // constant must have the column's type (the binder casts it to it).
 func rangeValue(v types.Value, t types.Type) (int64, bool) {
-	if v.Null || v.Type != t {
+	if v.Null || v.Type.Base() != t.Base() {
 		return 0, false
 	}
 	switch t.ID {

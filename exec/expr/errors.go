@@ -30,6 +30,12 @@ var (
 	// ErrInvalidArgument: an argument value the function rejects, such as a
 	// negative substring length or a malformed LIKE escape.
 	ErrInvalidArgument = errors.New("invalid argument value")
+	// ErrPowerArgument: power's or sqrt's argument has no real result
+	// (SQLSTATE 2201F, invalid_argument_for_power_function).
+	ErrPowerArgument = errors.New("invalid argument for power function")
+	// ErrLogArgument: the logarithm of zero or of a negative number
+	// (SQLSTATE 2201E, invalid_argument_for_logarithm).
+	ErrLogArgument = errors.New("invalid argument for logarithm")
 	// ErrNullValue: a NULL where a function takes none, such as format's %I.
 	ErrNullValue = errors.New("null value not allowed")
 	// ErrBadExpression: the tree breaks the binder's contract (an argument of the

@@ -46,6 +46,9 @@ const (
 
 // kernelFor returns the kernel of function name, nil if there is none.
 func kernelFor(name string) (kernel, kernelMode) {
+	if _, ok := mathFuncs[name]; ok { // math.go
+		return evalMath, literalArgs
+	}
 	switch name {
 	case "+", "-", "*", "/", "%", "mod":
 		return evalArith, literalArgs
