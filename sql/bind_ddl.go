@@ -202,8 +202,8 @@ func castPlan(p Plan, cols types.Schema) Plan {
 	return &Project{Input: p, Exprs: exprs, Out: cols}
 }
 
-// bindResultSet binds the query of INSERT ... SELECT or CREATE TABLE AS: a
-// SELECT or a set operation of them.
+// bindResultSet binds the query of INSERT ... SELECT, CREATE TABLE AS or
+// CREATE VIEW: a SELECT or a set operation of them.
 func (b *binder) bindResultSet(n ast.ResultSetNode) (Plan, error) {
 	switch n := n.(type) {
 	case *ast.SelectStmt:
@@ -345,11 +345,11 @@ func (b *binder) bindCreateView(s *ast.CreateViewStmt) (Statement, error) {
 			return nil, Errorf(ErrDuplicateTable, b.identPos(s.ViewName.Name.O, "view"), "relation \"%s\" already exists", name)
 		}
 	}
-	sel, ok := s.Select.(*ast.SelectStmt)
+	sel, ok := s.Select.(ast.ResultSetNode)
 	if !ok {
-		return nil, b.errorf(ErrUnsupported, nil, "a view takes a plain SELECT")
+		return nil, b.errorf(ErrUnsupported, nil, "a view takes a SELECT or a set operation of them")
 	}
-	p, err := b.bindQuery(sel)
+	p, err := b.bindResultSet(sel) // a SELECT, UNION, INTERSECT or EXCEPT
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,11 @@ func (b *binder) setOp(op ast.SetOprType, l, r Plan) (Plan, error) {
 		if t.ID == types.Null {
 			t = types.StringType // PostgreSQL: NULL UNION NULL is text
 		}
+		if charLike(lt) && charLike(rt) && lt != rt {
+			// PostgreSQL: varchar(5) UNION varchar(7) is varchar, char(3)
+			// UNION varchar(4) bpchar: the first side's type, no length.
+			t = types.Type{ID: types.String, OID: lt.OID}
+		}
 		out[i] = types.Field{Name: ls[i].Name, Type: t}
 	}
 	switch op {
@@ -201,6 +206,11 @@ func (b *binder) setOp(op ast.SetOprType, l, r Plan) (Plan, error) {
 		exprs[i] = expr.Column(i, f.Type, f.Name)
 	}
 	return &Project{Input: &Filter{Input: agg, Cond: and(inLeft, inRight)}, Exprs: exprs, Out: out}, nil
+}
+
+// charLike reports whether t is varchar or character, of a length or not.
+func charLike(t types.Type) bool {
+	return t.ID == types.String && (t.OID == types.OIDVarchar || t.OID == types.OIDBpchar)
 }
 
 // nullItem reports whether column i of p is a select list's bare NULL, which

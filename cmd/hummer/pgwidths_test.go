@@ -387,6 +387,30 @@ func TestPgArithmeticWidths(t *testing.T) {
 			t.Errorf("%s: types %v, want [%d]", q, got, want)
 		}
 	}
+	// Character types of different lengths: the first side's type without
+	// a length (PostgreSQL: \d of views over these gives character
+	// varying(5), character varying, bpchar, character varying). A view may
+	// be over a set operation.
+	for q, want := range map[string][2]int64{"SELECT d FROM w UNION SELECT d FROM w": {1043, 9},
+		"SELECT d FROM w UNION SELECT g FROM w": {1043, -1}, "SELECT e FROM w UNION SELECT d FROM w": {1042, -1},
+		"SELECT d FROM w UNION ALL SELECT e FROM w": {1043, -1}} {
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		rows.Close()
+		fd := rows.FieldDescriptions()[0]
+		if got := [2]int64{int64(fd.DataTypeOID), int64(fd.TypeModifier)}; got != want {
+			t.Errorf("%s: type %d typmod %d, want %v", q, got[0], got[1], want)
+		}
+	}
+	if _, err := conn.Exec(ctx, "CREATE VIEW wu (s) AS SELECT d FROM w UNION ALL SELECT g FROM w EXCEPT SELECT 'nothing'"); err != nil {
+		t.Fatalf("a view over a set operation: %v", err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM wu WHERE s IN ('abcde', 'xyz')").Scan(&n); err != nil || n != 2 {
+		t.Errorf("the view over a set operation: %d rows of 2, %v", n, err)
+	}
 
 	rows, err := conn.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
