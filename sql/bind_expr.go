@@ -85,6 +85,11 @@ func (b *binder) bindExpr(ctx *exprCtx, n ast.ExprNode) (*expr.Expr, error) {
 			if arg.Type.OID == types.OIDInterval { // interval_um
 				return b.call(n, "$interval_mul", arg, expr.Literal(types.Value{Type: types.Float64Type, Float: -1}))
 			}
+			if arg.Kind == expr.KindLiteral && arg.Type == types.Int64Type && !arg.Value.Null && arg.Value.Int == -math.MinInt32 {
+				// -2147483648 is an integer constant in PostgreSQL, whose
+				// lexer reads the sign with the digits.
+				return expr.Literal(types.Value{Type: types.Int4Type, Int: math.MinInt32}), nil
+			}
 			return b.call(n, "neg", arg)
 		case opcode.Not, opcode.Not2:
 			return b.call(n, "not", arg)

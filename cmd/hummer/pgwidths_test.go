@@ -352,10 +352,10 @@ func TestPgArithmeticWidths(t *testing.T) {
 	}
 	// Constants: an integer constant is an integer where it fits, and so
 	// is arithmetic over such constants, which fails past the integer's
-	// range (PostgreSQL: integer, integer, bigint, integer, integer; 22003
-	// "integer out of range").
-	if oids := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT 1, 1 + 1, 2147483648, 7 / 2, -1"); !reflect.DeepEqual(oids, []uint32{23, 23, 20, 23, 23}) {
-		t.Errorf("constants: types %v, want [23 23 20 23 23]", oids)
+	// range (PostgreSQL: integer, integer, bigint, integer, integer,
+	// integer, bigint; 22003 "integer out of range").
+	if oids := columnOIDs(t, ctx, conn, pgx.QueryExecModeCacheStatement, "SELECT 1, 1 + 1, 2147483648, 7 / 2, -1, -2147483648, -2147483649"); !reflect.DeepEqual(oids, []uint32{23, 23, 20, 23, 23, 23, 20}) {
+		t.Errorf("constants: types %v, want [23 23 20 23 23 23 20]", oids)
 	}
 	var pgErr *pgconn.PgError
 	if _, err := conn.Exec(ctx, "SELECT 2147483647 + 1"); !errors.As(err, &pgErr) || pgErr.Code != "22003" || pgErr.Message != "integer out of range" {
