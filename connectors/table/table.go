@@ -115,10 +115,13 @@ func ChangesSpec() *spec.Connector {
 	}
 }
 
-// Register adds the table source to r, under both names.
+// Register adds the table source to r, under both names, and the staging
+// sink: what a TaskManager without the store runs (sink.go); the engine
+// that holds the store replaces it with its sink (RegisterSink).
 func Register(r *exec.Registry) {
 	r.RegisterSource(Name, sourceFactory(nil))
 	r.RegisterSource(ChangesName, sourceFactory(nil))
+	r.RegisterSink(Name, sinkFactory(nil))
 }
 
 // sourceFactory makes sources of table scans; with store (the process's
