@@ -156,21 +156,21 @@ func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
 // resumed from them when the engine restarts.
 func (s *Session) insert(ctx context.Context, st *sql.Insert, text string) (*Result, error) {
 	t := st.Table
-	if t.IsStored() && s.e.cfg.JobManager != nil {
-		// The table sink writes through this process's store
-		// (connectors/table/sink.go), which TaskManagers of other
-		// processes do not have.
-		return nil, sql.Errorf(sql.ErrUnsupported, 0, "a continuous INSERT into a table Hummer stores runs on hummer serve, not on a cluster of TaskManager processes: write the stream to a connector's table (Kafka, say)")
+	var opts jobmanager.JobOptions
+	continuous := planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded)
+	if continuous {
+		opts = s.continuousOptions()
+	}
+	if t.IsStored() && s.e.cfg.JobManager != nil && opts.CheckpointURL == "" {
+		// On a cluster the table's sink only stages its changes in its
+		// checkpoints, which this process commits through its store
+		// (connectors/table/sink.go).
+		return nil, sql.Errorf(sql.ErrUnsupported, 0, "a continuous INSERT into a table Hummer stores, on a cluster of TaskManager processes, commits its rows at checkpoints: turn them on (SET checkpoint_interval = '1s')")
 	}
 	sink := sinkSpec(t)
 	_, jg, pins, err := s.plan(ctx, st.Query, &sink)
 	if err != nil {
 		return nil, err
-	}
-	var opts jobmanager.JobOptions
-	continuous := planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded)
-	if continuous {
-		opts = s.continuousOptions()
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
