@@ -170,3 +170,70 @@ func TestStoredTableSinkOnCluster(t *testing.T) {
 		t.Errorf("%d jobs running after the restart, want the two INSERTs", n)
 	}
 }
+
+// TestLateRowsTableOnCluster: a window's late rows go to a stored table
+// (SET late_rows_table) from TaskManagers without the store, committed by
+// the JobManager's process with the job's checkpoints, as the window's rows
+// into another stored table are. By hand: the watermark is 2 s behind the
+// largest time; a's 12 s brings it to 10 s, closing [0, 10); a's 9 s, produced
+// once that window is in the table, is late, and only it.
+func TestLateRowsTableOnCluster(t *testing.T) {
+	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "clicks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	kaddr := broker.ListenAddrs()[0]
+	producer, err := kgo.NewClient(kgo.SeedBrokers(kaddr), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	produce := func(rows ...string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for _, r := range rows {
+			recs = append(recs, &kgo.Record{Topic: "clicks", Value: []byte(r)})
+		}
+		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the engine closes
+	e, _ := openClusterEngine(t, t.TempDir(), mem)
+	s := e.NewSession()
+	for _, q := range []string{
+		fmt.Sprintf("CREATE TABLE clicks (k TEXT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) ENGINE=kafka CONNECTION='kafka://%s/clicks?format=csv'", kaddr),
+		"CREATE TABLE wins (k TEXT, window_start TIMESTAMP, n BIGINT)",
+		"CREATE TABLE late_clicks (late_watermark TIMESTAMP, k TEXT, ts TIMESTAMP, late_operator TEXT)",
+		"SET parallelism = 1",
+		"SET late_rows_table = 'late_clicks'",
+		"INSERT INTO wins SELECT k, window_start, count(*) FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end",
+	} {
+		mustRun(t, s, q)
+	}
+	waitFor := func(query, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := run(s, query)
+			if err == nil && got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %q (%v), want %q", query, got, err, want)
+			}
+			time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+		}
+	}
+	produce("a,2024-01-01 00:00:00", "b,2024-01-01 00:00:03", "a,2024-01-01 00:00:08", "a,2024-01-01 00:00:12")
+	const windows = "SELECT k, to_char(window_start, 'MI:SS'), n FROM wins ORDER BY 2, 1"
+	waitFor(windows, "'a'|'00:00'|2\n'b'|'00:00'|1")
+	produce("a,2024-01-01 00:00:09", "c,2024-01-01 00:00:25")
+	waitFor(windows, "'a'|'00:00'|2\n'b'|'00:00'|1\n'a'|'00:10'|1")
+	const late = "SELECT k, to_char(ts, 'MI:SS'), to_char(late_watermark, 'MI:SS') FROM late_clicks"
+	waitFor(late, "'a'|'00:09'|'00:10'")
+}
