@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,8 +30,8 @@ import (
 // sink has not heard committed: not only n's, since a checkpoint that failed
 // (declined, timed out) leaves its interval to the next one. Committing the
 // intervals of a state is one statement per sink subtask, whose version
-// records n for the sink (version.Sinks, the sink named by its job and
-// subtask); a commit applies only the intervals after the checkpoint the
+// records n for the sink (version.Sinks, under the sink's name: SinkURL's
+// run, or without one the job's id, and the subtask); a commit applies only the intervals after the checkpoint the
 // table records for the sink, so committing a state again, or a later state
 // that still holds committed intervals, changes nothing. A task's final
 // state, as its input ends, names its last interval finalCheckpoint, after
@@ -77,16 +78,17 @@ func sinkFactory(store *Store) exec.SinkFactory {
 		if err != nil {
 			return nil, err
 		}
-		return &sink{store: store, id: loc.id, spec: c}, nil
+		return &sink{store: store, id: loc.id, run: loc.sink, spec: c}, nil
 	}
 }
 
 type sink struct {
 	store *Store // nil: the staging sink, whose states the JobManager commits
 	id    string
+	run   string // SinkURL's run, "" for a URL without one
 	spec  exec.ConnectorSpec
 	tc    *exec.TaskContext
-	name  string // the sink's name in version.Sinks: its job and subtask
+	name  string // the sink's name in version.Sinks (sinkName)
 
 	pending []exec.Batch // changes since the last barrier, retained
 	staged  []interval   // intervals not yet known committed, oldest first
@@ -105,13 +107,28 @@ var (
 	_ exec.CheckpointListener = (*sink)(nil)
 )
 
-// SinkName is the name under which the sink subtask subtask of job commits
-// into a table (version.Sinks).
-func SinkName(job string, subtask int) string { return job + ":" + strconv.Itoa(subtask) }
+// SinkURL is the URL of table id as the sink of one job writes it: run
+// names the job's sink in the table's record of committed checkpoints
+// (version.Sinks), and must be unique to the job, not merely its id, which
+// a later job may take again (the ids of jobs that ended before a restart
+// are given anew) and then have its commits taken for ones already done.
+// The statement that starts the job picks it; the job's graph keeps it
+// across restarts.
+func SinkURL(id, run string) string { return URL(id) + "?sink=" + url.QueryEscape(run) }
+
+// sinkName is the name under which subtask of a sink commits into a table
+// (version.Sinks): its URL's run (SinkURL), or the job's id for a URL
+// without one.
+func sinkName(run, job string, subtask int) string {
+	if run == "" {
+		run = job
+	}
+	return run + ":" + strconv.Itoa(subtask)
+}
 
 func (k *sink) Open(ctx context.Context, tc *exec.TaskContext) error {
 	k.tc = tc
-	k.name = SinkName(tc.JobID, tc.Subtask)
+	k.name = sinkName(k.run, tc.JobID, tc.Subtask)
 	if k.store == nil {
 		if !tc.Checkpointing {
 			return fmt.Errorf("table %s: a continuous job on TaskManagers without the table's store writes into it only under checkpoints (SET checkpoint_interval)", k.id)
@@ -234,10 +251,10 @@ func (s *Store) CommitSink(c exec.ConnectorSpec, job string, subtask int, state 
 	if err != nil {
 		return err
 	}
-	return s.CommitStaged(loc.id, Constraints{Table: loc.id, Schema: c.Schema, Key: c.Key}, SinkName(job, subtask), state)
+	return s.CommitStaged(loc.id, Constraints{Table: loc.id, Schema: c.Schema, Key: c.Key}, sinkName(loc.sink, job, subtask), state)
 }
 
-// CommitStaged commits into table id, for the sink named name (SinkName),
+// CommitStaged commits into table id, for the sink named name (sinkName),
 // the intervals of a sink's state (what SnapshotState returned) that the
 // table has not committed for that sink: the JobManager's commit of a
 // staging sink's state, and a restored sink's beside the store. Committing

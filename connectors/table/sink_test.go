@@ -14,8 +14,14 @@ import (
 // checkpoints: the staging sink with store nil, else the sink beside store.
 func openSink(t *testing.T, store *Store, id string, c Constraints) *sink {
 	t.Helper()
+	return openSinkURL(t, store, URL(id), c)
+}
+
+// openSinkURL is openSink of the sink writing url.
+func openSinkURL(t *testing.T, store *Store, url string, c Constraints) *sink {
+	t.Helper()
 	f := sinkFactory(store)
-	op, err := f(exec.ConnectorSpec{Connector: Name, URL: URL(id), Schema: c.Schema, Key: c.Key})
+	op, err := f(exec.ConnectorSpec{Connector: Name, URL: url, Schema: c.Schema, Key: c.Key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +82,7 @@ func TestStagedSinkCommits(t *testing.T) {
 	appendOnly := Constraints{Table: "log", Schema: schema}
 	kv := openSink(t, nil, "kv", keyed)
 	log := openSink(t, nil, "log", appendOnly)
-	name := SinkName("test", 0)
+	name := sinkName("", "test", 0)
 	commit := func(id string, c Constraints, data []byte) {
 		t.Helper()
 		if err := store.CommitStaged(id, c, name, data); err != nil {
@@ -176,5 +182,35 @@ func TestSinkBesideStoreRestores(t *testing.T) {
 			t.Fatal(err)
 		}
 		equal(t, "after the restore", scan(t, store, "kv", 1), "2|b", "3|c")
+	}
+}
+
+// A job that takes the id of an earlier one (ids of jobs that ended before
+// a restart are given anew) writes under a run of its own (SinkURL): the
+// checkpoints the table recorded for the earlier job's sink do not swallow
+// its commits.
+func TestSinkRunsOfOneJobID(t *testing.T) {
+	store, err := openStore(t, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Create("kv"); err != nil {
+		t.Fatal(err)
+	}
+	earlier := openSinkURL(t, store, SinkURL("kv", "run1"), keyed)
+	feed(t, earlier, "+1:a")
+	snapshot(t, earlier, 7)
+	if err := earlier.NotifyCheckpointComplete(context.Background(), 7); err != nil {
+		t.Fatal(err)
+	}
+	later := openSinkURL(t, store, SinkURL("kv", "run2"), keyed) // job "test" again
+	feed(t, later, "+2:b")
+	snapshot(t, later, 1)
+	if err := later.NotifyCheckpointComplete(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "after both jobs' commits", scan(t, store, "kv", 1), "1|a", "2|b")
+	if later.name == earlier.name {
+		t.Errorf("both sinks named %s", later.name)
 	}
 }

@@ -142,12 +142,14 @@ func sourceFactory(store *Store) exec.SourceFactory {
 }
 
 // location is a parsed table URL: hummer://<id>, or, as the planner rewrites
-// it for a scan, hummer://<id>?dir=<table directory>&version=<n>[&follow=1].
+// it for a scan, hummer://<id>?dir=<table directory>&version=<n>[&follow=1],
+// or as a job's sink writes it, hummer://<id>?sink=<run> (SinkURL).
 type location struct {
 	id      string
 	dir     string
 	version int64
-	follow  bool // after the version's rows, its changes (changes.go)
+	follow  bool   // after the version's rows, its changes (changes.go)
+	sink    string // the run a sink's URL names (SinkURL)
 	// file is the version file of its segments and log, and logEnd the end
 	// of its log's records (wal.go).
 	file, logEnd int64
@@ -166,7 +168,7 @@ func parseURL(u string) (location, error) {
 	if err != nil {
 		return location{}, fmt.Errorf("%w: table URL %q: %v", spec.ErrBadOption, u, err)
 	}
-	loc := location{id: id, dir: q.Get("dir"), follow: q.Get("follow") == "1"}
+	loc := location{id: id, dir: q.Get("dir"), follow: q.Get("follow") == "1", sink: q.Get("sink")}
 	for _, p := range []struct {
 		name string
 		to   *int64
