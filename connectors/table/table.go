@@ -58,6 +58,19 @@
 // table's URL together with the pinned version: TaskManagers in other
 // processes read them as they read a file table, so they must reach the data
 // directory's filesystem.
+//
+// # Sink
+//
+// A continuous job writes into a table through its sink (sink.go), exactly
+// once under the job's checkpoints: each checkpoint's changes commit as one
+// statement per sink subtask, which the table's version records for that
+// subtask, so a commit replayed after a failure changes nothing. Only the
+// process holding the Store commits: beside it (hummer serve) the sink
+// itself, when it hears a checkpoint complete; on a cluster, whose
+// TaskManagers have no store, the sink keeps its uncommitted changes in its
+// checkpoint state and the JobManager's process commits that state
+// (Store.CommitSink) when the checkpoint completes, before the tasks hear
+// so, and before a job restored from it runs on.
 package table
 
 import (
