@@ -34,11 +34,17 @@ func (s *Session) lateTable(name string, sink ...*exec.ConnectorSpec) (exec.Conn
 	if reg := s.e.cfg.Registry; reg != nil && !reg.HasSink(t.Engine) {
 		return exec.ConnectorSpec{}, sql.Errorf(sql.ErrWrongObjectType, 0, "late_rows_table \"%s\" cannot be written to: ENGINE=%s has no sink", t.Name, t.Engine)
 	}
-	if t.IsStored() && s.e.cfg.JobManager != nil {
-		return exec.ConnectorSpec{}, sql.Errorf(sql.ErrUnsupported, 0, "late_rows_table \"%s\" is a table Hummer stores, which a job on a cluster of TaskManager processes cannot write: use a connector's table (Kafka, say)", t.Name)
+	if t.IsStored() && s.e.cfg.JobManager != nil && (s.checkpointInterval() <= 0 || s.e.cfg.CheckpointURL == "") {
+		// On a cluster the table's sink stages the rows in its checkpoints,
+		// which this process commits (connectors/table/sink.go); a job
+		// without checkpoints (a one-off query) fails as it starts.
+		return exec.ConnectorSpec{}, sql.Errorf(sql.ErrUnsupported, 0, "late_rows_table \"%s\" is a table Hummer stores, which a job on a cluster of TaskManager processes writes only at checkpoints: turn them on (SET checkpoint_interval = '1s'), or use a connector's table (Kafka, say)", t.Name)
 	}
-	spec := sinkSpec(t)
-	if len(sink) > 0 && sink[0] != nil && sink[0].Connector == spec.Connector && sink[0].URL == spec.URL {
+	spec, err := jobSinkSpec(t)
+	if err != nil {
+		return exec.ConnectorSpec{}, err
+	}
+	if len(sink) > 0 && sink[0] != nil && sameTable(*sink[0], spec) {
 		return exec.ConnectorSpec{}, sql.Errorf(sql.ErrUnsupported, 0, "late_rows_table \"%s\" is the table the job writes its rows into: send the late rows to another table", t.Name)
 	}
 	if u, ok := s.e.catalog.User(s.user); s.user != "" && (!ok || !u.Superuser && !u.Can(sql.PrivInsert, t.Name)) {

@@ -226,6 +226,17 @@ func Open(cfg Config) (*Engine, error) {
 		closeTables = func() { inner(); os.RemoveAll(dir) }
 	}
 	if cfg.JobManager != nil {
+		// The TaskManagers of the cluster have no store: their table sinks
+		// stage, and the JobManager commits what they staged through this
+		// process's store (connectors/table/sink.go).
+		cfg.JobManager.CommitSinks(table.Name, func(ctx context.Context, job string, staged []jobmanager.StagedSink) error {
+			for _, s := range staged {
+				if err := tables.CommitSink(s.Sink, job, s.Task.Subtask, s.State); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		e := &Engine{cfg: cfg, catalog: cat, tables: tables, closeTables: closeTables, scratchCheckpoints: scratch, jm: cfg.JobManager, closing: make(chan struct{})}
 		e.resume()
 		return e, nil

@@ -5,6 +5,8 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -156,21 +158,24 @@ func (s *Session) unboundedTable(p sql.Plan) *sql.Table {
 // resumed from them when the engine restarts.
 func (s *Session) insert(ctx context.Context, st *sql.Insert, text string) (*Result, error) {
 	t := st.Table
-	if t.IsStored() && s.e.cfg.JobManager != nil {
-		// The table sink writes through this process's store
-		// (connectors/table/sink.go), which TaskManagers of other
-		// processes do not have.
-		return nil, sql.Errorf(sql.ErrUnsupported, 0, "a continuous INSERT into a table Hummer stores runs on hummer serve, not on a cluster of TaskManager processes: write the stream to a connector's table (Kafka, say)")
-	}
-	sink := sinkSpec(t)
-	_, jg, pins, err := s.plan(ctx, st.Query, &sink)
-	if err != nil {
-		return nil, err
-	}
 	var opts jobmanager.JobOptions
 	continuous := planner.Continuous(st.Query.Plan, s.e.cfg.Unbounded)
 	if continuous {
 		opts = s.continuousOptions()
+	}
+	if t.IsStored() && s.e.cfg.JobManager != nil && opts.CheckpointURL == "" {
+		// On a cluster the table's sink only stages its changes in its
+		// checkpoints, which this process commits through its store
+		// (connectors/table/sink.go).
+		return nil, sql.Errorf(sql.ErrUnsupported, 0, "a continuous INSERT into a table Hummer stores, on a cluster of TaskManager processes, commits its rows at checkpoints: turn them on (SET checkpoint_interval = '1s')")
+	}
+	sink, err := jobSinkSpec(t)
+	if err != nil {
+		return nil, err
+	}
+	_, jg, pins, err := s.plan(ctx, st.Query, &sink)
+	if err != nil {
+		return nil, err
 	}
 	job, err := s.e.jm.SubmitJob(text, jg, nil, opts)
 	if err != nil {
@@ -212,6 +217,39 @@ func waitInsert(ctx context.Context, job *jobmanager.Job) (*Result, error) {
 // sinkSpec describes table t as a connector to write to.
 func sinkSpec(t *sql.Table) exec.ConnectorSpec {
 	return exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns, Key: t.KeyColumns()}
+}
+
+// jobSinkSpec is sinkSpec of t as the sink of a job about to start: a
+// stored table's URL names the job's sink with a run of its own
+// (table.SinkURL), under which the table records what it committed.
+func jobSinkSpec(t *sql.Table) (exec.ConnectorSpec, error) {
+	spec := sinkSpec(t)
+	if !t.IsStored() {
+		return spec, nil
+	}
+	id, err := tableID(t)
+	if err != nil {
+		return spec, err
+	}
+	run := make([]byte, 8)
+	if _, err := rand.Read(run); err != nil {
+		return spec, err
+	}
+	spec.URL = table.SinkURL(id, hex.EncodeToString(run))
+	return spec, nil
+}
+
+// sameTable reports whether sinks a and b write the same table.
+func sameTable(a, b exec.ConnectorSpec) bool {
+	if a.Connector != b.Connector {
+		return false
+	}
+	if a.Connector == table.Name {
+		x, errX := table.ID(a.URL)
+		y, errY := table.ID(b.URL)
+		return errX == nil && errY == nil && x == y
+	}
+	return a.URL == b.URL
 }
 
 func (s *Session) explain(ctx context.Context, st *sql.Explain, text string) (*Result, error) {

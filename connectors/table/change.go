@@ -157,7 +157,7 @@ func (tx *Tx) commitChange() error {
 		}
 	}
 	n := cur.Version + 1
-	next := &version{Version: n, file: n, Sinks: cur.Sinks, Log: cur.Log, LogStart: cur.LogStart,
+	next := &version{Version: n, file: n, Sinks: tx.sinks(cur), Log: cur.Log, LogStart: cur.LogStart,
 		logEnd: cur.logEnd, logRows: cur.logRows, logRecords: cur.logRecords}
 	if rows := tx.deleted[len(cur.Segments)]; len(rows) > 0 {
 		// The log's rows that stay go to a segment; the version's log starts

@@ -58,6 +58,19 @@
 // table's URL together with the pinned version: TaskManagers in other
 // processes read them as they read a file table, so they must reach the data
 // directory's filesystem.
+//
+// # Sink
+//
+// A continuous job writes into a table through its sink (sink.go), exactly
+// once under the job's checkpoints: each checkpoint's changes commit as one
+// statement per sink subtask, which the table's version records for that
+// subtask, so a commit replayed after a failure changes nothing. Only the
+// process holding the Store commits: beside it (hummer serve) the sink
+// itself, when it hears a checkpoint complete; on a cluster, whose
+// TaskManagers have no store, the sink keeps its uncommitted changes in its
+// checkpoint state and the JobManager's process commits that state
+// (Store.CommitSink) when the checkpoint completes, before the tasks hear
+// so, and before a job restored from it runs on.
 package table
 
 import (
@@ -115,10 +128,13 @@ func ChangesSpec() *spec.Connector {
 	}
 }
 
-// Register adds the table source to r, under both names.
+// Register adds the table source to r, under both names, and the staging
+// sink: what a TaskManager without the store runs (sink.go); the engine
+// that holds the store replaces it with its sink (RegisterSink).
 func Register(r *exec.Registry) {
 	r.RegisterSource(Name, sourceFactory(nil))
 	r.RegisterSource(ChangesName, sourceFactory(nil))
+	r.RegisterSink(Name, sinkFactory(nil))
 }
 
 // sourceFactory makes sources of table scans; with store (the process's
@@ -139,12 +155,14 @@ func sourceFactory(store *Store) exec.SourceFactory {
 }
 
 // location is a parsed table URL: hummer://<id>, or, as the planner rewrites
-// it for a scan, hummer://<id>?dir=<table directory>&version=<n>[&follow=1].
+// it for a scan, hummer://<id>?dir=<table directory>&version=<n>[&follow=1],
+// or as a job's sink writes it, hummer://<id>?sink=<run> (SinkURL).
 type location struct {
 	id      string
 	dir     string
 	version int64
-	follow  bool // after the version's rows, its changes (changes.go)
+	follow  bool   // after the version's rows, its changes (changes.go)
+	sink    string // the run a sink's URL names (SinkURL)
 	// file is the version file of its segments and log, and logEnd the end
 	// of its log's records (wal.go).
 	file, logEnd int64
@@ -163,7 +181,7 @@ func parseURL(u string) (location, error) {
 	if err != nil {
 		return location{}, fmt.Errorf("%w: table URL %q: %v", spec.ErrBadOption, u, err)
 	}
-	loc := location{id: id, dir: q.Get("dir"), follow: q.Get("follow") == "1"}
+	loc := location{id: id, dir: q.Get("dir"), follow: q.Get("follow") == "1", sink: q.Get("sink")}
 	for _, p := range []struct {
 		name string
 		to   *int64

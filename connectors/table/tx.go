@@ -3,6 +3,7 @@ package table
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,6 +291,22 @@ func (tx *Tx) writePending() error {
 	return tx.closeSegment()
 }
 
+// sinks returns the sinks' checkpoints of the version after cur: cur's, and
+// the one this Tx commits for its sink (sinkName), if any.
+func (tx *Tx) sinks(cur *version) map[string]int64 {
+	if len(cur.Sinks) == 0 && tx.sinkName == "" {
+		return nil
+	}
+	next := maps.Clone(cur.Sinks)
+	if next == nil {
+		next = map[string]int64{}
+	}
+	if tx.sinkName != "" {
+		next[tx.sinkName] = tx.sinkCheckpoint
+	}
+	return next
+}
+
 // commit commits the Tx's segments with a version file, which also names the
 // current log: its rows stay, unless the Tx replaces the table (it read them
 // and rewrote them), when the new version's log starts at its end.
@@ -310,15 +327,7 @@ func (tx *Tx) commit() error {
 	if tx.replace {
 		next.LogStart, next.logRows, next.logRecords = cur.logEnd, 0, 0
 	}
-	if len(cur.Sinks) > 0 || tx.sinkName != "" {
-		next.Sinks = map[string]int64{}
-		for k, v := range cur.Sinks {
-			next.Sinks[k] = v
-		}
-		if tx.sinkName != "" {
-			next.Sinks[tx.sinkName] = tx.sinkCheckpoint
-		}
-	}
+	next.Sinks = tx.sinks(cur)
 	own := append([]segment(nil), tx.written...) // this Tx's rows, before any merge
 	if !tx.replace {
 		next.Segments = append(append([]segment{}, cur.Segments...), tx.written...)

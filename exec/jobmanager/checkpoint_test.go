@@ -40,6 +40,9 @@ type ckptTest struct {
 	restored atomic.Int64 // sinks and sources that restored a state
 	// declining makes every sink's SnapshotState fail.
 	declining atomic.Bool
+	// ends makes the sources end once they emitted their numbers; they
+	// wait to be cancelled otherwise.
+	ends bool
 }
 
 // ckptSource emits its subtask's numbers in batches of 7, then waits to be
@@ -65,7 +68,9 @@ func (s *ckptSource) Run(ctx context.Context, out exec.Collector) error {
 			vals = append(vals, n)
 		}
 		if len(vals) == 0 {
-			<-ctx.Done()
+			if !s.w.ends {
+				<-ctx.Done()
+			}
 			return nil
 		}
 		b := array.NewInt64Builder(s.tc.Alloc)

@@ -68,13 +68,14 @@ func (jm *JobManager) OnCheckpoint(f func(*Job, CheckpointRecord)) { jm.observer
 // coordinate is the checkpoint coordinator of one attempt: every interval it
 // triggers a checkpoint (one at a time), collects the tasks' acknowledgements,
 // marks the checkpoint complete in the store once every task stored its state,
+// commits what the sinks the JobManager commits staged in it (commit.go),
 // tells the tasks, and keeps the last few checkpoints. A checkpoint that a
 // task declines, that the store does not complete or that times out is
 // counted as failed, with its reason (CheckpointStats); after FailoverAfter
 // in a row it cancels the attempt's deployments and returns why, so that the
 // job restarts from its last complete checkpoint. Otherwise it runs until ctx
 // is done and returns nil.
-func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) error {
+func (j *Job) coordinate(ctx context.Context, g *exec.ExecutionGraph, ds []*exec.Deployment) error {
 	const keep = 3
 	failoverAfter := j.opts.FailoverAfter
 	if failoverAfter <= 0 {
@@ -210,6 +211,17 @@ func (j *Job) coordinate(ctx context.Context, ds []*exec.Deployment) error {
 			}
 			if err != nil {
 				if err := fail("not completed in the store: " + err.Error()); err != nil {
+					return err
+				}
+				continue
+			}
+			// The tasks hear of the checkpoint only once its sinks' states
+			// are committed: a staging sink forgets what it heard committed.
+			if err := j.commitSinks(ctx, g, cur.id); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err := fail("complete, but not committed: " + err.Error()); err != nil {
 					return err
 				}
 				continue

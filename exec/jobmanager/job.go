@@ -117,6 +117,13 @@ func (j *Job) supervise() {
 	var err error
 	for {
 		err = j.runAttempt()
+		if err == nil && j.store != nil {
+			// The job finished: what its sinks staged after their last
+			// checkpoint is in the states they ended with (commit.go).
+			// Should the commit fail, the job restarts from its last
+			// checkpoint, whose tasks are ended, and commits again.
+			err = j.commitSinks(context.Background(), j.Current(), 0)
+		}
 		j.mu.Lock()
 		cancelled := j.cancelCause
 		j.mu.Unlock()
@@ -213,7 +220,7 @@ func (j *Job) restart(wait time.Duration) error {
 // (too many failed checkpoints), whose error is returned then.
 func (j *Job) runAttempt() error {
 	j.mu.Lock()
-	ds, release := j.deployments, j.release
+	ds, release, g := j.deployments, j.release, j.current
 	j.mu.Unlock()
 	ctx, stopCoordinator := context.WithCancel(context.Background())
 	coordinated := make(chan struct{})
@@ -221,7 +228,7 @@ func (j *Job) runAttempt() error {
 	if j.store != nil {
 		go func() {
 			defer close(coordinated)
-			failover = j.coordinate(ctx, ds)
+			failover = j.coordinate(ctx, g, ds)
 		}()
 	} else {
 		close(coordinated)

@@ -3,7 +3,9 @@
 // round-robin over TaskManagers, network tasks: placement.go) and deploys it
 // to its Workers, the TaskManagers (this file); it supervises each Job,
 // restarting it from its last complete checkpoint after a failure (job.go),
-// and runs the checkpoint coordinator of every attempt (coordinator.go).
+// runs the checkpoint coordinator of every attempt (coordinator.go), and
+// commits what sinks that cannot commit from their TaskManagers staged in
+// the checkpoints (commit.go).
 //
 // In local mode its Worker is the TaskManager in the same process, called
 // directly; in distributed mode a client of one in another process
@@ -38,6 +40,8 @@ type JobManager struct {
 	busy map[exec.SlotRef]int
 	// observer is told of every checkpoint (OnCheckpoint).
 	observer atomic.Pointer[func(*Job, CheckpointRecord)]
+	// committers commit the states of sinks, by connector (commit.go).
+	committers map[string]SinkCommitter
 }
 
 // New returns a JobManager with no TaskManagers.
@@ -258,6 +262,14 @@ func (jm *JobManager) deploy(j *Job, job *exec.JobGraph, attempt int, restore in
 		jm.mu.Lock()
 		jm.occupy(g, -1)
 		jm.mu.Unlock()
+	}
+	if restore > 0 {
+		// What the sinks staged in the checkpoint may not be committed yet
+		// (commit.go): it is before anything runs on from it.
+		if err := j.commitSinks(context.Background(), g, restore); err != nil {
+			release()
+			return nil, err
+		}
 	}
 	g.DataAddrs = map[string]string{}
 	for _, tm := range tms {
