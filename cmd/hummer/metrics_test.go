@@ -297,3 +297,40 @@ func TestReadmeScrapeConfig(t *testing.T) {
 		t.Errorf("hummer_taskmanager_slots = %v, want its --slots 1", v)
 	}
 }
+
+// TestTaskMetricsSetting: SET task_metrics = off runs a session's next jobs
+// without their tasks' time accounting, which EXPLAIN ANALYZE then shows as
+// nothing busy, while their rows are still counted; on again, they have it.
+func TestTaskMetricsSetting(t *testing.T) {
+	addr := startTestServer(t)
+	const query = "EXPLAIN ANALYZE SELECT auction, COUNT(*) FROM bid GROUP BY auction;"
+	psql(t, addr, `CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, dateTime TIMESTAMP, extra TEXT) ENGINE=nexmark CONNECTION='nexmark://bid?events=100000&rate=0';`)
+	// busyAndRows sums busy_ms and rows_in over the plan's tasks.
+	busyAndRows := func(plan string) (busy float64, rows int64) {
+		for _, line := range strings.Split(plan, "\n") {
+			if !strings.Contains(line, "busy_ms=") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				k, v, _ := strings.Cut(f, "=")
+				switch k {
+				case "busy_ms":
+					x, _ := strconv.ParseFloat(v, 64)
+					busy += x
+				case "rows_in":
+					n, _ := strconv.ParseInt(v, 10, 64)
+					rows += n
+				}
+			}
+		}
+		return busy, rows
+	}
+	off := psql(t, addr, "SET parallelism = 1;\nSET task_metrics = off;\n"+query)
+	if busy, rows := busyAndRows(off); busy != 0 || rows == 0 {
+		t.Errorf("task_metrics off: %.1f ms busy, %d rows in; want 0 and more than 0:\n%s", busy, rows, off)
+	}
+	on := psql(t, addr, "SET parallelism = 1;\nSET task_metrics = on;\n"+query)
+	if busy, rows := busyAndRows(on); busy <= 0 || rows == 0 {
+		t.Errorf("task_metrics on: %.1f ms busy, %d rows in; want both more than 0:\n%s", busy, rows, on)
+	}
+}

@@ -75,7 +75,9 @@ func New(tc *exec.TaskContext, source exec.Source, chain []exec.Operator, channe
 	if source != nil {
 		n++
 	}
-	tc.Metrics.SetChainLength(n)
+	if !tc.NoTaskMetrics {
+		tc.Metrics.SetChainLength(n) // else ChainRows is nil: links count nothing
+	}
 	for _, op := range chain {
 		if v, ok := op.(exec.ViewReader); ok {
 			t.view = v
@@ -285,7 +287,7 @@ func flush(ctx context.Context, fs []chainLink) error {
 }
 
 func (t *StreamTask) runSource(ctx context.Context) error {
-	split := newTimeSplit(t.tc.Metrics)
+	split := newTimeSplit(t.tc)
 	defer split.next(false)
 	var head exec.Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics, split: split}
 	if fs := t.flushers(); len(fs) > 0 {
@@ -411,7 +413,7 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		defer tk.Stop()
 		tickC = tk.C
 	}
-	split := newTimeSplit(t.tc.Metrics)
+	split := newTimeSplit(t.tc)
 	defer split.next(false)
 	lastFlush := time.Now()
 	var flushTimer <-chan time.Time // armed while a flush waits for minFlushInterval

@@ -13,7 +13,8 @@ import (
 // is counted apart (BackpressureNanos, by the channels), and so is the time a
 // source says it waited for input (IdleNanos, a throttled generator or a
 // broker with nothing new): both are taken out of busy. A task calls it once
-// or twice per message, never per row.
+// or twice per message, never per row. A nil timeSplit, a task's with
+// exec.TaskContext.NoTaskMetrics, counts nothing.
 type timeSplit struct {
 	m    *exec.TaskMetrics
 	mark time.Time
@@ -22,13 +23,20 @@ type timeSplit struct {
 	wait int64 // IdleNanos at mark
 }
 
-func newTimeSplit(m *exec.TaskMetrics) *timeSplit {
+func newTimeSplit(tc *exec.TaskContext) *timeSplit {
+	if tc.NoTaskMetrics {
+		return nil
+	}
+	m := tc.Metrics
 	return &timeSplit{m: m, mark: time.Now(), bp: m.BackpressureNanos.Load(), wait: m.IdleNanos.Load()}
 }
 
 // next ends the stretch since the last call, counting it, and starts an idle
 // one (the task waits on an empty inbox) or a busy one.
 func (s *timeSplit) next(idle bool) {
+	if s == nil {
+		return
+	}
 	now := time.Now()
 	d := now.Sub(s.mark).Nanoseconds()
 	bp := s.m.BackpressureNanos.Load()
