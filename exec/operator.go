@@ -100,7 +100,7 @@ type TaskContext struct {
 	Colocated *Colocated
 	// NoTaskMetrics turns off the task's accounting of where its time goes
 	// and of what each operator of its chain does (TaskMetrics' BusyNanos,
-	// IdleNanos, BackpressureNanos, ChainRowsOut), leaving a branch per
+	// IdleNanos, BackpressureNanos, ChainRowsOut, ChainNanos), leaving a branch per
 	// batch on the hot path (--task-metrics=false, SET task_metrics = off).
 	// The counts SHOW PROCESSLIST and progress show (rows and batches in and
 	// out, bytes read and sent, late and bad rows) are kept: they are one

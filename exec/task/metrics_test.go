@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
 	"github.com/hummer-db/hummer/exec/types"
@@ -68,4 +70,70 @@ func TestTaskMetricsOff(t *testing.T) {
 			t.Errorf("metrics on: chain rows %v, want %v", chain, want)
 		}
 	}
+}
+
+// TestOperatorTimes: each operator of a fused chain gets a time of its own,
+// and together they take at most the task's busy time, whether the chain is
+// fed by an inbox or starts with a source.
+func TestOperatorTimes(t *testing.T) {
+	m := runChain(t, false)
+	checkTimes(t, "inbox task", m, 3)
+
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	tc := &exec.TaskContext{JobID: "job", TaskName: "s[0/1]", Parallelism: 1, Alloc: mem,
+		Log: slog.New(slog.DiscardHandler), Metrics: &exec.TaskMetrics{}}
+	schema := types.Schema{{Name: "x", Type: types.Int64Type}}
+	src := &sliceSource{batches: []string{`[{"x": 1}, {"x": 2}]`, `[{"x": 3}]`}, schema: schema, t: t, mem: mem}
+	tk := New(tc, src, []exec.Operator{passOp{}, passOp{}}, nil)
+	if err := tk.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkTimes(t, "source task", tc.Metrics, 3)
+	if got := tc.Metrics.ChainRowsOut(); len(got) != 3 || got[0] != 3 || got[2] != 3 {
+		t.Errorf("source task: chain rows %v, want 3 for each", got)
+	}
+}
+
+func checkTimes(t *testing.T, what string, m *exec.TaskMetrics, n int) {
+	t.Helper()
+	ns, busy := m.ChainNanos(), m.BusyNanos.Load()
+	if len(ns) != n {
+		t.Fatalf("%s: times of %d operators %v, want %d", what, len(ns), ns, n)
+	}
+	var sum int64
+	for i, d := range ns {
+		if d <= 0 {
+			t.Errorf("%s: operator %d has time %d ns, want more than 0 (all: %v)", what, i, d, ns)
+		}
+		sum += d
+	}
+	if sum > busy {
+		t.Errorf("%s: the operators' times %v add up to %d ns, more than the task's busy %d ns", what, ns, sum, busy)
+	}
+}
+
+// sliceSource emits its batches, spinning until the clock has moved before
+// each, as a source reading its input would take time.
+type sliceSource struct {
+	batches []string
+	schema  types.Schema
+	t       *testing.T
+	mem     *memory.CheckedAllocator
+}
+
+func (s *sliceSource) Open(context.Context, *exec.TaskContext) error { return nil }
+func (s *sliceSource) Close() error                                  { return nil }
+func (s *sliceSource) Run(ctx context.Context, out exec.Collector) error {
+	for _, rows := range s.batches {
+		for t0 := time.Now(); time.Since(t0) <= 0; {
+		}
+		rec := testkit.Record(s.t, s.mem, s.schema, rows)
+		err := out.Collect(ctx, exec.Batch{Rec: rec})
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -239,8 +239,12 @@ func (r *metricsReport) summarise() {
 			}
 		}
 		r.Summary = append(r.Summary, s)
-		r.Goals = append(r.Goals, goal{Name: "overhead of task metrics on " + w.Name + " (median CPU time, on / off - 1)",
-			Value: s.CPUOverhead, Target: "< 2%", Pass: pass && s.CPUOverhead < metricsGoal})
+		// The goal takes the paired figure: the machine's load drifts over
+		// the minutes of a run, and the medians of all runs of either mode
+		// moved from -6% to +9% from one run of the suite to the next, the pairs'
+		// from -4% to +3%.
+		r.Goals = append(r.Goals, goal{Name: "overhead of task metrics on " + w.Name + " (median over repetitions of CPU time on / off - 1)",
+			Value: s.PairedCPU, Target: "< 2%", Pass: pass && s.PairedCPU < metricsGoal})
 	}
 }
 
@@ -279,7 +283,7 @@ func (r *metricsReport) readme(resultsDir string, p func(string, ...any)) {
 			100*s.Spread, s.OnWallS, s.OffWallS, 100*s.WallOverhead, s.Runs)
 	}
 	p("")
-	p("*paired* is the median over repetitions of one repetition's on / off - 1, its two runs seconds apart; *spread* is the interquartile range of the CPU times with metrics off over their median, how far apart runs of the same job fall on this machine. An overhead well inside the spread is not told apart from none by these runs: the accounting's own cost is a few clock reads and atomic adds per batch and operator (`BenchmarkTimeSplit`: about 90 ns a message), against tens of microseconds of work per batch, and CPU profiles of WordCount show no sample in it. The workloads, at parallelism 1:")
+	p("*paired* is the median over repetitions of one repetition's on / off - 1, its two runs seconds apart, which the goal takes: the machine's load drifts over the minutes of a run, and the medians of all runs of either mode (*overhead*) moved from -6%% to +9%% from one run of the suite to the next, the paired figures from -4%% to +3%%; *spread* is the interquartile range of the CPU times with metrics off over their median, how far apart runs of the same job fall on this machine. An overhead well inside the spread is not told apart from none by these runs: the accounting's own cost is a few clock reads and atomic adds per batch and operator (`BenchmarkTimeSplit`: about 90 ns a message), against tens of microseconds of work per batch, and a CPU profile of 40 runs of WordCount in one process (`go test -bench 'WordCount/parallelism=1' -cpuprofile` in cmd/hummer, 706 samples) has none in it. The workloads, at parallelism 1:")
 	p("")
 	for _, w := range r.Workloads {
 		what := fmt.Sprintf("%d copies of kjv.txt in an `ENGINE=file` table, every result checked against `bench/counts`", r.Copies)
