@@ -31,9 +31,10 @@ run: build
 # The runtime, the control plane and the wire server are concurrent: their tests
 # also run under the race detector. The wire server meets arbitrary bytes from the
 # network: FuzzConn fuzzes it for a fixed budget (corpus: wire/testdata/fuzz/FuzzConn).
+# The dashboard's browser test leaves its screenshots in bin/screenshots.
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	HUMMER_SCREENSHOTS=$(CURDIR)/bin/screenshots $(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/ ./connectors/table/
 	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./wire/
 
