@@ -1,9 +1,10 @@
 # Hummer: the three commands a newcomer needs are `make run` and `make test`
 # (and `make bench` for the benchmarks in bench/, `make bench-latency` for only the
 # Kafka latency one, `make bench-checkpoint` for only the checkpoint one, and
-# bench-tpch, bench-tables, bench-image, bench-nexmark and bench-state for the suites
-# `make bench` leaves out: TPC-H, Hummer's own tables, the VM image, the Nexmark
-# queries and the disk state backend).
+# bench-tpch, bench-tables, bench-image, bench-nexmark, bench-state and
+# bench-metrics for the suites `make bench` leaves out: TPC-H, Hummer's own tables,
+# the VM image, the Nexmark queries, the disk state backend and the cost of task
+# metrics).
 
 GO      ?= go
 # Build tags that keep code Hummer never runs out of its binary: 6 MB less, and
@@ -19,7 +20,7 @@ PG_ADDR ?= 127.0.0.1:4566
 # The sample table `make run` declares: the King James Bible, one row per line.
 SAMPLE  := CREATE TABLE IF NOT EXISTS docs (line TEXT) ENGINE=file CONNECTION='file://$(CURDIR)/data/kjv.txt'
 
-.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch bench-tables bench-nexmark bench-state clean
+.PHONY: build run test bench bench-latency bench-checkpoint bench-image bench-tpch bench-tables bench-nexmark bench-state bench-metrics clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/hummer
@@ -30,9 +31,10 @@ run: build
 # The runtime, the control plane and the wire server are concurrent: their tests
 # also run under the race detector. The wire server meets arbitrary bytes from the
 # network: FuzzConn fuzzes it for a fixed budget (corpus: wire/testdata/fuzz/FuzzConn).
+# The dashboard's browser test leaves its screenshots in bin/screenshots.
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	HUMMER_SCREENSHOTS=$(CURDIR)/bin/screenshots $(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/ ./connectors/table/
 	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./wire/
 
@@ -99,6 +101,14 @@ bench-nexmark: build
 # STATE_FLAGS: e.g. -state-keys 10000000 -state-checkpoint-bytes 500000000.
 bench-state: build
 	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites state $(STATE_FLAGS)
+
+# Only the cost of task metrics (issue 26; a few minutes): WordCount (30 x kjv) and
+# Nexmark q0 (bench/nexmark/q0.sql) at parallelism 1 as jobs of one `hummer serve`
+# with SET task_metrics on and off, interleaved; medians of CPU and wall time against
+# the goal of under 2%; results/metrics_overhead.json and the README.
+# METRICS_FLAGS: e.g. -metrics-reps 20 -metrics-events 8000000.
+bench-metrics: build
+	cd bench && $(GO) run ./cmd/wordcount -repo $(CURDIR) -hummer $(CURDIR)/$(BIN) -suites metrics $(METRICS_FLAGS)
 
 clean:
 	rm -rf bin hummer-data

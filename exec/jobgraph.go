@@ -163,6 +163,9 @@ type JobGraph struct {
 	// NetworkAuto (or empty, the default) chooses per edge (PlaceNetworkTasks).
 	// SET network_task = 'fused' | 'own' | 'auto'.
 	NetworkTasks string `json:"network_tasks,omitempty"`
+	// NoTaskMetrics turns off the tasks' time accounting and per-operator
+	// counts for this job (TaskContext.NoTaskMetrics; SET task_metrics = off).
+	NoTaskMetrics bool `json:"no_task_metrics,omitempty"`
 	// Network names the network the job's channels between TaskManagers use
 	// (SET network = 'batch'): each TaskManager declares its networks with
 	// --network NAME=ADDR. Empty means the default one (--data-addr).

@@ -51,6 +51,11 @@ type TaskMetrics struct {
 	// holds them as the last heartbeat told, for a task elsewhere.
 	chain       atomic.Pointer[[]atomic.Int64]
 	chainRemote atomic.Pointer[[]int64]
+	// chainTime is, per operator of the chain, the nanoseconds spent in it
+	// and not in the operators it calls (ChainNanos); chainTimeRemote as the
+	// last heartbeat told.
+	chainTime       atomic.Pointer[[]atomic.Int64]
+	chainTimeRemote atomic.Pointer[[]int64]
 	// lags are a source's consumer lag by partition (SetLag).
 	lagMu sync.Mutex
 	lags  map[int]int64
@@ -131,8 +136,46 @@ func (m *TaskMetrics) Lags() map[int]int64 {
 // SetChainLength sizes the per-operator counters for a chain of n operators
 // (its source included); the task calls it once, before it runs.
 func (m *TaskMetrics) SetChainLength(n int) {
-	c := make([]atomic.Int64, n)
+	c, ts := make([]atomic.Int64, n), make([]atomic.Int64, n)
 	m.chain.Store(&c)
+	m.chainTime.Store(&ts)
+}
+
+// OperatorNanos is the counter of the time operator i of the chain (its
+// source first) spent on its own work, nil for i out of range (the task's own
+// work: its inbox and output).
+func (m *TaskMetrics) OperatorNanos(i int) *atomic.Int64 {
+	c := m.chainTime.Load()
+	if c == nil || i < 0 || i >= len(*c) {
+		return nil
+	}
+	return &(*c)[i]
+}
+
+// SetChainNanos records the per-operator times of a task in another process,
+// as its TaskManager reported them.
+func (m *TaskMetrics) SetChainNanos(ns []int64) { m.chainTimeRemote.Store(&ns) }
+
+// ChainNanos returns, per operator of the task's fused chain (its source
+// first), the nanoseconds it spent in its own work: in its calls (a batch, a
+// signal, a flush) less the time in the operators it passed its output to,
+// and, for a source, less the time it said it waited for input. Time blocked
+// on a full queue downstream is the task's output's, no operator's, so the
+// times add up to at most BusyNanos. Nil before the task is built, or with
+// TaskContext.NoTaskMetrics.
+func (m *TaskMetrics) ChainNanos() []int64 {
+	c := m.chainTime.Load()
+	if c == nil || len(*c) == 0 {
+		if r := m.chainTimeRemote.Load(); r != nil {
+			return *r
+		}
+		return nil
+	}
+	out := make([]int64, len(*c))
+	for i := range *c {
+		out[i] = (*c)[i].Load()
+	}
+	return out
 }
 
 // ChainRows is the counter of the rows operator i of the chain emits to the

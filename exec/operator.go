@@ -98,6 +98,14 @@ type TaskContext struct {
 	// this TaskManager, in this run of the job; nil when a test builds a
 	// TaskContext alone.
 	Colocated *Colocated
+	// NoTaskMetrics turns off the task's accounting of where its time goes
+	// and of what each operator of its chain does (TaskMetrics' BusyNanos,
+	// IdleNanos, BackpressureNanos, ChainRowsOut, ChainNanos), leaving a branch per
+	// batch on the hot path (--task-metrics=false, SET task_metrics = off).
+	// The counts SHOW PROCESSLIST and progress show (rows and batches in and
+	// out, bytes read and sent, late and bad rows) are kept: they are one
+	// atomic add per batch each, and a job without them could not be watched.
+	NoTaskMetrics bool
 }
 
 // Colocated holds one value for the subtasks of a vertex that run in one

@@ -12,7 +12,9 @@ import (
 // StreamGraph, JobGraph and ExecutionGraph, so a reader sees which operators
 // were fused into one task and where each task runs. With metrics (EXPLAIN
 // ANALYZE, after the job ran) each task also shows its TaskManager, the rows it
-// took in and gave out, and the bytes it sent over network channels.
+// took in and gave out, the bytes it sent over network channels and where its
+// time went, and under it each operator of its fused chain, the rows it
+// emitted and its own time.
 func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metrics map[exec.TaskID]*exec.TaskMetrics) string {
 	var b strings.Builder
 	b.WriteString("StreamGraph\n")
@@ -45,6 +47,21 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 			if bad := m.BadRecords.Load(); bad > 0 {
 				fmt.Fprintf(&b, " bad_records=%d", bad)
 			}
+			b.WriteString("\n")
+			// Each operator of its fused chain: the rows it emitted and the
+			// time it took itself, not counting the operators after it.
+			chain := vertexChain(jg, t.ID.Vertex)
+			rows, nanos := m.ChainRowsOut(), m.ChainNanos()
+			if len(nanos) == len(chain) {
+				for i, op := range chain {
+					fmt.Fprintf(&b, "      %s:", op.Label)
+					if len(rows) == len(chain) {
+						fmt.Fprintf(&b, " rows_out=%d", rows[i])
+					}
+					fmt.Fprintf(&b, " time_ms=%.1f\n", nanosToMillis(nanos[i]))
+				}
+			}
+			continue
 		}
 		b.WriteString("\n")
 	}
@@ -59,6 +76,16 @@ func Explain(sg *StreamGraph, jg *exec.JobGraph, eg *exec.ExecutionGraph, metric
 		b.WriteString("  " + line + "\n")
 	}
 	return b.String()
+}
+
+// vertexChain returns the operators of vertex id of jg, its source first.
+func vertexChain(jg *exec.JobGraph, id int) []exec.OperatorSpec {
+	for _, v := range jg.Vertices {
+		if v.ID == id {
+			return v.Chain
+		}
+	}
+	return nil
 }
 
 // parText prints a planned parallelism; the JobManager chooses "auto" ones when

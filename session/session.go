@@ -83,6 +83,9 @@ type Config struct {
 	// (taskmanager.Config); SET state_backend chooses per job.
 	StateBackend string
 	StateMemory  int64
+	// NoTaskMetrics turns off the local TaskManagers' per-task time
+	// accounting and per-operator counts (exec.TaskContext.NoTaskMetrics).
+	NoTaskMetrics bool
 	// Alloc is the allocator of every task; nil means the TaskManagers' PoolAllocator.
 	Alloc memory.Allocator
 	// OnClose, if set, runs when the engine closes, after its jobs stopped (it
@@ -245,7 +248,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.TaskManagers <= 1 {
 		e.jm.AddTaskManager(taskmanager.New(taskmanager.Config{
 			ID: "local", Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log,
-			StateBackend: cfg.StateBackend, StateMemory: cfg.StateMemory,
+			StateBackend: cfg.StateBackend, StateMemory: cfg.StateMemory, NoTaskMetrics: cfg.NoTaskMetrics,
 		}))
 		e.resume()
 		return e, nil
@@ -259,7 +262,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.data = append(e.data, data)
 		e.jm.AddTaskManager(taskmanager.New(taskmanager.Config{
 			ID: data.Addr().String(), Slots: cfg.Slots, Registry: cfg.Registry, Alloc: cfg.Alloc, Log: cfg.Log, Data: data,
-			StateBackend: cfg.StateBackend, StateMemory: cfg.StateMemory,
+			StateBackend: cfg.StateBackend, StateMemory: cfg.StateMemory, NoTaskMetrics: cfg.NoTaskMetrics,
 		}))
 	}
 	e.resume()

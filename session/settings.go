@@ -144,6 +144,11 @@ var paramList = []*param{
 	// (views.go); off reads its rows at once.
 	{name: "wait_for_views", def: "on", check: checkBool,
 		desc: "Sets whether a query over a view waits until the view has caught up with its inputs."},
+	// Off leaves the jobs started after it without their tasks' time
+	// accounting and per-operator counts (exec.JobGraph.NoTaskMetrics), as
+	// --task-metrics=false leaves every job of a TaskManager.
+	{name: "task_metrics", def: "on", check: checkBool,
+		desc: "Sets whether the jobs started after it account each task's busy, idle and backpressured time and each operator's rows and time."},
 }
 
 // paramName is how SHOW names a parameter's column: PostgreSQL's spelling, a

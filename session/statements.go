@@ -104,6 +104,7 @@ func (s *Session) planPinned(ctx context.Context, q *sql.Query, follow bool, sin
 	jg := planner.Fuse(sg)
 	jg.Network = s.vars["network"]
 	jg.NetworkTasks = s.vars["network_task"]
+	jg.NoTaskMetrics = s.vars["task_metrics"] == "off"
 	jg.MinParallelism = s.intVar("min_parallelism")
 	jg.MaxParallelism = s.intVar("max_parallelism")
 	return sg, jg, ps, ctx.Err()

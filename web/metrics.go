@@ -159,6 +159,7 @@ var (
 	descTaskQueueC  = prometheus.NewDesc("hummer_task_queue_capacity", "Messages the task's inbox holds before its senders block.", taskLabels, nil)
 	descTaskWMLag   = prometheus.NewDesc("hummer_task_watermark_lag_seconds", "How far the watermark the task last emitted is behind the wall clock.", taskLabels, nil)
 	descOpOut       = prometheus.NewDesc("hummer_operator_records_out_total", "Rows an operator of a task's fused chain emitted (operator: its position in the chain, the source first).", append(taskLabels[:len(taskLabels):len(taskLabels)], "operator", "kind"), nil)
+	descOpBusy      = prometheus.NewDesc("hummer_operator_busy_seconds_total", "Time an operator of a task's fused chain spent on its own work, not in the operators after it (operator: its position in the chain, the source first).", append(taskLabels[:len(taskLabels):len(taskLabels)], "operator", "kind"), nil)
 	descSourceLag   = prometheus.NewDesc("hummer_source_consumer_lag_records", "Records a partition of the task's source (Kafka) holds past what the source fetched.", append(taskLabels[:len(taskLabels):len(taskLabels)], "partition"), nil)
 	descTaskInfo    = prometheus.NewDesc("hummer_task_info", "Where a task of a running job runs.", []string{"job_id", "vertex", "name", "subtask", "taskmanager"}, nil)
 )
@@ -258,6 +259,11 @@ func collectJob(ch chan<- prometheus.Metric, j *jobmanager.Job, now time.Time) {
 		for i, n := range m.ChainRowsOut() {
 			if i < len(v.Chain) {
 				counter(descOpOut, n, append(labels, strconv.Itoa(i), v.Chain[i].Kind)...)
+			}
+		}
+		for i, n := range m.ChainNanos() {
+			if i < len(v.Chain) {
+				ch <- prometheus.MustNewConstMetric(descOpBusy, prometheus.CounterValue, float64(n)/1e9, append(labels, strconv.Itoa(i), v.Chain[i].Kind)...)
 			}
 		}
 		for p, n := range m.Lags() {

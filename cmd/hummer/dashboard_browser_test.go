@@ -17,7 +17,8 @@ import (
 )
 
 // screenshotsEnv names a directory the browser test saves its screenshots in
-// (docs/ keeps the README's); by default they go to the test's temporary
+// (docs/ keeps the README's; `make test` gives bin/screenshots, so a CI run
+// keeps them beside the binary); by default they go to the test's temporary
 // directory.
 const screenshotsEnv = "HUMMER_SCREENSHOTS"
 
@@ -37,6 +38,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	shots := os.Getenv(screenshotsEnv)
 	if shots == "" {
 		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	bin := buildHummer(t)
 	pgAddr, rpcAddr, httpAddr := freeAddr(t), freeAddr(t), freeAddr(t)

@@ -36,6 +36,7 @@ type serveOptions struct {
 	catalog                       catalogOptions
 	sec                           *securityFlags
 	state                         stateOptions
+	taskMetrics                   *bool
 }
 
 func serveFlags(onError flag.ErrorHandling) (*flag.FlagSet, *serveOptions) {
@@ -51,7 +52,14 @@ func serveFlags(onError flag.ErrorHandling) (*flag.FlagSet, *serveOptions) {
 	o.sec = addSecurityFlags(fs)
 	o.mem = memoryFlag(fs)
 	o.state = stateFlags(fs)
+	o.taskMetrics = taskMetricsFlag(fs)
 	return fs, o
+}
+
+// taskMetricsFlag is --task-metrics of serve and taskmanager.
+func taskMetricsFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("task-metrics", true, "account each task's busy, idle and backpressured time and each operator's rows and time "+
+		"(EXPLAIN ANALYZE, the dashboard, /metrics); false leaves only the rows and batches in and out (SHOW PROCESSLIST)")
 }
 
 // jobManagerOptions are jobmanager's flags.
@@ -90,6 +98,7 @@ type taskManagerOptions struct {
 	networks                         map[string]string // --network NAME=ADDR
 	httpAddr                         httpOptions
 	state                            stateOptions
+	taskMetrics                      *bool
 }
 
 func taskManagerFlags(onError flag.ErrorHandling) (*flag.FlagSet, *taskManagerOptions) {
@@ -113,6 +122,7 @@ func taskManagerFlags(onError flag.ErrorHandling) (*flag.FlagSet, *taskManagerOp
 	o.mem = memoryFlag(fs)
 	o.httpAddr = httpFlag(fs, "", "/metrics, /healthz, /readyz")
 	o.state = stateFlags(fs)
+	o.taskMetrics = taskMetricsFlag(fs)
 	return fs, o
 }
 

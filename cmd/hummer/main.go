@@ -189,7 +189,7 @@ func serve(args []string) error {
 		DataDir: *dataDir, Registry: reg, Validate: connectors.ValidateLocal, Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks, InsertWaits: connectors.InsertWaits, Slots: *slots, Log: log, OnClose: tables.Close,
 		CheckpointURL: *ckpt.url, CheckpointInterval: *ckpt.interval, StateBackend: stateBackend, StateMemory: stateMemory,
-		CatalogStore: catalog,
+		CatalogStore: catalog, NoTaskMetrics: !*o.taskMetrics,
 	})
 	if err != nil {
 		return err
@@ -366,7 +366,8 @@ func taskManager(args []string) error {
 	reg, _ := newRegistry()
 	id := taskmanager.AdvertisedAddr(data.Addr(), *advertise)
 	tm := taskmanager.New(taskmanager.Config{ID: id, Slots: *slots, Registry: reg, Data: data,
-		Networks: named, Advertise: *advertise, Log: log.With("tm", id), StateBackend: stateBackend, StateMemory: stateMemory})
+		Networks: named, Advertise: *advertise, Log: log.With("tm", id), StateBackend: stateBackend, StateMemory: stateMemory,
+		NoTaskMetrics: !*o.taskMetrics})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ep.metrics.WatchTaskManager(len(tm.Slots()), func() bool { return ep.ready.Check() == nil })

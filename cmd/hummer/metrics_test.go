@@ -176,6 +176,32 @@ INSERT INTO counts SELECT word, COUNT(*) FROM (SELECT unnest(string_split(lower(
 	if int(opRows["0 source"]) != lines || int(opRows["1 project"]) != lines {
 		t.Errorf("rows out of job 1's source and projection: %v, want %d each", opRows, lines)
 	}
+	// Each of those operators' own time, per subtask, adds up to at most its
+	// task's busy time; the sources read for some.
+	opBusy, taskBusy := map[string]float64{}, map[string]float64{}
+	var sourceBusy float64
+	for name, into := range map[string]map[string]float64{"hummer_operator_busy_seconds_total": opBusy, "hummer_task_busy_seconds_total": taskBusy} {
+		for _, m := range mf[name].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["job_id"] == "1" && l["vertex"] == "0" {
+				into[l["subtask"]] += m.GetCounter().GetValue()
+				if l["kind"] == "source" {
+					sourceBusy += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if len(opBusy) == 0 || len(opBusy) != len(taskBusy) || sourceBusy <= 0 {
+		t.Errorf("job 1's source chain: operators' busy seconds by subtask %v, tasks' %v, the sources' %v; want both for every subtask, the sources' more than 0", opBusy, taskBusy, sourceBusy)
+	}
+	for st, s := range opBusy {
+		if s > taskBusy[st]+1e-9 { // a nanosecond for the float sums
+			t.Errorf("job 1's source chain, subtask %s: its operators' busy seconds add up to %v, more than its task's %v", st, s, taskBusy[st])
+		}
+	}
 
 	psql(t, pgAddr, `CREATE TABLE bids (auction BIGINT, price BIGINT) ENGINE=nexmark CONNECTION='nexmark://bid?rate=5000';
 CREATE TABLE bids_out (auction BIGINT, price BIGINT) ENGINE=blackhole;
@@ -295,5 +321,43 @@ func TestReadmeScrapeConfig(t *testing.T) {
 	}
 	if v, _ := labelled(mf, "hummer_taskmanager_slots", nil); v != 1 {
 		t.Errorf("hummer_taskmanager_slots = %v, want its --slots 1", v)
+	}
+}
+
+// TestTaskMetricsSetting: SET task_metrics = off runs a session's next jobs
+// without their tasks' time accounting, which EXPLAIN ANALYZE then shows as
+// nothing busy and no operator's time, while their rows are still counted; on
+// again, they have it.
+func TestTaskMetricsSetting(t *testing.T) {
+	addr := startTestServer(t)
+	const query = "EXPLAIN ANALYZE SELECT auction, COUNT(*) FROM bid GROUP BY auction;"
+	psql(t, addr, `CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, dateTime TIMESTAMP, extra TEXT) ENGINE=nexmark CONNECTION='nexmark://bid?events=100000&rate=0';`)
+	// busyAndRows sums busy_ms and rows_in over the plan's tasks.
+	busyAndRows := func(plan string) (busy float64, rows int64) {
+		for _, line := range strings.Split(plan, "\n") {
+			if !strings.Contains(line, "busy_ms=") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				k, v, _ := strings.Cut(f, "=")
+				switch k {
+				case "busy_ms":
+					x, _ := strconv.ParseFloat(v, 64)
+					busy += x
+				case "rows_in":
+					n, _ := strconv.ParseInt(v, 10, 64)
+					rows += n
+				}
+			}
+		}
+		return busy, rows
+	}
+	off := psql(t, addr, "SET parallelism = 1;\nSET task_metrics = off;\n"+query)
+	if busy, rows := busyAndRows(off); busy != 0 || rows == 0 || strings.Contains(off, "time_ms=") {
+		t.Errorf("task_metrics off: %.1f ms busy, %d rows in; want 0, more than 0 and no operator's time:\n%s", busy, rows, off)
+	}
+	on := psql(t, addr, "SET parallelism = 1;\nSET task_metrics = on;\n"+query)
+	if busy, rows := busyAndRows(on); busy <= 0 || rows == 0 || !strings.Contains(on, "time_ms=") {
+		t.Errorf("task_metrics on: %.1f ms busy, %d rows in; want both more than 0, and the operators' times:\n%s", busy, rows, on)
 	}
 }

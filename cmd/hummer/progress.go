@@ -15,8 +15,10 @@ import (
 // progress draws `hummer sql`'s progress line on a terminal while a statement
 // runs: the bytes its file sources read of their total, the rows read and
 // written so far, and the time; it appears once a statement has run for a
-// second and is wiped before its result is printed. Nothing is drawn when
-// standard error is not a terminal.
+// second and is wiped before its result is printed. Nothing is drawn unless
+// both standard error, where the line goes, and standard output, where the
+// result goes, are terminals: a result written to a file or a pipe is a
+// script's, whose terminal should not fill with progress.
 type progress struct {
 	w       io.Writer
 	jm      *jobmanager.JobManager
@@ -31,9 +33,10 @@ type progress struct {
 const progressDelay = time.Second
 
 // startProgress starts drawing the progress of the jobs jm runs on w, when w
-// is a terminal; it returns nil (whose methods do nothing) otherwise.
-func startProgress(w *os.File, jm *jobmanager.JobManager) *progress {
-	if st, err := w.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+// and out, where the result is printed, are terminals; it returns nil (whose
+// methods do nothing) otherwise.
+func startProgress(w *os.File, out io.Writer, jm *jobmanager.JobManager) *progress {
+	if !isTerminal(w) || !isTerminal(out) {
 		return nil
 	}
 	p := &progress{w: w, jm: jm, stop: make(chan struct{})}
@@ -130,4 +133,15 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%d bytes", n)
 	}
 	return fmt.Sprintf("%.1f %s", f, units[u])
+}
+
+// isTerminal says whether w is a terminal: a file that is a character device
+// (/dev/null is one too).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

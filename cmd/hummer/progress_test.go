@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -32,40 +33,55 @@ func TestProgressLine(t *testing.T) {
 
 // TestSQLProgress runs `hummer sql` on a terminal (tmux) over a query that
 // takes about three seconds (6000 Nexmark events at 2000 a second): its
-// progress line shows while it runs and is gone when the result is printed;
-// with standard error not a terminal no progress is written.
+// progress line shows while it runs and is gone when the result is printed.
+// With its output, standard output, not a terminal (a file, a pipe) no
+// progress is written, also when standard error still is one.
 func TestSQLProgress(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (.ci/run installs it)")
 	}
 	bin := buildHummer(t)
 	script := `CREATE TABLE bids (price BIGINT) ENGINE=nexmark CONNECTION='nexmark://bid?events=6000&rate=2000'; SELECT COUNT(*) FROM bids;`
-	name := fmt.Sprint("hummer-progress-", time.Now().UnixNano())
-	cmd := fmt.Sprintf("%s sql --data-dir %s -e %q; echo EXITED", bin, filepath.Join(t.TempDir(), "d"), script)
-	if out, err := exec.Command("tmux", "new-session", "-d", "-s", name, "-x", "200", "-y", "20", cmd+"; sleep 60").CombinedOutput(); err != nil {
-		t.Fatalf("tmux: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("tmux", "kill-session", "-t", name).Run() })
-	pane := func() string {
-		out, _ := exec.Command("tmux", "capture-pane", "-t", name, "-p").Output()
-		return string(out)
-	}
-	sawProgress := false
-	deadline := time.Now().Add(60 * time.Second)
-	var screen string
-	for screen = pane(); !strings.Contains(screen, "EXITED"); screen = pane() {
-		sawProgress = sawProgress || strings.Contains(screen, "rows read")
-		if time.Now().After(deadline) {
-			t.Fatalf("hummer sql did not end within 60s:\n%s", screen)
+	// onTerminal runs `hummer sql` in a tmux pane, with redirect after it,
+	// and returns whether a progress line ever showed and the last screen.
+	onTerminal := func(redirect string) (sawProgress bool, screen string) {
+		name := fmt.Sprint("hummer-progress-", time.Now().UnixNano())
+		cmd := fmt.Sprintf("%s sql --data-dir %s -e %q %s; echo EXITED", bin, filepath.Join(t.TempDir(), "d"), script, redirect)
+		if out, err := exec.Command("tmux", "new-session", "-d", "-s", name, "-x", "200", "-y", "20", cmd+"; sleep 60").CombinedOutput(); err != nil {
+			t.Fatalf("tmux: %v\n%s", err, out)
 		}
-		time.Sleep(50 * time.Millisecond) // polling the terminal with a deadline
+		defer exec.Command("tmux", "kill-session", "-t", name).Run()
+		pane := func() string {
+			out, _ := exec.Command("tmux", "capture-pane", "-t", name, "-p").Output()
+			return string(out)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for screen = pane(); !strings.Contains(screen, "EXITED"); screen = pane() {
+			sawProgress = sawProgress || strings.Contains(screen, "rows read")
+			if time.Now().After(deadline) {
+				t.Fatalf("hummer sql did not end within 60s:\n%s", screen)
+			}
+			time.Sleep(50 * time.Millisecond) // polling the terminal with a deadline
+		}
+		return sawProgress, screen
 	}
+
+	sawProgress, screen := onTerminal("")
 	if !sawProgress {
 		t.Errorf("no progress line showed while the query ran; the screen at the end:\n%s", screen)
 	}
 	// Nexmark's bids are 46 of every 50 events.
 	if strings.Contains(screen, "rows read") || !strings.Contains(screen, " 5520\n") {
 		t.Errorf("at the end the screen should hold the count 5520 and no progress line:\n%s", screen)
+	}
+
+	// The result into a file, standard error still the terminal.
+	result := filepath.Join(t.TempDir(), "result.txt")
+	if sawProgress, screen := onTerminal("> " + result); sawProgress || strings.Contains(screen, "rows read") {
+		t.Errorf("with its output in a file hummer sql drew progress on the terminal:\n%s", screen)
+	}
+	if out, err := os.ReadFile(result); err != nil || strings.Contains(string(out), "rows read") || !strings.Contains(string(out), " 5520\n") {
+		t.Errorf("hummer sql into a file: %v\n%s\nwant the count 5520 and no progress", err, out)
 	}
 
 	out, err := exec.Command(bin, "sql", "--data-dir", filepath.Join(t.TempDir(), "e"), "-e", script).CombinedOutput()

@@ -67,7 +67,7 @@ func runSQL(args []string, stdin io.Reader, stdout io.Writer) error {
 	defer s.Close()
 	ctx := context.Background()
 	for _, st := range stmts {
-		p := startProgress(os.Stderr, eng.JobManager())
+		p := startProgress(os.Stderr, stdout, eng.JobManager())
 		err := s.Exec(ctx, st.Text(), func(r *session.Result) error { return printResult(ctx, stdout, r, p, s.TimeZone()) })
 		p.stopAndWipe()
 		if err != nil {

@@ -145,6 +145,7 @@ type TaskCounters struct {
 	QueueCap   int           `json:"queue_cap,omitempty"`
 	Lags       map[int]int64 `json:"lags,omitempty"`
 	Chain      []int64       `json:"chain,omitempty"`
+	ChainNanos []int64       `json:"chain_ns,omitempty"`
 }
 
 func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
@@ -155,7 +156,8 @@ func countersOf(m map[exec.TaskID]*exec.TaskMetrics) []TaskCounters {
 			BatchesIn: t.BatchesIn.Load(), BatchesOut: t.BatchesOut.Load(), BadRecords: t.BadRecords.Load(),
 			NetBytes: t.NetBytesOut.Load(), SinkRows: t.SinkRows.Load(),
 			DeadLetter: t.DeadLetters.Load(), LateRows: t.LateRows.Load(), Watermark: t.Watermark.Load(), Status: t.Status(),
-			Busy: t.BusyNanos.Load(), Idle: t.IdleNanos.Load(), Blocked: t.BackpressureNanos.Load(), Queue: q, QueueCap: qcap, Lags: t.Lags(), Chain: t.ChainRowsOut()})
+			Busy: t.BusyNanos.Load(), Idle: t.IdleNanos.Load(), Blocked: t.BackpressureNanos.Load(), Queue: q, QueueCap: qcap, Lags: t.Lags(), Chain: t.ChainRowsOut(),
+			ChainNanos: t.ChainNanos()})
 	}
 	return out
 }
@@ -185,6 +187,9 @@ func storeCounters(m map[exec.TaskID]*exec.TaskMetrics, cs []TaskCounters) {
 		t.SetQueueFill(c.Queue, c.QueueCap)
 		if c.Chain != nil {
 			t.SetChainRowsOut(c.Chain)
+		}
+		if c.ChainNanos != nil {
+			t.SetChainNanos(c.ChainNanos)
 		}
 		for p, n := range c.Lags {
 			t.SetLag(p, n)

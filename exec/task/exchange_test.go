@@ -40,7 +40,7 @@ func TestPushBackpressure(t *testing.T) {
 // backpressure met during a busy stretch is not busy.
 func TestTimeSplit(t *testing.T) {
 	var m exec.TaskMetrics
-	s := newTimeSplit(&m)
+	s := newTimeSplit(&exec.TaskContext{Metrics: &m})
 	s.next(true) // busy until now, idle from now
 	s.next(false)
 	idle := m.IdleNanos.Load()
@@ -64,7 +64,7 @@ func TestTimeSplit(t *testing.T) {
 // metrics overhead divides it by a batch's cost).
 func BenchmarkTimeSplit(b *testing.B) {
 	var m exec.TaskMetrics
-	s := newTimeSplit(&m)
+	s := newTimeSplit(&exec.TaskContext{Metrics: &m})
 	for i := 0; i < b.N; i++ {
 		s.next(i%8 == 0)
 	}

@@ -59,6 +59,11 @@ type StreamTask struct {
 	// ran to its end in an earlier attempt, and everything it emitted is in
 	// the state of the tasks after it (runEnded).
 	ended bool
+	// clock divides the task's time among its operators; nil until it runs,
+	// and with TaskContext.NoTaskMetrics. A source task's side goroutines
+	// (barriers, ticks) call into the chain only under the emit lock, as its
+	// batches go, so its uses never overlap.
+	clock *opClock
 }
 
 // New returns the task running chain in context tc, after source
@@ -75,7 +80,9 @@ func New(tc *exec.TaskContext, source exec.Source, chain []exec.Operator, channe
 	if source != nil {
 		n++
 	}
-	tc.Metrics.SetChainLength(n)
+	if !tc.NoTaskMetrics {
+		tc.Metrics.SetChainLength(n) // else ChainRows is nil: links count nothing
+	}
 	for _, op := range chain {
 		if v, ok := op.(exec.ViewReader); ok {
 			t.view = v
@@ -111,22 +118,79 @@ func (t *StreamTask) ViewReader() exec.ViewReader { return t.view }
 
 // chainLink feeds one operator of a fused chain: its Collect is the previous
 // operator's output, and it passes the operator's own output to next. rows,
-// when set, counts the previous operator's output (TaskMetrics.ChainRowsOut).
+// when set, counts the previous operator's output (TaskMetrics.ChainRowsOut);
+// clock, when set, times the operator as position pos of the chain
+// (TaskMetrics.ChainNanos).
 type chainLink struct {
-	op   exec.Operator
-	next exec.Collector
-	rows *atomic.Int64
+	op    exec.Operator
+	next  exec.Collector
+	rows  *atomic.Int64
+	clock *opClock
+	pos   int
 }
 
 func (l *chainLink) Collect(ctx context.Context, b exec.Batch) error {
 	if l.rows != nil {
 		l.rows.Add(int64(b.NumRows()))
 	}
-	return l.op.ProcessBatch(ctx, 0, b, l.next)
+	if l.clock == nil {
+		return l.op.ProcessBatch(ctx, 0, b, l.next)
+	}
+	prev := l.clock.enter(l.pos)
+	err := l.op.ProcessBatch(ctx, 0, b, l.next)
+	l.clock.leave(prev)
+	return err
 }
 
 func (l *chainLink) CollectSignal(ctx context.Context, s exec.Signal) error {
-	return l.op.ProcessSignal(ctx, 0, s, l.next)
+	prev := l.clock.enter(l.pos)
+	err := l.op.ProcessSignal(ctx, 0, s, l.next)
+	l.clock.leave(prev)
+	return err
+}
+
+// outputLink is the output at the end of a timed chain: the time the last
+// operator spends in it is the task's own (position -1), not the operator's,
+// blocked time included.
+type outputLink struct {
+	exec.Collector
+	clock *opClock
+}
+
+func (l *outputLink) Collect(ctx context.Context, b exec.Batch) error {
+	prev := l.clock.enter(-1)
+	err := l.Collector.Collect(ctx, b)
+	l.clock.leave(prev)
+	return err
+}
+
+func (l *outputLink) CollectSignal(ctx context.Context, s exec.Signal) error {
+	prev := l.clock.enter(-1)
+	err := l.Collector.CollectSignal(ctx, s)
+	l.clock.leave(prev)
+	return err
+}
+
+// timedOp is the first operator of a chain fed by the task's inbox, timed as
+// its chainLink times the others.
+type timedOp struct {
+	exec.Operator
+	clock *opClock
+	pos   int
+}
+
+func (o timedOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
+	prev := o.clock.enter(o.pos)
+	err := o.Operator.ProcessBatch(ctx, input, b, out)
+	o.clock.leave(prev)
+	return err
+}
+
+func (o timedOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	prev := o.clock.enter(o.pos)
+	err := o.Operator.ProcessSignal(ctx, input, s, out)
+	o.clock.leave(prev)
+	return err
 }
 
 // collectors returns, for each operator of the chain, the Collector its output
@@ -144,14 +208,22 @@ func (t *StreamTask) collectors() []exec.Collector {
 		}
 	}
 	var next exec.Collector = t.out
+	if t.clock != nil {
+		next = &outputLink{Collector: t.out, clock: t.clock}
+	}
 	for i := len(t.chain) - 1; i >= 0; i-- {
 		cs[i] = next
 		if i == tap {
 			cs[i] = &lateSignals{Collector: next, late: t.late}
 		}
-		next = &chainLink{op: t.chain[i], next: cs[i], rows: t.tc.Metrics.ChainRows(t.feeder(i))}
+		next = t.link(i, cs[i])
 	}
 	return cs
+}
+
+// link is the chainLink of t.chain[i], whose output goes to next.
+func (t *StreamTask) link(i int, next exec.Collector) *chainLink {
+	return &chainLink{op: t.chain[i], next: next, rows: t.tc.Metrics.ChainRows(t.feeder(i)), clock: t.clock, pos: t.feeder(i) + 1}
 }
 
 // feeder is the position in the vertex's chain (its source first, if it has
@@ -252,7 +324,7 @@ func (t *StreamTask) head() exec.Collector {
 	if len(t.chain) == 0 {
 		return t.out
 	}
-	return &chainLink{op: t.chain[0], next: t.collectors()[0], rows: t.tc.Metrics.ChainRows(t.feeder(0))}
+	return t.link(0, t.collectors()[0])
 }
 
 // flushers returns the chain's Flusher operators, in chain order, each with the
@@ -268,7 +340,7 @@ func (t *StreamTask) links(is func(exec.Operator) bool) []chainLink {
 	cs := t.collectors()
 	for i, op := range t.chain {
 		if is(op) {
-			ls = append(ls, chainLink{op: op, next: cs[i]})
+			ls = append(ls, chainLink{op: op, next: cs[i], clock: t.clock, pos: t.feeder(i) + 1})
 		}
 	}
 	return ls
@@ -277,7 +349,10 @@ func (t *StreamTask) links(is func(exec.Operator) bool) []chainLink {
 // flush flushes fs in chain order, so what one emits reaches the next first.
 func flush(ctx context.Context, fs []chainLink) error {
 	for _, l := range fs {
-		if err := l.op.(exec.Flusher).Flush(ctx, l.next); err != nil {
+		prev := l.clock.enter(l.pos)
+		err := l.op.(exec.Flusher).Flush(ctx, l.next)
+		l.clock.leave(prev)
+		if err != nil {
 			return err
 		}
 	}
@@ -285,8 +360,10 @@ func flush(ctx context.Context, fs []chainLink) error {
 }
 
 func (t *StreamTask) runSource(ctx context.Context) error {
-	split := newTimeSplit(t.tc.Metrics)
+	split := newTimeSplit(t.tc)
 	defer split.next(false)
+	t.clock = newOpClock(t.tc, 0) // the source runs between its batches
+	defer t.clock.leave(0)
 	var head exec.Collector = &countingCollector{next: t.head(), metrics: t.tc.Metrics, split: split}
 	if fs := t.flushers(); len(fs) > 0 {
 		// A source's batch is its own mini-batch: what it read at once.
@@ -363,7 +440,10 @@ func (t *StreamTask) tickers() []chainLink {
 // tick ticks ts in chain order.
 func tick(ctx context.Context, ts []chainLink, now time.Time) error {
 	for _, l := range ts {
-		if err := l.op.(exec.Ticker).Tick(ctx, now, l.next); err != nil {
+		prev := l.clock.enter(l.pos)
+		err := l.op.(exec.Ticker).Tick(ctx, now, l.next)
+		l.clock.leave(prev)
+		if err != nil {
 			return err
 		}
 	}
@@ -401,7 +481,15 @@ func sourceTicks(ctx context.Context, emit *sync.Mutex, ts []chainLink, ended *b
 // the chain, the operators' states are taken, and the held messages are
 // processed before the inbox again.
 func (t *StreamTask) runInbox(ctx context.Context) error {
+	split := newTimeSplit(t.tc)
+	defer split.next(false)
+	t.clock = newOpClock(t.tc, -1)
+	defer t.clock.leave(-1)
 	op := t.chain[0]
+	pi, perInput := op.(exec.PerInputWatermarks)
+	if t.clock != nil {
+		op = timedOp{Operator: op, clock: t.clock, pos: 0}
+	}
 	next := t.collectors()[0]
 	fs := t.flushers()
 	ticks := t.tickers()
@@ -411,8 +499,6 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		defer tk.Stop()
 		tickC = tk.C
 	}
-	split := newTimeSplit(t.tc.Metrics)
-	defer split.next(false)
 	lastFlush := time.Now()
 	var flushTimer <-chan time.Time // armed while a flush waits for minFlushInterval
 	doFlush := func() error {
@@ -433,9 +519,8 @@ func (t *StreamTask) runInbox(ctx context.Context) error {
 		emittedWM  = int64(-1 << 63)
 		// An operator taking each input's watermark apart gets, per input,
 		// the least over that input's channels once each has one or is idle.
-		pi, perInput = op.(exec.PerInputWatermarks)
-		inputWM      = make([]int64, len(t.channels))
-		inputIdle    = make([]bool, len(t.channels))
+		inputWM   = make([]int64, len(t.channels))
+		inputIdle = make([]bool, len(t.channels))
 	)
 	perInput = perInput && pi.PerInputWatermarks()
 	for i := range inputWM {

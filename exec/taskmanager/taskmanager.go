@@ -62,6 +62,10 @@ type Config struct {
 	// data servers listening on every interface (0.0.0.0, ::): in a
 	// container, the pod's IP. A data server on one address is reached there.
 	Advertise string
+	// NoTaskMetrics turns off its tasks' time accounting and per-operator
+	// counts (exec.TaskContext.NoTaskMetrics; --task-metrics=false), for
+	// every job; a job may turn them off for itself (JobGraph.NoTaskMetrics).
+	NoTaskMetrics bool
 }
 
 // TaskManager owns one node's slots and runs the tasks deployed to it. As in the
@@ -214,20 +218,21 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 			colocated[et.ID.Vertex] = &exec.Colocated{}
 		}
 		tc := &exec.TaskContext{
-			JobID:        g.JobID,
-			TaskName:     et.Name,
-			Subtask:      et.ID.Subtask,
-			Parallelism:  et.Parallelism,
-			Alloc:        tm.cfg.Alloc,
-			Log:          tm.cfg.Log.With("job", g.JobID, "task", et.Name),
-			Results:      results,
-			Metrics:      d.Metrics()[et.ID],
-			Colocated:    colocated[et.ID.Vertex],
-			WorkMem:      tm.cfg.WorkMem,
-			SpillDir:     tm.cfg.SpillDir,
-			StateBackend: tm.cfg.StateBackend,
-			StateMemory:  tm.stateMemory(),
-			StateLimit:   stateLimit(tm.cfg.Slots),
+			JobID:         g.JobID,
+			TaskName:      et.Name,
+			Subtask:       et.ID.Subtask,
+			Parallelism:   et.Parallelism,
+			Alloc:         tm.cfg.Alloc,
+			Log:           tm.cfg.Log.With("job", g.JobID, "task", et.Name),
+			Results:       results,
+			Metrics:       d.Metrics()[et.ID],
+			Colocated:     colocated[et.ID.Vertex],
+			WorkMem:       tm.cfg.WorkMem,
+			SpillDir:      tm.cfg.SpillDir,
+			StateBackend:  tm.cfg.StateBackend,
+			StateMemory:   tm.stateMemory(),
+			StateLimit:    stateLimit(tm.cfg.Slots),
+			NoTaskMetrics: tm.cfg.NoTaskMetrics || g.Job.NoTaskMetrics,
 		}
 		if store != nil {
 			tc.Checkpointing = true
@@ -284,7 +289,11 @@ func (tm *TaskManager) Deploy(ctx context.Context, g *exec.ExecutionGraph, resul
 					continue
 				}
 				if to, local := tasks[ee.To]; local {
-					targets = append(targets, task.LocalChannel{Inbox: to.task.Inbox(), Input: ee.Input, Channel: ee.Channel, Sender: tc.Metrics})
+					ch := task.LocalChannel{Inbox: to.task.Inbox(), Input: ee.Input, Channel: ee.Channel, Sender: tc.Metrics}
+					if tc.NoTaskMetrics {
+						ch.Sender = nil // its time blocked is not measured
+					}
+					targets = append(targets, ch)
 					continue
 				}
 				addr, ok := g.DataAddrs[g.Task(ee.To).Slot.TaskManager]

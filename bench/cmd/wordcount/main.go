@@ -36,7 +36,7 @@ func main() {
 	flag.StringVar(&cfg.results, "results", "results", "directory for the JSON results and the plot")
 	flag.StringVar(&cfg.readme, "readme", "README.md", "the README to regenerate (empty: none)")
 	flag.StringVar(&cfg.work, "work", "", "scratch directory for inputs and binaries (default: a fresh temporary one, removed after)")
-	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+"), "+suiteTPCH+" (TPC-H's 22 queries, Hummer against DuckDB and PostgreSQL; results in "+tpchFile+"; not run by default, make bench-tpch runs it), "+suiteTables+" (\\copy and INSERT into Hummer's own tables against PostgreSQL; results in "+tablesFile+"; make bench-tables runs it), "+suiteNexmark+" (the Nexmark queries at parallelism 1 and 2 against a Go program; results in "+nexmarkFile+"; make bench-nexmark runs it), "+suiteState+" (the disk state backend: a GROUP BY over many keys, disk against memory, incremental checkpoints; results in "+stateFile+"; make bench-state runs it)")
+	suites := flag.String("suites", suiteEngines+","+suiteDistributed+","+suiteGroupBy, "which suites to run: "+suiteEngines+" (Hummer against DuckDB, mawk and a Go counter), "+suiteDistributed+" (3 TaskManagers against local mode), "+suiteGroupBy+" (a GROUP BY larger than memory, Hummer against DuckDB; results in "+groupByFile+"), "+suiteTPCH+" (TPC-H's 22 queries, Hummer against DuckDB and PostgreSQL; results in "+tpchFile+"; not run by default, make bench-tpch runs it), "+suiteTables+" (\\copy and INSERT into Hummer's own tables against PostgreSQL; results in "+tablesFile+"; make bench-tables runs it), "+suiteNexmark+" (the Nexmark queries at parallelism 1 and 2 against a Go program; results in "+nexmarkFile+"; make bench-nexmark runs it), "+suiteState+" (the disk state backend: a GROUP BY over many keys, disk against memory, incremental checkpoints; results in "+stateFile+"; make bench-state runs it), "+suiteMetrics+" (WordCount and Nexmark q0 with task metrics on and off; results in "+metricsFile+"; make bench-metrics runs it)")
 	flag.IntVar(&cfg.groupByKeys, "groupby-keys", 10_000_000, "distinct keys of the groupby suite's input")
 	flag.IntVar(&cfg.groupByReps, "groupby-reps", 3, "runs per contender of the groupby suite, after one warm-up")
 	flag.Float64Var(&cfg.tpchSF, "tpch-sf", 1, "TPC-H scale factor of the tpch suite")
@@ -55,6 +55,9 @@ func main() {
 	flag.IntVar(&cfg.stateFitKeys, "state-fit-keys", 1<<19, "keys of the state suite's disk-against-memory runs, on a state that fits")
 	flag.IntVar(&cfg.stateReps, "state-reps", 5, "runs per backend of the state suite's disk-against-memory comparison")
 	flag.Int64Var(&cfg.stateCkptBytes, "state-checkpoint-bytes", 2_000_000_000, "bytes of keys and values of the state suite's checkpointed state")
+	flag.IntVar(&cfg.metricsReps, "metrics-reps", 20, "interleaved runs per workload and mode of the metrics suite")
+	flag.IntVar(&cfg.metricsCopies, "metrics-copies", 30, "copies of kjv.txt in the metrics suite's WordCount")
+	flag.Int64Var(&cfg.metricsEvents, "metrics-events", 4_000_000, "events of the metrics suite's Nexmark q0")
 	flag.StringVar(&cfg.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "where PostgreSQL's initdb and postgres are, for the tpch suite")
 	render := flag.String("render", "", "only redraw the plot and README from this results JSON")
 	flag.Parse()
@@ -83,7 +86,7 @@ func main() {
 		cfg.suites = map[string]bool{}
 		for f := range strings.SplitSeq(*suites, ",") {
 			f = strings.TrimSpace(f)
-			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy && f != suiteTPCH && f != suiteTables && f != suiteNexmark && f != suiteState {
+			if f != suiteEngines && f != suiteDistributed && f != suiteGroupBy && f != suiteTPCH && f != suiteTables && f != suiteNexmark && f != suiteState && f != suiteMetrics {
 				fmt.Fprintf(os.Stderr, "wordcount: -suites: unknown suite %q\n", f)
 				os.Exit(2)
 			}
@@ -116,6 +119,8 @@ type config struct {
 	nexmarkQueries                      []string
 	stateKeys, stateFitKeys, stateReps  int
 	stateMemory, stateCkptBytes         int64
+	metricsReps, metricsCopies          int
+	metricsEvents                       int64
 }
 
 // The suites of the benchmark, for -suites.
@@ -243,6 +248,13 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cfg.suites[suiteState] {
 		n, err := runState(ctx, cfg, b, rep.Versions, repo, work)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
+	if cfg.suites[suiteMetrics] {
+		n, err := runMetrics(ctx, cfg, b, rep.Versions, repo, work)
 		if err != nil {
 			return err
 		}

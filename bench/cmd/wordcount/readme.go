@@ -179,6 +179,16 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	case st != nil:
 		st.readme(resultsDir, p)
 	}
+	// The metrics suite's, likewise.
+	switch mo, err := readMetrics(path.Join(resultsDir, metricsFile)); {
+	case err != nil:
+		p("## The cost of task metrics (issue 26)")
+		p("")
+		p("%s could not be read: %v", path.Join(resultsDir, metricsFile), err)
+		p("")
+	case mo != nil:
+		mo.readme(resultsDir, p)
+	}
 	if lat != nil {
 		b.WriteString(lat.Readme(resultsDir))
 	}
@@ -245,6 +255,7 @@ func (r *report) readme(resultsDir string, lat *latency.Report) string {
 	p("make bench-tables                           # only \\copy and INSERT into Hummer's tables against PostgreSQL (about 4 minutes), then this README")
 	p("make bench-nexmark                          # only the Nexmark queries at parallelism 1 and 2 against the Go program (about 8 minutes), then this README")
 	p("make bench-state                            # only the disk state backend: 50M-key GROUP BY, disk against memory, checkpoints of 2 GB (about 4 minutes), then this README")
+	p("make bench-metrics                          # only WordCount and Nexmark q0 with task metrics on and off (a few minutes), then this README")
 	p("cd bench && go run ./cmd/wordcount -h        # flags: -reps, -copies, -suites, -groupby-keys, -hummer, -work ...")
 	p("cd bench && go run ./cmd/wordcount -suites groupby   # only the GROUP BY larger than memory (a few minutes), then this README")
 	p("cd bench && go run ./cmd/latency -h          # flags: -rates, -warmup, -measure, -rounds, -hummer ...")
