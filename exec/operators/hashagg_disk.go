@@ -22,6 +22,7 @@ package operators
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 
@@ -56,6 +57,14 @@ type aggDisk struct {
 	// written says the DB may hold groups: until the first write-back (or a
 	// restore) a group new in the cache is new, and no lookup is needed.
 	written bool
+	// prefix starts each key of a window's aggregation (window_agg_disk.go):
+	// the window's end, so that a window's groups are one range of the DB,
+	// which the operator's windows share (shared: closing a window leaves it
+	// open). A shared DB's values carry the group's key as the table encodes
+	// it, after the flag, for closing the window to emit its groups from a
+	// scan.
+	prefix  []byte
+	shared  bool
 	changed []bool
 	dirty   []uint32
 	// Scratch for lookups and write-backs.
@@ -113,19 +122,35 @@ func (o *hashAggOp) openDisk(tc *exec.TaskContext) error {
 	return nil
 }
 
-// slots returns the aggregates, then the row count, as openDisk checked
-// they are.
+// slots returns the aggregates, then the row count (in updates mode), as
+// openDisk checked they are.
 func (o *hashAggOp) slots() []slotAggregate {
 	out := make([]slotAggregate, 0, len(o.aggs)+1)
 	for _, a := range o.aggs {
 		out = append(out, a.(slotAggregate))
 	}
-	return append(out, o.rows)
+	if o.rows != nil {
+		out = append(out, o.rows)
+	}
+	return out
+}
+
+// cutValueKey splits a shared DB's value, past its flag, into the group's
+// key as the table encodes it and the rest.
+func cutValueKey(v []byte) (key, rest []byte, err error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || uint64(len(v)-w) < n {
+		return nil, nil, errShortValue
+	}
+	return v[w : w+int(n)], v[w+int(n):], nil
 }
 
 // cacheBytes is the memory of the cached groups.
 func (o *hashAggOp) cacheBytes() int64 {
-	n := o.table.Bytes() + o.rows.memBytes() + int64(cap(o.emitted)+cap(o.isDirty)+cap(o.disk.changed))
+	n := o.table.Bytes() + int64(cap(o.emitted)+cap(o.isDirty)+cap(o.disk.changed))
+	if o.rows != nil {
+		n += o.rows.memBytes()
+	}
 	for _, a := range o.aggs {
 		n += a.memBytes()
 	}
@@ -153,6 +178,7 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 	for g := first; g < n; g++ {
 		k, null := o.table.Key(uint32(g))
 		offs = append(offs, len(d.arena))
+		d.arena = append(d.arena, d.prefix...)
 		var err error
 		if d.arena, err = disk.AppendOrdered(d.arena, k, null, o.keyTypes); err != nil {
 			return err
@@ -175,6 +201,7 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 	}
 	o.emitted = vector.GrowZero(o.emitted, n)
 	start := 0
+	var err error
 	for i, g := range d.ids {
 		v := vals[start:ends[i]]
 		start = ends[i]
@@ -182,7 +209,13 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 			return fmt.Errorf("hash_agg: empty disk state value")
 		}
 		o.emitted[g] = v[0] == 1
-		d.loads = append(d.loads, v[1:])
+		v = v[1:]
+		if d.shared {
+			if _, v, err = cutValueKey(v); err != nil {
+				return err
+			}
+		}
+		d.loads = append(d.loads, v)
 	}
 	for _, s := range o.slots() {
 		if err := s.decodeSlots(d.ids, d.loads, n); err != nil {
@@ -207,7 +240,9 @@ func (o *hashAggOp) writeBack() error {
 	}
 	n := o.table.Len()
 	o.emitted = vector.GrowZero(o.emitted, n)
-	o.rows.counts = vector.PoolInt64.GrowZero(o.rows.counts, n)
+	if o.rows != nil {
+		o.rows.counts = vector.PoolInt64.GrowZero(o.rows.counts, n)
+	}
 	for _, s := range o.slots() {
 		// Decoding no group grows the columns to n, which encoding reads.
 		if err := s.decodeSlots(nil, nil, n); err != nil {
@@ -242,6 +277,11 @@ func (o *hashAggOp) writeBackChunk(gids []uint32) error {
 			flag = 1
 		}
 		vals[i] = append(vals[i][:0], flag)
+		if d.shared {
+			k, _ := o.table.Key(g)
+			vals[i] = binary.AppendUvarint(vals[i], uint64(len(k)))
+			vals[i] = append(vals[i], k...)
+		}
 	}
 	for _, s := range o.slots() {
 		s.encodeSlots(gids, vals)
@@ -250,10 +290,10 @@ func (o *hashAggOp) writeBackChunk(gids []uint32) error {
 	var err error
 	for i, g := range gids {
 		k, null := o.table.Key(g)
-		if d.arena, err = disk.AppendOrdered(d.arena[:0], k, null, o.keyTypes); err != nil {
+		if d.arena, err = disk.AppendOrdered(append(d.arena[:0], d.prefix...), k, null, o.keyTypes); err != nil {
 			return err
 		}
-		if o.rows.counts[g] == 0 && !o.emitted[g] {
+		if o.rows != nil && o.rows.counts[g] == 0 && !o.emitted[g] {
 			err = b.Delete(d.arena)
 		} else {
 			err = b.Set(d.arena, vals[i])
@@ -278,14 +318,19 @@ func (o *hashAggOp) evict(ctx context.Context, out exec.Collector) error {
 	if err := o.writeBack(); err != nil {
 		return err
 	}
+	o.clearCache()
+	o.disk.evictions++
+	return nil
+}
+
+// clearCache empties the cache, whose changed groups are written back.
+func (o *hashAggOp) clearCache() {
 	o.table.Release()
 	o.table = state.NewKeyTable()
 	for _, s := range o.slots() {
 		s.clearSlots()
 	}
 	o.emitted, o.isDirty, o.disk.changed = o.emitted[:0], o.isDirty[:0], o.disk.changed[:0]
-	o.disk.evictions++
-	return nil
 }
 
 // errStateLimit is the error of a streaming aggregation on the memory backend
@@ -318,7 +363,9 @@ func (o *hashAggOp) SnapshotStateAsync(ctx context.Context, checkpoint int64) (e
 // closeDisk closes the DB, removing its files.
 func (o *hashAggOp) closeDisk() {
 	if o.disk != nil {
-		o.disk.db.Close()
+		if !o.disk.shared {
+			o.disk.db.Close()
+		}
 		o.disk = nil
 	}
 }

@@ -75,3 +75,9 @@ func donePending(blob []byte, err error) (exec.PendingState, error) {
 	}
 	return func(context.Context) ([]byte, int64, error) { return blob, 0, nil }, nil
 }
+
+// isDiskState reports whether data is a blob startDiskSnapshot wrote with
+// magic.
+func isDiskState(data []byte, magic string) bool {
+	return len(data) >= len(magic) && string(data[:len(magic)]) == magic
+}

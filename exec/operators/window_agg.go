@@ -36,8 +36,12 @@ type WindowAggConfig struct {
 // aggregation's, and the watermark.
 type windowAggOp struct {
 	cfg    WindowAggConfig
+	spec   exec.OperatorSpec
 	endCol int // the input column of the window's end
 	windowed[*hashAggOp]
+	// disk is the state on the disk backend (window_agg_disk.go), nil on
+	// memory.
+	disk *windowDisk
 }
 
 var (
@@ -58,15 +62,18 @@ func newWindowAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if _, err := newHashAgg(cfg.Agg, spec); err != nil { // check the config once
 		return nil, err
 	}
-	o := &windowAggOp{cfg: cfg, endCol: cfg.Agg.GroupBy[cfg.End]}
+	o := &windowAggOp{cfg: cfg, spec: spec, endCol: cfg.Agg.GroupBy[cfg.End]}
 	if cfg.Agg.Phase == AggFinal {
 		o.endCol = cfg.End // a final aggregate's input has the keys first
 		cfg.Late = nil     // and its rows are partial aggregates, never late
 	}
-	o.windowed = newWindowed("window_agg", func(ctx context.Context, tc *exec.TaskContext) (*hashAggOp, error) {
+	o.windowed = newWindowed("window_agg", func(ctx context.Context, tc *exec.TaskContext, end int64) (*hashAggOp, error) {
 		w, err := newHashAgg(cfg.Agg, spec)
 		if err == nil {
 			err = w.Open(ctx, tc)
+		}
+		if err == nil && o.disk != nil {
+			err = o.disk.attach(w, end)
 		}
 		return w, err
 	})
@@ -76,26 +83,47 @@ func newWindowAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
 
 func (o *windowAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.start(tc)
+	if o.stateBackend(tc) == StateDisk {
+		return o.openDisk(tc)
+	}
 	return nil
 }
 
 func (o *windowAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, out exec.Collector) error {
-	return o.route(ctx, b, o.endCol, func(w *hashAggOp, b exec.Batch) error { return w.ProcessBatch(ctx, 0, b, out) })
+	err := o.route(ctx, b, o.endCol, func(w *hashAggOp, b exec.Batch) error { return w.ProcessBatch(ctx, 0, b, out) })
+	if err == nil && o.disk != nil {
+		err = o.evictIfFull(ctx, out)
+	}
+	return err
 }
 
 func (o *windowAggOp) ProcessSignal(ctx context.Context, input int, s exec.Signal, out exec.Collector) error {
+	if o.disk != nil {
+		return o.signalDisk(ctx, s, out)
+	}
 	return o.signal(ctx, s, out)
 }
 
 func (o *windowAggOp) Close(ctx context.Context) error {
 	o.closeAll(ctx)
+	if o.disk != nil {
+		o.disk.db.Close()
+		o.disk = nil
+	}
 	return nil
 }
 
 func (o *windowAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	if o.disk != nil && (checkpoint > 0 || len(o.wins) > 0) {
+		p, err := o.SnapshotStateAsync(ctx, checkpoint)
+		return finishNow(ctx, p, err)
+	}
 	return o.snapshot(ctx, checkpoint)
 }
 
 func (o *windowAggOp) RestoreState(ctx context.Context, data []byte) error {
+	if isDiskState(data, windowAggDiskMagic) || o.disk != nil {
+		return o.restoreDisk(ctx, data)
+	}
 	return o.restore(ctx, data)
 }

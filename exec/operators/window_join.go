@@ -52,7 +52,7 @@ func newWindowJoinOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		return nil, fmt.Errorf("window_join: window end columns %d, %d out of range", cfg.LeftEnd, cfg.RightEnd)
 	}
 	o := &windowJoinOp{cfg: cfg}
-	o.windowed = newWindowed("window_join", func(ctx context.Context, tc *exec.TaskContext) (*hashJoinOp, error) {
+	o.windowed = newWindowed("window_join", func(ctx context.Context, tc *exec.TaskContext, _ int64) (*hashJoinOp, error) {
 		op, err := newHashJoinOp(inner)
 		if err != nil {
 			return nil, err

@@ -49,7 +49,7 @@ func newWindowTopNOp(spec exec.OperatorSpec) (exec.Operator, error) {
 		return nil, fmt.Errorf("window_topn: window end column %d of %d", cfg.End, len(spec.Out))
 	}
 	o := &windowTopNOp{cfg: cfg}
-	o.windowed = newWindowed("window_topn", func(ctx context.Context, tc *exec.TaskContext) (*topnOp, error) {
+	o.windowed = newWindowed("window_topn", func(ctx context.Context, tc *exec.TaskContext, _ int64) (*topnOp, error) {
 		w, err := newTopN(cfg.TopN, spec)
 		if err == nil {
 			err = w.Open(ctx, tc)

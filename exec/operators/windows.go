@@ -26,7 +26,7 @@ type windowed[W interface {
 	exec.Checkpointed
 }] struct {
 	what string // the operator kind, for errors
-	open func(ctx context.Context, tc *exec.TaskContext) (W, error)
+	open func(ctx context.Context, tc *exec.TaskContext, end int64) (W, error)
 	tc   *exec.TaskContext
 	mem  memory.Allocator
 	// lateCfg, set by the operator before Open, sends its late rows on.
@@ -40,7 +40,7 @@ type windowed[W interface {
 func newWindowed[W interface {
 	exec.Operator
 	exec.Checkpointed
-}](what string, open func(ctx context.Context, tc *exec.TaskContext) (W, error)) windowed[W] {
+}](what string, open func(ctx context.Context, tc *exec.TaskContext, end int64) (W, error)) windowed[W] {
 	return windowed[W]{what: what, open: open, wins: map[int64]W{}, mark: math.MinInt64}
 }
 
@@ -62,7 +62,7 @@ func (s *windowed[W]) window(ctx context.Context, end int64) (W, error) {
 	if w, ok := s.wins[end]; ok {
 		return w, nil
 	}
-	w, err := s.open(ctx, s.tc)
+	w, err := s.open(ctx, s.tc, end)
 	if err != nil {
 		return w, err
 	}
@@ -164,6 +164,13 @@ func (s *windowed[W]) advance(ctx context.Context, mark int64, out exec.Collecto
 // of input, ends the windows it closes; a watermark that is not news goes no
 // further, and every other signal goes on.
 func (s *windowed[W]) signal(ctx context.Context, sig exec.Signal, out exec.Collector) error {
+	return s.signalWith(ctx, sig, out, func(w W, rows exec.Collector) error {
+		return w.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rows)
+	})
+}
+
+// signalWith is signal ending each window that closes with finish.
+func (s *windowed[W]) signalWith(ctx context.Context, sig exec.Signal, out exec.Collector, finish func(w W, rows exec.Collector) error) error {
 	mark := int64(math.MinInt64)
 	switch sig.Kind {
 	case exec.Watermark:
@@ -172,9 +179,7 @@ func (s *windowed[W]) signal(ctx context.Context, sig exec.Signal, out exec.Coll
 		mark = math.MaxInt64
 	}
 	if mark > math.MinInt64 {
-		news, err := s.advance(ctx, mark, out, func(w W, rows exec.Collector) error {
-			return w.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, rows)
-		})
+		news, err := s.advance(ctx, mark, out, finish)
 		if err != nil || !news && sig.Kind == exec.Watermark {
 			return err
 		}

@@ -168,6 +168,15 @@ func (b *Batch) Set(key, val []byte) error { return b.b.Set(key, val, nil) }
 // Delete removes key.
 func (b *Batch) Delete(key []byte) error { return b.b.Delete(key, nil) }
 
+// DeleteRange removes the keys in [lo, hi) (nil lo: from the first); the
+// bounds are copied.
+func (b *Batch) DeleteRange(lo, hi []byte) error {
+	if lo == nil {
+		lo = []byte{}
+	}
+	return b.b.DeleteRange(lo, hi, nil)
+}
+
 // Commit applies the batch (not synced: checkpoints make state durable) and
 // releases it.
 func (b *Batch) Commit() error {
