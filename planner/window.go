@@ -167,6 +167,12 @@ func (b *builder) windowAggregate(p *sql.Aggregate, from, end int) (int, error) 
 		label := fmt.Sprintf("window_agg %s group=%s aggs=%s end=%s", phase, colNames(sch, group), aggList(p.Aggs, inSchema), sch[group[end]].Name)
 		cfg := operators.WindowAggConfig{End: end, Agg: operators.HashAggConfig{GroupBy: group, Aggs: aggs, Phase: phase,
 			Emit: operators.AggEmitFinal, MemoryLimit: b.opts.WorkMem}}
+		if phase != operators.AggPartial && b.opts.StateBackend != "" {
+			// A partial phase is bounded already: past its budget it sends
+			// what it holds on (window_agg_disk.go).
+			cfg.Agg.StateBackend = b.opts.StateBackend
+			label += " state_backend=" + b.opts.StateBackend
+		}
 		if phase != operators.AggFinal && late != nil {
 			l := *late
 			l.Operator = label // the phase's, as EXPLAIN names it
