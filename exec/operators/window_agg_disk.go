@@ -180,11 +180,40 @@ func (o *windowAggOp) evictIfFull(ctx context.Context, out exec.Collector) error
 		return nil
 	}
 	for _, w := range o.wins {
-		if err := w.evict(ctx, out); err != nil {
+		if err := evictWindow(w); err != nil {
 			return err
 		}
 	}
 	o.disk.evictions++
+	return nil
+}
+
+// evictWindow writes window aggregation w's changed groups back and empties
+// its cache, dropping its columns whole: emptied in place they would keep
+// their capacity, and the windows open together would go on holding the
+// bound's worth.
+func evictWindow(w *hashAggOp) error {
+	if err := w.writeBack(); err != nil {
+		return err
+	}
+	slots := w.slots()
+	types := make([]arrow.DataType, len(slots))
+	for i, s := range slots {
+		types[i] = s.inputType()
+	}
+	w.table.Release()
+	w.table = state.NewKeyTable()
+	if _, err := w.buildAggs(); err != nil {
+		return err
+	}
+	for i, s := range w.slots() {
+		if types[i] != nil {
+			if err := s.setInputType(types[i]); err != nil {
+				return err
+			}
+		}
+	}
+	w.emitted, w.isDirty, w.disk.changed = nil, nil, nil
 	return nil
 }
 

@@ -170,9 +170,10 @@ func windowAggDiskRun(t *testing.T, seed uint64, hop bool, phase AggPhase) {
 	tc := testkit.TaskContext(mem)
 	tc.Metrics = &exec.TaskMetrics{}
 	tc.StateFiles = store.Files("job", "1.0")
-	// A cache of 4 KiB, which every batch outgrows, or of 256 KiB, which the
-	// windows outgrow now and then (a window's cache starts at tens of KiB
-	// of pooled columns), so that some windows close from the cache alone.
+	// A cache of 4 KiB, which every batch outgrows (an open window's cache
+	// holds about 12 KiB even empty), or of 256 KiB, which the windows
+	// outgrow now and then, so that some windows close from the cache alone;
+	// that one holds after every batch.
 	tc.StateMemory = 16 << 10
 	if seed%3 != 0 {
 		tc.StateMemory = 1 << 20
@@ -208,6 +209,15 @@ func windowAggDiskRun(t *testing.T, seed uint64, hop bool, phase AggPhase) {
 	for i, s := range steps {
 		if err := feed(s); err != nil {
 			t.Fatalf("step %d: %v", i, err)
+		}
+		if op.disk != nil && tc.StateMemory >= 1<<20 {
+			var n int64
+			for _, w := range op.wins {
+				n += w.cacheBytes()
+			}
+			if n > op.disk.limit {
+				t.Fatalf("step %d: the windows' caches hold %d bytes, over their bound of %d", i, n, op.disk.limit)
+			}
 		}
 		if op.disk == nil || s.sig.Kind == exec.EndOfStream || rng.IntN(6) != 0 {
 			continue
