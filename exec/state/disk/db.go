@@ -185,8 +185,8 @@ func (b *Batch) Commit() error {
 }
 
 // Scan calls fn for every key in [lo, hi) in key order (nil bounds: open),
-// the slices valid only during the call. Windows and Top-N are to use it;
-// tests check the order here.
+// the slices valid only during the call. A window aggregation emits a window
+// that left its cache with it; tests check the order here.
 func (d *DB) Scan(lo, hi []byte, fn func(key, val []byte) error) error {
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {

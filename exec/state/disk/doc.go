@@ -9,9 +9,12 @@
 // gives each key, and their hot loops run over those columns a batch at a
 // time. The disk backend keeps that shape and bounds it: the dense ids are the
 // slots of a bounded cache, and pebble holds every key's values beyond it.
-// Two operators use it so far: a streaming GROUP BY (hash_agg, one value per
-// group) and a stream join (stream_join, one value per side and join key
-// listing the key's rows); windows, Top-N and views keep their state in
+// Operators that use it: a streaming GROUP BY (hash_agg, one value per
+// group), a stream join (stream_join, one value per side and join key listing
+// the key's rows), Top-N (one value per partition) and a window aggregation
+// (window_agg, one value per window and group, keyed by the window's end
+// first so that closing windows is a range scan and a range deletion);
+// session windows, Top-N and joins per window, and views keep their state in
 // memory.
 //
 //   - The cache is the operator's ordinary in-memory state (a KeyTable and its
@@ -33,8 +36,10 @@
 //     checkpoint header.
 //   - Keys in pebble are encoded order-preserving (AppendOrdered): a key
 //     column's order is its bytes' order, NULL last as in PostgreSQL's
-//     ascending order, so that windows and Top-N can range-scan a prefix in
-//     order once they move here.
+//     ascending order, so that a prefix's keys are a range: a window
+//     aggregation's keys start with the window's end, and it emits a window
+//     by scanning its range and drops the windows a watermark closed with one
+//     range deletion up to it.
 //
 // Memory: with StateMemory M for an operator, pebble's block cache takes M/4,
 // its memtables at most M/4 (two of M/8), and the operator's cache M/4; the
