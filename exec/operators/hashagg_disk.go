@@ -191,7 +191,12 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 	d.ids, d.loads = d.ids[:0], d.loads[:0]
 	var vals []byte
 	var ends []int
-	if err := d.db.Get(d.keys, func(i int, v []byte) error {
+	get := d.db.Get
+	if d.shared {
+		// A window's groups are one range of the DB: one pass over it.
+		get = d.db.GetSorted
+	}
+	if err := get(d.keys, func(i int, v []byte) error {
 		d.ids = append(d.ids, uint32(first+i))
 		vals = append(vals, v...)
 		ends = append(ends, len(vals))

@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -152,6 +154,48 @@ func (d *DB) Get(keys [][]byte, found func(i int, val []byte) error) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// GetSorted is Get through one iterator that visits the keys in their order:
+// for many keys scattered over a range, such as a window's groups, it reads
+// each block once for the batch where a lookup per key pays for finding its
+// tables and blocks again (a window aggregation whose cache was emptied ran
+// at a tenth of the speed with Get). Bloom filters, which only point lookups
+// use, do not spare it the blocks of keys it lacks.
+func (d *DB) GetSorted(keys [][]byte, found func(i int, val []byte) error) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	hi := append(slices.Clone(keys[order[len(order)-1]]), 0)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: keys[order[0]], UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("disk state: %w", err)
+	}
+	for _, i := range order {
+		if !it.SeekGE(keys[i]) {
+			break // no key at or past this one: nor past the ones after it
+		}
+		if !bytes.Equal(it.Key(), keys[i]) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = found(i, v)
+		}
+		if err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return fmt.Errorf("disk state: %w", err)
 	}
 	return nil
 }

@@ -211,6 +211,19 @@ func TestGetSetScan(t *testing.T) {
 	if want := []string{"0:v4.0", "3:v99.0"}; !slices.Equal(got, want) {
 		t.Fatalf("Get: %v, want %v", got, want)
 	}
+	// GetSorted finds the same, the keys out of order and one past the
+	// last key held: each with its index, in the keys' order.
+	keys = [][]byte{[]byte("k000099"), []byte("nope"), []byte("k000005"), []byte("a"), []byte("k000004"), []byte("k000050")}
+	got = nil
+	if err := db.GetSorted(keys, func(i int, v []byte) error {
+		got = append(got, fmt.Sprintf("%d:%s", i, v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"4:v4.0", "5:v50.0", "0:v99.0"}; !slices.Equal(got, want) {
+		t.Fatalf("GetSorted: %v, want %v", got, want)
+	}
 	all := contents(t, db)
 	if len(all) != 99 || !slices.IsSorted(all) || all[0] != "k000000=v0.0" {
 		t.Fatalf("Scan: %d entries, first %q, sorted %t", len(all), all[0], slices.IsSorted(all))
