@@ -54,6 +54,8 @@ func main() {
 	flag.Int64Var(&cfg.stateMemory, "state-memory", 256<<20, "bytes of state memory in the state suite (--state-memory of one slot)")
 	flag.IntVar(&cfg.stateFitKeys, "state-fit-keys", 1<<19, "keys of the state suite's disk-against-memory runs, on a state that fits")
 	flag.IntVar(&cfg.stateReps, "state-reps", 5, "runs per backend of the state suite's disk-against-memory comparison")
+	flag.IntVar(&cfg.stateWinKeys, "state-window-keys", 1<<17, "keys per window of the state suite's window aggregation, disk against memory")
+	flag.Int64Var(&cfg.stateWinMemory, "state-window-memory", 32<<20, "bytes of state memory of the state suite's window aggregation on disk whose windows outgrow its cache")
 	flag.Int64Var(&cfg.stateCkptBytes, "state-checkpoint-bytes", 2_000_000_000, "bytes of keys and values of the state suite's checkpointed state")
 	flag.IntVar(&cfg.metricsReps, "metrics-reps", 20, "interleaved runs per workload and mode of the metrics suite")
 	flag.IntVar(&cfg.metricsCopies, "metrics-copies", 30, "copies of kjv.txt in the metrics suite's WordCount")
@@ -121,6 +123,8 @@ type config struct {
 	stateMemory, stateCkptBytes         int64
 	metricsReps, metricsCopies          int
 	metricsEvents                       int64
+	stateWinKeys                        int
+	stateWinMemory                      int64
 }
 
 // The suites of the benchmark, for -suites.

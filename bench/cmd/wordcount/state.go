@@ -1,6 +1,6 @@
 package main
 
-// The state suite (issue 27): the disk state backend. Its three parts are
+// The state suite (issue 27): the disk state backend. Its four parts are
 // tests of the engine's packages that skip unless told to run (so `go test`
 // of those packages stays quick), each built here as a test binary and run
 // once under bench/cmd/measure, which gives its process's wall and CPU time
@@ -12,7 +12,10 @@ package main
 //   - TestHashAggBackendThroughput (exec/operators): the disk backend against
 //     memory on a state that fits, alternating runs;
 //   - TestCheckpointScale (exec/state/disk): checkpoints of a 2 GB state with
-//     one percent of its keys changing between them, in blocks and at random.
+//     one percent of its keys changing between them, in blocks and at random;
+//   - TestWindowAggBackendThroughput (exec/operators): a tumbling window
+//     aggregation on memory, on disk with a cache that holds its windows, and
+//     on disk with one they outgrow.
 
 import (
 	"context"
@@ -78,6 +81,22 @@ type stateReport struct {
 			CPUS     float64 `json:"cpu_s"`
 		} `json:"checkpoints"`
 	} `json:"checkpoints_inner"`
+	// Windows is TestWindowAggBackendThroughput's, walls by run ("memory",
+	// "disk", "disk_small"); a results file from before it has none.
+	Windows      *stateRun `json:"windows,omitempty"`
+	WindowsInner struct {
+		Keys        int64                `json:"keys"`
+		Windows     int                  `json:"windows"`
+		Rows        float64              `json:"rows"`
+		Reps        int                  `json:"reps"`
+		SmallMemory int64                `json:"small_memory"`
+		WallS       map[string][]float64 `json:"wall_s"`
+		Evictions   int                  `json:"evictions"`
+		Closes      int                  `json:"closes"`
+		// SeparateRun, when set, says the part ran on its own, not with the
+		// suite's others: when, of which Hummer, and the load average.
+		SeparateRun string `json:"separate_run,omitempty"`
+	} `json:"windows_inner"`
 	// Derived by summarise.
 	FitRatio float64 `json:"fit_ratio"` // median rows/s of disk over memory's
 	Goals    []goal  `json:"goals"`
@@ -93,7 +112,7 @@ type stateRun struct {
 }
 
 // runState runs the suite and writes results/state.json. It returns how many
-// of its three runs failed.
+// of its four runs failed.
 func runState(ctx context.Context, cfg config, b bins, vers versions, repo, work string) (int, error) {
 	start := time.Now()
 	rep := &stateReport{Date: start.UTC().Format(time.RFC3339), Versions: vers, LoadAvg: loadAvg(), StateMemory: cfg.stateMemory}
@@ -144,6 +163,10 @@ func runState(ctx context.Context, cfg config, b bins, vers versions, repo, work
 		"HUMMER_STATE_FIT_KEYS="+strconv.Itoa(cfg.stateFitKeys), "HUMMER_STATE_REPS="+strconv.Itoa(cfg.stateReps))
 	rep.Checkpoints = run("./exec/state/disk", "TestCheckpointScale", &rep.CheckpointsInner,
 		"HUMMER_STATE_CKPT_BYTES="+strconv.FormatInt(cfg.stateCkptBytes, 10), "HUMMER_STATE_MEMORY="+mem)
+	win := run("./exec/operators", "TestWindowAggBackendThroughput", &rep.WindowsInner,
+		"HUMMER_STATE_WIN_KEYS="+strconv.Itoa(cfg.stateWinKeys), "HUMMER_STATE_WIN_MEMORY="+strconv.FormatInt(cfg.stateWinMemory, 10),
+		"HUMMER_STATE_REPS=3")
+	rep.Windows = &win
 	rep.DurationS = round(time.Since(start).Seconds(), 1)
 	rep.summarise()
 	if err := writeJSONFile(filepath.Join(cfg.results, stateFile), rep); err != nil {
@@ -270,8 +293,48 @@ func (r *stateReport) readme(resultsDir string, p func(string, ...any)) {
 			strings.Join(blocks, ", "), strings.Join(rand, ", "))
 		p("")
 	}
-	if slices.ContainsFunc([]stateRun{r.Scale, r.Fit, r.Checkpoints}, func(s stateRun) bool { return s.Error != "" }) {
-		p("Failed runs: %s; %s; %s.", r.Scale.Error, r.Fit.Error, r.Checkpoints.Error)
+	r.readmeWindows(p)
+	runs := []stateRun{r.Scale, r.Fit, r.Checkpoints}
+	if r.Windows != nil {
+		runs = append(runs, *r.Windows)
+	}
+	if slices.ContainsFunc(runs, func(s stateRun) bool { return s.Error != "" }) {
+		var errs []string
+		for _, s := range runs {
+			errs = append(errs, s.Error)
+		}
+		p("Failed runs: %s.", strings.Join(errs, "; "))
 		p("")
 	}
+}
+
+// readmeWindows is the README's part on the window aggregation, when the run
+// had one.
+func (r *stateReport) readmeWindows(p func(string, ...any)) {
+	if r.Windows == nil {
+		return
+	}
+	w := r.WindowsInner
+	p("**A window aggregation, disk against memory** (`TestWindowAggBackendThroughput`, exec/operators): `count(*), sum(x) GROUP BY k, window_end` over %d tumbling windows of %d keys each, every key twice per window (%.0f rows in batches of 4096 scattered over the key space), each window closed by the watermark once the next one's rows are in, so two are open at a time; every run's rows checked (one per key and window, their counts adding up to the rows). *disk* runs within 256 MiB of state memory, whose cache holds both windows; *disk, small cache* within %d MiB (a %d MiB cache), which the windows outgrow: it emptied its cache %d times and closed %d windows from pebble, looking up each batch's groups that left the cache in one ordered pass over the window's keys. %d runs of each, in turn.",
+		w.Windows, w.Keys, w.Rows, w.SmallMemory>>20, w.SmallMemory>>22, w.Evictions, w.Closes, w.Reps)
+	if w.SeparateRun != "" {
+		p("")
+		p("This part ran on its own, not with the others above: %s. Its process: %.1f s wall, %.1f s CPU, peak RSS %.0f MiB.", w.SeparateRun, r.Windows.WallS, r.Windows.CPUS, r.Windows.PeakRSSMiB)
+	}
+	p("")
+	p("| backend | runs (s) | median s | rows/s |")
+	p("| --- | --- | ---: | ---: |")
+	for _, b := range []struct{ key, name string }{{"memory", "memory"}, {"disk", "disk"}, {"disk_small", "disk, small cache"}} {
+		ws := w.WallS[b.key]
+		if len(ws) == 0 {
+			p("| %s | failed | | |", b.name)
+			continue
+		}
+		var cells []string
+		for _, s := range ws {
+			cells = append(cells, fmt.Sprintf("%.3f", s))
+		}
+		p("| %s | %s | %.3f | %.0f |", b.name, strings.Join(cells, ", "), median(ws), w.Rows/median(ws))
+	}
+	p("")
 }
