@@ -116,6 +116,9 @@ func (o *windowAggOp) openDisk(tc *exec.TaskContext) error {
 	for i, a := range probe.aggs {
 		if _, ok := a.(slotAggregate); !ok {
 			name := o.cfg.Agg.Aggs[i].Func
+			if o.cfg.Agg.Aggs[i].Distinct {
+				name += "(DISTINCT)"
+			}
 			if o.cfg.Agg.StateBackend != StateDisk {
 				if tc.Log != nil {
 					tc.Log.Info("window_agg keeps its state in memory: state_backend = 'disk' does not hold " + name + " yet")

@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/checkpoint"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -268,4 +270,80 @@ func windowAggDiskRun(t *testing.T, seed uint64, hop bool, phase AggPhase) {
 		t.Errorf("%d late rows on disk, %d on memory (want equal, and some)", got, want)
 	}
 	t.Logf("%d evictions, %d windows closed from pebble, %d from the cache, %d restores, %d signals, %d late rows", evictions, closes, cached, restores, len(tee.refOut.segs), refTC.Metrics.LateRows.Load())
+}
+
+// TestWindowAggDiskBackend: which window aggregations go on the disk
+// backend. An aggregate it does not hold is an error at Open naming it and
+// the setting when the job asked for the disk, and stays in memory when the
+// disk is only the TaskManager's default; a partial phase stays in memory;
+// a checkpoint of one backend restored on the other is an error naming the
+// setting.
+func TestWindowAggDiskBackend(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	in := types.Schema{{Name: "k", Type: types.Int64Type}, {Name: "window_end", Type: types.TimestampType}}
+	out := types.Schema{in[0], in[1], {Name: "c", Type: types.Int64Type}}
+	cfg := WindowAggConfig{End: 1, Agg: HashAggConfig{GroupBy: []int{0, 1}, StateBackend: StateDisk,
+		Aggs: []AggSpec{{Func: "count", Arg: 0, Distinct: true, Type: types.Int64Type}}}}
+	open := func(cfg WindowAggConfig, tc *exec.TaskContext) (*windowAggOp, error) {
+		op := opTestNew(t, "window_agg", cfg, out).(*windowAggOp)
+		t.Cleanup(func() { op.Close(ctx) })
+		tc.SpillDir = t.TempDir()
+		return op, op.Open(ctx, tc)
+	}
+	if _, err := open(cfg, testkit.TaskContext(mem)); err == nil || !strings.Contains(err.Error(), "count(DISTINCT)") || !strings.Contains(err.Error(), "state_backend = 'memory'") {
+		t.Fatalf("Open of count(DISTINCT) on disk: %v", err)
+	}
+	byDefault := testkit.TaskContext(mem)
+	byDefault.StateBackend = StateDisk
+	cfg.Agg.StateBackend = ""
+	if op, err := open(cfg, byDefault); err != nil || op.disk != nil {
+		t.Fatalf("count(DISTINCT) with the disk as the TaskManager's default: %v, on disk %t", err, op.disk != nil)
+	}
+	cfg.Agg.Aggs[0].Distinct = false
+	cfg.Agg.Phase = AggPartial
+	if op, err := open(cfg, byDefault); err != nil || op.disk != nil {
+		t.Fatalf("a partial phase with the disk as the TaskManager's default: %v, on disk %t", err, op.disk != nil)
+	}
+	cfg.Agg.Phase = AggComplete
+	onDisk, err := open(cfg, byDefault)
+	if err != nil || onDisk.disk == nil {
+		t.Fatalf("count with the disk as the TaskManager's default: %v, on disk %t", err, onDisk.disk != nil)
+	}
+	store, err := checkpoint.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	onDisk.disk.files = store.Files("job", "1.0")
+	bs := testkit.Batches(t, mem, in, `[{"k": 1, "window_end": "2024-01-01 00:00:10"}]`)
+	defer testkit.Release(bs)
+	c := &testkit.Collector{T: t}
+	if err := onDisk.ProcessBatch(ctx, 0, bs[0], c); err != nil {
+		t.Fatal(err)
+	}
+	diskSnap, err := onDisk.SnapshotState(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memOp, err := open(cfg, testkit.TaskContext(mem))
+	if err != nil || memOp.disk != nil {
+		t.Fatalf("count on memory: %v", err)
+	}
+	if err := memOp.ProcessBatch(ctx, 0, bs[0], c); err != nil {
+		t.Fatal(err)
+	}
+	memSnap, err := memOp.SnapshotState(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memOp2, _ := open(cfg, testkit.TaskContext(mem))
+	if err := memOp2.RestoreState(ctx, diskSnap); !errors.Is(err, state.ErrBadState) || !strings.Contains(err.Error(), "SET state_backend = 'disk'") {
+		t.Errorf("a disk checkpoint restored on memory: %v", err)
+	}
+	diskOp2, _ := open(cfg, byDefault)
+	if err := diskOp2.RestoreState(ctx, memSnap); !errors.Is(err, state.ErrBadState) || !strings.Contains(err.Error(), "SET state_backend = 'memory'") {
+		t.Errorf("a memory checkpoint with an open window restored on disk: %v", err)
+	}
 }
