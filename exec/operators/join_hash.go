@@ -66,13 +66,16 @@ type hashJoinOp struct {
 	// The build side's index: ints for one integer key (join_hash_int.go),
 	// else table, whose key ids head maps to their first right row (-1 for
 	// none). next chains the right rows of a key, -1 at the end.
-	ints    *intIndex
-	table   state.Keyed
-	head    []int32
-	next    []int32
-	built   bool
-	pending []exec.Batch
-	in      twoInputs
+	ints  *intIndex
+	table state.Keyed
+	// packed and packNull: a packed intIndex's scratch for a probe batch.
+	packed   []int64
+	packNull []bool
+	head     []int32
+	next     []int32
+	built    bool
+	pending  []exec.Batch
+	in       twoInputs
 
 	keys    state.RowKeys
 	keyArrs []arrow.Array
@@ -281,10 +284,11 @@ func (o *hashJoinOp) buildTable() error {
 	if err != nil {
 		return err
 	}
-	if len(arrs) == 1 && intKeyed(arrs[0].DataType()) {
+	if allIntKeyed(arrs) {
 		o.next = make([]int32, n)
-		o.ints = buildIntIndex(arrs[0], o.next)
-		return nil
+		if o.ints = buildIntIndex(arrs, o.next); o.ints != nil {
+			return nil
+		}
 	}
 	if err := o.keys.Encode(arrs, nil, n); err != nil {
 		return fmt.Errorf("hash_join: %w", err)
@@ -358,7 +362,7 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 			}
 		}
 		if o.ints != nil {
-			o.ints.lookup(arrs[0], ids)
+			o.ints.lookup(arrs, ids, &o.packed, &o.packNull)
 		} else {
 			if err := o.keys.Encode(arrs, nil, n); err != nil {
 				return fmt.Errorf("hash_join: %w", err)

@@ -5,15 +5,23 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// intIndex indexes a hash join's build side by its one integer key column
+// intIndex indexes a hash join's build side by its integer key columns
 // (BIGINT, INTEGER, DATE: TPC-H's and most schemas' keys), without encoding
 // the keys into bytes as state.KeyTable does for any key: it maps a key
 // straight to the first build row holding it, the others following in the
 // join's next chain. Encoding, hashing the bytes and comparing them were most
 // of an own-table TPC-H q3's time (KeyTable's findShort, probe and LookupRows:
 // 60% of the CPU profile).
+//
+// Several key columns are packed into one value when their build side's
+// ranges fit in 63 bits together (partsupp's part and supplier, a customer
+// and its nation): column c's value minus its least, shifted left by the
+// bits of the columns after it; a probe row with a value outside a column's
+// range matches nothing.
 //
 // Keys that are dense enough (a span of at most denseSpan times the rows, as
 // a table's serial keys are, or of at most denseMin) index an array by key
@@ -22,14 +30,19 @@ import (
 // linear probing, hashed by a multiply with a random odd seed so that no input
 // can be chosen to collide.
 type intIndex struct {
-	dense bool
-	min   int64
-	span  uint64  // dense: len(first)
-	first []int32 // dense: by key-min; hashed: by slot; -1: none
-	keys  []int64 // hashed: each slot's key
-	mult  uint64  // hashed: the odd multiplier
-	shift uint    // hashed: 64 - log2(len(first))
-	mask  uint64  // hashed: len(first)-1
+	// packed: more than one key column, each from lo[c] to hi[c], shifted
+	// left by colShift[c].
+	packed   bool
+	lo, hi   []int64
+	colShift []uint
+	dense    bool
+	min      int64
+	span     uint64  // dense: len(first)
+	first    []int32 // dense: by key-min; hashed: by slot; -1: none
+	keys     []int64 // hashed: each slot's key
+	mult     uint64  // hashed: the odd multiplier
+	shift    uint    // hashed: 64 - log2(len(first))
+	mask     uint64  // hashed: len(first)-1
 }
 
 const (
@@ -41,13 +54,16 @@ const (
 	denseMin = 1 << 16
 )
 
-// intKeyed reports whether a column of type dt can be indexed by intIndex.
-func intKeyed(dt arrow.DataType) bool {
-	switch dt.ID() {
-	case arrow.INT64, arrow.INT32, arrow.DATE32:
-		return true
+// allIntKeyed reports whether key columns cols can be indexed by intIndex.
+func allIntKeyed(cols []arrow.Array) bool {
+	for _, c := range cols {
+		switch c.DataType().ID() {
+		case arrow.INT64, arrow.INT32, arrow.DATE32:
+		default:
+			return false
+		}
 	}
-	return false
+	return len(cols) > 0
 }
 
 // intKey is the Go types of the columns intKeyed accepts.
@@ -67,24 +83,113 @@ func intValues(col arrow.Array) (i64 []int64, i32 []int32) {
 	return nil, nil
 }
 
-// buildIntIndex indexes the n rows of key column col, setting next[r] to the
-// next row after r with r's key (-1: none); NULL keys are not indexed.
-func buildIntIndex(col arrow.Array, next []int32) *intIndex {
-	i64, i32 := intValues(col)
-	if i64 != nil {
-		return buildInts(i64, col, next)
+// buildIntIndex indexes the n rows of key columns cols, setting next[r] to
+// the next row after r with r's key (-1: none); keys with a NULL are not
+// indexed. It returns nil when the columns cannot be packed into one value.
+func buildIntIndex(cols []arrow.Array, next []int32) *intIndex {
+	if len(cols) == 1 {
+		i64, i32 := intValues(cols[0])
+		if i64 != nil {
+			return buildInts(&intIndex{}, i64, cols[0], nil, next)
+		}
+		return buildInts(&intIndex{}, i32, cols[0], nil, next)
 	}
-	return buildInts(i32, col, next)
+	n := len(next)
+	x := &intIndex{packed: true, lo: make([]int64, len(cols)), hi: make([]int64, len(cols)), colShift: make([]uint, len(cols))}
+	null := make([]bool, n)
+	bits := uint(0)
+	for c := len(cols) - 1; c >= 0; c-- {
+		lo, hi, ok := intRange(cols[c])
+		if !ok {
+			// Every key has a NULL: nothing is indexed.
+			return buildInts(&intIndex{}, []int64(nil), nil, nil, next)
+		}
+		w := uint(0)
+		for w < 63 && uint64(hi-lo)>>w != 0 {
+			w++
+		}
+		if hi-lo < 0 || bits+w > 63 { // a span past int64's, or too many bits
+			return nil
+		}
+		x.lo[c], x.hi[c], x.colShift[c] = lo, hi, bits
+		bits += w
+	}
+	packed := make([]int64, n)
+	for c, col := range cols {
+		x.pack(c, col, packed, null)
+	}
+	return buildInts(x, packed, nil, null, next)
 }
 
-func buildInts[T intKey](vals []T, col arrow.Array, next []int32) *intIndex {
-	n := len(next)
-	vals = vals[:n]
+// intRange returns the least and greatest non-NULL values of col, and
+// whether it has one.
+func intRange(col arrow.Array) (lo, hi int64, ok bool) {
+	i64, i32 := intValues(col)
+	if i64 != nil {
+		return valueRange(i64, col)
+	}
+	return valueRange(i32, col)
+}
+
+func valueRange[T intKey](vals []T, col arrow.Array) (lo, hi int64, ok bool) {
 	nulls := col.NullN() > 0
-	x := &intIndex{}
+	for r, v := range vals[:col.Len()] {
+		if nulls && col.IsNull(r) {
+			continue
+		}
+		k := int64(v)
+		if !ok {
+			lo, hi, ok = k, k, true
+		}
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	return lo, hi, ok
+}
+
+// pack adds key column c's part of each row's packed value to packed
+// (setting it, for the first column), and marks in null the rows whose value
+// is NULL or outside the column's build range.
+func (x *intIndex) pack(c int, col arrow.Array, packed []int64, null []bool) {
+	i64, i32 := intValues(col)
+	if i64 != nil {
+		packInts(x, c, i64, col, packed, null)
+	} else {
+		packInts(x, c, i32, col, packed, null)
+	}
+}
+
+func packInts[T intKey](x *intIndex, c int, vals []T, col arrow.Array, packed []int64, null []bool) {
+	first := c == 0
+	nulls := col.NullN() > 0
+	vals = vals[:len(packed)]
+	lo, hi, shift := x.lo[c], x.hi[c], x.colShift[c]
+	for r, v := range vals {
+		k := int64(v)
+		out := k < lo || k > hi || nulls && col.IsNull(r)
+		if first {
+			packed[r], null[r] = 0, out
+		} else if out {
+			null[r] = true
+		}
+		if !out {
+			packed[r] |= (k - lo) << shift
+		}
+	}
+}
+
+func buildInts[T intKey](x *intIndex, vals []T, col arrow.Array, mask []bool, next []int32) *intIndex {
+	n := len(next)
+	if len(vals) < n {
+		vals = nil // no key column: every key NULL
+	} else {
+		vals = vals[:n]
+	}
+	colNulls := col != nil && col.NullN() > 0
+	isNull := func(r int) bool { return vals == nil || colNulls && col.IsNull(r) || mask != nil && mask[r] }
+	nulls := colNulls || mask != nil || vals == nil
 	lo, hi, seen := int64(0), int64(0), false
 	for r, v := range vals {
-		if nulls && col.IsNull(r) {
+		if nulls && isNull(r) {
 			continue
 		}
 		k := int64(v)
@@ -108,7 +213,7 @@ func buildInts[T intKey](vals []T, col arrow.Array, next []int32) *intIndex {
 			x.first[i] = -1
 		}
 		for r := n - 1; r >= 0; r-- {
-			if nulls && col.IsNull(r) {
+			if nulls && isNull(r) {
 				continue
 			}
 			p := uint64(int64(vals[r]) - lo)
@@ -129,7 +234,7 @@ func buildInts[T intKey](vals []T, col arrow.Array, next []int32) *intIndex {
 	x.mult = maphash.Comparable(maphash.MakeSeed(), 0) | 1
 	x.shift, x.mask = 64-bits, uint64(size-1)
 	for r := n - 1; r >= 0; r-- {
-		if nulls && col.IsNull(r) {
+		if nulls && isNull(r) {
 			continue
 		}
 		k := int64(vals[r])
@@ -144,18 +249,33 @@ func buildInts[T intKey](vals []T, col arrow.Array, next []int32) *intIndex {
 	return x
 }
 
-// lookup sets first[i] to the first build row whose key is row i's of col
-// (of the build key's type), or -1 when there is none or row i's is NULL.
-func (x *intIndex) lookup(col arrow.Array, first []int32) {
-	i64, i32 := intValues(col)
-	if i64 != nil {
-		lookupInts(x, i64, col, first)
+// lookup sets first[i] to the first build row whose key is row i's of cols
+// (of the build keys' types), or -1 when there is none or row i's has a NULL.
+// packed and null are scratch for a packed index, kept by the caller.
+func (x *intIndex) lookup(cols []arrow.Array, first []int32, packed *[]int64, null *[]bool) {
+	if x.packed {
+		n := len(first)
+		*packed, *null = vector.GrowSlice(*packed, n), vector.GrowSlice(*null, n)
+		for c, col := range cols {
+			x.pack(c, col, *packed, *null)
+		}
+		lookupInts(x, *packed, nil, *null, first)
+		for i, nl := range *null {
+			if nl {
+				first[i] = -1
+			}
+		}
 		return
 	}
-	lookupInts(x, i32, col, first)
+	i64, i32 := intValues(cols[0])
+	if i64 != nil {
+		lookupInts(x, i64, cols[0], nil, first)
+		return
+	}
+	lookupInts(x, i32, cols[0], nil, first)
 }
 
-func lookupInts[T intKey](x *intIndex, vals []T, col arrow.Array, out []int32) {
+func lookupInts[T intKey](x *intIndex, vals []T, col arrow.Array, _ []bool, out []int32) {
 	vals = vals[:len(out)]
 	switch {
 	case x.first == nil: // no keys
@@ -186,7 +306,7 @@ func lookupInts[T intKey](x *intIndex, vals []T, col arrow.Array, out []int32) {
 			}
 		}
 	}
-	if col.NullN() > 0 {
+	if col != nil && col.NullN() > 0 {
 		for i := range out {
 			if col.IsNull(i) {
 				out[i] = -1
