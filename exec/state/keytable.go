@@ -39,10 +39,10 @@ type KeyTable struct {
 	mask  uint64 // len(slots)-1, at most 1<<31-1
 	arena []byte
 	offs  []int       // key g is arena[offs[g]:offs[g+1]]
-	words [][2]uint64 // words[g] is key g's bytes 0 to 7 and 8 to 15, zero-padded, and its length (keyWords)
+	words [][2]uint64 // words[g] is key g's bytes 0 to 7 and 8 to 15, zero-padded, and its length (keyWords); none in an integer table
 	// nullID is the id of the NULL key of a raw table, or -1.
 	nullID int32
-	// ints, when set, indexes the keys in place of slots: a table of one
+	// ints, when set, indexes the keys in place of slots and words: a table of one
 	// integer column's keys (keytable_int.go).
 	ints *intTable
 }
@@ -73,17 +73,17 @@ func (t *KeyTable) Release() {
 func (t *KeyTable) Reserve(n, keyBytes int) {
 	t.arena = vector.PoolBytes.Grow(t.arena, keyBytes)
 	t.offs = vector.PoolInt.Grow(t.offs, n)
-	t.words = vector.PoolWords.Grow(t.words, n)
 	if t.ints != nil {
 		size := len(t.ints.slots)
 		for (t.Len()+n)*2 > size-1 {
 			size *= 2
 		}
 		if size > len(t.ints.slots) {
-			t.ints.resize(t.words, size)
+			t.ints.resize(size)
 		}
 		return
 	}
+	t.words = vector.PoolWords.Grow(t.words, n)
 	size := len(t.slots)
 	for uint64(t.Len()+n)*2 > uint64(size-1) {
 		size *= 2

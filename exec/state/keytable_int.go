@@ -10,15 +10,16 @@ import (
 )
 
 // A KeyTable of keys of one bigint, timestamp or double column
-// (NewIntKeyTable) keeps its arena, offsets and words as any other, but finds
-// keys by an index of their values, intSlots, instead of slots and words: a
-// slot of 16 bytes holds the value and the id, so that finding a key is one
-// multiply and one cache line where the byte index reads its slot, then its
-// words, in two places; growing reads no arena either. Such a key is 9
-// bytes (RowKeys: a flag byte, 1 valid and 0 NULL, then the value
-// little-endian, or zeros for NULL); the NULL key has an id of its own,
-// intNull, and no slot. TPC-H's GROUP BY l_orderkey (q18: 1.5M keys) spent a
-// third of its time in findShort and growing the byte index.
+// (NewIntKeyTable) keeps its arena and offsets as any other, but finds keys
+// by an index of their values, intSlots, instead of slots and words (it
+// keeps no words): a slot of 16 bytes holds the value and the id, so that
+// finding a key is one multiply and one cache line where the byte index
+// reads its slot, then its words, in two places; growing moves the slots
+// and reads no arena. Such a key is 9 bytes (RowKeys: a flag byte, 1 valid
+// and 0 NULL, then the value little-endian, or zeros for NULL); the NULL key
+// has an id of its own, intTable.null, and no slot. TPC-H's GROUP BY
+// l_orderkey (q18: 1.5M keys) spent a third of its time in findShort and
+// growing the byte index.
 type intSlot struct {
 	val uint64
 	id  uint32 // id+1; 0: empty
@@ -55,35 +56,31 @@ const intKeyBytes = 9
 func NewIntKeyTable() *KeyTable {
 	t := &KeyTable{nullID: -1}
 	t.ints = &intTable{mult: maphash.Comparable(maphash.MakeSeed(), 0) | 1, null: -1}
-	t.ints.resize(nil, 1024)
+	t.ints.resize(1024)
 	t.offs = append(vector.PoolInt.Get(0, false), 0)
 	return t
 }
 
-// resize makes the index size slots (a power of two) and puts keys in it.
-func (x *intTable) resize(keys [][2]uint64, size int) {
+// resize makes the index size slots (a power of two), moving its keys.
+func (x *intTable) resize(size int) {
 	bits := uint(0)
 	for 1<<bits < size {
 		bits++
 	}
+	old := x.slots
 	x.slots, x.shift = make([]intSlot, size), 64-bits
 	mask := uint64(size - 1)
-	for g, w := range keys {
-		if int32(g) == x.null {
+	for _, s := range old {
+		if s.id == 0 {
 			continue
 		}
-		v := intValue(w)
-		p := (v * x.mult) >> x.shift
+		p := (s.val * x.mult) >> x.shift
 		for x.slots[p].id != 0 {
 			p = (p + 1) & mask
 		}
-		x.slots[p] = intSlot{val: v, id: uint32(g) + 1}
+		x.slots[p] = s
 	}
 }
-
-// intValue returns the value of a valid key from its words (keyWords: bytes 0
-// to 7 of the key, flag first, then bytes 8 to 15, length in the last).
-func intValue(w [2]uint64) uint64 { return w[0]>>8 | w[1]<<56 }
 
 // intFindOrInsert returns the id of key, of intKeyBytes bytes, adding it if new.
 func (t *KeyTable) intFindOrInsert(key []byte) uint32 {
@@ -110,7 +107,7 @@ func (t *KeyTable) intFindOrInsert(key []byte) uint32 {
 	g := t.appendKey(key)
 	x.slots[p] = intSlot{val: v, id: g + 1}
 	if uint64(g+1)*2 > mask {
-		x.resize(t.words, 2*len(x.slots))
+		x.resize(2 * len(x.slots))
 	}
 	return g
 }
@@ -137,15 +134,11 @@ func (t *KeyTable) intFind(key []byte) int32 {
 	}
 }
 
-// appendKey adds key to the arena, offsets and words, and returns its id.
+// appendKey adds key to the arena and offsets, and returns its id.
 func (t *KeyTable) appendKey(key []byte) uint32 {
 	g := uint32(t.Len())
-	var pad [16]byte
-	copy(pad[:], key)
-	w0, w1 := binary.LittleEndian.Uint64(pad[:8]), binary.LittleEndian.Uint64(pad[8:])
 	t.arena = append(vector.PoolBytes.Grow(t.arena, len(key)), key...)
 	t.offs = append(vector.PoolInt.Grow(t.offs, 1), len(t.arena))
-	t.words = append(vector.PoolWords.Grow(t.words, 1), keyWords(w0, w1, len(key)))
 	return g
 }
 
