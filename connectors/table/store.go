@@ -10,9 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // BatchRows is the most rows a record batch of a segment holds; a statement's
@@ -498,10 +495,8 @@ func syncDir(dir string) error {
 }
 
 // Distinct estimates the distinct values of column col of table id, for the
-// planner's join order, from the rows of its first record batch (at most
-// BatchRows): d distinct among n is d when d is at most n/2, else d/n of the
-// table's rows, as the file connector estimates. Estimates are kept until the
-// table's next version.
+// planner's join order, from a sample of its rows (distinctSample). Estimates
+// are kept until the table's next version.
 func (s *Store) Distinct(id string, col int) (float64, bool) {
 	t, err := s.table(id)
 	if err != nil {
@@ -519,26 +514,7 @@ func (s *Store) Distinct(id string, col int) (float64, bool) {
 		t.ndv, t.ndvVersion = map[int]float64{}, v.Version
 		t.mu.Unlock()
 	}
-	d := 0.0
-	errFirst := errors.New("first batch read")
-	// The first batch: a segment's, or the log's.
-	t.scanVersion(v, memory.DefaultAllocator, func(rec arrow.RecordBatch) error {
-		if col >= int(rec.NumCols()) {
-			return errFirst
-		}
-		seen := map[string]struct{}{}
-		var buf []byte
-		n := int(rec.NumRows())
-		for row := 0; row < n; row++ {
-			buf = appendKey(buf[:0], rec, []int{col}, row)
-			seen[string(buf)] = struct{}{}
-		}
-		d = float64(len(seen))
-		if d > float64(n)/2 {
-			d = max(d, float64(v.rows())*d/float64(n))
-		}
-		return errFirst
-	})
+	d := t.distinctSample(v, col)
 	t.mu.Lock()
 	if t.ndvVersion == v.Version {
 		t.ndv[col] = d

@@ -52,8 +52,11 @@ type hashAggOp struct {
 	// partial phase emits it as its last column, the final phase sums it.
 	rows *countAgg
 
-	mem      memory.Allocator
-	table    state.Keyed
+	mem   memory.Allocator
+	table state.Keyed
+	// intKeys: the key is one bigint, timestamp or double column, whose
+	// groups an integer KeyTable holds (newTable).
+	intKeys  bool
 	keyTypes []arrow.DataType
 	keys     state.RowKeys
 	keyArrs  []arrow.Array
@@ -275,6 +278,14 @@ func (o *hashAggOp) encodeKeys(rec arrow.RecordBatch, n int) error {
 	return o.keys.Encode(o.keyArrs, nil, n)
 }
 
+// newTable returns an empty table for the groups' keys.
+func (o *hashAggOp) newTable() *state.KeyTable {
+	if o.intKeys {
+		return state.NewIntKeyTable()
+	}
+	return state.NewKeyTable()
+}
+
 // fold adds the batch's rows to their groups, adding the groups not yet held.
 func (o *hashAggOp) fold(b exec.Batch) error {
 	rec, n := b.Rec, b.NumRows()
@@ -283,6 +294,12 @@ func (o *hashAggOp) fold(b exec.Batch) error {
 	if len(o.keyCols) > 0 {
 		if err := o.encodeKeys(rec, n); err != nil {
 			return err
+		}
+		if o.table.Len() == 0 && !o.intKeys && o.disk == nil && state.IntKeyed(o.keyTypes) {
+			// The key's types are known from the first batch on.
+			o.intKeys = true
+			o.table.Release()
+			o.table = o.newTable()
 		}
 		if o.cfg.Phase == AggFinal && o.table.Len() == 0 {
 			// A partial aggregate emits each of its keys once: the table
@@ -416,7 +433,7 @@ func (o *hashAggOp) Flush(ctx context.Context, out exec.Collector) error {
 			return err
 		}
 		o.table.Release()
-		o.table = state.NewKeyTable()
+		o.table = o.newTable()
 		o.seen = false
 		_, err := o.buildAggs()
 		return err

@@ -13,7 +13,6 @@ import (
 	"context"
 
 	"github.com/hummer-db/hummer/exec"
-	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
@@ -35,7 +34,7 @@ func (o *hashAggOp) restartPartial(ctx context.Context, out exec.Collector) erro
 		return err
 	}
 	o.table.Release()
-	o.table = state.NewKeyTable()
+	o.table = o.newTable()
 	_, err := o.buildAggs()
 	return err
 }

@@ -61,14 +61,21 @@ type hashJoinOp struct {
 	level  int   // of partitioning, in a spilled join's partition
 	spill  *joinSpill
 
-	right   []arrow.RecordBatch
-	build   arrow.RecordBatch // nil when the right side had no rows
-	table   state.Keyed
-	head    []int32 // first right row of each key, -1 for none
-	next    []int32 // next right row with the same key, -1 at the end
-	built   bool
-	pending []exec.Batch
-	in      twoInputs
+	right []arrow.RecordBatch
+	build arrow.RecordBatch // nil when the right side had no rows
+	// The build side's index: ints for one integer key (join_hash_int.go),
+	// else table, whose key ids head maps to their first right row (-1 for
+	// none). next chains the right rows of a key, -1 at the end.
+	ints  *intIndex
+	table state.Keyed
+	// packed and packNull: a packed intIndex's scratch for a probe batch.
+	packed   []int64
+	packNull []bool
+	head     []int32
+	next     []int32
+	built    bool
+	pending  []exec.Batch
+	in       twoInputs
 
 	keys    state.RowKeys
 	keyArrs []arrow.Array
@@ -228,7 +235,6 @@ func (o *hashJoinOp) ProcessSignal(ctx context.Context, input int, s exec.Signal
 // buildTable concatenates the right side and indexes it by key.
 func (o *hashJoinOp) buildTable() error {
 	o.built = true
-	o.table = state.NewKeyTable()
 	right := o.right
 	o.right = nil
 	defer func() {
@@ -278,9 +284,16 @@ func (o *hashJoinOp) buildTable() error {
 	if err != nil {
 		return err
 	}
+	if allIntKeyed(arrs) {
+		o.next = make([]int32, n)
+		if o.ints = buildIntIndex(arrs, o.next); o.ints != nil {
+			return nil
+		}
+	}
 	if err := o.keys.Encode(arrs, nil, n); err != nil {
 		return fmt.Errorf("hash_join: %w", err)
 	}
+	o.table = state.NewKeyTable()
 	gids := make([]uint32, n)
 	// Room for every row's key at once (a key is as often unique as not):
 	// no doubling of the table on the way.
@@ -330,6 +343,7 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 		}
 		return o.probeAll(ctx, b, out)
 	}
+	// ids[i]: the first right row of left row i's key, -1 for none.
 	o.ids = vector.GrowSlice(o.ids, n)
 	ids := o.ids
 	if o.build == nil {
@@ -347,10 +361,19 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 				return fmt.Errorf("hash_join: key %d is %s on the left and %s on the right", i, a.DataType(), rt)
 			}
 		}
-		if err := o.keys.Encode(arrs, nil, n); err != nil {
-			return fmt.Errorf("hash_join: %w", err)
+		if o.ints != nil {
+			o.ints.lookup(arrs, ids, &o.packed, &o.packNull)
+		} else {
+			if err := o.keys.Encode(arrs, nil, n); err != nil {
+				return fmt.Errorf("hash_join: %w", err)
+			}
+			o.table.LookupRows(&o.keys, ids)
+			for i, g := range ids {
+				if g >= 0 {
+					ids[i] = o.head[g]
+				}
+			}
 		}
-		o.table.LookupRows(&o.keys, ids)
 	}
 	if o.semi != 0 {
 		return o.probeSemi(ctx, b, ids, out)
@@ -363,16 +386,14 @@ func (o *hashJoinOp) probe(ctx context.Context, b exec.Batch, out exec.Collector
 	defer func() { o.li, o.ri = li[:0], ri[:0] }()
 	for i := range n {
 		found := false
-		if g := ids[i]; g >= 0 {
-			for r := o.head[g]; r >= 0; r = o.next[r] {
-				found = true
-				li, ri = append(li, int32(i)), append(ri, r)
-				if len(li) >= vector.OutBatchRows {
-					if err := o.emitPairs(ctx, b, li, ri, matched, o.extra, out); err != nil {
-						return err
-					}
-					li, ri = li[:0], ri[:0]
+		for r := ids[i]; r >= 0; r = o.next[r] {
+			found = true
+			li, ri = append(li, int32(i)), append(ri, r)
+			if len(li) >= vector.OutBatchRows {
+				if err := o.emitPairs(ctx, b, li, ri, matched, o.extra, out); err != nil {
+					return err
 				}
+				li, ri = li[:0], ri[:0]
 			}
 		}
 		if !found && o.left && o.extra == nil {
@@ -664,7 +685,7 @@ func (o *hashJoinOp) Close(ctx context.Context) error {
 	if o.table != nil {
 		o.table.Release()
 	}
-	o.table = nil
+	o.table, o.ints = nil, nil
 	if o.spill != nil {
 		o.spill.remove()
 		o.spill = nil

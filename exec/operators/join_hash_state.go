@@ -385,7 +385,7 @@ func (o *hashJoinOp) checkSide(side string, fields []arrow.Field, off int, decl 
 // plain values.
 func (o *hashJoinOp) resetState() {
 	_ = o.Close(context.Background())
-	o.head, o.next, o.built = nil, nil, false
+	o.head, o.next, o.ints, o.built = nil, nil, nil, false
 	o.in = twoInputs{}
 	o.keys = state.RowKeys{}
 }

@@ -42,7 +42,7 @@ var semiKinds = map[string]semiKind{"semi": leftSemi, "anti": leftAnti, "right_s
 func (k semiKind) buildOutput() bool { return k == rightSemi || k == rightAnti }
 
 // probeSemi probes left batch b for a semi or anti join: ids holds each row's
-// key group in the table (-1: none), or is nil for a join without keys, where
+// first right row of its key (-1: none), or is nil for a join without keys, where
 // every right row is a candidate.
 func (o *hashJoinOp) probeSemi(ctx context.Context, b exec.Batch, ids []int32, out exec.Collector) error {
 	n := b.NumRows()
@@ -97,11 +97,9 @@ func (o *hashJoinOp) probeSemi(ctx context.Context, b exec.Batch, ids []int32, o
 			}
 			continue
 		}
-		if g := ids[i]; g >= 0 {
-			for r := o.head[g]; r >= 0; r = o.next[r] {
-				if err := candidate(i, r); err != nil {
-					return err
-				}
+		for r := ids[i]; r >= 0; r = o.next[r] {
+			if err := candidate(i, r); err != nil {
+				return err
 			}
 		}
 	}

@@ -39,9 +39,12 @@ type KeyTable struct {
 	mask  uint64 // len(slots)-1, at most 1<<31-1
 	arena []byte
 	offs  []int       // key g is arena[offs[g]:offs[g+1]]
-	words [][2]uint64 // words[g] is key g's bytes 0 to 7 and 8 to 15, zero-padded, and its length (keyWords)
+	words [][2]uint64 // words[g] is key g's bytes 0 to 7 and 8 to 15, zero-padded, and its length (keyWords); none in an integer table
 	// nullID is the id of the NULL key of a raw table, or -1.
 	nullID int32
+	// ints, when set, indexes the keys in place of slots and words: a table of one
+	// integer column's keys (keytable_int.go).
+	ints *intTable
 }
 
 // NewKeyTable returns an empty table whose hashes are seeded at random, so
@@ -70,6 +73,16 @@ func (t *KeyTable) Release() {
 func (t *KeyTable) Reserve(n, keyBytes int) {
 	t.arena = vector.PoolBytes.Grow(t.arena, keyBytes)
 	t.offs = vector.PoolInt.Grow(t.offs, n)
+	if t.ints != nil {
+		size := len(t.ints.slots)
+		for (t.Len()+n)*2 > size-1 {
+			size *= 2
+		}
+		if size > len(t.ints.slots) {
+			t.ints.resize(size)
+		}
+		return
+	}
 	t.words = vector.PoolWords.Grow(t.words, n)
 	size := len(t.slots)
 	for uint64(t.Len()+n)*2 > uint64(size-1) {
@@ -140,6 +153,9 @@ func (t *KeyTable) probe(key []byte, h, w0, w1 uint64) uint64 {
 
 // findOrInsert returns key's id, adding it if new.
 func (t *KeyTable) findOrInsert(key []byte) uint32 {
+	if t.ints != nil {
+		return t.intFindOrInsert(key)
+	}
 	h, w0, w1 := vector.HashKey(key, t.seed)
 	return t.findOrInsertHashed(key, h, w0, w1)
 }
@@ -170,6 +186,9 @@ func (t *KeyTable) insertAt(p uint64, key []byte, h, w0, w1 uint64) uint32 {
 
 // find returns key's id, or -1.
 func (t *KeyTable) find(key []byte) int32 {
+	if t.ints != nil {
+		return t.intFind(key)
+	}
 	h, w0, w1 := vector.HashKey(key, t.seed)
 	m := t.slots[t.probe(key, h, w0, w1)]
 	if m == 0 {
@@ -221,7 +240,12 @@ func (t *KeyTable) resize(size int) {
 // bytes, where decoding them into columns and encoding those again cost
 // three times as much (Nexmark q9's Top-N). t is unchanged.
 func (t *KeyTable) Compacted(ids []uint32) *KeyTable {
-	n := NewKeyTable()
+	var n *KeyTable
+	if t.ints != nil {
+		n = NewIntKeyTable()
+	} else {
+		n = NewKeyTable()
+	}
 	size := 0
 	for _, g := range ids {
 		size += t.offs[g+1] - t.offs[g]
@@ -259,6 +283,10 @@ func (t *KeyTable) nullGroup() uint32 {
 // misses overlap, paid off with a slower probing loop but not with this one.
 func (t *KeyTable) InsertRows(k *RowKeys, gids []uint32) {
 	gids = gids[:k.n]
+	if t.ints != nil {
+		t.intInsertRows(k, gids)
+		return
+	}
 	offs := k.offs[:k.n+1]
 	// Arrow pads buffers to 64 bytes and encode leaves 16 spare bytes, so a
 	// short key can mostly be loaded as two words past its end.
@@ -344,6 +372,9 @@ func (t *KeyTable) FindRows(k *RowKeys, ids []int32) {
 // Bytes returns the memory the table holds: its slots, arena, offsets and
 // key words.
 func (t *KeyTable) Bytes() int64 {
+	if t.ints != nil {
+		return int64(cap(t.ints.slots))*16 + int64(cap(t.arena)) + int64(cap(t.offs))*8 + int64(cap(t.words))*16
+	}
 	return int64(cap(t.slots))*4 + int64(cap(t.arena)) + int64(cap(t.offs))*8 + int64(cap(t.words))*16
 }
 

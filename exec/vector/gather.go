@@ -27,8 +27,9 @@ func GatherOps(ops []exec.ChangeKind, idx []int32) []exec.ChangeKind {
 	return out
 }
 
-// GatherArray returns a new array of arr's rows idx[0], idx[1], ..., allocated
-// from mem; a negative index gives a NULL. It supports the types of package
+// GatherArray returns an array of arr's rows idx[0], idx[1], ..., allocated
+// from mem (arr itself, retained, when idx is all its rows in order); a
+// negative index gives a NULL. It supports the types of package
 // types (null, boolean, bigint, double, decimal, text, timestamp).
 func GatherArray(mem memory.Allocator, arr arrow.Array, idx []int32) (arrow.Array, error) {
 	return gatherArray(mem, arr, idx, denseRuns(idx))
@@ -41,6 +42,12 @@ func gatherArray(mem memory.Allocator, arr arrow.Array, idx []int32, runs []rowR
 	dt := arr.DataType()
 	if dt.ID() == arrow.NULL {
 		return array.NewNull(n), nil
+	}
+	if len(runs) == 1 && runs[0].src == 0 && int(runs[0].n) == arr.Len() {
+		// Every row in order (a join whose probe rows all match once): the
+		// array itself, shared.
+		arr.Retain()
+		return arr, nil
 	}
 	if runs != nil {
 		switch dt.ID() {

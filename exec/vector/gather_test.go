@@ -110,3 +110,38 @@ func TestDenseRunsRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherAllRows: a selection of every row in order gives the array
+// itself, with a reference of its own (releasing it leaves the source
+// usable); one row short of that, or out of order, a copy.
+func TestGatherAllRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	src := gatherTestArray(mem, arrow.BinaryTypes.String)
+	defer src.Release()
+	all := make([]int32, src.Len())
+	for i := range all {
+		all[i] = int32(i)
+	}
+	got, err := GatherArray(mem, src, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != src {
+		t.Fatal("all rows in order: not the array itself")
+	}
+	got.Release()
+	if src.ValueStr(1) != "row 1 x" {
+		t.Fatalf("the source after releasing the gather: row 1 is %q", src.ValueStr(1))
+	}
+	for _, idx := range [][]int32{all[:len(all)-1], all[1:]} {
+		got, err := GatherArray(mem, src, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == src || got.Len() != len(idx) || got.ValueStr(0) != src.ValueStr(int(idx[0])) {
+			t.Fatalf("%d rows from %d: %d rows, first %q", len(idx), idx[0], got.Len(), got.ValueStr(0))
+		}
+		got.Release()
+	}
+}

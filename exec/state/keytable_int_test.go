@@ -1,0 +1,148 @@
+package state
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/vector"
+)
+
+// TestIntKeyTable checks an integer table against a map of first sightings:
+// batches of bigint keys (NULLs, extremes, dense and sparse values, repeats)
+// get the ids of their first insertion, FindRows and LookupRows find them
+// (NULL a key for one, no match for the other), keys not inserted are not
+// found, the keys decode back, and a compacted table keeps the chosen ones.
+func TestIntKeyTable(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, reserve := range []bool{false, true} {
+		t.Run(fmt.Sprint("reserve=", reserve), func(t *testing.T) {
+			tb := NewIntKeyTable()
+			defer tb.Release()
+			ids := map[string]uint32{} // "null" or the value
+			keyOf := func(c *array.Int64, i int) string {
+				if c.IsNull(i) {
+					return "null"
+				}
+				return fmt.Sprint(c.Value(i))
+			}
+			value := func() int64 {
+				switch r.IntN(5) {
+				case 0:
+					return []int64{math.MinInt64, math.MaxInt64, 0, -1, 1 << 56, 255}[r.IntN(6)]
+				case 1:
+					return r.Int64() - r.Int64()
+				}
+				return int64(r.IntN(20000))
+			}
+			for range 30 {
+				n := 1 + r.IntN(4000)
+				ib := array.NewInt64Builder(mem)
+				for range n {
+					if r.IntN(20) == 0 {
+						ib.AppendNull()
+					} else {
+						ib.Append(value())
+					}
+				}
+				col := ib.NewArray().(*array.Int64)
+				ib.Release()
+				var k RowKeys
+				if err := k.Encode([]arrow.Array{col}, nil, n); err != nil {
+					t.Fatal(err)
+				}
+				// Before inserting: FindRows knows exactly the keys seen so far.
+				found := make([]int32, n)
+				tb.FindRows(&k, found)
+				for i := range n {
+					want, ok := ids[keyOf(col, i)]
+					if !ok && found[i] != -1 || ok && found[i] != int32(want) {
+						t.Fatalf("row %d (%s): found %d, want %d (held %v)", i, keyOf(col, i), found[i], want, ok)
+					}
+				}
+				if reserve {
+					tb.Reserve(n, k.Bytes())
+				}
+				gids := make([]uint32, n)
+				tb.InsertRows(&k, gids)
+				looked := make([]int32, n)
+				tb.LookupRows(&k, looked)
+				for i := range n {
+					key := keyOf(col, i)
+					want, ok := ids[key]
+					if !ok {
+						want = uint32(len(ids))
+						ids[key] = want
+					}
+					if gids[i] != want {
+						t.Fatalf("row %d (%s): id %d, want %d", i, key, gids[i], want)
+					}
+					if lw := int32(want); col.IsNull(i) && looked[i] != -1 || !col.IsNull(i) && looked[i] != lw {
+						t.Fatalf("row %d (%s): looked up %d", i, key, looked[i])
+					}
+				}
+				col.Release()
+			}
+			if tb.Len() != len(ids) {
+				t.Fatalf("%d keys, want %d", tb.Len(), len(ids))
+			}
+			types := []arrow.DataType{arrow.PrimitiveTypes.Int64}
+			kc, err := tb.DecodeKeys(mem, types, GroupRange(0, tb.Len()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer vector.ReleaseArrays(kc)
+			for g := range tb.Len() {
+				if key := keyOf(kc[0].(*array.Int64), g); ids[key] != uint32(g) {
+					t.Fatalf("key %d decodes to %s, which has id %d", g, key, ids[key])
+				}
+			}
+			// Compacted to every third key, backwards: those ids in that order.
+			var keep []uint32
+			for g := tb.Len() - 1; g >= 0; g -= 3 {
+				keep = append(keep, uint32(g))
+			}
+			c := tb.Compacted(keep)
+			defer c.Release()
+			got, err := c.DecodeKeys(mem, types, GroupRange(0, c.Len()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer vector.ReleaseArrays(got)
+			want, err := tb.DecodeKeys(mem, types, GroupIDs(keep))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer vector.ReleaseArrays(want)
+			if c.Len() != len(keep) || !array.Equal(got[0], want[0]) {
+				t.Fatalf("compacted keys %v, want %v", got[0], want[0])
+			}
+			var k RowKeys
+			if err := k.Encode(kc, nil, tb.Len()); err != nil {
+				t.Fatal(err)
+			}
+			cids := make([]int32, tb.Len())
+			c.FindRows(&k, cids)
+			at := map[uint32]int32{}
+			for i, g := range keep {
+				at[g] = int32(i)
+			}
+			for g, id := range cids {
+				w, ok := at[uint32(g)]
+				if !ok {
+					w = -1
+				}
+				if id != w {
+					t.Fatalf("key %d: compacted id %d, want %d", g, id, w)
+				}
+			}
+		})
+	}
+}
