@@ -92,7 +92,7 @@ func startCluster(t *testing.T, n int, mem memory.Allocator) *cluster {
 		}
 		reg := exec.NewRegistry()
 		operators.Register(reg)
-		reg.RegisterSource("endless", func(exec.ConnectorSpec) (exec.Source, error) { return endless{}, nil })
+		reg.RegisterSource("endless", func(exec.ConnectorSpec) (exec.Source, error) { return &endless{}, nil })
 		tm := taskmanager.New(taskmanager.Config{ID: data.Addr().String(), Slots: 1,
 			Registry: reg, Alloc: mem, Data: data})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -202,15 +202,22 @@ type discard struct{}
 func (discard) Send(context.Context, string, exec.Batch) error { return nil }
 
 // endless is a source that emits 100 rows of x, then waits to be cancelled.
-type endless struct{}
+// It emits under the checkpoint lock, as a checkpointed source must.
+type endless struct{ lock sync.Locker }
 
 // endless has a (trivial) state, so that checkpoints store something.
-func (endless) SnapshotState(context.Context, int64) ([]byte, error) { return []byte("{}"), nil }
-func (endless) RestoreState(context.Context, []byte) error           { return nil }
+func (*endless) SnapshotState(context.Context, int64) ([]byte, error) { return []byte("{}"), nil }
+func (*endless) RestoreState(context.Context, []byte) error           { return nil }
 
-func (endless) Open(context.Context, *exec.TaskContext) error { return nil }
-func (endless) Close() error                                  { return nil }
-func (endless) Run(ctx context.Context, out exec.Collector) error {
+func (e *endless) Open(_ context.Context, tc *exec.TaskContext) error {
+	e.lock = &sync.Mutex{}
+	if tc.CheckpointLock != nil {
+		e.lock = tc.CheckpointLock
+	}
+	return nil
+}
+func (*endless) Close() error { return nil }
+func (e *endless) Run(ctx context.Context, out exec.Collector) error {
 	b := array.NewInt64Builder(memory.DefaultAllocator)
 	for i := range 100 {
 		b.Append(int64(i))
@@ -220,7 +227,9 @@ func (endless) Run(ctx context.Context, out exec.Collector) error {
 	x := types.Schema{{Name: "x", Type: types.Int64Type}}
 	rec := array.NewRecordBatch(x.Arrow(), []arrow.Array{col}, 100)
 	col.Release()
+	e.lock.Lock()
 	err := out.Collect(ctx, exec.Batch{Rec: rec})
+	e.lock.Unlock()
 	rec.Release()
 	if err != nil {
 		return err
