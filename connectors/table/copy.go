@@ -223,17 +223,18 @@ func (r *CopyReader) record(rec []byte) error {
 	} else {
 		err = r.splitText(rec)
 	}
-	// PostgreSQL's CONTEXT for a record of the wrong shape quotes the record.
-	recordWhere := fmt.Sprintf("%s, line %d: \"%s\"", r.where(), line, rec)
+	// PostgreSQL's CONTEXT for a record of the wrong shape quotes the record
+	// (made only then: a COPY of millions of good records makes none).
+	recordWhere := func() string { return fmt.Sprintf("%s, line %d: \"%s\"", r.where(), line, rec) }
 	if err != nil {
-		return &CopyError{Code: "22P04", Msg: err.Error(), Where: recordWhere}
+		return &CopyError{Code: "22P04", Msg: err.Error(), Where: recordWhere()}
 	}
 	schema := r.tx.c.Schema
 	switch {
 	case len(r.cells) > len(r.fields):
-		return &CopyError{Code: "22P04", Msg: "extra data after last expected column", Where: recordWhere}
+		return &CopyError{Code: "22P04", Msg: "extra data after last expected column", Where: recordWhere()}
 	case len(r.cells) < len(r.fields):
-		return &CopyError{Code: "22P04", Msg: fmt.Sprintf("missing data for column \"%s\"", schema[r.fields[len(r.cells)]].Name), Where: recordWhere}
+		return &CopyError{Code: "22P04", Msg: fmt.Sprintf("missing data for column \"%s\"", schema[r.fields[len(r.cells)]].Name), Where: recordWhere()}
 	}
 	r.bb.Reset()
 	for k, c := range r.fields {
