@@ -62,14 +62,6 @@ func Cast(e *Expr, t types.Type) *Expr {
 	if e.Type == t {
 		return e
 	}
-	if e.Kind == KindLiteral && t == e.Type.Base() {
-		// A constant loses its declared width (an integer constant
-		// becoming a bigint): the same value, retyped, so that what looks
-		// for constants (key lookups, pruning) still finds one.
-		c := *e
-		c.Type, c.Value.Type = t, t
-		return &c
-	}
 	return &Expr{Kind: KindCast, Type: t, Args: []*Expr{e}}
 }
 
