@@ -2,7 +2,13 @@ package taskmanager
 
 import (
 	"math"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
+
+	"github.com/hummer-db/hummer/exec"
 )
 
 // TestGCPercentFor: the heap may grow by the floor (64 MiB, or a quarter of
@@ -27,4 +33,40 @@ func TestGCPercentFor(t *testing.T) {
 			t.Errorf("gcPercentFor(%d MiB, %d MiB) = %d, want %d", c.live/mib, c.limit/mib, got, c.want)
 		}
 	}
+}
+
+// TestWatchdogRestoresGCWhenIdle: while a deployment runs the watchdog raises
+// the GC percentage (the heap floor); when the last one is removed it puts
+// GOGC's default back and stops, so an idle server does not keep the garbage
+// the floor allowed.
+func TestWatchdogRestoresGCWhenIdle(t *testing.T) {
+	t.Setenv("GOGC", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	percent := func() uint64 {
+		metrics.Read(gogc)
+		return gogc[0].Value.Uint64()
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s (GC percent %d)", what, percent())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	var r running
+	d, finish := exec.NewDeployment(func(error) {}, nil)
+	defer finish(nil)
+	runtime.GC() // a live heap far below the floor: the watchdog raises the percentage
+	r.add(d, "job")
+	waitFor("the watchdog to raise the GC percentage", func() bool { return percent() > 100 })
+	r.remove(d)
+	waitFor("GOGC's default and the watchdog stopped", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.watching && percent() == 100
+	})
 }
