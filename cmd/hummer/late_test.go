@@ -323,8 +323,9 @@ func TestLateRowsToKafka(t *testing.T) {
 		}
 		return len(got) >= 2
 	})
-	// The CSV sink writes timestamps in ISO 8601.
-	want := []string{"a,2024-01-01T00:00:09,2024-01-01T00:00:10", "a,2024-01-01T00:00:19,2024-01-01T00:00:23"}
+	// The CSV sink writes timestamps as PostgreSQL's COPY ... CSV does (and
+	// Flink's csv format).
+	want := []string{"a,2024-01-01 00:00:09,2024-01-01 00:00:10", "a,2024-01-01 00:00:19,2024-01-01 00:00:23"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the late topic holds\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

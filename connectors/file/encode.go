@@ -1,16 +1,14 @@
 package file
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -51,9 +49,9 @@ func (cfg *config) appendRow(dst []byte, rec arrow.RecordBatch, i int) ([]byte, 
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, cfg.schema[j].Name)
+			dst = records.AppendJSONString(dst, cfg.schema[j].Name)
 			dst = append(dst, ':')
-			dst = appendJSONValue(dst, col, cfg.schema[j].Type, i)
+			dst = records.AppendJSONValue(dst, col, cfg.schema[j].Type, i)
 		}
 		dst = append(dst, '}')
 	default:
@@ -65,8 +63,8 @@ func (cfg *config) appendRow(dst []byte, rec arrow.RecordBatch, i int) ([]byte, 
 				continue // an empty unquoted field is NULL
 			}
 			start := len(dst)
-			dst = appendText(dst, col, cfg.schema[j].Type, i)
-			dst = quoteCSV(dst, start, cfg.delim)
+			dst = records.AppendText(dst, col, cfg.schema[j].Type, i)
+			dst = records.QuoteCSV(dst, start, cfg.delim)
 		}
 	}
 	return append(dst, '\n'), nil
@@ -80,134 +78,9 @@ func (cfg *config) appendHeader(dst []byte) []byte {
 		}
 		start := len(dst)
 		dst = append(dst, f.Name...)
-		dst = quoteCSV(dst, start, cfg.delim)
+		dst = records.QuoteCSV(dst, start, cfg.delim)
 	}
 	return append(dst, '\n')
-}
-
-// quoteCSV quotes the field dst[start:] in place when it must be: it holds
-// the delimiter, a quote, CR or LF, or is empty (so it does not read back as
-// NULL). Quotes inside are doubled.
-func quoteCSV(dst []byte, start int, delim byte) []byte {
-	field := dst[start:]
-	need := len(field) == 0
-	quotes := 0
-	for _, c := range field {
-		switch c {
-		case '"':
-			quotes++
-			need = true
-		case '\r', '\n', delim:
-			need = true
-		}
-	}
-	if !need {
-		return dst
-	}
-	// Grow by the two quotes and the doubled ones, then move the field from
-	// the right so that it is read before it is overwritten.
-	n := len(field)
-	for range 2 + quotes {
-		dst = append(dst, 0)
-	}
-	w := len(dst) - 1
-	dst[w] = '"'
-	w--
-	for r := start + n - 1; r >= start; r-- {
-		c := dst[r]
-		dst[w] = c
-		w--
-		if c == '"' {
-			dst[w] = '"'
-			w--
-		}
-	}
-	dst[w] = '"'
-	return dst
-}
-
-// appendText appends the text of row i of col, a column of type t, as
-// PostgreSQL prints it. The row is not null.
-func appendText(dst []byte, col arrow.Array, t types.Type, i int) []byte {
-	switch c := col.(type) {
-	case *array.String:
-		if t.OID == types.OIDBpchar {
-			return types.AppendBpchar(dst, c.Value(i), int(t.Len)) // held without its blanks
-		}
-		return append(dst, c.Value(i)...)
-	case *array.Int64:
-		return strconv.AppendInt(dst, c.Value(i), 10)
-	case *array.Float64:
-		if t.OID == types.OIDFloat4 {
-			return types.AppendFloat4(dst, c.Value(i))
-		}
-		return types.AppendFloat(dst, c.Value(i))
-	case *array.Boolean:
-		return strconv.AppendBool(dst, c.Value(i))
-	case *array.Decimal128:
-		return types.AppendDecimal(dst, c.Value(i), int(t.Scale))
-	case *array.Timestamp:
-		if t.ID == types.Date {
-			return types.AppendDate(dst, int64(c.Value(i)))
-		}
-		return types.AppendTimestamp(dst, int64(c.Value(i)))
-	}
-	return append(dst, col.ValueStr(i)...)
-}
-
-// appendJSONValue appends row i of col as a JSON value: null, a bare number
-// or boolean (a DECIMAL's exact digits; a DOUBLE that JSON cannot hold, NaN
-// or an infinity, as a string, which the source reads back), or a string.
-func appendJSONValue(dst []byte, col arrow.Array, t types.Type, i int) []byte {
-	if col.IsNull(i) {
-		return append(dst, "null"...)
-	}
-	switch c := col.(type) {
-	case *array.Int64, *array.Boolean, *array.Decimal128:
-		return appendText(dst, col, t, i)
-	case *array.Float64:
-		start := len(dst)
-		dst = appendText(dst, c, t, i)
-		if v := dst[start]; v == 'N' || v == 'I' || v == '-' && len(dst) > start+1 && dst[start+1] == 'I' {
-			s := string(dst[start:])
-			return appendJSONString(dst[:start], s)
-		}
-		return dst
-	case *array.String:
-		if t.OID != types.OIDBpchar {
-			return appendJSONString(dst, c.Value(i))
-		}
-	}
-	return appendJSONString(dst, string(appendText(nil, col, t, i)))
-}
-
-// appendJSONString appends s as a JSON string: quotes, backslashes and
-// control characters escaped, other text as it is.
-func appendJSONString(dst []byte, s string) []byte {
-	if !utf8.ValidString(s) {
-		b, _ := json.Marshal(s) // invalid bytes as U+FFFD, as encoding/json does
-		return append(dst, b...)
-	}
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }
 
 // hiveDefaultPartition names the directory of a NULL or empty partition
@@ -215,7 +88,7 @@ func appendJSONString(dst []byte, s string) []byte {
 const hiveDefaultPartition = "__HIVE_DEFAULT_PARTITION__"
 
 // appendPartition appends the partition directories of row i of rec:
-// col=value/ for each partition_by column, the value as appendText writes it
+// col=value/ for each partition_by column, the value as records.AppendText writes it
 // with the characters Hive escapes (path separators, '=', '%', control
 // characters and a few more) as %XX. A ':' stays as it is (hm=10:03), as
 // local paths allow it.
@@ -226,7 +99,7 @@ func (cfg *config) appendPartition(dst []byte, rec arrow.RecordBatch, i int) []b
 		col := rec.Column(j)
 		start := len(dst)
 		if !col.IsNull(i) {
-			dst = appendText(dst, col, cfg.schema[j].Type, i)
+			dst = records.AppendText(dst, col, cfg.schema[j].Type, i)
 		}
 		if len(dst) == start {
 			dst = append(dst, hiveDefaultPartition...)

@@ -5,18 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hummer-db/hummer/connectors/internal/records"
 	"github.com/hummer-db/hummer/exec"
-	"github.com/hummer-db/hummer/exec/types"
 )
 
 // sink writes each row to the topic as one message in the table's format:
@@ -186,7 +183,9 @@ func (k *sink) encode(dst []byte, rec arrow.RecordBatch, i int) []byte {
 		if col.IsNull(i) {
 			continue // an empty unquoted field is NULL
 		}
-		dst = appendCSV(dst, valueStr(col, k.cfg.schema[j].Type, i))
+		start := len(dst)
+		dst = records.AppendText(dst, col, k.cfg.schema[j].Type, i)
+		dst = records.QuoteCSV(dst, start, ',')
 	}
 	return dst
 }
@@ -200,9 +199,9 @@ func (k *sink) appendObject(dst []byte, rec arrow.RecordBatch, i int, cols []int
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = strconv.AppendQuote(dst, k.cfg.schema[j].Name) // ASCII-safe JSON for column names
+		dst = records.AppendJSONString(dst, k.cfg.schema[j].Name)
 		dst = append(dst, ':')
-		dst = appendJSON(dst, rec.Column(j), k.cfg.schema[j].Type, i)
+		dst = records.AppendJSONValue(dst, rec.Column(j), k.cfg.schema[j].Type, i)
 	}
 	if cols == nil {
 		for j := range len(k.cfg.schema) {
@@ -214,56 +213,6 @@ func (k *sink) appendObject(dst []byte, rec arrow.RecordBatch, i int, cols []int
 		}
 	}
 	return append(dst, '}')
-}
-
-// valueStr is row i of col, a column of type t: a real with a float4's
-// digits, a character(n) padded to n, as PostgreSQL prints them.
-func valueStr(col arrow.Array, t types.Type, i int) string {
-	switch c := col.(type) {
-	case *array.String:
-		if t.OID == types.OIDBpchar {
-			return string(types.AppendBpchar(nil, c.Value(i), int(t.Len)))
-		}
-		return c.Value(i)
-	case *array.Float64:
-		if t.OID == types.OIDFloat4 {
-			return string(types.AppendFloat4(nil, c.Value(i)))
-		}
-	}
-	return col.ValueStr(i)
-}
-
-func appendJSON(dst []byte, col arrow.Array, t types.Type, i int) []byte {
-	if col.IsNull(i) {
-		return append(dst, "null"...)
-	}
-	switch c := col.(type) {
-	case *array.Boolean, *array.Int64, *array.Decimal128:
-		return append(dst, c.ValueStr(i)...) // exact: a DECIMAL reads back unchanged
-	case *array.Float64:
-		f := c.Value(i)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return strconv.AppendQuote(dst, c.ValueStr(i)) // NaN and infinities are not JSON numbers
-		}
-		if t.OID == types.OIDFloat4 {
-			return types.AppendFloat4(dst, f)
-		}
-		b, _ := json.Marshal(f)
-		return append(dst, b...)
-	}
-	b, _ := json.Marshal(valueStr(col, t, i))
-	return append(dst, b...)
-}
-
-// appendCSV appends one RFC 4180 field, quoted when it must be, and always
-// when empty so that it does not read back as NULL.
-func appendCSV(dst []byte, s string) []byte {
-	if s != "" && !strings.ContainsAny(s, ",\"\r\n") {
-		return append(dst, s...)
-	}
-	dst = append(dst, '"')
-	dst = append(dst, strings.ReplaceAll(s, `"`, `""`)...)
-	return append(dst, '"')
 }
 
 // ProcessSignal forwards signals: the sink consumes none of them. With
