@@ -42,6 +42,27 @@ func (b *builder) broadcast(p *sql.Join, left int) bool {
 	return ok && n*float64(b.opts.Parallelism) <= m
 }
 
+// broadcastLeft reports whether inner join p, built on its left side
+// (buildLeft), whose right side is node right, should take that left side
+// broadcast and its right side forward, on broadcast's terms with the sides
+// swapped: TPC-H q9's lineitem rows of the parts named like '%green%' are
+// copied to both instances that read orders instead of repartitioning
+// orders. (A semi, anti or left join built on its left side emits the build
+// rows no instance or some instance matched, which needs every probe row in
+// one place.)
+func (b *builder) broadcastLeft(p *sql.Join, right int) bool {
+	if b.streaming || b.opts.Rows == nil || p.Kind != sql.InnerJoin ||
+		b.par(right) != b.opts.Parallelism || b.opts.Parallelism == 1 {
+		return false
+	}
+	n, ok := b.opts.Rows(p.Left, true)
+	if !ok || n > broadcastRows {
+		return false
+	}
+	m, ok := b.opts.Rows(p.Right, false)
+	return ok && n*float64(b.opts.Parallelism) <= m
+}
+
 // buildLeft reports whether bounded join p, inner or left, with keys, should
 // build its hash table on its left side: when that side is estimated at
 // less than half the right one's rows, the smaller table to build and hold,
@@ -91,6 +112,9 @@ func (b *builder) leftBuiltJoin(p *sql.Join, left, right int, keep []int, out ty
 	if p.Extra != nil {
 		label += " and " + p.Extra.String()
 	}
+	if b.broadcastLeft(p, right) {
+		label += " (left side broadcast)"
+	}
 	if p.Kind.Filters() {
 		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: ls}
 		return b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
@@ -106,6 +130,9 @@ func (b *builder) leftBuiltJoin(p *sql.Join, left, right int, keep []int, out ty
 		}
 	}
 	op := exec.OperatorSpec{Kind: "hash_join", Label: label + keptLabel(keep, len(p.Out), out), Config: exec.MustConfig(cfg), Out: out}
+	if b.broadcastLeft(p, right) {
+		return b.add(op, b.par(right), 0, in(right, exec.Forward), in(left, exec.Broadcast))
+	}
 	return b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
 }
 

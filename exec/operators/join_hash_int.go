@@ -28,7 +28,12 @@ import (
 // minus the least key: a lookup is one bounds check and one load. Others go in
 // an open-addressing table of keys and first rows, at most half full, with
 // linear probing, hashed by a multiply with a random odd seed so that no input
-// can be chosen to collide.
+// can be chosen to collide. When their span is at most bitmapSpan times the
+// rows, a bitmap of the keys present, by key minus the least, answers a
+// lookup of a key the build side lacks without the table: a probe side in
+// key order (lineitem by order, probing orders of one customer segment) reads
+// the bitmap in order, where the hash sends each lookup to a slot anywhere
+// in a table bigger than the cache.
 type intIndex struct {
 	// packed: more than one key column, each from lo[c] to hi[c], shifted
 	// left by colShift[c].
@@ -37,12 +42,13 @@ type intIndex struct {
 	colShift []uint
 	dense    bool
 	min      int64
-	span     uint64  // dense: len(first)
-	first    []int32 // dense: by key-min; hashed: by slot; -1: none
-	keys     []int64 // hashed: each slot's key
-	mult     uint64  // hashed: the odd multiplier
-	shift    uint    // hashed: 64 - log2(len(first))
-	mask     uint64  // hashed: len(first)-1
+	span     uint64   // dense: len(first); hashed with present: the bitmap's bits
+	present  []uint64 // hashed: bit key-min set for each key present; nil: none
+	first    []int32  // dense: by key-min; hashed: by slot; -1: none
+	keys     []int64  // hashed: each slot's key
+	mult     uint64   // hashed: the odd multiplier
+	shift    uint     // hashed: 64 - log2(len(first))
+	mask     uint64   // hashed: len(first)-1
 }
 
 const (
@@ -52,6 +58,9 @@ const (
 	denseSpan = 16
 	// denseMin is the span a dense index may take whatever the rows.
 	denseMin = 1 << 16
+	// bitmapSpan is how many bits per build row a hashed index's bitmap of
+	// the keys present may take: 8 bytes a row at most.
+	bitmapSpan = 64
 )
 
 // allIntKeyed reports whether key columns cols can be indexed by intIndex.
@@ -233,11 +242,19 @@ func buildInts[T intKey](x *intIndex, vals []T, col arrow.Array, mask []bool, ne
 	x.keys = make([]int64, size)
 	x.mult = maphash.Comparable(maphash.MakeSeed(), 0) | 1
 	x.shift, x.mask = 64-bits, uint64(size-1)
+	if span != 0 && span/bitmapSpan <= uint64(n) {
+		x.min, x.span = lo, span
+		x.present = make([]uint64, (span+63)/64)
+	}
 	for r := n - 1; r >= 0; r-- {
 		if nulls && isNull(r) {
 			continue
 		}
 		k := int64(vals[r])
+		if x.present != nil {
+			p := uint64(k - lo)
+			x.present[p>>6] |= 1 << (p & 63)
+		}
 		p := (uint64(k) * x.mult) >> x.shift
 		for x.first[p] >= 0 && x.keys[p] != k {
 			p = (p + 1) & x.mask
@@ -293,8 +310,15 @@ func lookupInts[T intKey](x *intIndex, vals []T, col arrow.Array, _ []bool, out 
 		}
 	default:
 		idx, keys, mult, shift, mask := x.first, x.keys, x.mult, x.shift, x.mask
+		present, lo, span := x.present, x.min, x.span
 		for i, v := range vals {
 			k := int64(v)
+			if present != nil {
+				if b := uint64(k - lo); b >= span || present[b>>6]&(1<<(b&63)) == 0 {
+					out[i] = -1
+					continue
+				}
+			}
 			p := (uint64(k) * mult) >> shift
 			for {
 				f := idx[p]

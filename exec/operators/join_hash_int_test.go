@@ -40,21 +40,26 @@ func TestIntIndex(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	rng := rand.New(rand.NewPCG(7, 21))
 	cases := []struct {
-		name      string
-		dt        arrow.DataType
-		build     int
-		keys      func() int64
-		wantDense bool
+		name       string
+		dt         arrow.DataType
+		build      int
+		keys       func() int64
+		wantDense  bool
+		wantBitmap bool
 	}{
-		{"dense int64", arrow.PrimitiveTypes.Int64, 5000, func() int64 { return rng.Int64N(3000) - 100 }, true},
-		{"dense date", arrow.FixedWidthTypes.Date32, 3000, func() int64 { return 9000 + rng.Int64N(4000) }, true},
-		{"sparse int64", arrow.PrimitiveTypes.Int64, 4000, func() int64 { return rng.Int64N(1<<40) - 1<<39 }, false},
-		{"sparse duplicates", arrow.PrimitiveTypes.Int64, 4000, func() int64 { return rng.Int64N(50) << 30 }, false},
+		{"dense int64", arrow.PrimitiveTypes.Int64, 5000, func() int64 { return rng.Int64N(3000) - 100 }, true, false},
+		{"dense date", arrow.FixedWidthTypes.Date32, 3000, func() int64 { return 9000 + rng.Int64N(4000) }, true, false},
+		{"sparse int64", arrow.PrimitiveTypes.Int64, 4000, func() int64 { return rng.Int64N(1<<40) - 1<<39 }, false, false},
+		{"sparse duplicates", arrow.PrimitiveTypes.Int64, 4000, func() int64 { return rng.Int64N(50) << 30 }, false, false},
 		{"extremes", arrow.PrimitiveTypes.Int64, 200, func() int64 {
 			return []int64{math.MinInt64, math.MaxInt64, 0, -1, 1}[rng.IntN(5)]
-		}, false},
-		{"sparse int32", arrow.PrimitiveTypes.Int32, 3000, func() int64 { return int64(rng.Int32()) - 1<<30 }, false},
-		{"one key", arrow.PrimitiveTypes.Int64, 100, func() int64 { return 42 }, true},
+		}, false, false},
+		{"sparse int32", arrow.PrimitiveTypes.Int32, 3000, func() int64 { return int64(rng.Int32()) - 1<<30 }, false, false},
+		{"one key", arrow.PrimitiveTypes.Int64, 100, func() int64 { return 42 }, true, false},
+		// 4000 keys over 160000 values: too sparse for an array, a bitmap of
+		// 2500 words.
+		{"bitmap int64", arrow.PrimitiveTypes.Int64, 4000, func() int64 { return 1000 + rng.Int64N(160000) }, false, true},
+		{"bitmap date", arrow.FixedWidthTypes.Date32, 4000, func() int64 { return -80000 + rng.Int64N(160000) }, false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,8 +75,8 @@ func TestIntIndex(t *testing.T) {
 			defer bcol.Release()
 			next := make([]int32, c.build)
 			x := buildIntIndex([]arrow.Array{bcol}, next)
-			if x.dense != c.wantDense {
-				t.Fatalf("dense = %v, want %v", x.dense, c.wantDense)
+			if x.dense != c.wantDense || (x.present != nil) != c.wantBitmap {
+				t.Fatalf("dense = %v, bitmap = %v, want %v, %v", x.dense, x.present != nil, c.wantDense, c.wantBitmap)
 			}
 			// Probe with every build key, NULLs, and keys the build side lacks.
 			pv := append([]int64(nil), bv...)
