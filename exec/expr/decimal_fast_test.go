@@ -95,7 +95,7 @@ func TestArithDecimalSmall(t *testing.T) {
 }
 
 // TestCompareDecimals checks the byte-at-a-time decimal comparison against
-// decimal128's Cmp, for every operator, columns and literals on either side,
+// decimal128's Cmp, for every operator, two columns and a literal on either side,
 // negative values and values wider than an int64.
 func TestCompareDecimals(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
@@ -109,17 +109,20 @@ func TestCompareDecimals(t *testing.T) {
 					ys[i] = xs[i]
 				}
 			}
-			for _, lit := range []bool{false, true} {
-				y := valsOf(ys)
-				if lit {
+			for _, shape := range []string{"columns", "literal right", "literal left"} {
+				x, y := valsOf(xs), valsOf(ys)
+				switch shape {
+				case "literal right":
 					y = vals[num]{ys[:1], 0}
+				case "literal left":
+					x = vals[num]{xs[:1], 0}
 				}
 				out := make([]byte, (n+7)/8)
-				compareDecimals(mask, valsOf(xs), y, n, out)
+				compareDecimals(mask, x, y, n, out)
 				for i := range xs {
-					c := xs[i].Cmp(y.at(i))
+					c := x.at(i).Cmp(y.at(i))
 					if bitutil.BitIsSet(out, i) != (mask>>(c+1)&1 != 0) {
-						t.Fatalf("%v %s %v at row %d of %d: got %v", xs[i].BigInt(), op, y.at(i).BigInt(), i, n, bitutil.BitIsSet(out, i))
+						t.Fatalf("%s: %v %s %v at row %d of %d: got %v", shape, x.at(i).BigInt(), op, y.at(i).BigInt(), i, n, bitutil.BitIsSet(out, i))
 					}
 				}
 			}
