@@ -274,9 +274,13 @@ func TestFilterConjuncts(t *testing.T) {
 			want = append(want, fmt.Sprint(i))
 		}
 	}
+	// Batches of varied lengths, some not a multiple of eight or 64, so that
+	// one batch's bits of the rows kept lie past the end of the next's.
 	var batches []string
-	for lo := 0; lo < len(objs); lo += 500 {
-		batches = append(batches, "["+strings.Join(objs[lo:min(len(objs), lo+500)], ",")+"]")
+	sizes := []int{500, 7, 333, 64, 129, 1, 1000}
+	for lo, k := 0, 0; lo < len(objs); lo, k = lo+sizes[k%len(sizes)], k+1 {
+		hi := min(len(objs), lo+sizes[k%len(sizes)])
+		batches = append(batches, "["+strings.Join(objs[lo:hi], ",")+"]")
 	}
 	bs := testkit.Batches(t, mem, schema, batches...)
 	defer testkit.Release(bs)
