@@ -328,6 +328,10 @@ func orNulls(dst []byte, arr arrow.Array) {
 	}
 }
 
+// smallInList is the most items of a text IN list compared one by one
+// rather than through a hash set.
+const smallInList = 8
+
 // inLiterals sets bit i of found when row i of x equals one of lits (x's NULL
 // rows may get arbitrary bits). Bigint, timestamp and text lists go through a
 // hash set; the other types compare against each item.
@@ -344,6 +348,16 @@ func inLiterals(t types.Type, x arrow.Array, lits []types.Value, found []byte, m
 			}
 		}
 	case types.String:
+		if len(lits) <= smallInList {
+			// A few items (l_shipmode IN ('MAIL', 'SHIP')): a pass per item,
+			// where the lengths, read from the offsets, decide most rows; a
+			// map lookup hashed every row.
+			xt := textOf(x)
+			for _, v := range lits {
+				equalsLiteral(xt, []byte(v.Str), x.Len(), true, found)
+			}
+			return nil
+		}
 		set := make(map[string]struct{}, len(lits))
 		for _, v := range lits {
 			set[v.Str] = struct{}{}
