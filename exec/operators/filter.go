@@ -29,10 +29,13 @@ import (
 // rows are left, they are gathered (only the columns the later conjuncts
 // read) and the later conjuncts evaluate over them alone. TPC-H q19's
 // lineitem filter, two cheap conjuncts keeping 4% of the rows before an OR of
-// decimal ranges, evaluated that OR over every row.
+// decimal ranges, evaluated that OR over every row. A lower and an upper
+// bound of one expression (l_shipdate >= DATE '1994-01-01' AND l_shipdate <
+// DATE '1995-01-01') are one conjunct, a single pass over its values
+// (expr.MatchRange).
 type filterOp struct {
 	cond  *expr.Expr
-	conjs []*expr.Expr
+	conjs []conjunct
 	// later[i] marks the columns conjuncts i.. read (narrowed records keep
 	// only those); narrow[i] is the schema of such a record (NULL columns
 	// for the others), made at the first batch.
@@ -56,7 +59,7 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	}
 	o := &filterOp{cond: cfg.Cond}
 	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
-		o.conjs = cfg.Cond.Args
+		o.conjs = conjuncts(cfg.Cond.Args)
 	}
 	return o, nil
 }
@@ -185,7 +188,7 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 		}
 	}()
 	for i, c := range o.conjs {
-		res, err := expr.Eval(c, cur, o.mem)
+		res, err := c.eval(cur, o.mem)
 		if err != nil {
 			return fmt.Errorf("filter: %w", err)
 		}
@@ -294,6 +297,43 @@ func setRows(bits []byte, n int, sel []int32) []int32 {
 	return sel
 }
 
+// conjunct is one step of processConjuncts: a conjunct of the condition, or
+// two that bound one expression from below and above (rng), evaluated in one
+// pass over it.
+type conjunct struct {
+	cond *expr.Expr // for a range, the AND of its two
+	rng  *expr.Range
+}
+
+// conjuncts pairs each lower bound among conds with the first upper bound of
+// the same expression after it (expr.MatchRange), in the place of the first.
+func conjuncts(conds []*expr.Expr) []conjunct {
+	var out []conjunct
+	paired := make([]bool, len(conds))
+	for i, c := range conds {
+		if paired[i] {
+			continue
+		}
+		step := conjunct{cond: c}
+		for j := i + 1; j < len(conds); j++ {
+			if r, ok := expr.MatchRange(c, conds[j]); ok && !paired[j] {
+				step = conjunct{cond: expr.Call("and", c.Type, c, conds[j]), rng: r}
+				paired[j] = true
+				break
+			}
+		}
+		out = append(out, step)
+	}
+	return out
+}
+
+func (c conjunct) eval(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
+	if c.rng != nil {
+		return c.rng.Eval(rec, mem)
+	}
+	return expr.Eval(c.cond, rec, mem)
+}
+
 // prepareConjuncts works out, for each conjunct, the columns it and the ones
 // after it read, and the schema of a record holding only those.
 func (o *filterOp) prepareConjuncts(schema *arrow.Schema) {
@@ -302,7 +342,7 @@ func (o *filterOp) prepareConjuncts(schema *arrow.Schema) {
 	o.narrow = make([]*arrow.Schema, len(o.conjs))
 	need := make([]bool, nc)
 	for i := len(o.conjs) - 1; i >= 0; i-- {
-		for _, c := range o.conjs[i].Columns(nil) {
+		for _, c := range o.conjs[i].cond.Columns(nil) {
 			if c >= 0 && c < nc {
 				need[c] = true
 			}
