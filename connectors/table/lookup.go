@@ -322,12 +322,12 @@ func (s *source) emitLookup(ctx context.Context, path string, ord int, out exec.
 		return bad(err)
 	}
 	defer f.Close()
-	data, unmap, err := mapFile(f)
+	seg, err := segmentMaps.acquire(path)
 	if err != nil {
 		return bad(err)
 	}
-	defer unmap()
-	ix, err := segmentIndex(f, data, s.keyCol)
+	defer seg.release()
+	ix, err := segmentIndex(f, seg.data, s.keyCol)
 	if err != nil {
 		return bad(err)
 	}
@@ -350,12 +350,11 @@ func (s *source) emitLookup(ctx context.Context, path string, ord int, out exec.
 		return nil
 	}
 	slices.Sort(rows)
-	r, err := ipc.NewMappedFileReader(data)
+	r, err := ipc.NewMappedFileReader(seg.data)
 	if err != nil {
 		return bad(err)
 	}
 	defer r.Close()
-	seg := mappedSegment{f: f, data: data}
 	for len(rows) > 0 {
 		b := sort.Search(len(ix.starts), func(i int) bool { return ix.starts[i] > rows[0] }) - 1
 		end := int64(math.MaxInt64)
@@ -378,24 +377,17 @@ func (s *source) emitLookup(ctx context.Context, path string, ord int, out exec.
 		}
 		cols := make([]arrow.Array, 0, len(s.cols))
 		for _, c := range s.cols {
-			col, err := s.column(seg, rec, c, ord, ix.starts[b])
-			if err != nil {
-				err = bad(err)
-			}
-			if err == nil {
-				var g arrow.Array
-				g, err = vector.GatherArray(s.alloc, col, idx)
-				col.Release()
-				col = g
-			}
+			col := s.column(seg, rec, c, ord, ix.starts[b])
+			g, err := vector.GatherArray(s.alloc, col, idx)
+			col.Release()
 			if err != nil {
 				for _, c := range cols {
 					c.Release()
 				}
 				rec.Release()
-				return err
+				return bad(err)
 			}
-			cols = append(cols, col)
+			cols = append(cols, g)
 		}
 		rec.Release()
 		batch := exec.Batch{Rec: array.NewRecordBatch(s.out, cols, int64(len(idx)))}

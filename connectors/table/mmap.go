@@ -13,7 +13,8 @@ import (
 
 // mapFile maps the segment file read-only and returns its bytes and the
 // function that unmaps them. Nothing read from the bytes may outlive unmap:
-// batches leave the scan as copies (copyArray).
+// what distinct's samples and the key indexes keep is copied (copyArray).
+// Scans read the mappings segmentMaps keeps instead.
 func mapFile(f *os.File) (data []byte, unmap func() error, err error) {
 	st, err := f.Stat()
 	if err != nil {

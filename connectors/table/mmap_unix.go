@@ -17,3 +17,18 @@ func mmapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	}
 	return data, func() error { return syscall.Munmap(data) }, nil
 }
+
+// fileID tells a file apart from any other, and from itself rewritten.
+type fileID struct {
+	dev, ino     uint64
+	size, mtimeN int64
+}
+
+// fileIDOf returns fi's identity; ok is false where there is none to tell.
+func fileIDOf(fi os.FileInfo) (id fileID, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), size: fi.Size(), mtimeN: fi.ModTime().UnixNano()}, true
+}

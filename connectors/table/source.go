@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -273,22 +272,16 @@ func (s *source) emitFile(ctx context.Context, path string, first, ord int, del 
 	bad := func(err error) error {
 		return fmt.Errorf("%w: table %s: segment %s: %w", exec.ErrBadInput, s.loc.id, filepath.Base(path), err)
 	}
-	f, err := os.Open(path)
+	seg, err := segmentMaps.acquire(path)
 	if err != nil {
 		return 0, bad(err)
 	}
-	defer f.Close()
-	data, unmap, err := mapFile(f)
-	if err != nil {
-		return 0, bad(err)
-	}
-	defer unmap()
-	r, err := ipc.NewMappedFileReader(data)
+	defer seg.release()
+	r, err := ipc.NewMappedFileReader(seg.data)
 	if err != nil {
 		return 0, bad(err)
 	}
 	defer r.Close()
-	seg := mappedSegment{f: f, data: data}
 	n := r.NumRecords()
 	for i := (s.subtask - first%s.n + s.n) % s.n; i < n; i += s.n {
 		if s.skip > 0 {
@@ -309,18 +302,7 @@ func (s *source) emitFile(ctx context.Context, path string, first, ord int, del 
 		}
 		cols := make([]arrow.Array, 0, len(s.cols))
 		for _, c := range s.cols {
-			col, err := s.column(seg, rec, c, ord, firstRow)
-			if err != nil {
-				err = bad(err)
-			}
-			if err != nil {
-				for _, c := range cols {
-					c.Release()
-				}
-				rec.Release()
-				return 0, err
-			}
-			cols = append(cols, col)
+			cols = append(cols, s.column(seg, rec, c, ord, firstRow))
 		}
 		b := exec.Batch{Rec: array.NewRecordBatch(s.out, cols, rec.NumRows())}
 		for _, c := range cols {
@@ -397,12 +379,12 @@ func (s *source) emitLog(ctx context.Context, first int, out exec.Collector) err
 }
 
 // column returns column c of rec, a batch of the ord'th segment whose first
-// row is the segment's row first: copied from the mapping, or made (row ids).
-func (s *source) column(seg mappedSegment, rec arrow.RecordBatch, c, ord int, first int64) (arrow.Array, error) {
+// row is the segment's row first: a view of the mapping, or made (row ids).
+func (s *source) column(seg *mapping, rec arrow.RecordBatch, c, ord int, first int64) arrow.Array {
 	if c == s.rowID {
-		return rowIDs(s.alloc, ord, first, int(rec.NumRows())), nil
+		return rowIDs(s.alloc, ord, first, int(rec.NumRows()))
 	}
-	return seg.copyArray(s.alloc, rec.Column(c))
+	return seg.view(s.alloc, rec.Column(c))
 }
 
 // rowIDs returns the ids of n rows of the ord'th segment from its row first.

@@ -210,6 +210,7 @@ func (s *Store) Drop(id string) error {
 	if err := os.RemoveAll(filepath.Join(s.root, id)); err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
+	segmentMaps.forget(filepath.Join(s.root, id))
 	return nil
 }
 
@@ -340,6 +341,7 @@ func (s *Store) unpin(t *tableState, v int64) {
 	if t.dropped && len(t.pins) == 0 {
 		t.mu.Unlock()
 		os.RemoveAll(t.dir)
+		segmentMaps.forget(t.dir)
 		return
 	}
 	old, ok := t.retained[v]
@@ -405,9 +407,15 @@ func mapValues(m map[int64]*version) []*version {
 }
 
 func removeFiles(dir string, names []string) {
-	for _, n := range names {
-		os.Remove(filepath.Join(dir, n))
+	if len(names) == 0 {
+		return
 	}
+	paths := make([]string, len(names))
+	for i, n := range names {
+		paths[i] = filepath.Join(dir, n)
+		os.Remove(paths[i])
+	}
+	segmentMaps.forget("", paths...)
 }
 
 func versionFile(n int64) string { return fmt.Sprintf("v-%08d.json", n) }

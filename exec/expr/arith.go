@@ -259,49 +259,61 @@ func arithDecimal(op string, xs, ys vals[num], n int, t, u, res types.Type, vali
 
 // arithDecimalSmall is arithDecimal's fast path for +, - and * with no
 // rescaling, when every operand fits in an int64 (as every DECIMAL(18) or
-// narrower does): it fills out and reports true, or reports false as soon as
-// an operand is wider or a result leaves the int64 range or precision p, for
+// narrower does): it fills out and reports true, or reports false when an
+// operand is wider or a result leaves the int64 range or precision p, for
 // the general loop to do the work again (and raise the error if a valid row
-// is out of range).
+// is out of range). One loop per operator, each without a branch per row:
+// a row's misfits are ORed into one word checked at the end.
 func arithDecimalSmall(op string, xs, ys vals[num], out []num, p int) bool {
 	limit := uint64(math.MaxUint64)
 	if p <= 18 {
 		limit = uint64(pow10Int[p])
 	}
-	for i := range out {
-		x, okx := small(xs.at(i))
-		y, oky := small(ys.at(i))
-		if !okx || !oky {
-			return false
+	var bad uint64 // nonzero once a row left the fast path
+	switch op {
+	case "+":
+		for i := range out {
+			x, y := xs.at(i), ys.at(i)
+			a, b := int64(x.LowBits()), int64(y.LowBits())
+			r := a + b
+			bad |= misfit(x, a) | misfit(y, b) | uint64((a^r)&(b^r))>>63 | b2u64(absU(r) >= limit)
+			out[i] = decimal128.New(r>>63, uint64(r))
 		}
-		var r int64
-		switch op {
-		case "+":
-			r = x + y
-			if (x^r)&(y^r) < 0 {
-				return false
-			}
-		case "-":
-			r = x - y
-			if (x^y)&(x^r) < 0 {
-				return false
-			}
-		case "*":
-			hi, lo := bits.Mul64(absU(x), absU(y))
-			if hi != 0 || lo > math.MaxInt64 {
-				return false
-			}
-			r = int64(lo)
-			if (x < 0) != (y < 0) {
-				r = -r
-			}
+	case "-":
+		for i := range out {
+			x, y := xs.at(i), ys.at(i)
+			a, b := int64(x.LowBits()), int64(y.LowBits())
+			r := a - b
+			bad |= misfit(x, a) | misfit(y, b) | uint64((a^b)&(a^r))>>63 | b2u64(absU(r) >= limit)
+			out[i] = decimal128.New(r>>63, uint64(r))
 		}
-		if absU(r) >= limit {
-			return false
+	case "*":
+		for i := range out {
+			x, y := xs.at(i), ys.at(i)
+			a, b := int64(x.LowBits()), int64(y.LowBits())
+			hi, lo := bits.Mul64(absU(a), absU(b))
+			neg := (a ^ b) >> 63 // -1 when the signs differ
+			r := (int64(lo) ^ neg) - neg
+			bad |= misfit(x, a) | misfit(y, b) | hi | lo>>63 | b2u64(lo >= limit)
+			out[i] = decimal128.New(r>>63, uint64(r))
 		}
-		out[i] = decimal128.FromI64(r)
+	default:
+		return false
 	}
-	return true
+	return bad == 0
+}
+
+// misfit is nonzero when the decimal n, whose low word is lo, does not fit in
+// an int64: its high word is not lo's sign.
+func misfit(n num, lo int64) uint64 { return uint64(n.HighBits() ^ lo>>63) }
+
+// b2u64 is 1 for true and 0 for false, without a branch.
+func b2u64(b bool) uint64 {
+	var r uint64
+	if b {
+		r = 1
+	}
+	return r
 }
 
 // evalNumericUnary computes neg and abs; the result has the argument's type.

@@ -118,78 +118,97 @@ func rowMask(a arrow.Array) int {
 }
 
 func compareOrdered[T cmp.Ordered](mask uint8, x, y vals[T], n int, out []byte) {
-	lt, eq, gt := mask&1, mask>>1&1, mask>>2&1
-	if y.m == 0 && x.m != 0 && len(x.v) >= n {
+	switch {
+	case y.m == 0 && x.m != 0 && len(x.v) >= n:
 		// Column against a literal, the common case (x > 3): the literal is read
 		// once and the column walked as a plain slice.
-		compareColumnLiteral(lt, eq, gt, x.v[:n], y.v[0], out)
+		compareColumnLiteral(orderOf(mask), x.v[:n], y.v[0], out)
+		return
+	case x.m == 0 && y.m != 0 && len(y.v) >= n:
+		// A literal against a column (3 < x): the column against the literal
+		// with the orderings swapped.
+		compareColumnLiteral(orderOf(swapMask(mask)), y.v[:n], x.v[0], out)
+		return
+	case x.m != 0 && y.m != 0 && len(x.v) >= n && len(y.v) >= n:
+		// Two columns (l_commitdate < l_receiptdate).
+		compareColumns(orderOf(mask), x.v[:n], y.v[:n], out)
 		return
 	}
-	full := n / 8
-	for j := 0; j < full; j++ {
-		// Eight rows make one output byte, without a branch per row.
-		var b byte
-		for k := 0; k < 8; k++ {
-			a, c := x.at(j*8+k), y.at(j*8+k)
-			bit := eq
-			if a < c {
-				bit = lt
-			} else if a > c {
-				bit = gt
-			}
-			b |= bit << k
-		}
-		out[j] = b
+	o := orderOf(mask)
+	for i := range n {
+		out[i/8] |= orderBit(x.at(i), y.at(i), o) << (i % 8)
 	}
-	for i := full * 8; i < n; i++ {
-		a, b := x.at(i), y.at(i)
-		c := 0
-		if a < b {
-			c = -1
-		} else if a > b {
-			c = 1
-		}
-		if mask>>(c+1)&1 != 0 {
-			bitutil.SetBit(out, i)
-		}
+}
+
+// swapMask returns the mask of the comparison with its sides swapped: a < b
+// is b > a.
+func swapMask(mask uint8) uint8 { return mask&0b010 | mask>>2&1 | mask&1<<2 }
+
+// ordering is a comparison's mask (cmpMask) as e ^ (l&less | g&greater), a
+// form that needs no test for equality: less and greater exclude each other,
+// and equal is neither. For "<=" (e=1, l=0, g=1) that is 1 ^ greater.
+type ordering struct{ e, l, g byte }
+
+func orderOf(mask uint8) ordering {
+	lt, eq, gt := mask&1, mask>>1&1, mask>>2&1
+	return ordering{e: eq, l: lt ^ eq, g: gt ^ eq}
+}
+
+// orderBit returns the bit of a compared with c, without a branch:
+// comparisons of a column with a literal go either way at random, and a
+// mispredicted branch per row cost more than the comparison. NaN has no
+// ordering here: doubles take cmpFloat.
+func orderBit[T cmp.Ordered](a, c T, o ordering) byte {
+	return o.e ^ (o.l&b2u8(a < c) | o.g&b2u8(a > c))
+}
+
+// b2u8 is 1 for true and 0 for false; the compiler makes it a SETcc.
+func b2u8(b bool) byte {
+	var r byte
+	if b {
+		r = 1
 	}
+	return r
 }
 
 // compareDecimals is compareOrdered for 128-bit decimals of one scale: eight
-// rows to an output byte, each compared as a signed high word then an
-// unsigned low one.
+// rows to an output byte, without a branch.
 func compareDecimals(mask uint8, x, y vals[num], n int, out []byte) {
-	lt, eq, gt := mask&1, mask>>1&1, mask>>2&1
-	for j := 0; j < n/8; j++ {
-		var b byte
-		for k := 0; k < 8; k++ {
-			b |= decimalBit(x.at(j*8+k), y.at(j*8+k), lt, eq, gt) << k
-		}
-		out[j] = b
+	if x.m == 0 && y.m != 0 {
+		x, y, mask = y, x, swapMask(mask) // the column on the left
 	}
-	for i := n / 8 * 8; i < n; i++ {
-		if decimalBit(x.at(i), y.at(i), lt, eq, gt) != 0 {
-			bitutil.SetBit(out, i)
+	o := orderOf(mask)
+	if y.m == 0 && x.m != 0 && len(x.v) >= n {
+		// Column against a literal (l_discount >= 0.05).
+		c, xs := y.v[0], x.v[:n]
+		ch, cl := c.HighBits(), c.LowBits()
+		out = out[:(n+7)/8]
+		for j := 0; j < n/8; j++ {
+			v := (*[8]num)(xs[j*8:])
+			var b byte
+			for k := 7; k >= 0; k-- { // a constant shift per row
+				ah, al := v[k].HighBits(), v[k].LowBits()
+				b = b<<1 | (o.e ^ (o.l&decimalLess(ah, al, ch, cl) | o.g&decimalLess(ch, cl, ah, al)))
+			}
+			out[j] = b
 		}
+		for i := n / 8 * 8; i < n; i++ {
+			ah, al := xs[i].HighBits(), xs[i].LowBits()
+			out[i/8] |= (o.e ^ (o.l&decimalLess(ah, al, ch, cl) | o.g&decimalLess(ch, cl, ah, al))) << (i % 8)
+		}
+		return
+	}
+	for i := range n {
+		a, c := x.at(i), y.at(i)
+		ah, al, ch, cl := a.HighBits(), a.LowBits(), c.HighBits(), c.LowBits()
+		out[i/8] |= (o.e ^ (o.l&decimalLess(ah, al, ch, cl) | o.g&decimalLess(ch, cl, ah, al))) << (i % 8)
 	}
 }
 
-func decimalBit(a, c num, lt, eq, gt byte) byte {
-	ah, ch := a.HighBits(), c.HighBits()
-	switch {
-	case ah < ch:
-		return lt
-	case ah > ch:
-		return gt
-	}
-	al, cl := a.LowBits(), c.LowBits()
-	switch {
-	case al < cl:
-		return lt
-	case al > cl:
-		return gt
-	}
-	return eq
+// decimalLess is 1 when the decimal (ah, al) is less than (ch, cl): the
+// signed high words decide unless equal, then the unsigned low ones.
+func decimalLess(ah int64, al uint64, ch int64, cl uint64) byte {
+	return b2u8(ah < ch) | b2u8(ah == ch)&b2u8(al < cl)
 }
 
 func cmpFloat(a, b float64) int {
@@ -309,6 +328,10 @@ func orNulls(dst []byte, arr arrow.Array) {
 	}
 }
 
+// smallInList is the most items of a text IN list compared one by one
+// rather than through a hash set.
+const smallInList = 8
+
 // inLiterals sets bit i of found when row i of x equals one of lits (x's NULL
 // rows may get arbitrary bits). Bigint, timestamp and text lists go through a
 // hash set; the other types compare against each item.
@@ -325,6 +348,16 @@ func inLiterals(t types.Type, x arrow.Array, lits []types.Value, found []byte, m
 			}
 		}
 	case types.String:
+		if len(lits) <= smallInList {
+			// A few items (l_shipmode IN ('MAIL', 'SHIP')): a pass per item,
+			// where the lengths, read from the offsets, decide most rows; a
+			// map lookup hashed every row.
+			xt := textOf(x)
+			for _, v := range lits {
+				equalsLiteral(xt, []byte(v.Str), x.Len(), true, found)
+			}
+			return nil
+		}
 		set := make(map[string]struct{}, len(lits))
 		for _, v := range lits {
 			set[v.Str] = struct{}{}
@@ -374,31 +407,36 @@ func equalsLiteral(x textArg, lit []byte, n int, want bool, out []byte) {
 	}
 }
 
-// compareColumnLiteral sets bit i of out (zeroed) to lt, eq or gt as xs[i]
-// compares with c, eight rows to an output byte.
-func compareColumnLiteral[T cmp.Ordered](lt, eq, gt byte, xs []T, c T, out []byte) {
+// compareColumnLiteral sets bit i of out (zeroed) when xs[i] compares with c
+// as o accepts, eight rows to an output byte.
+func compareColumnLiteral[T cmp.Ordered](o ordering, xs []T, c T, out []byte) {
 	full := len(xs) / 8
+	out = out[:(len(xs)+7)/8]
 	for j := 0; j < full; j++ {
-		var b byte
-		for k, a := range xs[j*8 : j*8+8] {
-			bit := eq
-			if a < c {
-				bit = lt
-			} else if a > c {
-				bit = gt
-			}
-			b |= bit << k
-		}
-		out[j] = b
+		// Spelled out so that every shift is a constant.
+		v := (*[8]T)(xs[j*8:])
+		out[j] = orderBit(v[0], c, o) | orderBit(v[1], c, o)<<1 | orderBit(v[2], c, o)<<2 |
+			orderBit(v[3], c, o)<<3 | orderBit(v[4], c, o)<<4 | orderBit(v[5], c, o)<<5 |
+			orderBit(v[6], c, o)<<6 | orderBit(v[7], c, o)<<7
 	}
 	for i := full * 8; i < len(xs); i++ {
-		a := xs[i]
-		bit := eq
-		if a < c {
-			bit = lt
-		} else if a > c {
-			bit = gt
-		}
-		out[i/8] |= bit << (i % 8)
+		out[i/8] |= orderBit(xs[i], c, o) << (i % 8)
+	}
+}
+
+// compareColumns sets bit i of out (zeroed) when xs[i] compares with ys[i] (of
+// xs's length) as o accepts, eight rows to an output byte.
+func compareColumns[T cmp.Ordered](o ordering, xs, ys []T, out []byte) {
+	ys = ys[:len(xs)]
+	full := len(xs) / 8
+	out = out[:(len(xs)+7)/8]
+	for j := 0; j < full; j++ {
+		v, w := (*[8]T)(xs[j*8:]), (*[8]T)(ys[j*8:])
+		out[j] = orderBit(v[0], w[0], o) | orderBit(v[1], w[1], o)<<1 | orderBit(v[2], w[2], o)<<2 |
+			orderBit(v[3], w[3], o)<<3 | orderBit(v[4], w[4], o)<<4 | orderBit(v[5], w[5], o)<<5 |
+			orderBit(v[6], w[6], o)<<6 | orderBit(v[7], w[7], o)<<7
+	}
+	for i := full * 8; i < len(xs); i++ {
+		out[i/8] |= orderBit(xs[i], ys[i], o) << (i % 8)
 	}
 }

@@ -33,11 +33,10 @@ func small(n num) (int64, bool) {
 	return int64(lo), n.HighBits() == int64(lo)>>63
 }
 
+// absU is |x|, also right for MinInt64, without a branch.
 func absU(x int64) uint64 {
-	if x < 0 {
-		return uint64(-x) // also right for MinInt64
-	}
-	return uint64(x)
+	m := x >> 63
+	return uint64((x ^ m) - m)
 }
 
 // fits reports whether n has at most p digits.

@@ -55,12 +55,16 @@ func TestArithDecimalSmall(t *testing.T) {
 				if op == "*" {
 					u, res = types.DecimalType(p, 0), types.DecimalType(p, 2)
 				}
-				buf, err := arithDecimal(op, valsOf(xs), valsOf(ys), n, t1, u, res, nil, memory.DefaultAllocator)
+				y := valsOf(ys)
+				if round%3 == 1 { // a literal on the right, as in 1.00 - l_discount's mirror
+					y = vals[num]{ys[:1], 0}
+				}
+				buf, err := arithDecimal(op, valsOf(xs), y, n, t1, u, res, nil, memory.DefaultAllocator)
 				limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)
 				wantErr := false
 				want := make([]*big.Int, n)
 				for i := range xs {
-					a, b := xs[i].BigInt(), ys[i].BigInt()
+					a, b := xs[i].BigInt(), y.at(i).BigInt()
 					switch op {
 					case "+":
 						want[i] = a.Add(a, b)
@@ -85,7 +89,7 @@ func TestArithDecimalSmall(t *testing.T) {
 				got := arrow.GetData[num](buf.Bytes())[:n]
 				for i := range got {
 					if got[i].BigInt().Cmp(want[i]) != 0 {
-						t.Fatalf("%v %s %v at precision %d: got %v, want %v", xs[i], op, ys[i], p, got[i].BigInt(), want[i])
+						t.Fatalf("%v %s %v at precision %d: got %v, want %v", xs[i], op, y.at(i), p, got[i].BigInt(), want[i])
 					}
 				}
 				buf.Release()
@@ -95,7 +99,7 @@ func TestArithDecimalSmall(t *testing.T) {
 }
 
 // TestCompareDecimals checks the byte-at-a-time decimal comparison against
-// decimal128's Cmp, for every operator, columns and literals on either side,
+// decimal128's Cmp, for every operator, two columns and a literal on either side,
 // negative values and values wider than an int64.
 func TestCompareDecimals(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
@@ -109,17 +113,20 @@ func TestCompareDecimals(t *testing.T) {
 					ys[i] = xs[i]
 				}
 			}
-			for _, lit := range []bool{false, true} {
-				y := valsOf(ys)
-				if lit {
+			for _, shape := range []string{"columns", "literal right", "literal left"} {
+				x, y := valsOf(xs), valsOf(ys)
+				switch shape {
+				case "literal right":
 					y = vals[num]{ys[:1], 0}
+				case "literal left":
+					x = vals[num]{xs[:1], 0}
 				}
 				out := make([]byte, (n+7)/8)
-				compareDecimals(mask, valsOf(xs), y, n, out)
+				compareDecimals(mask, x, y, n, out)
 				for i := range xs {
-					c := xs[i].Cmp(y.at(i))
+					c := x.at(i).Cmp(y.at(i))
 					if bitutil.BitIsSet(out, i) != (mask>>(c+1)&1 != 0) {
-						t.Fatalf("%v %s %v at row %d of %d: got %v", xs[i].BigInt(), op, y.at(i).BigInt(), i, n, bitutil.BitIsSet(out, i))
+						t.Fatalf("%s: %v %s %v at row %d of %d: got %v", shape, x.at(i).BigInt(), op, y.at(i).BigInt(), i, n, bitutil.BitIsSet(out, i))
 					}
 				}
 			}

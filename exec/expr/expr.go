@@ -115,6 +115,22 @@ func (e *Expr) IsConstant() bool {
 // evaluation to the next however its arguments are: proctime().
 func (e *Expr) Volatile() bool { return e.Kind == KindCall && e.Func == "proctime" }
 
+// Same reports whether e and o compute the same values of the same type from
+// any input: the same tree, column references by position (display names
+// aside), and no Volatile call in it.
+func (e *Expr) Same(o *Expr) bool {
+	if e.Kind != o.Kind || e.Type != o.Type || e.Col != o.Col || e.Value != o.Value ||
+		e.Func != o.Func || e.Param != o.Param || len(e.Args) != len(o.Args) || e.Volatile() {
+		return false
+	}
+	for i, a := range e.Args {
+		if !a.Same(o.Args[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // String renders e as SQL-like text for EXPLAIN and error messages.
 func (e *Expr) String() string {
 	switch e.Kind {

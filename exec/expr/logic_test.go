@@ -110,6 +110,8 @@ func TestIn(t *testing.T) {
 		{name: "with NULL item", e: fn("in", x, lInt(1), lNull()), cols: []column{ints(`[1, 3, null, 2]`)}, want: []string{T, N, N, N}},
 		{name: "column items", e: fn("in", x, col(1, tInt), lInt(5)), cols: []column{ints(`[1, 3, 5, 4]`), ints(`[1, null, 0, 0]`)}, want: []string{T, N, T, F}},
 		{name: "text", e: fn("in", col(0, tStr), lStr("a"), lStr("b")), cols: []column{strs(`["a", "c", null, "b"]`)}, want: []string{T, F, N, T}},
+		{name: "text of lengths apart", e: fn("in", col(0, tStr), lStr("AIR"), lStr("AIR REG"), lStr("")), cols: []column{strs(`["AIR", "AIRREG", "AIR REG", "", "RAIL", null, "AI"]`)}, want: []string{T, F, T, T, F, N, F}},
+		{name: "text, more items than compared one by one", e: fn("in", col(0, tStr), lStr("a"), lStr("b"), lStr("c"), lStr("d"), lStr("e"), lStr("f"), lStr("g"), lStr("h"), lStr("ij")), cols: []column{strs(`["ij", "i", null, "h", "z"]`)}, want: []string{T, F, N, T, F}},
 		{name: "decimal coerced", e: fn("in", x, lDec("1.0", 2, 1), lDec("2.5", 2, 1)), cols: []column{ints(`[1, 2, null, 3]`)}, want: []string{T, F, N, F}},
 		{name: "double", e: fn("in", col(0, tF), lF(1.5), lInt(2)), cols: []column{floats(`[1.5, 2, 3, null]`)}, want: []string{T, T, F, N}},
 		{name: "timestamp", e: fn("in", col(0, tTS), lTS("2020-01-02")), cols: []column{tss(`["2020-01-02 00:00:00", "2020-01-03 00:00:00", null]`)}, want: []string{T, F, N}},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	mathbits "math/bits"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,10 +29,13 @@ import (
 // rows are left, they are gathered (only the columns the later conjuncts
 // read) and the later conjuncts evaluate over them alone. TPC-H q19's
 // lineitem filter, two cheap conjuncts keeping 4% of the rows before an OR of
-// decimal ranges, evaluated that OR over every row.
+// decimal ranges, evaluated that OR over every row. A lower and an upper
+// bound of one expression (l_shipdate >= DATE '1994-01-01' AND l_shipdate <
+// DATE '1995-01-01') are one conjunct, a single pass over its values
+// (expr.MatchRange).
 type filterOp struct {
 	cond  *expr.Expr
-	conjs []*expr.Expr
+	conjs []conjunct
 	// later[i] marks the columns conjuncts i.. read (narrowed records keep
 	// only those); narrow[i] is the schema of such a record (NULL columns
 	// for the others), made at the first batch.
@@ -39,7 +43,8 @@ type filterOp struct {
 	narrow []*arrow.Schema
 	mem    memory.Allocator
 	sel    []int32
-	live   []int32
+	keep   []byte     // processConjuncts' bitmap of the rows kept
+	pos    [2][]int32 // and its positions of narrowed rows
 }
 
 var _ exec.Operator = (*filterOp)(nil)
@@ -54,7 +59,7 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	}
 	o := &filterOp{cond: cfg.Cond}
 	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
-		o.conjs = cfg.Cond.Args
+		o.conjs = conjuncts(cfg.Cond.Args)
 	}
 	return o, nil
 }
@@ -165,14 +170,17 @@ func (o *filterOp) Close(ctx context.Context) error { return nil }
 // unnest (repeating columns), hash_join (pairing rows) and sort (permuting).
 
 // processConjuncts filters b by the conjuncts one after another (filterOp).
+// The rows still kept are a bitmap over cur, ANDed with each conjunct's
+// result a word at a time, until narrowing turns it into row positions.
 func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.Collector) error {
 	if o.later == nil {
 		o.prepareConjuncts(b.Rec.Schema())
 	}
 	n := b.NumRows()
-	cur := b.Rec     // the rows the next conjunct reads
-	var pos []int32  // cur's rows' positions in b (nil: cur is b.Rec)
-	var live []int32 // the rows of cur still kept (nil: all)
+	cur := b.Rec    // the rows the next conjunct reads
+	var pos []int32 // cur's rows' positions in b (nil: cur is b.Rec)
+	var keep []byte // the rows of cur still kept (nil: all)
+	narrowings := 0
 	var narrowed arrow.RecordBatch
 	defer func() {
 		if narrowed != nil {
@@ -180,12 +188,13 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 		}
 	}()
 	for i, c := range o.conjs {
-		res, err := expr.Eval(c, cur, o.mem)
+		res, err := c.eval(cur, o.mem)
 		if err != nil {
 			return fmt.Errorf("filter: %w", err)
 		}
+		rows := int(cur.NumRows())
 		cond, ok := res.(*array.Boolean)
-		if !ok || res.Len() != int(cur.NumRows()) {
+		if !ok || res.Len() != rows {
 			all := ok || res.NullN() == res.Len()
 			res.Release()
 			if all && res.NullN() == res.Len() {
@@ -193,27 +202,24 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 			}
 			return fmt.Errorf("filter: condition is %s of %d values for %d rows, not boolean", res.DataType(), res.Len(), cur.NumRows())
 		}
-		if live == nil {
-			live = trueRows(cond, o.live[:0])
-		} else {
-			kept := live[:0]
-			for _, j := range live {
-				if cond.IsValid(int(j)) && cond.Value(int(j)) {
-					kept = append(kept, j)
-				}
-			}
-			live = kept
+		first := keep == nil
+		if first {
+			keep = o.keepBits(rows)
 		}
+		andTrue(keep, cond, first)
 		res.Release()
-		o.live = live
-		if len(live) == 0 {
+		k := bitutil.CountSetBits(keep, 0, rows)
+		if k == 0 {
 			return nil
 		}
-		if i+1 < len(o.conjs) && len(live) <= int(cur.NumRows())/2 {
-			abs := make([]int32, len(live))
-			for j, r := range live {
-				abs[j] = r
-				if pos != nil {
+		if i+1 < len(o.conjs) && k <= rows/2 {
+			// The positions live in the scratch slices o.pos[0] and [1] by
+			// turns: pos is the other one.
+			abs := setRows(keep, rows, slices.Grow(o.pos[narrowings%2][:0], k))
+			o.pos[narrowings%2] = abs
+			narrowings++
+			if pos != nil {
+				for j, r := range abs {
 					abs[j] = pos[r]
 				}
 			}
@@ -224,28 +230,108 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 			if narrowed != nil {
 				narrowed.Release()
 			}
-			narrowed, cur, pos, live = rec, rec, abs, nil
+			narrowed, cur, pos, keep = rec, rec, abs, nil
 		}
 	}
-	var sel []int32
-	switch {
-	case live == nil && pos == nil:
-		return out.Collect(ctx, b)
-	case live == nil:
-		sel = pos
-	case pos == nil:
-		sel = live
-	default:
-		sel = o.sel[:0]
-		for _, j := range live {
-			sel = append(sel, pos[j])
+	sel := pos
+	if keep != nil {
+		o.sel = setRows(keep, int(cur.NumRows()), o.sel[:0])
+		sel = o.sel
+		if pos != nil {
+			for j, r := range sel {
+				sel[j] = pos[r]
+			}
 		}
-		o.sel = sel
 	}
-	if len(sel) == n {
+	if sel == nil || len(sel) == n {
 		return out.Collect(ctx, b)
 	}
 	return o.emit(ctx, b, sel, out)
+}
+
+// keepBits returns the filter's scratch bitmap of rows bits (its contents
+// arbitrary).
+func (o *filterOp) keepBits(rows int) []byte {
+	nb := int(bitutil.BytesForBits(int64(rows)))
+	if cap(o.keep) < nb {
+		o.keep = make([]byte, nb)
+	}
+	return o.keep[:nb]
+}
+
+// andTrue sets keep (of cond's length in bits) to the rows where cond is true
+// (not false, not NULL), or with and to those of them already set in keep.
+func andTrue(keep []byte, cond *array.Boolean, first bool) {
+	n := int64(cond.Len())
+	if cond.Data().Buffers()[1] == nil { // no values: no row is true
+		clear(keep)
+		return
+	}
+	vals, off := cond.Data().Buffers()[1].Bytes(), int64(cond.Data().Offset())
+	if first {
+		bitutil.CopyBitmap(vals, int(off), int(n), keep, 0)
+	} else {
+		bitutil.BitmapAnd(keep, vals, 0, off, keep, 0, n)
+	}
+	if valid, voff := vector.ValidityOf(cond); valid != nil {
+		bitutil.BitmapAnd(keep, valid, 0, int64(voff), keep, 0, n)
+	}
+}
+
+// setRows appends to sel the rows whose bit is set among the first n of bits:
+// sixty-four rows to a word, visiting only the set bits.
+func setRows(bits []byte, n int, sel []int32) []int32 {
+	full := n / 64
+	for w := 0; w < full; w++ {
+		word := binary.LittleEndian.Uint64(bits[w*8:])
+		for word != 0 {
+			sel = append(sel, int32(w*64+mathbits.TrailingZeros64(word)))
+			word &= word - 1
+		}
+	}
+	for i := full * 64; i < n; i++ {
+		if bitutil.BitIsSet(bits, i) {
+			sel = append(sel, int32(i))
+		}
+	}
+	return sel
+}
+
+// conjunct is one step of processConjuncts: a conjunct of the condition, or
+// two that bound one expression from below and above (rng), evaluated in one
+// pass over it.
+type conjunct struct {
+	cond *expr.Expr // for a range, the AND of its two
+	rng  *expr.Range
+}
+
+// conjuncts pairs each lower bound among conds with the first upper bound of
+// the same expression after it (expr.MatchRange), in the place of the first.
+func conjuncts(conds []*expr.Expr) []conjunct {
+	var out []conjunct
+	paired := make([]bool, len(conds))
+	for i, c := range conds {
+		if paired[i] {
+			continue
+		}
+		step := conjunct{cond: c}
+		for j := i + 1; j < len(conds); j++ {
+			if r, ok := expr.MatchRange(c, conds[j]); ok && !paired[j] {
+				step = conjunct{cond: expr.Call("and", c.Type, c, conds[j]), rng: r}
+				paired[j] = true
+				break
+			}
+		}
+		out = append(out, step)
+	}
+	return out
+}
+
+func (c conjunct) eval(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Array, error) {
+	if c.rng != nil {
+		return c.rng.Eval(rec, mem)
+	}
+	return expr.Eval(c.cond, rec, mem)
 }
 
 // prepareConjuncts works out, for each conjunct, the columns it and the ones
@@ -256,7 +342,7 @@ func (o *filterOp) prepareConjuncts(schema *arrow.Schema) {
 	o.narrow = make([]*arrow.Schema, len(o.conjs))
 	need := make([]bool, nc)
 	for i := len(o.conjs) - 1; i >= 0; i-- {
-		for _, c := range o.conjs[i].Columns(nil) {
+		for _, c := range o.conjs[i].cond.Columns(nil) {
 			if c >= 0 && c < nc {
 				need[c] = true
 			}

@@ -274,9 +274,13 @@ func TestFilterConjuncts(t *testing.T) {
 			want = append(want, fmt.Sprint(i))
 		}
 	}
+	// Batches of varied lengths, some not a multiple of eight or 64, so that
+	// one batch's bits of the rows kept lie past the end of the next's.
 	var batches []string
-	for lo := 0; lo < len(objs); lo += 500 {
-		batches = append(batches, "["+strings.Join(objs[lo:min(len(objs), lo+500)], ",")+"]")
+	sizes := []int{500, 7, 333, 64, 129, 1, 1000}
+	for lo, k := 0, 0; lo < len(objs); lo, k = lo+sizes[k%len(sizes)], k+1 {
+		hi := min(len(objs), lo+sizes[k%len(sizes)])
+		batches = append(batches, "["+strings.Join(objs[lo:hi], ",")+"]")
 	}
 	bs := testkit.Batches(t, mem, schema, batches...)
 	defer testkit.Release(bs)
@@ -298,6 +302,61 @@ func TestFilterConjuncts(t *testing.T) {
 	}
 	if len(want) < 100 || len(want) > 2000 {
 		t.Fatalf("a test that cannot tell: %d of %d rows kept", len(want), len(rows))
+	}
+	testkit.Equal(t, "rows kept", got, want)
+}
+
+// TestFilterRange: a lower and an upper bound of one column among other
+// conjuncts are evaluated as one range (conjuncts pairs them) and keep the
+// rows both hold for, NULLs counting as false: checked row by row here over
+// random rows.
+func TestFilterRange(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	r := rand.New(rand.NewPCG(7, 8))
+	schema := types.Schema{{Name: "x", Type: types.Int64Type}, {Name: "s", Type: types.StringType}, {Name: "i", Type: types.Int64Type}}
+	col := func(i int) *expr.Expr { return expr.Column(i, schema[i].Type, schema[i].Name) }
+	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
+	cmp := func(op string, a, b *expr.Expr) *expr.Expr { return expr.Call(op, types.BoolType, a, b) }
+	// 20 <= x AND s <> 's3' AND x < 70
+	conds := []*expr.Expr{cmp("<=", lit(20), col(0)), cmp("<>", col(1), expr.Literal(types.StringValue("s3"))), cmp("<", col(0), lit(70))}
+	if steps := conjuncts(conds); len(steps) != 2 || steps[0].rng == nil || steps[1].rng != nil {
+		t.Fatalf("conjuncts: %+v, want the range then s <> 's3'", steps)
+	}
+	var objs, want []string
+	for i := range 1000 {
+		x, s := "null", "null"
+		var xv int64 = -1
+		if r.IntN(8) > 0 {
+			xv = int64(r.IntN(100))
+			x = fmt.Sprint(xv)
+		}
+		sv := fmt.Sprintf("s%d", r.IntN(4))
+		if r.IntN(8) > 0 {
+			s = fmt.Sprintf("%q", sv)
+		}
+		objs = append(objs, fmt.Sprintf(`{"x": %s, "s": %s, "i": %d}`, x, s, i))
+		if x != "null" && s != "null" && xv >= 20 && xv < 70 && sv != "s3" {
+			want = append(want, fmt.Sprint(i))
+		}
+	}
+	bs := testkit.Batches(t, mem, schema, "["+strings.Join(objs[:333], ",")+"]", "["+strings.Join(objs[333:], ",")+"]")
+	defer testkit.Release(bs)
+	op := opTestNew(t, "filter", FilterConfig{Cond: expr.Call("and", types.BoolType, conds...)}, schema)
+	c, err := testkit.Run(t, op, mem, bs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, row := range c.Rows {
+		var vals []any
+		if err := json.Unmarshal([]byte(row), &vals); err != nil {
+			t.Fatalf("%s: %v", row, err)
+		}
+		got = append(got, fmt.Sprint(vals[2]))
+	}
+	if len(want) < 100 || len(want) > 900 {
+		t.Fatalf("a test that cannot tell: %d of 1000 rows kept", len(want))
 	}
 	testkit.Equal(t, "rows kept", got, want)
 }

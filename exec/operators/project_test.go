@@ -78,3 +78,50 @@ func TestProjectErrors(t *testing.T) {
 		t.Errorf("column out of range: no error")
 	}
 }
+
+// TestProjectReuse: an expression holding an earlier one reads its output
+// (a repeated one shares its array), and the values are those of computing
+// each expression on its own, worked out by hand below.
+func TestProjectReuse(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	bs := testkit.Batches(t, mem, filterSchema, filterRows)
+	defer testkit.Release(bs)
+	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
+	plus10 := func() *expr.Expr { return expr.Call("+", types.Int64Type, filterCol(0), lit(10)) }
+	exprs := []*expr.Expr{
+		plus10(),
+		expr.Call("*", types.Int64Type, plus10(), expr.Call("-", types.Int64Type, plus10(), lit(1))),
+		plus10(),
+		expr.Call("+", types.Int64Type, filterCol(0), lit(11)), // not the same: stays
+		expr.Call("-", types.Int64Type, expr.Call("+", types.Int64Type, filterCol(0), lit(11)), plus10()),
+	}
+	out := types.Schema{{Name: "a", Type: types.Int64Type}, {Name: "b", Type: types.Int64Type},
+		{Name: "c", Type: types.Int64Type}, {Name: "d", Type: types.Int64Type}, {Name: "e", Type: types.Int64Type}}
+	op := opTestNew(t, "project", ProjectConfig{Exprs: exprs}, out)
+	ctx := context.Background()
+	if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	c := &testkit.Collector{T: t}
+	var shared bool
+	err := op.ProcessBatch(ctx, 0, bs[0], testkit.Func(func(b exec.Batch) error {
+		shared = b.Rec.Column(0) == b.Rec.Column(2)
+		return c.Collect(ctx, b)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !shared {
+		t.Errorf("a repeated expression was computed again")
+	}
+	// x = 1, NULL, 3, 5, 2: (x+10)*(x+9), x+10, x+11, 1.
+	testkit.Equal(t, "rows", c.Rows, []string{
+		`[11,110,11,12,1]`,
+		`[null,null,null,null,null]`,
+		`[13,156,13,14,1]`,
+		`[15,210,15,16,1]`,
+		`[12,132,12,13,1]`,
+	})
+}

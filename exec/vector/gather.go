@@ -104,7 +104,14 @@ func gatherArray(mem memory.Allocator, arr arrow.Array, idx []int32, runs []rowR
 	case arrow.INT64, arrow.FLOAT64, arrow.TIMESTAMP:
 		src := arrow.Uint64Traits.CastFromBytes(d.Buffers()[1].Bytes())[off:]
 		vb := NewBuffer(mem, n*8)
-		dst := arrow.Uint64Traits.CastFromBytes(vb.Bytes())
+		bufs = []*memory.Buffer{nullBuf, vb}
+		dst := arrow.Uint64Traits.CastFromBytes(vb.Bytes())[:n]
+		if !hasNeg { // a filter's selection: no test per row
+			for j, i := range idx {
+				dst[j] = src[i]
+			}
+			break
+		}
 		for j, i := range idx {
 			if i >= 0 {
 				dst[j] = src[i]
@@ -112,11 +119,17 @@ func gatherArray(mem memory.Allocator, arr arrow.Array, idx []int32, runs []rowR
 				dst[j] = 0
 			}
 		}
-		bufs = []*memory.Buffer{nullBuf, vb}
 	case arrow.DECIMAL128:
 		src := arrow.Uint64Traits.CastFromBytes(d.Buffers()[1].Bytes())[2*off:]
 		vb := NewBuffer(mem, n*16)
+		bufs = []*memory.Buffer{nullBuf, vb}
 		dst := arrow.Uint64Traits.CastFromBytes(vb.Bytes())
+		if !hasNeg {
+			for j, i := range idx {
+				dst[2*j], dst[2*j+1] = src[2*i], src[2*i+1]
+			}
+			break
+		}
 		for j, i := range idx {
 			if i >= 0 {
 				dst[2*j], dst[2*j+1] = src[2*i], src[2*i+1]
@@ -124,7 +137,6 @@ func gatherArray(mem memory.Allocator, arr arrow.Array, idx []int32, runs []rowR
 				dst[2*j], dst[2*j+1] = 0, 0
 			}
 		}
-		bufs = []*memory.Buffer{nullBuf, vb}
 	case arrow.STRING:
 		s := arr.(*array.String)
 		offs := s.ValueOffsets()

@@ -145,3 +145,49 @@ func TestGatherAllRows(t *testing.T) {
 		got.Release()
 	}
 }
+
+// TestGatherSparse gathers selections too sparse for the run path from sliced
+// arrays of every gatherable type, one a filter's (ascending, no negative
+// index) and one with -1s (NULL rows, as an outer join's), and checks each
+// row against the source row by Arrow's own accessors.
+func TestGatherSparse(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	types := []arrow.DataType{
+		arrow.FixedWidthTypes.Boolean, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64,
+		arrow.FixedWidthTypes.Timestamp_us, &arrow.Decimal128Type{Precision: 15, Scale: 2},
+		arrow.BinaryTypes.String,
+	}
+	var filter, outer []int32
+	for i := int32(0); i < 280; i += 3 {
+		filter = append(filter, i)
+		outer = append(outer, 279-i, -1)
+	}
+	for _, idx := range [][]int32{filter, outer} {
+		if denseRuns(idx) != nil {
+			t.Fatal("the selection takes the run path")
+		}
+		for _, dt := range types {
+			full := gatherTestArray(mem, dt)
+			src := array.NewSlice(full, 5, 290)
+			full.Release()
+			got, err := GatherArray(mem, src, idx)
+			if err != nil {
+				t.Fatalf("%s: %v", dt, err)
+			}
+			if got.Len() != len(idx) {
+				t.Fatalf("%s: %d rows, want %d", dt, got.Len(), len(idx))
+			}
+			for j, i := range idx {
+				switch {
+				case i < 0 && !got.IsNull(j):
+					t.Fatalf("%s: row %d (from -1) is %s, want NULL", dt, j, got.ValueStr(j))
+				case i >= 0 && (got.IsNull(j) != src.IsNull(int(i)) || got.ValueStr(j) != src.ValueStr(int(i))):
+					t.Fatalf("%s: row %d is %s, source row %d is %s", dt, j, got.ValueStr(j), i, src.ValueStr(int(i)))
+				}
+			}
+			got.Release()
+			src.Release()
+		}
+	}
+}
