@@ -65,6 +65,12 @@ type hashAggOp struct {
 	seen     bool
 	done     bool
 
+	// partialRows counts the rows a partial aggregate has folded since it
+	// last started afresh; unclustered is set once its groups outgrew
+	// partialGroups without its rows clustering by group (partialGroups).
+	partialRows int
+	unclustered bool
+
 	// The memory budget (HashAggConfig.MemoryLimit, else the task's
 	// WorkMem; 0: none) and, once the groups outgrew it, the spill of the
 	// rows of new groups (hashagg_spill.go), at this level of partitioning.
@@ -89,6 +95,18 @@ type hashAggOp struct {
 	// aggregation keeps (TaskContext.StateLimit); 0: none.
 	stateLimit int64
 }
+
+// partialGroups is the most groups a partial aggregate without a memory
+// problem holds while its rows cluster by group, at least two rows a group
+// on average: it then sends its groups on and starts afresh, as a group's
+// rows have mostly come together already. So TPC-H's q18 (GROUP BY
+// l_orderkey over lineitem, stored sorted by it: 1.5M groups of 4 rows)
+// folds in a table that stays in the cache, where one of all the groups
+// missed the cache on nearly every new key and spent a third of its time
+// growing (BenchmarkHashAggOrderKeys). Rows that do not cluster, as a
+// GROUP BY l_partkey over lineitem (200k groups in random order), would lose
+// most of their folding by restarts: the table keeps growing for them.
+const partialGroups = 1 << 16
 
 var _ exec.Operator = (*hashAggOp)(nil)
 var _ exec.Flusher = (*hashAggOp)(nil)
@@ -226,6 +244,7 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 		return fmt.Errorf("hash_agg: %d change kinds for %d rows", len(b.Ops), n)
 	}
 	o.seen = true
+	o.partialRows += n
 	if o.spill != nil {
 		return o.foldSpilling(b)
 	}
@@ -240,11 +259,18 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 			return o.errStateLimit(n)
 		}
 	}
+	if o.cfg.Phase == AggPartial && !o.updates && !o.unclustered && o.table.Len() >= partialGroups {
+		if o.partialRows < 2*o.table.Len() {
+			o.unclustered = true
+		} else {
+			return o.restartPartial(ctx, out, true)
+		}
+	}
 	if o.budget > 0 && o.overBudget() {
 		if o.cfg.Phase == AggPartial {
 			// A partial aggregate's groups are only a head start for the
 			// final one: it sends what it holds and starts afresh.
-			return o.restartPartial(ctx, out)
+			return o.restartPartial(ctx, out, false)
 		}
 		sp, err := newPartitionedSpill("hash_agg", spillDir(o.tc), o.level)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"context"
 
 	"github.com/hummer-db/hummer/exec"
+	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
@@ -28,13 +29,20 @@ func (o *hashAggOp) groupBytes() int64 {
 	return n
 }
 
-// restartPartial sends a partial aggregate's groups on and empties it.
-func (o *hashAggOp) restartPartial(ctx context.Context, out exec.Collector) error {
+// restartPartial sends a partial aggregate's groups on and empties it,
+// keeping its table's arrays when keep is set (restarting for the memory
+// budget must free them).
+func (o *hashAggOp) restartPartial(ctx context.Context, out exec.Collector, keep bool) error {
 	if err := o.emit(ctx, out); err != nil {
 		return err
 	}
-	o.table.Release()
-	o.table = o.newTable()
+	if kt, ok := o.table.(*state.KeyTable); ok && keep {
+		kt.Reset()
+	} else {
+		o.table.Release()
+		o.table = o.newTable()
+	}
+	o.partialRows = 0
 	_, err := o.buildAggs()
 	return err
 }

@@ -67,6 +67,18 @@ func (t *KeyTable) Release() {
 	*t = KeyTable{}
 }
 
+// Reset empties the table and keeps its arrays, for as many keys again.
+func (t *KeyTable) Reset() {
+	if t.ints != nil {
+		clear(t.ints.slots)
+		t.ints.null = -1
+	} else {
+		clear(t.slots)
+	}
+	t.arena, t.offs, t.words = t.arena[:0], t.offs[:1], t.words[:0]
+	t.nullID = -1
+}
+
 // Reserve makes room for n more keys of keyBytes bytes in all, so that adding
 // them does not grow the table on the way. Growing is two fifths of the cost of
 // adding a key (BenchmarkKeyTableInsert): each doubling moves every slot.

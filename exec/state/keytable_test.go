@@ -449,3 +449,53 @@ func TestKeyTableRelease(t *testing.T) {
 		tb.Release()
 	}
 }
+
+// TestKeyTableReset checks that a reset table, generic or integer, holds no
+// key (the NULL key neither) and gives the keys added afterwards ids from 0,
+// finding each and no key of before.
+func TestKeyTableReset(t *testing.T) {
+	enc := func(v int64) []byte {
+		var k RowKeys
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		if v < 0 {
+			b.AppendNull()
+		} else {
+			b.Append(v)
+		}
+		a := b.NewArray()
+		defer a.Release()
+		if err := k.Encode([]arrow.Array{a}, nil, 1); err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(nil), k.data[k.offs[0]:k.offs[1]]...)
+	}
+	for name, tb := range map[string]*KeyTable{"generic": NewKeyTable(), "integer": NewIntKeyTable()} {
+		for i := range int64(5000) {
+			tb.findOrInsert(enc(i - 1)) // -1: NULL
+		}
+		tb.Reset()
+		if tb.Len() != 0 {
+			t.Fatalf("%s: %d keys after Reset", name, tb.Len())
+		}
+		for i := range int64(5000) {
+			if g := tb.find(enc(i - 1)); g != -1 {
+				t.Fatalf("%s: key %d found as %d after Reset", name, i-1, g)
+			}
+		}
+		for i := range int64(3000) {
+			if g := tb.findOrInsert(enc(10000 + i)); g != uint32(i) {
+				t.Fatalf("%s: new key %d got id %d", name, i, g)
+			}
+		}
+		if g := tb.findOrInsert(enc(-1)); g != 3000 {
+			t.Fatalf("%s: NULL got id %d, want 3000", name, g)
+		}
+		for i := range int64(3000) {
+			if g := tb.find(enc(10000 + i)); g != int32(i) {
+				t.Fatalf("%s: new key %d found as %d", name, i, g)
+			}
+		}
+		tb.Release()
+	}
+}
