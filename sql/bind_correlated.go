@@ -3,9 +3,11 @@ package sql
 import (
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
 
 	"github.com/hummer-db/hummer/exec/expr"
 	"github.com/hummer-db/hummer/exec/types"
@@ -64,6 +66,17 @@ type correlation struct {
 	forced []column
 	// aggregated: the subquery aggregates, so it has one row per D value
 	aggregated bool
+	// nullRejected: a scalar subquery whose NULL value drops the enclosing
+	// row (it is compared in a conjunct of WHERE: l_quantity < (SELECT ...)).
+	nullRejected bool
+	// innerJoin: the subquery is NULL for the D values no row of it
+	// matches (nullOnEmpty) and nullRejected, so their rows go whatever it
+	// computes for them: D is joined to its FROM, and it to the enclosing
+	// input, by inner joins, which need not keep every D value.
+	innerJoin bool
+	// est, for an innerJoin, estimates the enclosing input's parts
+	// (domainSource); nil when the catalog cannot.
+	est RowEstimator
 	// exists, of an EXISTS subquery that can be a semi join, is its FROM and
 	// the rest of its WHERE (bind_semijoin.go).
 	exists *existsForm
@@ -256,6 +269,11 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	// An aggregate over no rows still has a row: every D value must reach
 	// it, through an outer join, and COUNT(*) counts S's side only.
 	outerJoin := corr.kind == corrScalar || hasAggregate(sel) || sel.GroupBy != nil || sel.Having != nil
+	corr.innerJoin = corr.kind == corrScalar && corr.nullRejected && nullOnEmpty(sel) && len(b.laterals) == 0
+	if corr.innerJoin {
+		outerJoin = false
+		corr.est, _ = b.cat.(RowEstimator)
+	}
 	if corr.kind == corrLateral {
 		// A LATERAL item's rows: one per D value for an aggregate without
 		// GROUP BY, none for a D value without rows otherwise.
@@ -305,7 +323,9 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 		p, err := b.correlatedWithSubqueries(from, where, late, subs, n, k, corr.domain, outerJoin, ext)
 		return p, ext, err
 	}
-	if !outerJoin && len(b.laterals) == 0 {
+	// Not for an inner join's aggregate: D, the enclosing query's keys,
+	// limits the rows it groups (TPC-H q17: the lineitems of a few parts).
+	if !outerJoin && !corr.innerJoin && len(b.laterals) == 0 {
 		if p, ok := b.withoutDomain(from, where, n, k); ok {
 			return p, ext, nil
 		}
@@ -334,6 +354,39 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 	return p, ext, nil
 }
 
+// nullOnEmpty reports whether sel, a subquery of one item that aggregates
+// without GROUP BY, is NULL over no rows: its item is sum, avg, min or max,
+// or an arithmetic operator or cast, NULL when an operand is, over one
+// (0.2 * avg(l_quantity)). Not count(*): 0 over no rows.
+func nullOnEmpty(sel *ast.SelectStmt) bool {
+	if sel.GroupBy != nil || sel.Having != nil || sel.Limit != nil || sel.Fields == nil || len(sel.Fields.Fields) != 1 {
+		return false
+	}
+	var null func(n ast.ExprNode) bool
+	null = func(n ast.ExprNode) bool {
+		switch e := n.(type) {
+		case *ast.ParenthesesExpr:
+			return null(e.Expr)
+		case *ast.AggregateFuncExpr:
+			switch strings.ToLower(e.F) {
+			case "sum", "avg", "min", "max":
+				return true
+			}
+		case *ast.BinaryOperationExpr:
+			switch e.Op {
+			case opcode.Plus, opcode.Minus, opcode.Mul, opcode.Div:
+				return null(e.L) || null(e.R)
+			}
+		case *ast.UnaryOperationExpr:
+			return e.Op == opcode.Minus && null(e.V)
+		case *ast.FuncCastExpr:
+			return null(e.Expr)
+		}
+		return false
+	}
+	return null(sel.Fields.Fields[0].Expr)
+}
+
 // correlatedWithSubqueries is bindCorrelatedFromWhere's plan for a WHERE with
 // subqueries of its own, which read S's columns and D's (a reference two
 // levels out is one to D): S's FROM (from, n columns) joined to D on the
@@ -344,7 +397,7 @@ func (b *binder) bindCorrelatedFromWhere(sel *ast.SelectStmt, root *fromNode, co
 // D's.
 func (b *binder) correlatedWithSubqueries(from Plan, where, late []*expr.Expr, subs *subqueries, n, k int, domain *Domain, outerJoin bool, ext *scope) (Plan, error) {
 	p, ok := Plan(nil), false
-	if !outerJoin {
+	if !outerJoin && !ext.corr.innerJoin {
 		p, ok = b.withoutDomain(from, where, n, k)
 	}
 	if !ok {
@@ -580,6 +633,9 @@ func withDomain(right, input Plan, corr *correlation) Plan {
 	if corr.domain != nil {
 		domains = append(domains, corr.domain)
 	}
+	if corr.innerJoin && corr.est != nil && corr.outerExprs == nil {
+		input, exprs = domainSource(input, exprs, corr.est)
+	}
 	vals := &Project{Input: input, Exprs: exprs, Out: domains[0].Out}
 	d := &Aggregate{Input: vals, GroupBy: identity(len(exprs)), Out: domains[0].Out}
 	for _, dom := range domains {
@@ -600,6 +656,79 @@ func withDomain(right, input Plan, corr *correlation) Plan {
 		}
 	}
 	return right
+}
+
+// domainSource narrows the input D is taken from, for a subquery joined by
+// inner joins (correlation.innerJoin), whose D may be a superset of the
+// enclosing keys: a D value no enclosing row has only gives the subquery a
+// row no enclosing row joins. Under the input's Filters and inner joins it
+// takes the side that has all of D's columns cols (column expressions over
+// input), with the filter conjuncts that read only that side, where re
+// estimates that side at no more rows than the join: the other side is then
+// no reduction of D but a cost, as TPC-H q17's lineitem, whose join to the
+// parts of one brand and container would be read a second time for D. (In
+// q20 partsupp's join to the green parts is smaller than partsupp: D stays
+// the join's.) It returns the narrowed input and cols over it.
+func domainSource(input Plan, cols []*expr.Expr, re RowEstimator) (Plan, []*expr.Expr) {
+	var conds []*expr.Expr
+	within := func(lo, hi int, es ...*expr.Expr) bool {
+		for _, e := range es {
+			for _, c := range e.Columns(nil) {
+				if c < lo || c >= hi {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	cols = slices.Clone(cols)
+	p := input
+descend:
+	for {
+		switch n := p.(type) {
+		case *Filter:
+			conds = append(conds, conjuncts(n.Cond)...)
+			p = n.Input
+		case *Join:
+			if n.Kind != InnerJoin {
+				break descend
+			}
+			nl, nr := len(n.Left.Schema()), len(n.Right.Schema())
+			lo, hi, side := 0, nl, n.Left
+			if !within(0, nl, cols...) {
+				lo, hi, side = nl, nl+nr, n.Right
+			}
+			if !within(lo, hi, cols...) {
+				break descend
+			}
+			var kept []*expr.Expr
+			for _, c := range conds {
+				if within(lo, hi, c) {
+					kept = append(kept, shift(c, -lo))
+				}
+			}
+			whole, okW := planRows(filtered(p, conds), re, false)
+			part, okP := planRows(filtered(side, kept), re, false)
+			if !okW || !okP || part > whole {
+				break descend
+			}
+			for i, c := range cols {
+				cols[i] = shift(c, -lo)
+			}
+			conds, p = kept, side
+		default:
+			break descend
+		}
+	}
+	return filtered(p, conds), cols
+}
+
+// filtered is p under a Filter of conds, if any.
+func filtered(p Plan, conds []*expr.Expr) Plan {
+	if len(conds) == 0 {
+		return p
+	}
+	return &Filter{Input: p, Cond: and(conds...)}
 }
 
 // nullSafeKeys turns join keys into ones under which NULL equals NULL:

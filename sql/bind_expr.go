@@ -43,6 +43,9 @@ type exprCtx struct {
 	// conjuncts are the top-level conjuncts of a WHERE (topConjuncts), where
 	// NULL and FALSE both drop the row; nil elsewhere.
 	conjuncts map[ast.ExprNode]bool
+	// strictSub is the scalar subquery being bound as an operand of a
+	// comparison that is one of conjuncts: a NULL value of it drops the row.
+	strictSub *ast.SubqueryExpr
 }
 
 // bindExpr binds one expression: names become column positions of ctx.scope,
@@ -409,11 +412,12 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		}
 		return b.call(n, fn, args...)
 	}
-	l, err := b.bindExpr(ctx, n.L)
+	strict := isComparison(fn) && ctx.conjuncts[n]
+	l, err := b.bindOperand(ctx, n.L, strict)
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.bindExpr(ctx, n.R)
+	r, err := b.bindOperand(ctx, n.R, strict)
 	if err != nil {
 		return nil, err
 	}
@@ -439,6 +443,19 @@ func (b *binder) bindBinary(ctx *exprCtx, n *ast.BinaryOperationExpr) (*expr.Exp
 		return e, err
 	}
 	return b.call(n, fn, l, r)
+}
+
+// bindOperand binds an operand of a binary operator; strict: the operator is
+// a comparison that drops the row when it is NULL, which a scalar subquery
+// as the operand may use (ctx.strictSub).
+func (b *binder) bindOperand(ctx *exprCtx, n ast.ExprNode, strict bool) (*expr.Expr, error) {
+	saved := ctx.strictSub
+	defer func() { ctx.strictSub = saved }()
+	ctx.strictSub = nil
+	if sq, ok := subqueryOf(n); ok && strict {
+		ctx.strictSub = sq
+	}
+	return b.bindExpr(ctx, n)
 }
 
 // bindNullEQ binds a <=> b (IS NOT DISTINCT FROM, through the dialect layer):

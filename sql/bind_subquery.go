@@ -106,6 +106,10 @@ func applySubqueries(input Plan, s *subqueries) Plan {
 			lkeys = append(append([]*expr.Expr{}, lkeys...), nullSafeKeys(dl)...)
 			rkeys = append(rkeys, nullSafeKeys(dr)...)
 		}
+		if j.domain != nil && j.domain.innerJoin {
+			input = keyJoin(InnerJoin, input, right, lkeys, rkeys)
+			continue
+		}
 		input = leftJoin(input, right, lkeys, rkeys)
 	}
 	return input
@@ -114,6 +118,12 @@ func applySubqueries(input Plan, s *subqueries) Plan {
 // leftJoin is left LEFT JOIN right ON lkeys = rkeys (expressions over each
 // side), its output left's columns then right's.
 func leftJoin(left, right Plan, lkeys, rkeys []*expr.Expr) Plan {
+	return keyJoin(LeftJoin, left, right, lkeys, rkeys)
+}
+
+// keyJoin is left JOIN right ON lkeys = rkeys, an inner or left join, as
+// leftJoin.
+func keyJoin(kind JoinKind, left, right Plan, lkeys, rkeys []*expr.Expr) Plan {
 	nl, nr := len(left.Schema()), len(right.Schema())
 	lcols, lextra := keyColumns(lkeys, nl)
 	rcols, rextra := keyColumns(rkeys, nr)
@@ -125,7 +135,7 @@ func leftJoin(left, right Plan, lkeys, rkeys []*expr.Expr) Plan {
 		physR = appendColumns(right, rextra)
 	}
 	out := append(append(types.Schema{}, physL.Schema()...), physR.Schema()...)
-	j := &Join{Left: physL, Right: physR, Kind: LeftJoin, LeftKeys: lcols, RightKeys: rcols, Out: out}
+	j := &Join{Left: physL, Right: physR, Kind: kind, LeftKeys: lcols, RightKeys: rcols, Out: out}
 	if len(lextra) == 0 && len(rextra) == 0 {
 		return j
 	}
@@ -171,7 +181,8 @@ func (b *binder) bindSubquery(ctx *exprCtx, n ast.Node, q ast.ResultSetNode, kin
 	case *ast.SelectStmt:
 		for {
 			if correlated {
-				corr = &correlation{outer: ctx.scope, kind: *kind, forced: forced}
+				corr = &correlation{outer: ctx.scope, kind: *kind, forced: forced,
+					nullRejected: ctx.strictSub != nil && n == ast.Node(ctx.strictSub)}
 				b.pendingCorr = corr
 			}
 			p, err := b.bindQuery(q)
