@@ -662,8 +662,8 @@ func withDomain(right, input Plan, corr *correlation) Plan {
 // inner joins (correlation.innerJoin), whose D may be a superset of the
 // enclosing keys: a D value no enclosing row has only gives the subquery a
 // row no enclosing row joins. Under the input's Filters and inner joins it
-// takes the side that has all of D's columns cols (column expressions over
-// input), with the filter conjuncts that read only that side, where re
+// takes the side that has all of D's columns cols (expressions over input),
+// with the filter conjuncts that read only that side, where re
 // estimates that side at no more rows than the join: the other side is then
 // no reduction of D but a cost, as TPC-H q17's lineitem, whose join to the
 // parts of one brand and container would be read a second time for D. (In
@@ -688,6 +688,14 @@ descend:
 		switch n := p.(type) {
 		case *Filter:
 			conds = append(conds, conjuncts(n.Cond)...)
+			p = n.Input
+		case *Project: // join ordering's, restoring the FROM's column order
+			for i, c := range conds {
+				conds[i] = substitute(c, n.Exprs)
+			}
+			for i, c := range cols {
+				cols[i] = substitute(c, n.Exprs)
+			}
 			p = n.Input
 		case *Join:
 			if n.Kind != InnerJoin {
