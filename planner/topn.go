@@ -177,6 +177,9 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 		cfg.Late, lateCfg = late, late
 		op = exec.OperatorSpec{Kind: "topn", Label: flabel, Config: exec.MustConfig(cfg), Out: out}
 	case end >= 0:
+		if err := b.memoryOnly("window_topn (Top-N per window)"); err != nil {
+			return 0, err
+		}
 		wlabel := "window_topn " + label + " end=" + inSchema[end].Name
 		late, err := b.lateConfig(from, inSchema, wlabel)
 		if err != nil {

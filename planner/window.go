@@ -291,6 +291,9 @@ func (b *builder) sessionAggregate(p *sql.Aggregate, from, start, end int) (int,
 	if b.streaming && (!sessionOverEventTime(p.Input, p.GroupBy[start]) || b.updates[from]) {
 		return 0, sql.Errorf(sql.ErrUnsupported, 0, "a SESSION window over a stream needs a watermark on its time column (WATERMARK FOR ts AS ... in the table's DDL), and rows that are only inserted")
 	}
+	if err := b.memoryOnly("session_agg (a SESSION window)"); err != nil {
+		return 0, err
+	}
 	inSchema := p.Input.Schema()
 	aggs := make([]operators.AggSpec, len(p.Aggs))
 	for i, a := range p.Aggs {
