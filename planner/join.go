@@ -147,9 +147,6 @@ func (b *builder) joinKeeping(p *sql.Join, keep []int, out types.Schema) (node i
 	}
 	if !b.updates[left] && !b.updates[right] {
 		if l, r, ok := windowJoinEnds(p); ok {
-			if err := b.memoryOnly("window_join"); err != nil {
-				return 0, false, err
-			}
 			return b.windowJoin(p, left, right, l, r), false, nil
 		}
 		if iv, ok := intervalBounds(p); ok && b.streaming {

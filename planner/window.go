@@ -231,10 +231,14 @@ func windowJoinEnds(p *sql.Join) (left, right int, ok bool) {
 // passes its end, once.
 func (b *builder) windowJoin(p *sql.Join, left, right, leftEnd, rightEnd int) int {
 	cfg := operators.WindowJoinConfig{LeftEnd: leftEnd, RightEnd: rightEnd, Join: operators.JoinConfig{Kind: p.Kind.String(),
-		LeftKeys: p.LeftKeys, RightKeys: p.RightKeys, Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}}
+		LeftKeys: p.LeftKeys, RightKeys: p.RightKeys, Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()},
+		StateBackend: b.opts.StateBackend}
 	label := fmt.Sprintf("window_join %s on %s", p.Kind, joinKeys(p))
 	if p.Extra != nil {
 		label += " and " + p.Extra.String()
+	}
+	if b.opts.StateBackend != "" {
+		label += " state_backend=" + b.opts.StateBackend
 	}
 	op := exec.OperatorSpec{Kind: "window_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
 	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
