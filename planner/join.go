@@ -150,9 +150,6 @@ func (b *builder) joinKeeping(p *sql.Join, keep []int, out types.Schema) (node i
 			return b.windowJoin(p, left, right, l, r), false, nil
 		}
 		if iv, ok := intervalBounds(p); ok && b.streaming {
-			if err := b.memoryOnly("interval_join"); err != nil {
-				return 0, false, err
-			}
 			return b.intervalJoin(p, left, right, iv), false, nil
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // TestStateBackendWindows: windowed GROUP BYs over the bounded Nexmark bids
 // (a source watermark 4 seconds behind), a tumbling window per auction and a
 // hopping one per bidder, and a window join of the bids with themselves per
-// tumbling window, auction and bidder, under SET state_backend = 'disk' on TaskManagers
+// tumbling window and auction, under SET state_backend = 'disk' on TaskManagers
 // whose --state-memory is the smallest a slot gets (1 MiB, a 256 KiB cache,
 // which a window of thousands of groups outgrows), give the rows they give
 // with 'memory' (whose window aggregation TestWindowFormsVsPostgres holds
