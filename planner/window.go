@@ -295,9 +295,6 @@ func (b *builder) sessionAggregate(p *sql.Aggregate, from, start, end int) (int,
 	if b.streaming && (!sessionOverEventTime(p.Input, p.GroupBy[start]) || b.updates[from]) {
 		return 0, sql.Errorf(sql.ErrUnsupported, 0, "a SESSION window over a stream needs a watermark on its time column (WATERMARK FOR ts AS ... in the table's DDL), and rows that are only inserted")
 	}
-	if err := b.memoryOnly("session_agg (a SESSION window)"); err != nil {
-		return 0, err
-	}
 	inSchema := p.Input.Schema()
 	aggs := make([]operators.AggSpec, len(p.Aggs))
 	for i, a := range p.Aggs {
@@ -315,6 +312,10 @@ func (b *builder) sessionAggregate(p *sql.Aggregate, from, start, end int) (int,
 	cfg := operators.SessionAggConfig{Keys: keys, Start: p.GroupBy[start], End: p.GroupBy[end],
 		Agg: operators.HashAggConfig{GroupBy: p.GroupBy, Aggs: aggs, Phase: operators.AggComplete, Emit: operators.AggEmitFinal}}
 	label := fmt.Sprintf("session_agg group=%s aggs=%s", colNames(inSchema, p.GroupBy), aggList(p.Aggs, inSchema))
+	if b.streaming && b.opts.StateBackend != "" {
+		cfg.StateBackend = b.opts.StateBackend
+		label += " state_backend=" + b.opts.StateBackend
+	}
 	var err error
 	if cfg.Late, err = b.lateConfig(from, inSchema, label); err != nil {
 		return 0, err
