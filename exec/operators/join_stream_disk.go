@@ -60,7 +60,9 @@ type joinDisk struct {
 	// changed since (changed, listed in dirty).
 	loaded, changed [2][]bool
 	dirty           [2][]uint32
-	evictions       int
+	// evictions counts the times the cache was emptied, compactions those
+	// it was compacted instead (evictIfFull).
+	evictions, compactions int
 
 	probe    *state.KeyTable // the batch's distinct join keys
 	keyEnc   state.RowKeys
@@ -465,8 +467,8 @@ func (o *streamJoinOp) intervalLoad() (bool, error) {
 	return false, nil
 }
 
-// evictIfFull writes the changed keys back and empties both sides once the
-// cache outgrew its bound.
+// evictIfFull writes the changed keys back once the cache outgrew its bound,
+// and empties both sides, or compacts them when that frees enough.
 func (o *streamJoinOp) evictIfFull() error {
 	d := o.disk
 	if o.side[0].sideBytes()+o.side[1].sideBytes() <= d.limit {
@@ -474,6 +476,29 @@ func (o *streamJoinOp) evictIfFull() error {
 	}
 	if err := o.writeBack(); err != nil {
 		return err
+	}
+	// Rows dropped (deleted, or out of an interval join's reach) keep their
+	// place in the tables until compacted: when most are, compacting keeps
+	// the rows still held cached, each key as the DB has it now.
+	s0, s1 := o.side[0], o.side[1]
+	if 2*(s0.live+s1.live) <= s0.rows.Len()+s1.rows.Len() {
+		for s := range o.side {
+			if err := o.compact(s); err != nil {
+				return err
+			}
+		}
+		if o.side[0].sideBytes()+o.side[1].sideBytes() <= d.limit/2 {
+			for s, sd := range o.side {
+				n := sd.keys.Len()
+				d.loaded[s] = vector.GrowZero(d.loaded[s][:0], n)
+				d.changed[s] = vector.GrowZero(d.changed[s][:0], n)
+				for id := range n {
+					d.loaded[s][id] = true
+				}
+			}
+			d.compactions++
+			return nil
+		}
 	}
 	for s, sd := range o.side {
 		sd.reset()
