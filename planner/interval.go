@@ -97,9 +97,12 @@ func intervalBounds(p *sql.Join) (operators.IntervalBounds, bool) {
 // unmatched ones NULL-padded then; its output is append-only.
 func (b *builder) intervalJoin(p *sql.Join, left, right int, iv operators.IntervalBounds) int {
 	cfg := operators.StreamJoinConfig{Kind: p.Kind.String(), LeftKeys: p.LeftKeys, RightKeys: p.RightKeys,
-		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), Interval: &iv}
+		Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema(), Interval: &iv, StateBackend: b.opts.StateBackend}
 	label := fmt.Sprintf("interval_join %s on %s and %s (left %s - right %s within [%s, %s])", p.Kind, joinKeys(p), p.Extra,
 		p.Left.Schema()[iv.LeftTime].Name, p.Right.Schema()[iv.RightTime].Name, micros(iv.Lo), micros(iv.Hi))
+	if b.opts.StateBackend != "" {
+		label += " state_backend=" + b.opts.StateBackend
+	}
 	op := exec.OperatorSpec{Kind: "interval_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
 	return b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
 }

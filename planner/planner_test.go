@@ -52,7 +52,8 @@ func (e testEstimates) EstimateRows(t *sql.Table) (float64, bool) {
 // three graphs; `dot` prints the Graphviz form. Tables clicks and bids (with a
 // watermark on ts) are streams (kafka);
 // sink= writes the rows to a kafka table, upsert keyed by the first column;
-// late= names the columns of a late-rows table.
+// late= names the columns of a late-rows table; state_backend= is SET
+// state_backend's.
 func TestPlanner(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -81,6 +82,8 @@ func TestPlanner(t *testing.T) {
 					opts.Parallelism, _ = strconv.Atoi(arg.Vals[0])
 				case "sink":
 					sink = arg.Vals[0]
+				case "state_backend":
+					opts.StateBackend = arg.Vals[0]
 				case "state_ttl":
 					opts.StateTTL, _ = time.ParseDuration(arg.Vals[0])
 				case "rows": // rows=emp:1000000,dept:10: tables' estimated rows

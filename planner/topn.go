@@ -178,13 +178,16 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 		op = exec.OperatorSpec{Kind: "topn", Label: flabel, Config: exec.MustConfig(cfg), Out: out}
 	case end >= 0:
 		wlabel := "window_topn " + label + " end=" + inSchema[end].Name
+		if b.opts.StateBackend != "" {
+			wlabel += " state_backend=" + b.opts.StateBackend
+		}
 		late, err := b.lateConfig(from, inSchema, wlabel)
 		if err != nil {
 			return 0, err
 		}
 		lateCfg = late
 		op = exec.OperatorSpec{Kind: "window_topn", Label: wlabel,
-			Config: exec.MustConfig(operators.WindowTopNConfig{TopN: cfg, End: end, Late: late}), Out: out}
+			Config: exec.MustConfig(operators.WindowTopNConfig{TopN: cfg, End: end, Late: late, StateBackend: b.opts.StateBackend}), Out: out}
 	default:
 		if cfg.Retracts {
 			label += " (keeps every row: its input retracts)"

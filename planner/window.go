@@ -231,10 +231,14 @@ func windowJoinEnds(p *sql.Join) (left, right int, ok bool) {
 // passes its end, once.
 func (b *builder) windowJoin(p *sql.Join, left, right, leftEnd, rightEnd int) int {
 	cfg := operators.WindowJoinConfig{LeftEnd: leftEnd, RightEnd: rightEnd, Join: operators.JoinConfig{Kind: p.Kind.String(),
-		LeftKeys: p.LeftKeys, RightKeys: p.RightKeys, Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()}}
+		LeftKeys: p.LeftKeys, RightKeys: p.RightKeys, Extra: p.Extra, Left: p.Left.Schema(), Right: p.Right.Schema()},
+		StateBackend: b.opts.StateBackend}
 	label := fmt.Sprintf("window_join %s on %s", p.Kind, joinKeys(p))
 	if p.Extra != nil {
 		label += " and " + p.Extra.String()
+	}
+	if b.opts.StateBackend != "" {
+		label += " state_backend=" + b.opts.StateBackend
 	}
 	op := exec.OperatorSpec{Kind: "window_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
 	node := b.add(op, b.opts.Parallelism, 0, in(left, exec.Hash, p.LeftKeys...), in(right, exec.Hash, p.RightKeys...))
@@ -308,6 +312,10 @@ func (b *builder) sessionAggregate(p *sql.Aggregate, from, start, end int) (int,
 	cfg := operators.SessionAggConfig{Keys: keys, Start: p.GroupBy[start], End: p.GroupBy[end],
 		Agg: operators.HashAggConfig{GroupBy: p.GroupBy, Aggs: aggs, Phase: operators.AggComplete, Emit: operators.AggEmitFinal}}
 	label := fmt.Sprintf("session_agg group=%s aggs=%s", colNames(inSchema, p.GroupBy), aggList(p.Aggs, inSchema))
+	if b.streaming && b.opts.StateBackend != "" {
+		cfg.StateBackend = b.opts.StateBackend
+		label += " state_backend=" + b.opts.StateBackend
+	}
 	var err error
 	if cfg.Late, err = b.lateConfig(from, inSchema, label); err != nil {
 		return 0, err

@@ -17,12 +17,13 @@ import (
 
 // TestStateBackendWindows: windowed GROUP BYs over the bounded Nexmark bids
 // (a source watermark 4 seconds behind), a tumbling window per auction and a
-// hopping one per bidder, under SET state_backend = 'disk' on TaskManagers
+// hopping one per bidder, and a window join of the bids with themselves per
+// tumbling window and auction, under SET state_backend = 'disk' on TaskManagers
 // whose --state-memory is the smallest a slot gets (1 MiB, a 256 KiB cache,
 // which a window of thousands of groups outgrows), give the rows they give
 // with 'memory' (whose window aggregation TestWindowFormsVsPostgres holds
 // against PostgreSQL 15), and the tumbling windows' counts add up to the
-// bids counted without windows. EXPLAIN says the final phase is on disk.
+// bids counted without windows. EXPLAIN says the final phase (the join) is on disk.
 func TestStateBackendWindows(t *testing.T) {
 	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	reg := exec.NewRegistry()
@@ -50,7 +51,12 @@ func TestStateBackendWindows(t *testing.T) {
 		`SELECT bidder, window_end, count(*), avg(price)
 			FROM TABLE(HOP(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))
 			GROUP BY bidder, window_start, window_end`,
+		`SELECT a.auction, a.bidder, a.window_end, a.price, b.bidder, b.price
+			FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) a
+			JOIN TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) b
+			ON a.auction = b.auction AND a.dateTime = b.dateTime AND a.window_end = b.window_end`,
 	}
+	onDisk := []string{"window_agg final", "window_agg final", "window_join"}
 	sorted := func(out string) []string {
 		rows := strings.Split(out, "\n")
 		slices.Sort(rows)
@@ -60,7 +66,7 @@ func TestStateBackendWindows(t *testing.T) {
 		mustRun(t, s, "SET state_backend = 'memory'")
 		want := sorted(mustRun(t, s, q))
 		mustRun(t, s, "SET state_backend = 'disk'")
-		if plan := mustRun(t, s, "EXPLAIN "+q); !strings.Contains(plan, "window_agg final") || !strings.Contains(plan, "state_backend=disk") {
+		if plan := mustRun(t, s, "EXPLAIN "+q); !strings.Contains(plan, onDisk[i]) || !strings.Contains(plan, "state_backend=disk") {
 			t.Errorf("EXPLAIN of query %d with state_backend = 'disk':\n%s", i, plan)
 		}
 		got := sorted(mustRun(t, s, q))

@@ -85,20 +85,34 @@ func (o *streamJoinOp) stampTimes(s int, rec arrow.RecordBatch) {
 // intervalExpire drops the rows no later row of the other side can match;
 // of an outer join's preserved side, those that matched none go out
 // NULL-padded.
+// On the disk backend the rows the DB holds that go are loaded into the
+// cache first, some keys at a time (intervalLoad), and dropped there; the
+// keys changed are written back when the cache outgrows its bound.
 func (o *streamJoinOp) intervalExpire(ctx context.Context, out exec.Collector) error {
-	var unmatched [2][]int32
-	mark := func(s int) (int64, bool) {
-		switch {
-		case o.in.ended[s]:
-			return math.MaxInt64, true
-		case o.in.wmSeen[s]:
-			return o.in.wm[s], true
-		}
-		return 0, false
+	if o.disk == nil {
+		return o.expireCached(ctx, out)
 	}
+	for {
+		more, err := o.intervalLoad()
+		if err == nil {
+			err = o.expireCached(ctx, out)
+		}
+		if err == nil {
+			err = o.evictIfFull()
+		}
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// expireCached is intervalExpire over the rows the sides hold (on the disk
+// backend, those cached).
+func (o *streamJoinOp) expireCached(ctx context.Context, out exec.Collector) error {
+	var unmatched [2][]int32
 	iv := o.cfg.Interval
 	for s, sd := range o.side {
-		wm, ok := mark(1 - s)
+		wm, ok := o.intervalMark(1 - s)
 		if !ok {
 			continue
 		}
@@ -107,19 +121,14 @@ func (o *streamJoinOp) intervalExpire(ctx context.Context, out exec.Collector) e
 				continue
 			}
 			t := sd.touched[g]
-			// Left rows reach right times up to t - Lo, right rows left
-			// times up to t + Hi: saturating, a NULL time reaches nothing.
-			var reach int64
-			if s == 0 {
-				reach = satAdd(t, -iv.Lo)
-			} else {
-				reach = satAdd(t, iv.Hi)
-			}
-			if t == math.MinInt64 || reach <= wm {
+			if t == math.MinInt64 || o.reach(s, t, iv) <= wm {
 				if o.outer[s] && sd.matches[g] == 0 {
 					for range sd.count[g] {
 						unmatched[s] = append(unmatched[s], int32(g))
 					}
+				}
+				if o.disk != nil {
+					o.disk.change(s, sd.rowKey[g])
 				}
 				sd.drop(uint32(g))
 			}
@@ -133,6 +142,28 @@ func (o *streamJoinOp) intervalExpire(ctx context.Context, out exec.Collector) e
 		}
 	}
 	return nil
+}
+
+// intervalMark is the watermark of input s, math.MaxInt64 once it ended;
+// false before its first.
+func (o *streamJoinOp) intervalMark(s int) (int64, bool) {
+	switch {
+	case o.in.ended[s]:
+		return math.MaxInt64, true
+	case o.in.wmSeen[s]:
+		return o.in.wm[s], true
+	}
+	return 0, false
+}
+
+// reach is the last time of the other side a row of side s at time t can
+// match: left rows reach right times up to t - Lo, right rows left times up
+// to t + Hi; saturating.
+func (o *streamJoinOp) reach(s int, t int64, iv *IntervalBounds) int64 {
+	if s == 0 {
+		return satAdd(t, -iv.Lo)
+	}
+	return satAdd(t, iv.Hi)
 }
 
 // emitUnmatched sends rows ids of side s beside NULLs, as they are dropped:

@@ -51,14 +51,42 @@ func ijRecord(mem memory.Allocator, rows []ijRow) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
+// TestIntervalJoinRandom runs ijRandomRun on both state backends: on the
+// disk one with a cache every batch outgrows, so rows go to the DB and come
+// back for the watermarks that drop them, and with two seeds of the memory
+// one's four (each of its checkpoints and restores is a pebble checkpoint
+// and open, which take the most of its time).
 func TestIntervalJoinRandom(t *testing.T) {
-	for _, kind := range []string{"inner", "left", "right", "full"} {
-		for _, b := range [][2]int64{{-10, 0}, {-3, 5}, {2, 6}, {0, 0}} {
-			for seed := range uint64(4) {
-				t.Run(fmt.Sprintf("%s/%d..%d/%d", kind, b[0], b[1], seed), func(t *testing.T) { ijRandomRun(t, kind, b[0], b[1], seed) })
+	for _, backend := range []string{StateMemory, StateDisk} {
+		seeds := uint64(4)
+		if backend == StateDisk {
+			seeds = 2
+		}
+		for _, kind := range []string{"inner", "left", "right", "full"} {
+			for _, b := range [][2]int64{{-10, 0}, {-3, 5}, {2, 6}, {0, 0}} {
+				for seed := range seeds {
+					t.Run(fmt.Sprintf("%s/%s/%d..%d/%d", backend, kind, b[0], b[1], seed), func(t *testing.T) { ijRandomRun(t, backend, kind, b[0], b[1], seed) })
+				}
 			}
 		}
 	}
+}
+
+// ijHeld is the rows side s of interval join o holds: on the disk backend,
+// those in the DB once the cache's changes are written back.
+func ijHeld(t *testing.T, o *streamJoinOp, s int) int {
+	t.Helper()
+	if o.disk == nil {
+		return o.side[s].live
+	}
+	if err := o.writeBack(); err != nil {
+		t.Fatal(err)
+	}
+	var h heldRows
+	if err := o.disk.db.Scan([]byte{byte(s)}, []byte{byte(s + 1)}, func(_, v []byte) error { return h.parse(v) }); err != nil {
+		t.Fatal(err)
+	}
+	return len(h.copies)
 }
 
 // ijRandomRun feeds both sides rows in random order (each within 3 seconds
@@ -67,17 +95,24 @@ func TestIntervalJoinRandom(t *testing.T) {
 // be every pair the nested loops find, each once; the state must hold only
 // rows a later row can still match; the watermark out must be the least of
 // the inputs' less the bounds' reach.
-func ijRandomRun(t *testing.T, kind string, lo, hi int64, seed uint64) {
+func ijRandomRun(t *testing.T, backend, kind string, lo, hi int64, seed uint64) {
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	cfg := ijConfig(kind, lo, hi)
+	cfg.StateBackend = backend
 	out := append(slices.Clone(ijSide), ijSide...)
+	tc := testkit.TaskContext(mem)
+	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), 16<<10, t.TempDir()
+	evictions := 0
 	open := func() exec.Operator {
 		op := opTestNew(t, "interval_join", cfg, out)
-		if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+		if err := op.Open(ctx, tc); err != nil {
 			t.Fatal(err)
+		}
+		if on := op.(*streamJoinOp).disk != nil; on != (backend == StateDisk) {
+			t.Fatalf("on the disk backend: %t", on)
 		}
 		return op
 	}
@@ -144,16 +179,19 @@ func ijRandomRun(t *testing.T, kind string, lo, hi int64, seed uint64) {
 						}
 					}
 				}
-				if o.side[side].live != len(live[side]) {
-					t.Fatalf("step %d: side %d holds %d rows, %d can still match", step, side, o.side[side].live, len(live[side]))
+				if n := ijHeld(t, o, side); n != len(live[side]) {
+					t.Fatalf("step %d: side %d holds %d rows, %d can still match", step, side, n, len(live[side]))
 				}
 			}
 		default:
-			data, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step))
+			data, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step)+1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rng.IntN(2) == 0 {
+				if d := op.(*streamJoinOp).disk; d != nil {
+					evictions += d.evictions
+				}
 				op.Close(ctx)
 				op = open()
 				if err := op.(exec.Checkpointed).RestoreState(ctx, data); err != nil {
@@ -170,8 +208,20 @@ func ijRandomRun(t *testing.T, kind string, lo, hi int64, seed uint64) {
 			t.Fatal(err)
 		}
 	}
-	if live := op.(*streamJoinOp).side[0].live + op.(*streamJoinOp).side[1].live; live != 0 {
+	if live := ijHeld(t, op.(*streamJoinOp), 0) + ijHeld(t, op.(*streamJoinOp), 1); live != 0 {
 		t.Errorf("%d rows held after both ends", live)
+	}
+	if d := op.(*streamJoinOp).disk; d != nil {
+		if evictions += d.evictions; evictions == 0 {
+			t.Fatal("the cache was never written out: the test does not test the disk")
+		}
+		n := 0
+		if err := d.db.Scan(nil, nil, func(_, _ []byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%d keys in the DB after both ends", n)
+		}
 	}
 	got := map[string]int{}
 	for _, r := range c.Rows {

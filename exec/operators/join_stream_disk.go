@@ -14,15 +14,27 @@ package operators
 // length, its copies, matches and time of last write. The key is the side (0
 // or 1) and the join key, order-preserving.
 //
-// A join with a TTL (SET state_ttl) or an interval join keeps its state in
-// memory: both drop rows as time passes, which the cache does not follow
-// into pebble yet.
+// An interval join keeps, besides, a time index: per held row a key of its
+// side (2 + side), its time (order-preserving, NULL first) and its join key
+// (ordered), whose value is the join key as the side's key table encodes it,
+// with a NULL flag before. A watermark that puts a side's rows out of reach
+// scans the other's index from its start up to the first time still in
+// reach, loads those keys into the cache (intervalLoad, some at a time) and
+// deletes the entries read by range; intervalExpire then drops the rows in
+// the cache, and the keys changed are written back.
+//
+// A join with a TTL (SET state_ttl) keeps its state in memory: it drops
+// rows as processing time passes, which the cache does not follow into
+// pebble yet.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -48,7 +60,9 @@ type joinDisk struct {
 	// changed since (changed, listed in dirty).
 	loaded, changed [2][]bool
 	dirty           [2][]uint32
-	evictions       int
+	// evictions counts the times the cache was emptied, compactions those
+	// it was compacted instead (evictIfFull).
+	evictions, compactions int
 
 	probe    *state.KeyTable // the batch's distinct join keys
 	keyEnc   state.RowKeys
@@ -65,7 +79,7 @@ func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
 	if b == "" {
 		b = tc.StateBackend
 	}
-	if b != StateDisk || o.ttl > 0 || o.cfg.Interval != nil {
+	if b != StateDisk || o.ttl > 0 {
 		return nil
 	}
 	d := &joinDisk{files: tc.StateFiles, probe: state.NewKeyTable()}
@@ -150,9 +164,23 @@ func (o *streamJoinOp) load(s int, rec arrow.RecordBatch) error {
 		nulls = append(nulls, null)
 	}
 	offs = append(offs, int32(len(data)))
+	// The batch changes its own side's keys, and the other side's matches
+	// of an outer side.
+	return o.loadKeys(data, offs, nulls, [2]bool{s == 0 || o.outer[0], s == 1 || o.outer[1]}, [2]bool{true, true})
+}
+
+// loadKeys makes the sides the load says hold the rows of the keys data,
+// offs and nulls (encoded as the sides' key tables take them) that they have
+// not cached, and marks them changed on the sides change says.
+func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change, load [2]bool) error {
+	d := o.disk
+	m := len(nulls)
 	var keys state.RowKeys
 	keys.SetEncoded(d.keyTypes, data, offs, nulls)
 	for side, sd := range o.side {
+		if !load[side] {
+			continue
+		}
 		d.found = vector.GrowSlice(d.found, m)
 		sd.keys.FindRows(&keys, d.found)
 		var want []int
@@ -197,18 +225,21 @@ func (o *streamJoinOp) load(s int, rec arrow.RecordBatch) error {
 		for _, i := range want {
 			d.loaded[side][ids[i]] = true
 		}
-		// The batch changes its own side's keys, and the other side's
-		// matches of an outer side.
-		if side == s || o.outer[side] {
+		if change[side] {
 			for _, id := range ids {
-				if !d.changed[side][id] {
-					d.changed[side][id] = true
-					d.dirty[side] = append(d.dirty[side], id)
-				}
+				d.change(side, id)
 			}
 		}
 	}
 	return nil
+}
+
+// change marks key id of side changed since it was loaded.
+func (d *joinDisk) change(side int, id uint32) {
+	if !d.changed[side][id] {
+		d.changed[side][id] = true
+		d.dirty[side] = append(d.dirty[side], id)
+	}
 }
 
 // cacheAll marks every key the sides hold as loaded and changed: state of
@@ -296,6 +327,9 @@ func (o *streamJoinOp) writeBack() error {
 				err = b.Delete(key)
 			} else {
 				err = b.Set(key, o.encodeHeld(sd, sd.members[id]))
+				if o.cfg.Interval != nil {
+					err = errors.Join(err, o.indexTimes(b, side, sd, id, key[1:]))
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("stream_join: disk state: %w", err)
@@ -337,8 +371,104 @@ func (o *streamJoinOp) encodeHeld(sd *streamJoinSide, rows []uint32) []byte {
 	return d.buf
 }
 
-// evictIfFull writes the changed keys back and empties both sides once the
-// cache outgrew its bound.
+// indexTimes writes the time index entries (see the top of the file) of
+// the held rows of key id of side sd, whose ordered form is okey.
+func (o *streamJoinOp) indexTimes(b *disk.Batch, side int, sd *streamJoinSide, id uint32, okey []byte) error {
+	k, null := sd.keys.Key(id)
+	val := append([]byte{0}, k...)
+	if null {
+		val[0] = 1
+	}
+	for _, g := range sd.members[id] {
+		if err := b.Set(intervalIndexKey(side, sd.touched[g], okey), val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intervalIndexKey is the time index key of a row of side at time t (NULL:
+// math.MinInt64, first) whose join key's ordered form is okey.
+func intervalIndexKey(side int, t int64, okey []byte) []byte {
+	k := binary.BigEndian.AppendUint64([]byte{byte(2 + side)}, uint64(t)^1<<63)
+	return append(k, okey...)
+}
+
+// errScanDone stops a Scan early.
+var errScanDone = errors.New("scan done")
+
+// intervalLoadKeys is the keys intervalLoad loads at a time.
+const intervalLoadKeys = 8192
+
+// intervalLoad loads, for intervalExpire, the keys of rows of a side that
+// the other side's watermark puts out of reach and that the DB holds, at
+// most intervalLoadKeys of them, from the time index, and deletes the index
+// entries it read: the rows go once intervalExpire drops them from the
+// cache. It reports whether there may be more.
+func (o *streamJoinOp) intervalLoad() (bool, error) {
+	d := o.disk
+	if !d.written {
+		return false, nil
+	}
+	iv := o.cfg.Interval
+	for s := range 2 {
+		wm, ok := o.intervalMark(1 - s)
+		if !ok {
+			continue
+		}
+		lo := []byte{byte(2 + s)}
+		hi := []byte{byte(3 + s)}
+		var data []byte
+		offs := []int32{0}
+		var nulls []bool
+		seen := map[string]bool{}
+		more := false
+		err := d.db.Scan(lo, hi, func(key, val []byte) error {
+			if len(key) < 9 || len(val) < 1 {
+				return fmt.Errorf("%w: a time index entry of %d bytes", state.ErrBadState, len(key))
+			}
+			t := int64(binary.BigEndian.Uint64(key[1:]) ^ 1<<63)
+			if t != math.MinInt64 && o.reach(s, t, iv) > wm {
+				hi = bytes.Clone(key)
+				return errScanDone
+			}
+			if !seen[string(val)] {
+				if len(seen) == intervalLoadKeys {
+					hi, more = bytes.Clone(key), true
+					return errScanDone
+				}
+				seen[string(val)] = true
+				data = append(data, val[1:]...)
+				offs = append(offs, int32(len(data)))
+				nulls = append(nulls, val[0] == 1)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errScanDone) {
+			return false, fmt.Errorf("stream_join: disk state: %w", err)
+		}
+		if len(nulls) == 0 {
+			continue
+		}
+		var load [2]bool
+		load[s] = true
+		if err := o.loadKeys(data, offs, nulls, load, load); err != nil {
+			return false, fmt.Errorf("stream_join: disk state: %w", err)
+		}
+		b := d.db.NewBatch()
+		err = b.DeleteRange(lo, hi)
+		if err = errors.Join(err, b.Commit()); err != nil {
+			return false, fmt.Errorf("stream_join: disk state: %w", err)
+		}
+		if more {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// evictIfFull writes the changed keys back once the cache outgrew its bound,
+// and empties both sides, or compacts them when that frees enough.
 func (o *streamJoinOp) evictIfFull() error {
 	d := o.disk
 	if o.side[0].sideBytes()+o.side[1].sideBytes() <= d.limit {
@@ -346,6 +476,29 @@ func (o *streamJoinOp) evictIfFull() error {
 	}
 	if err := o.writeBack(); err != nil {
 		return err
+	}
+	// Rows dropped (deleted, or out of an interval join's reach) keep their
+	// place in the tables until compacted: when most are, compacting keeps
+	// the rows still held cached, each key as the DB has it now.
+	s0, s1 := o.side[0], o.side[1]
+	if 2*(s0.live+s1.live) <= s0.rows.Len()+s1.rows.Len() {
+		for s := range o.side {
+			if err := o.compact(s); err != nil {
+				return err
+			}
+		}
+		if o.side[0].sideBytes()+o.side[1].sideBytes() <= d.limit/2 {
+			for s, sd := range o.side {
+				n := sd.keys.Len()
+				d.loaded[s] = vector.GrowZero(d.loaded[s][:0], n)
+				d.changed[s] = vector.GrowZero(d.changed[s][:0], n)
+				for id := range n {
+					d.loaded[s][id] = true
+				}
+			}
+			d.compactions++
+			return nil
+		}
 	}
 	for s, sd := range o.side {
 		sd.reset()
@@ -360,10 +513,16 @@ type joinDiskHeader struct {
 	Kind  string `json:"kind"`
 	Left  int    `json:"left"` // columns of each side
 	Right int    `json:"right"`
+	// Interval is an interval join's bounds (its rows have a time index).
+	Interval IntervalBounds `json:"interval,omitzero"`
 }
 
 func (o *streamJoinOp) diskHeader() joinDiskHeader {
-	return joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types)}
+	h := joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types)}
+	if o.cfg.Interval != nil {
+		h.Interval = *o.cfg.Interval
+	}
+	return h
 }
 
 // snapshotDisk writes the changed keys back and starts a checkpoint of the

@@ -31,6 +31,10 @@ type SessionAggConfig struct {
 	End   int           `json:"end"`
 	// Late sends the late rows to the job's late-rows table.
 	Late *LateConfig `json:"late,omitempty"`
+	// StateBackend, "memory" or "disk" (SET state_backend), says where the
+	// rows held live (session_agg_disk.go); "" leaves it to the TaskManager
+	// (TaskContext.StateBackend).
+	StateBackend string `json:"state_backend,omitempty"`
 }
 
 // sessionAggOp is kind "session_agg" (see SessionAggConfig). It holds the
@@ -57,12 +61,15 @@ type sessionAggOp struct {
 	soonest int64
 	keys    sortKeys
 	order   sortKeys
+	// disk is the state on the disk backend (session_agg_disk.go), nil on
+	// memory.
+	disk *sessionDisk
 }
 
 var (
-	_ exec.Operator     = (*sessionAggOp)(nil)
-	_ exec.Checkpointed = (*sessionAggOp)(nil)
-	_ exec.LateEmitter  = (*sessionAggOp)(nil)
+	_ exec.Operator          = (*sessionAggOp)(nil)
+	_ exec.AsyncCheckpointed = (*sessionAggOp)(nil)
+	_ exec.LateEmitter       = (*sessionAggOp)(nil)
 )
 
 func newSessionAggOp(spec exec.OperatorSpec) (exec.Operator, error) {
@@ -81,7 +88,7 @@ func (o *sessionAggOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	o.tc = tc
 	o.mem = vector.TaskAlloc(tc)
 	o.late = newLateRows(o.cfg.Late, tc)
-	return nil
+	return o.openDisk(tc)
 }
 
 // EmitsLate reports whether the operator sends its late rows on.
@@ -119,6 +126,11 @@ func (o *sessionAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch
 			return err
 		}
 		o.pending = append(o.pending, exec.Batch{Rec: rec, Ops: vector.GatherOps(b.Ops, keep)})
+	default:
+		return nil
+	}
+	if o.disk != nil {
+		return o.cached(o.pending[len(o.pending)-1])
 	}
 	return nil
 }
@@ -145,8 +157,19 @@ func (o *sessionAggOp) ProcessSignal(ctx context.Context, input int, s exec.Sign
 // close merges the rows held into sessions and emits the aggregates of the
 // sessions that have closed.
 func (o *sessionAggOp) close(ctx context.Context, out exec.Collector) error {
+	if o.disk != nil && o.disk.written {
+		return o.closeDisk(ctx, out)
+	}
 	if len(o.pending) == 0 || o.soonest > o.mark {
 		return nil
+	}
+	if o.disk != nil {
+		defer func() {
+			o.disk.bytes = 0
+			for _, b := range o.pending {
+				o.disk.bytes += vector.RecordBytes(b.Rec)
+			}
+		}()
 	}
 	held := 0
 	for _, b := range o.pending {
@@ -258,13 +281,23 @@ func (o *sessionAggOp) Close(ctx context.Context) error {
 	}
 	o.pending = nil
 	o.keys, o.order = sortKeys{}, sortKeys{}
+	if o.disk != nil {
+		o.disk.db.Close()
+		o.disk = nil
+	}
 	return nil
 }
 
 // SnapshotState is the watermark and the rows held (Arrow IPC); change kinds
 // other than inserts are not kept (the input of a session window is a
-// stream's rows, all inserts).
+// stream's rows, all inserts). On the disk backend it is the DB's
+// checkpoint (SnapshotStateAsync).
 func (o *sessionAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	p, err := o.SnapshotStateAsync(ctx, checkpoint)
+	return finishNow(ctx, p, err)
+}
+
+func (o *sessionAggOp) snapshotMemory(ctx context.Context, checkpoint int64) ([]byte, error) {
 	mark := binary.BigEndian.AppendUint64(nil, uint64(o.mark))
 	if len(o.pending) == 0 {
 		return state.Encode("SESS", 1, mark, nil), nil
@@ -281,6 +314,9 @@ func (o *sessionAggOp) SnapshotState(ctx context.Context, checkpoint int64) ([]b
 }
 
 func (o *sessionAggOp) RestoreState(ctx context.Context, data []byte) error {
+	if isDiskState(data, sessionDiskMagic) {
+		return o.restoreDisk(ctx, data)
+	}
 	secs, err := state.Decode("session_agg", "SESS", 1, data)
 	if err != nil {
 		return err
@@ -299,6 +335,9 @@ func (o *sessionAggOp) RestoreState(ctx context.Context, data []byte) error {
 	for _, r := range recs {
 		o.pending = append(o.pending, exec.Batch{Rec: r})
 		o.soonest = math.MinInt64 // not known: the next watermark looks
+		if o.disk != nil {
+			o.disk.bytes += vector.RecordBytes(r)
+		}
 	}
 	return nil
 }

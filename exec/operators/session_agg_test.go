@@ -14,8 +14,16 @@ import (
 // session, from the first to the last plus the gap, emitted once the
 // watermark reaches its end; a row whose own session is behind the watermark
 // is late; a restored operator still holds the open sessions; Close frees
-// what it held. Expected rows worked by hand.
+// what it held. Expected rows worked by hand. On both state backends: the
+// disk one with a cache every batch outgrows, so the sessions close from
+// the DB.
 func TestSessionAgg(t *testing.T) {
+	for _, backend := range []string{StateMemory, StateDisk} {
+		t.Run(backend, func(t *testing.T) { sessionAggRun(t, backend) })
+	}
+}
+
+func sessionAggRun(t *testing.T, backend string) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
@@ -23,7 +31,7 @@ func TestSessionAgg(t *testing.T) {
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "s", Type: types.TimestampType}, {Name: "e", Type: types.TimestampType}}
 	out := types.Schema{{Name: "k", Type: types.StringType}, {Name: "s", Type: types.TimestampType}, {Name: "e", Type: types.TimestampType}, {Name: "n", Type: types.Int64Type}}
 	cfg := SessionAggConfig{Keys: []int{0}, Start: 1, End: 2, Agg: HashAggConfig{GroupBy: []int{0, 1, 2},
-		Aggs: []AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}}}
+		Aggs: []AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}}}, StateBackend: backend}
 	row := func(k string, sec int) string {
 		return `{"k": "` + k + `", "s": "2024-01-01 00:00:` + two(sec) + `", "e": "2024-01-01 00:00:` + two(sec+3) + `"}`
 	}
@@ -35,8 +43,12 @@ func TestSessionAgg(t *testing.T) {
 	op := opTestNew(t, "session_agg", cfg, out)
 	tc := testkit.TaskContext(mem)
 	tc.Metrics = &exec.TaskMetrics{}
+	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), 256, t.TempDir()
 	if err := op.Open(ctx, tc); err != nil {
 		t.Fatal(err)
+	}
+	if on := op.(*sessionAggOp).disk != nil; on != (backend == StateDisk) {
+		t.Fatalf("on the disk backend: %t", on)
 	}
 	c := &testkit.Collector{T: t}
 	at := func(sec int) int64 {
@@ -63,7 +75,11 @@ func TestSessionAgg(t *testing.T) {
 	must(err)
 	// Close frees the sort keys' buffers too: a finished job's operators stay
 	// reachable while it is listed.
-	if op.(*sessionAggOp).keys.data == nil {
+	if d := op.(*sessionAggOp).disk; d != nil {
+		if d.closes == 0 {
+			t.Fatal("no session closed from the DB")
+		}
+	} else if op.(*sessionAggOp).keys.data == nil {
 		t.Fatal("no sort keys before Close: the watermark closed no session")
 	}
 	op.Close(ctx)
@@ -71,7 +87,7 @@ func TestSessionAgg(t *testing.T) {
 		t.Error("session_agg holds its rows or sort keys after Close")
 	}
 	op2 := opTestNew(t, "session_agg", cfg, out)
-	must(op2.Open(ctx, testkit.TaskContext(mem)))
+	must(op2.Open(ctx, tc))
 	must(op2.(exec.Checkpointed).RestoreState(ctx, snap))
 	c2 := &testkit.Collector{T: t}
 	must(op2.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, c2))

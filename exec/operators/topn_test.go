@@ -322,10 +322,23 @@ func (f *topnRef) topRow(rng *rand.Rand) topnRefRow {
 // watermark closes the window, and rows of closed windows are dropped. The
 // reference keeps the rows that arrived while their window was open and
 // recomputes each window's top when it closes. It snapshots and restores at
-// random cut points too.
+// random cut points too. On both state backends: the disk one with a cache
+// of 1 KiB, which most batches outgrow.
 func TestWindowTopNRandom(t *testing.T) {
+	for _, backend := range []string{StateMemory, StateDisk} {
+		t.Run(backend, func(t *testing.T) { windowTopNRandom(t, backend) })
+	}
+}
+
+func windowTopNRandom(t *testing.T, backend string) {
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type},
 		{Name: "we", Type: types.TimestampType}}
+	replays := 0 // windows closed from the DB, on the disk backend
+	defer func() {
+		if backend == StateDisk && !t.Failed() && replays == 0 {
+			t.Error("no window closed from the DB: the test does not test the disk")
+		}
+	}()
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 13))
 		cfg := TopNConfig{Partition: []int{3, 0}, Order: []SortKeySpec{{Col: 1, Desc: rng.IntN(2) == 0}}, Lo: 1,
@@ -344,15 +357,26 @@ func TestWindowTopNRandom(t *testing.T) {
 			if cfg.Rank {
 				out = append(out, types.Field{Name: "rn", Type: types.Int64Type})
 			}
+			tc := testkit.TaskContext(mem)
+			tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), 4<<10, t.TempDir()
 			open := func() exec.Operator {
-				op := opTestNew(t, "window_topn", WindowTopNConfig{TopN: cfg, End: 3}, out)
-				if err := op.Open(ctx, testkit.TaskContext(mem)); err != nil {
+				op := opTestNew(t, "window_topn", WindowTopNConfig{TopN: cfg, End: 3, StateBackend: backend}, out)
+				if err := op.Open(ctx, tc); err != nil {
 					t.Fatal(err)
+				}
+				if on := op.(*windowTopNOp).spool != nil; on != (backend == StateDisk) {
+					t.Fatalf("on the disk backend: %t", on)
 				}
 				return op
 			}
 			op := open()
-			defer func() { op.Close(ctx) }()
+			closeOp := func() {
+				if sp := op.(*windowTopNOp).spool; sp != nil {
+					replays += sp.replays
+				}
+				op.Close(ctx)
+			}
+			defer func() { closeOp() }()
 			ref := &topnRef{cfg: cfg}
 			c := &testkit.Collector{T: t}
 			var want []string
@@ -392,11 +416,11 @@ func TestWindowTopNRandom(t *testing.T) {
 				}
 				testkit.Equal(t, fmt.Sprintf("after step %d", step), c.Sorted(), topnRows(t, out, want))
 				if rng.IntN(4) == 0 {
-					snap, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step))
+					snap, err := op.(exec.Checkpointed).SnapshotState(ctx, int64(step)+1)
 					if err != nil {
 						t.Fatal(err)
 					}
-					op.Close(ctx)
+					closeOp()
 					op = open()
 					if err := op.(exec.Checkpointed).RestoreState(ctx, snap); err != nil {
 						t.Fatal(err)

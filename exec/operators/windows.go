@@ -20,7 +20,8 @@ import (
 // the watermark, and the rule that a window closes when the watermark
 // reaches its last microsecond (Flink's maxTimestamp, end - 1). W is the
 // per-window operator: a bounded hash_agg, topn or hash_join, which emits its
-// rows at end of stream.
+// rows at end of stream, or on the disk backend a spoolWin in front of one
+// (window_spool.go).
 type windowed[W interface {
 	exec.Operator
 	exec.Checkpointed

@@ -311,5 +311,9 @@ func nullKey(types []arrow.DataType, key []byte) bool {
 // match nothing).
 func (k *RowKeys) Null(i int) bool { return k.nullRow != nil && k.nullRow[i] }
 
+// Key returns row i's key as encoded (for one text column, the string's
+// bytes; Null says whether it is NULL). It aliases the keys' buffers.
+func (k *RowKeys) Key(i int) []byte { return k.data[k.offs[i]:k.offs[i+1]] }
+
 // Bytes returns the size of the batch's encoded keys, for KeyTable.Reserve.
 func (k *RowKeys) Bytes() int { return int(k.offs[k.n] - k.offs[0]) }
