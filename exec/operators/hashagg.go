@@ -60,6 +60,7 @@ type hashAggOp struct {
 	keyTypes []arrow.DataType
 	keys     state.RowKeys
 	keyArrs  []arrow.Array
+	small    smallKeys
 	gids     []uint32
 	signs    []int8
 	seen     bool
@@ -281,8 +282,8 @@ func (o *hashAggOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, o
 	return nil
 }
 
-// encodeKeys encodes the key columns of rec, n rows, into o.keys.
-func (o *hashAggOp) encodeKeys(rec arrow.RecordBatch, n int) error {
+// keyColumns sets o.keyArrs to the key columns of rec, checking their types.
+func (o *hashAggOp) keyColumns(rec arrow.RecordBatch) error {
 	o.keyArrs = o.keyArrs[:0]
 	for _, c := range o.keyCols {
 		if c < 0 || c >= int(rec.NumCols()) {
@@ -301,6 +302,14 @@ func (o *hashAggOp) encodeKeys(rec arrow.RecordBatch, n int) error {
 			}
 		}
 	}
+	return nil
+}
+
+// encodeKeys encodes the key columns of rec, n rows, into o.keys.
+func (o *hashAggOp) encodeKeys(rec arrow.RecordBatch, n int) error {
+	if err := o.keyColumns(rec); err != nil {
+		return err
+	}
 	return o.keys.Encode(o.keyArrs, nil, n)
 }
 
@@ -318,7 +327,7 @@ func (o *hashAggOp) fold(b exec.Batch) error {
 	o.gids = vector.GrowSlice(o.gids, n)
 	gids := o.gids
 	if len(o.keyCols) > 0 {
-		if err := o.encodeKeys(rec, n); err != nil {
+		if err := o.keyColumns(rec); err != nil {
 			return err
 		}
 		if o.table.Len() == 0 && !o.intKeys && o.disk == nil && state.IntKeyed(o.keyTypes) {
@@ -326,6 +335,12 @@ func (o *hashAggOp) fold(b exec.Batch) error {
 			o.intKeys = true
 			o.table.Release()
 			o.table = o.newTable()
+		}
+		if !o.intKeys && o.disk == nil && o.small.groups(o.table, o.keyArrs, n, gids[:n]) {
+			return o.foldInto(rec, b.Ops, gids[:n])
+		}
+		if err := o.keys.Encode(o.keyArrs, nil, n); err != nil {
+			return err
 		}
 		if o.cfg.Phase == AggFinal && o.table.Len() == 0 {
 			// A partial aggregate emits each of its keys once: the table

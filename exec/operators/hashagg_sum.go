@@ -119,6 +119,16 @@ func (a *numAcc) add(arr arrow.Array, gids []uint32, ngroups int, signs []int8) 
 			return fmt.Errorf("hash_agg: sum input changed scale from %d to %d", a.scale, sc)
 		}
 		vals, ds := v.Values(), a.decs
+		if valid == nil && signs == nil {
+			// No NULLs, no retractions: the loop without their tests per
+			// row (TPC-H q1 sums four decimals and averages three).
+			vals = vals[:len(gids)]
+			for i, g := range gids {
+				ds[g] = ds[g].Add(vals[i])
+				nn[g]++
+			}
+			return nil
+		}
 		for i, g := range gids {
 			if valid != nil && !bitutil.BitIsSet(valid, voff+i) {
 				continue
