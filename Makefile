@@ -35,7 +35,7 @@ run: build
 test:
 	$(GO) vet ./...
 	HUMMER_SCREENSHOTS=$(CURDIR)/bin/screenshots $(GO) test -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -race ./exec/... ./wire/ ./session/ ./connectors/table/
+	$(GO) test -count=1 -race -timeout 20m ./exec/... ./wire/ ./session/ ./connectors/table/
 	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./wire/
 
 # WordCount against DuckDB, mawk and a hand-written Go counter, then 3 TaskManagers on

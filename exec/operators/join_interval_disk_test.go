@@ -29,6 +29,9 @@ var ijdSide = types.Schema{{Name: "k", Type: types.Int64Type}, {Name: "ts", Type
 // join, each left row without one beside NULLs); the cache must have been
 // written out and the DB must end empty.
 func TestIntervalJoinDiskLarge(t *testing.T) {
+	if raceDetector {
+		t.Skip("millions of rows through pebble are minutes under the race detector; the operator's random tests run the same code under it")
+	}
 	for _, kind := range []string{"inner", "left"} {
 		t.Run(kind, func(t *testing.T) { intervalJoinDiskLargeRun(t, kind) })
 	}

@@ -26,6 +26,9 @@ import (
 // cache must have been written to the DB, sessions closed from it, and the
 // DB must end empty.
 func TestSessionAggDiskLarge(t *testing.T) {
+	if raceDetector {
+		t.Skip("millions of rows through pebble are minutes under the race detector; the operator's random tests run the same code under it")
+	}
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()

@@ -28,6 +28,9 @@ var wjdSide = types.Schema{{Name: "k", Type: types.Int64Type}, {Name: "e", Type:
 // must have been written to the DB, windows closed from it, and the DB
 // must end empty.
 func TestWindowJoinDiskLarge(t *testing.T) {
+	if raceDetector {
+		t.Skip("millions of rows through pebble are minutes under the race detector; the operator's random tests run the same code under it")
+	}
 	for _, kind := range []string{"inner", "left"} {
 		t.Run(kind, func(t *testing.T) { windowJoinDiskLargeRun(t, kind) })
 	}

@@ -24,6 +24,9 @@ import (
 // have been written to the DB, windows closed from it, and the DB must end
 // empty.
 func TestWindowTopNDiskLarge(t *testing.T) {
+	if raceDetector {
+		t.Skip("millions of rows through pebble are minutes under the race detector; the operator's random tests run the same code under it")
+	}
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
