@@ -23,7 +23,7 @@ func BenchmarkKernels(bm *testing.B) {
 	i, s := col(0, tInt), col(1, tStr)
 	for _, e := range []*Expr{
 		fn("+", i, lInt(1)), fn("=", i, lInt(5)), fn("and", fn(">", i, lInt(0)), fn("<", i, lInt(10))),
-		fn("lower", s), fn("like", s, lStr("%a%"), lStr(`\`)), fn("<>", s, lStr("")),
+		fn("lower", s), fn("like", s, lStr("%a%"), lStr(`\`)), fn("<>", s, lStr("")), fn("=", s, lStr("beta")),
 		fn("substring", s, lInt(2), lInt(3)), fn("case", fn(">", i, lInt(0)), s, lStr("neg")),
 	} {
 		bm.Run(e.String(), func(bm *testing.B) {

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 
@@ -73,6 +74,62 @@ func TestCompareOrdered(t *testing.T) {
 					want := map[string]bool{"=": a == c, "<>": a != c, "<": a < c, "<=": a <= c, ">": a > c, ">=": a >= c}[op]
 					if bitutil.BitIsSet(out, i) != want {
 						t.Fatalf("%s: %d %s %d at row %d of %d: got %v", shape, a, op, c, i, n, !want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEqualsLiteral checks equalsLiteral's word-at-a-time comparison against
+// bytes.Equal row by row: literals of 0 to 10 bytes, rows that share a prefix
+// with the literal or differ in its last byte, rows too near the end of the
+// data buffer for an 8-byte load, slices of an array (offsets not from 0),
+// and an out bitmap that already has bits set (IN lists OR into it).
+func TestEqualsLiteral(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for l := 0; l <= 10; l++ {
+		lit := []byte("RFAMAILSHIP"[:l])
+		for n := 0; n < 70; n++ {
+			var offs []int32
+			var data []byte
+			rows := make([][]byte, n+3)
+			for i := range rows {
+				row := append([]byte(nil), lit...)
+				switch r.IntN(5) {
+				case 0: // shorter
+					row = row[:r.IntN(len(row)+1)]
+				case 1: // longer
+					row = append(row, 'x')
+				case 2: // last byte differs
+					if len(row) > 0 {
+						row[len(row)-1] ^= 1
+					}
+				case 3: // random bytes of the same length
+					for j := range row {
+						row[j] = byte(r.IntN(3)) + 'A'
+					}
+				}
+				rows[i] = row
+				offs = append(offs, int32(len(data)))
+				data = append(data, row...)
+			}
+			offs = append(offs, int32(len(data)))
+			start := r.IntN(3) // a slice: the column begins at row start
+			x := textArg{offs: offs[start : start+n+1], data: data, m: -1}
+			for _, want := range []bool{true, false} {
+				out := make([]byte, (n+7)/8+1)
+				pre := make([]bool, n)
+				for i := range n {
+					if pre[i] = r.IntN(4) == 0; pre[i] {
+						bitutil.SetBit(out, i)
+					}
+				}
+				equalsLiteral(x, lit, n, want, out)
+				for i := range n {
+					exp := pre[i] || bytes.Equal(rows[start+i], lit) == want
+					if bitutil.BitIsSet(out, i) != exp {
+						t.Fatalf("literal %q, row %q (%d of %d), want=%v: got %v", lit, rows[start+i], i, n, want, !exp)
 					}
 				}
 			}
