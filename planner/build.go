@@ -115,6 +115,10 @@ func Build(p sql.Plan, opts Options) (*StreamGraph, error) {
 	}
 	if opts.View {
 		last = exec.OperatorSpec{Kind: "view", Label: "view", Out: p.Schema()}
+		if opts.StateBackend != "" {
+			last.Label += " state_backend=" + opts.StateBackend
+			last.Config = exec.MustConfig(operators.ViewConfig{StateBackend: opts.StateBackend})
+		}
 		b.add(last, 1, 1, in(root, gatherOrForward(b.par(root))))
 		return b.g, nil
 	}

@@ -25,22 +25,7 @@ import (
 // against PostgreSQL 15), and the tumbling windows' counts add up to the
 // bids counted without windows. EXPLAIN says the final phase (the join) is on disk.
 func TestStateBackendWindows(t *testing.T) {
-	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
-	reg := exec.NewRegistry()
-	operators.Register(reg)
-	tables := connectors.Register(reg)
-	e, err := session.Open(session.Config{DataDir: t.TempDir(), Registry: reg, Validate: connectors.Validate,
-		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
-		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks,
-		Slots: 2, Alloc: mem, OnClose: tables.Close, StateMemory: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.Close()
-		mem.AssertSize(t, 0)
-	})
-	s := e.NewSession()
+	s := openStateEngine(t)
 	mustRun(t, s, `CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel TEXT, url TEXT, dateTime TIMESTAMP, extra TEXT,
 		WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND)
 		ENGINE=nexmark CONNECTION='nexmark://bid?events=100000&rate=0&event_rate=2000'`)
@@ -90,4 +75,26 @@ func TestStateBackendWindows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openStateEngine opens an engine of two slots on TaskManagers whose
+// --state-memory is the smallest a slot gets (1 MiB: a 256 KiB cache in front
+// of each disk-backed operator's DB), and returns a session of it.
+func openStateEngine(t *testing.T) *session.Session {
+	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
+	reg := exec.NewRegistry()
+	operators.Register(reg)
+	tables := connectors.Register(reg)
+	e, err := session.Open(session.Config{DataDir: t.TempDir(), Registry: reg, Validate: connectors.Validate,
+		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
+		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks,
+		Slots: 2, Alloc: mem, OnClose: tables.Close, StateMemory: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		mem.AssertSize(t, 0)
+	})
+	return e.NewSession()
 }

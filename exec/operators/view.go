@@ -33,6 +33,9 @@ type ViewState struct {
 	gids   []uint32
 	rows   int64 // sum of counts
 	live   int   // keys with a count above zero
+	// disk, with the disk state backend, holds the rows; the fields above
+	// are then a cache of some of them (view_disk.go).
+	disk *viewDisk
 }
 
 var _ exec.ResultSink = (*ViewState)(nil)
@@ -63,9 +66,15 @@ func (v *ViewState) Send(_ context.Context, _ string, b exec.Batch) error {
 	if err := v.keys.Encode(rec.Columns(), nil, n); err != nil {
 		return err
 	}
+	first := v.table.Len()
 	v.gids = vector.GrowSlice(v.gids, n)
 	v.table.InsertRows(&v.keys, v.gids)
 	v.counts = vector.GrowZero(v.counts, v.table.Len())
+	if v.disk != nil {
+		if err := v.loadCounts(first, v.gids); err != nil {
+			return err
+		}
+	}
 	for i, g := range v.gids {
 		switch b.Op(i) {
 		case exec.Insert, exec.UpdateAfter:
@@ -84,6 +93,9 @@ func (v *ViewState) Send(_ context.Context, _ string, b exec.Batch) error {
 				v.live--
 			}
 		}
+	}
+	if v.disk != nil {
+		return v.evictIfFull()
 	}
 	if dead := v.table.Len() - v.live; dead > 4096 && dead > 2*v.live {
 		return v.compact()
@@ -144,28 +156,16 @@ func (v *ViewState) Snapshot() ([]byte, error) {
 	defer v.mu.Unlock()
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(v.schema))
-	ids := v.liveIDs()
-	var rep []uint32
-	for _, g := range ids {
-		for range v.counts[g] {
-			rep = append(rep, g)
-		}
+	var err error
+	if v.disk != nil {
+		err = v.scanDisk(func(t state.Keyed, counts []int64) error {
+			return writeRows(w, v.schema, v.dts, t, replicate(allIDs(len(counts)), counts))
+		})
+	} else {
+		err = writeRows(w, v.schema, v.dts, v.table, replicate(v.liveIDs(), v.counts))
 	}
-	for lo := 0; lo < len(rep); lo += vector.OutBatchRows {
-		sel := state.GroupIDs(rep[lo:min(len(rep), lo+vector.OutBatchRows)])
-		cols, err := v.table.DecodeKeys(memory.DefaultAllocator, v.dts, sel)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := vector.MakeRecord(v.schema, cols, sel.Len())
-		if err != nil {
-			return nil, err
-		}
-		err = w.Write(rec)
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
@@ -243,8 +243,10 @@ func (s *snapshotSource) Close() error { return nil }
 // with every other operator's state, and the engine reads them through the
 // job's deployment (Deployment.ReadView). It runs as one instance.
 type viewOp struct {
+	cfg   ViewConfig
 	state *ViewState
 	ready atomic.Bool // caught up: read by ReadView on another goroutine
+	ended bool        // its input ended: the rows are final
 }
 
 var (
@@ -254,7 +256,13 @@ var (
 )
 
 func newViewOp(spec exec.OperatorSpec) (exec.Operator, error) {
-	return &viewOp{state: NewViewState(spec.Out)}, nil
+	o := &viewOp{state: NewViewState(spec.Out)}
+	if len(spec.Config) > 0 {
+		if err := json.Unmarshal(spec.Config, &o.cfg); err != nil {
+			return nil, fmt.Errorf("view: config: %w", err)
+		}
+	}
+	return o, nil
 }
 
 // ReadView returns the view's current rows (ViewState.Snapshot), once it has
@@ -270,6 +278,13 @@ func (o *viewOp) Open(ctx context.Context, tc *exec.TaskContext) error {
 	if tc.Parallelism != 1 {
 		return fmt.Errorf("view: runs as one instance, not %d", tc.Parallelism)
 	}
+	backend := o.cfg.StateBackend
+	if backend == "" {
+		backend = tc.StateBackend
+	}
+	if backend == StateDisk {
+		return o.state.openDisk(tc)
+	}
 	return nil
 }
 
@@ -283,19 +298,37 @@ func (o *viewOp) ProcessSignal(_ context.Context, _ int, s exec.Signal, _ exec.C
 	if s.Kind == exec.EndOfStream || s.Kind == exec.Barrier {
 		o.ready.Store(true)
 	}
+	o.ended = o.ended || s.Kind == exec.EndOfStream
 	return nil
 }
 
-func (o *viewOp) Close(context.Context) error { return nil }
+// Close closes a disk-backed view's DB, unless the view's input ended: then
+// the queries over it go on reading it.
+func (o *viewOp) Close(context.Context) error {
+	if o.ended {
+		o.keepOpenAfterEnd()
+		return nil
+	}
+	o.state.closeDisk()
+	return nil
+}
 
-func (o *viewOp) SnapshotState(context.Context, int64) ([]byte, error) {
-	return o.state.SnapshotState()
+// SnapshotState takes the view's rows: a disk-backed view's DB checkpoint
+// (finished here), or at checkpoint 0, the state its task ends with, its
+// rows whole.
+func (o *viewOp) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	p, err := o.SnapshotStateAsync(ctx, checkpoint)
+	return finishNow(ctx, p, err)
 }
 
 // RestoreState restores a checkpoint's rows: the view is as caught up as it was
 // then.
-func (o *viewOp) RestoreState(_ context.Context, data []byte) error {
-	if err := o.state.RestoreState(data); err != nil {
+func (o *viewOp) RestoreState(ctx context.Context, data []byte) error {
+	restore := o.state.RestoreState
+	if isDiskState(data, viewDiskMagic) {
+		restore = func(data []byte) error { return o.state.restoreDisk(ctx, data) }
+	}
+	if err := restore(data); err != nil {
 		return err
 	}
 	o.ready.Store(true)

@@ -44,30 +44,49 @@ func (v *ViewState) stateSchema() *arrow.Schema {
 func (v *ViewState) snapshotState(mem memory.Allocator) ([]byte, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.snapshotStateLocked(mem)
+}
+
+// snapshotStateLocked is snapshotState; a disk-backed view's rows come from
+// its DB. Lock should be held.
+func (v *ViewState) snapshotStateLocked(mem memory.Allocator) ([]byte, error) {
 	schema := v.stateSchema()
-	ids := v.liveIDs()
 	var recs []arrow.RecordBatch
 	defer func() {
 		for _, rec := range recs {
 			rec.Release()
 		}
 	}()
-	for lo := 0; lo < len(ids); lo += vector.OutBatchRows {
-		chunk := ids[lo:min(len(ids), lo+vector.OutBatchRows)]
-		cols, err := v.table.DecodeKeys(mem, v.dts, state.GroupIDs(chunk))
-		if err != nil {
-			return nil, fmt.Errorf("view: snapshot: %w", err)
+	add := func(t state.Keyed, ids []uint32, counts []int64) error {
+		for lo := 0; lo < len(ids); lo += vector.OutBatchRows {
+			chunk := ids[lo:min(len(ids), lo+vector.OutBatchRows)]
+			cols, err := t.DecodeKeys(mem, v.dts, state.GroupIDs(chunk))
+			if err != nil {
+				return fmt.Errorf("view: snapshot: %w", err)
+			}
+			cnt := make([]int64, len(chunk))
+			for i, g := range chunk {
+				cnt[i] = counts[g]
+			}
+			cols = append(cols, int64Column(mem, cnt))
+			rec, err := vector.MakeRecord(schema, cols, len(chunk))
+			if err != nil {
+				return fmt.Errorf("view: snapshot: %w", err)
+			}
+			recs = append(recs, rec)
 		}
-		counts := make([]int64, len(chunk))
-		for i, g := range chunk {
-			counts[i] = v.counts[g]
-		}
-		cols = append(cols, int64Column(mem, counts))
-		rec, err := vector.MakeRecord(schema, cols, len(chunk))
-		if err != nil {
-			return nil, fmt.Errorf("view: snapshot: %w", err)
-		}
-		recs = append(recs, rec)
+		return nil
+	}
+	var err error
+	if v.disk != nil {
+		err = v.scanDisk(func(t state.Keyed, counts []int64) error {
+			return add(t, allIDs(len(counts)), counts)
+		})
+	} else {
+		err = add(v.table, v.liveIDs(), v.counts)
+	}
+	if err != nil {
+		return nil, err
 	}
 	data, err := state.WriteIPC(mem, schema, recs...)
 	if err != nil {
@@ -102,6 +121,20 @@ func (v *ViewState) restoreState(mem memory.Allocator, data []byte) (err error) 
 		if !arrow.TypeEqual(schema.Field(i).Type, dt) {
 			return fmt.Errorf("view: %w: state of rows %s, want %s", state.ErrBadState, schema, v.stateSchema())
 		}
+	}
+	for _, rec := range recs {
+		cnt, ok := rec.Column(nd).(*array.Int64)
+		if !ok || cnt.NullN() != 0 {
+			return fmt.Errorf("view: %w: bad count column", state.ErrBadState)
+		}
+		for _, c := range cnt.Int64Values() {
+			if c <= 0 {
+				return fmt.Errorf("view: %w: a row held %d times", state.ErrBadState, c)
+			}
+		}
+	}
+	if v.disk != nil {
+		return v.restoreToDisk(recs)
 	}
 	table := state.NewKeyTable()
 	var (
@@ -139,4 +172,40 @@ func (v *ViewState) restoreState(mem memory.Allocator, data []byte) (err error) 
 	// Both alias or size to what they last held; start afresh.
 	v.keys, v.gids = state.RowKeys{}, nil
 	return nil
+}
+
+// restoreToDisk puts the rows of a whole snapshot (recs, checked: the view's
+// columns and a positive count) into a disk-backed view's DB through its
+// cache, which it leaves empty.
+func (v *ViewState) restoreToDisk(recs []arrow.RecordBatch) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	nd := len(v.dts)
+	v.table.Release()
+	v.table, v.keys, v.counts, v.live, v.rows = state.NewKeyTable(), state.RowKeys{}, nil, 0, 0
+	v.disk.dirty, v.disk.changed = v.disk.dirty[:0], v.disk.changed[:0]
+	for _, rec := range recs {
+		n := int(rec.NumRows())
+		if n == 0 {
+			continue
+		}
+		if err := v.keys.Encode(rec.Columns()[:nd], nil, n); err != nil {
+			return fmt.Errorf("view: %w: %v", state.ErrBadState, err)
+		}
+		first := v.table.Len()
+		v.gids = vector.GrowSlice(v.gids, n)
+		v.table.InsertRows(&v.keys, v.gids)
+		v.counts = vector.GrowZero(v.counts, v.table.Len())
+		if err := v.loadCounts(first, v.gids); err != nil {
+			return err
+		}
+		for i, c := range rec.Column(nd).(*array.Int64).Int64Values() {
+			v.counts[v.gids[i]] += c
+			v.rows += c
+		}
+		if err := v.evictIfFull(); err != nil {
+			return err
+		}
+	}
+	return v.writeBack()
 }

@@ -13,9 +13,9 @@
 // group), a stream join (stream_join, one value per side and join key listing
 // the key's rows), Top-N (one value per partition) and a window aggregation
 // (window_agg, one value per window and group, keyed by the window's end
-// first so that closing windows is a range scan and a range deletion);
-// session windows, Top-N and joins per window, and views keep their state in
-// memory.
+// first so that closing windows is a range scan and a range deletion), a
+// view (one value per distinct row, its count), and session windows, Top-N
+// and joins per window (their operators' files say how).
 //
 //   - The cache is the operator's ordinary in-memory state (a KeyTable and its
 //     columns), bounded in bytes. A batch whose keys are all cached runs
