@@ -210,6 +210,9 @@ type countDistinctAgg struct {
 	ids    []uint32
 	refs   []int64
 	counts []int64
+	// byGroup lists each group's pairs for the disk backend, nil when the
+	// pairs changed since (hashagg_distinct_disk.go).
+	byGroup *pairIndex
 }
 
 func (a *countDistinctAgg) width() int { return 1 }
@@ -247,6 +250,7 @@ func (a *countDistinctAgg) fold(rec arrow.RecordBatch, gids []uint32, ngroups in
 	}
 	a.ids = vector.GrowSlice(a.ids, n)
 	a.pairs.InsertRows(&a.keys, a.ids)
+	a.byGroup = nil
 	a.refs = vector.GrowZero(a.refs, a.pairs.Len())
 	valid, voff := vector.ValidityOf(arr)
 	for i, p := range a.ids[:n] {

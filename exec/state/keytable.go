@@ -576,3 +576,8 @@ func (t *KeyTable) DecodeGrouped(mem memory.Allocator, types []arrow.DataType) (
 	cols[0].Release()
 	return groups, cols[1:], nil
 }
+
+// InsertKey returns the id of key, a key as RowKeys encodes it (and Key
+// returns it) that is not the NULL key of one text column, adding it if new:
+// a key read back from disk state.
+func (t *KeyTable) InsertKey(key []byte) uint32 { return t.findOrInsert(key) }
