@@ -89,28 +89,9 @@ func (o *hashAggOp) stateBackend(tc *exec.TaskContext) string {
 	return StateDisk
 }
 
-// openDisk opens the operator's disk state. An aggregate the backend does
-// not hold is an error when the job asked for the disk (SET state_backend);
-// when it is only the TaskManager's default, the state stays in memory.
+// openDisk opens the operator's disk state.
 func (o *hashAggOp) openDisk(tc *exec.TaskContext) error {
 	d := &aggDisk{files: tc.StateFiles}
-	for i, a := range o.aggs {
-		if _, ok := a.(slotAggregate); !ok {
-			name := o.cfg.Aggs[i].Func
-			if o.cfg.Aggs[i].Distinct {
-				name += "(DISTINCT)"
-			} else if o.cfg.Aggs[i].Retract {
-				name += " over retractions"
-			}
-			if o.cfg.StateBackend != StateDisk {
-				if tc.Log != nil {
-					tc.Log.Info("hash_agg keeps its state in memory: state_backend = 'disk' does not hold " + name + " yet")
-				}
-				return nil
-			}
-			return fmt.Errorf("hash_agg: %s keeps state that state_backend = 'disk' does not hold yet; SET state_backend = 'memory'", name)
-		}
-	}
 	d.opts = disk.Options{Dir: spillDir(tc), Memory: tc.StateMemory, Log: tc.Log}
 	d.limit = d.opts.CacheBytes()
 	db, err := disk.Open(d.opts)
@@ -124,10 +105,10 @@ func (o *hashAggOp) openDisk(tc *exec.TaskContext) error {
 
 // slots returns the aggregates, then the row count (in updates mode), as
 // openDisk checked they are.
-func (o *hashAggOp) slots() []slotAggregate {
-	out := make([]slotAggregate, 0, len(o.aggs)+1)
+func (o *hashAggOp) slots() []aggregate {
+	out := make([]aggregate, 0, len(o.aggs)+1)
 	for _, a := range o.aggs {
-		out = append(out, a.(slotAggregate))
+		out = append(out, a.(aggregate))
 	}
 	if o.rows != nil {
 		out = append(out, o.rows)

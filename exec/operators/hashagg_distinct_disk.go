@@ -19,11 +19,16 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-var (
-	_ slotAggregate = (*countDistinctAgg)(nil)
-	_ slotAggregate = (*distinctAgg)(nil)
-	_ slotAggregate = (*minMaxRetractAgg)(nil)
-)
+// keepsValues reports whether a keeps each group's values: count(DISTINCT),
+// sum/avg(DISTINCT), min/max over retractions (those here) and string_agg.
+// hash_agg holds them on disk; a window aggregation does not yet.
+func keepsValues(a aggregate) bool {
+	switch a.(type) {
+	case *countDistinctAgg, *distinctAgg, *minMaxRetractAgg, *stringAgg:
+		return true
+	}
+	return false
+}
 
 // readUvarint reads a uvarint from the front of *v.
 func readUvarint(v *[]byte) (uint64, error) {
@@ -155,19 +160,19 @@ func (a *countDistinctAgg) setInputType(dt arrow.DataType) error {
 // distinctAgg's part: its values, then its inner aggregate's.
 func (a *distinctAgg) encodeSlots(gids []uint32, vals [][]byte) {
 	a.seen.encodeSlots(gids, vals)
-	a.inner.(slotAggregate).encodeSlots(gids, vals)
+	a.inner.(aggregate).encodeSlots(gids, vals)
 }
 
 func (a *distinctAgg) decodeSlots(gids []uint32, vals [][]byte, ngroups int) error {
 	if err := a.seen.decodeSlots(gids, vals, ngroups); err != nil {
 		return err
 	}
-	return a.inner.(slotAggregate).decodeSlots(gids, vals, ngroups)
+	return a.inner.(aggregate).decodeSlots(gids, vals, ngroups)
 }
 
 func (a *distinctAgg) clearSlots() {
 	a.seen.clearSlots()
-	a.inner.(slotAggregate).clearSlots()
+	a.inner.(aggregate).clearSlots()
 }
 
 func (a *distinctAgg) inputType() arrow.DataType { return a.seen.inputType() }
@@ -176,7 +181,7 @@ func (a *distinctAgg) setInputType(dt arrow.DataType) error {
 	if err := a.seen.setInputType(dt); err != nil {
 		return err
 	}
-	return a.inner.(slotAggregate).setInputType(dt)
+	return a.inner.(aggregate).setInputType(dt)
 }
 
 // minMaxRetractAgg's part: its values, its extreme, and a byte saying the

@@ -40,6 +40,19 @@ type aggregate interface {
 	saveState(w *aggStateWriter) error
 	// loadState restores, into a fresh aggregate, what saveState wrote.
 	loadState(r *aggStateReader) error
+
+	// For the disk state backend (hashagg_slots.go):
+	// encodeSlots appends the state of group gids[i] to vals[i].
+	encodeSlots(gids []uint32, vals [][]byte)
+	// decodeSlots sets the state of group gids[i], below ngroups, from the
+	// front of vals[i], which it advances.
+	decodeSlots(gids []uint32, vals [][]byte, ngroups int) error
+	// clearSlots forgets every group, keeping the input type.
+	clearSlots()
+	// inputType is the type of the input the state is of, nil while none
+	// came; setInputType restores it.
+	inputType() arrow.DataType
+	setInputType(dt arrow.DataType) error
 }
 
 // pooledAggregate is an aggregate whose state arrays come from a vector.SlicePool:

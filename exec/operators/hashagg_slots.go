@@ -18,29 +18,6 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// slotAggregate is an aggregate whose state the disk backend can hold.
-type slotAggregate interface {
-	aggregate
-	// encodeSlots appends the state of group gids[i] to vals[i].
-	encodeSlots(gids []uint32, vals [][]byte)
-	// decodeSlots sets the state of group gids[i], below ngroups, from the
-	// front of vals[i], which it advances.
-	decodeSlots(gids []uint32, vals [][]byte, ngroups int) error
-	// clearSlots forgets every group, keeping the input type.
-	clearSlots()
-	// inputType is the type of the input the state is of, nil while none
-	// came; setInputType restores it.
-	inputType() arrow.DataType
-	setInputType(dt arrow.DataType) error
-}
-
-var (
-	_ slotAggregate = (*countAgg)(nil)
-	_ slotAggregate = (*sumAgg)(nil)
-	_ slotAggregate = (*avgAgg)(nil)
-	_ slotAggregate = (*minMaxAgg)(nil)
-)
-
 var errShortValue = fmt.Errorf("hash_agg: disk state value too short")
 
 // readVarint reads a varint from the front of *v.

@@ -7,6 +7,7 @@ package operators
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -182,4 +183,74 @@ func (a *stringAgg) loadState(r *aggStateReader) error {
 		}
 	}
 	return nil
+}
+
+// On the disk state backend (hashagg_disk.go) a group's part of its value is
+// its values in arrival order: their number, then each one's ORDER BY key
+// and value, each a uvarint length and the bytes. A group's values are loaded
+// and written whole.
+
+func (a *stringAgg) encodeSlots(gids []uint32, vals [][]byte) {
+	for i, g := range gids {
+		var vs []aggValue
+		if int(g) < len(a.groups) {
+			vs = a.groups[g]
+		}
+		vals[i] = binary.AppendUvarint(vals[i], uint64(len(vs)))
+		for _, v := range vs {
+			vals[i] = binary.AppendUvarint(vals[i], uint64(len(v.key)))
+			vals[i] = append(vals[i], v.key...)
+			vals[i] = binary.AppendUvarint(vals[i], uint64(len(v.val)))
+			vals[i] = append(vals[i], v.val...)
+		}
+	}
+}
+
+func (a *stringAgg) decodeSlots(gids []uint32, vals [][]byte, ngroups int) error {
+	for len(a.groups) < ngroups {
+		a.groups = append(a.groups, nil)
+	}
+	field := func(v *[]byte) ([]byte, error) {
+		l, err := readUvarint(v)
+		if err != nil {
+			return nil, err
+		}
+		b, err := readBytes(v, int(l))
+		if err != nil || len(b) == 0 {
+			return nil, err
+		}
+		return slices.Clone(b), nil
+	}
+	for i, g := range gids {
+		n, err := readUvarint(&vals[i])
+		if err != nil {
+			return err
+		}
+		vs := make([]aggValue, 0, n)
+		for range n {
+			var v aggValue
+			if v.key, err = field(&vals[i]); err != nil {
+				return err
+			}
+			if v.val, err = field(&vals[i]); err != nil {
+				return err
+			}
+			vs = append(vs, v)
+			a.bytes += int64(len(v.key)+len(v.val)) + 48
+		}
+		a.groups[g] = vs
+	}
+	return nil
+}
+
+func (a *stringAgg) clearSlots() {
+	clear(a.groups)
+	a.groups, a.bytes = a.groups[:0], 0
+}
+
+// inputType is nil: the values are text, whatever came.
+func (a *stringAgg) inputType() arrow.DataType { return nil }
+
+func (a *stringAgg) setInputType(dt arrow.DataType) error {
+	return fmt.Errorf("hash_agg: string_agg has no input type to restore, got %s", dt)
 }

@@ -105,16 +105,18 @@ func (o *windowAggOp) stateBackend(tc *exec.TaskContext) string {
 	return StateDisk
 }
 
-// openDisk opens the operator's disk state. An aggregate the backend does
-// not hold is an error when the job asked for the disk (SET state_backend);
-// when it is only the TaskManager's default, the state stays in memory.
+// openDisk opens the operator's disk state. An aggregate that keeps each
+// group's values (keepsValues) is an error when the job asked for the disk
+// (SET state_backend): a window's groups are emitted from a scan, which does
+// not read those back yet; when the disk is only the TaskManager's default,
+// the state stays in memory.
 func (o *windowAggOp) openDisk(tc *exec.TaskContext) error {
 	probe, err := newHashAgg(o.cfg.Agg, o.spec)
 	if err != nil {
 		return err
 	}
 	for i, a := range probe.aggs {
-		if _, ok := a.(slotAggregate); !ok {
+		if keepsValues(a) {
 			name := o.cfg.Agg.Aggs[i].Func
 			if o.cfg.Agg.Aggs[i].Distinct {
 				name += "(DISTINCT)"
