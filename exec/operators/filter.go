@@ -36,6 +36,10 @@ import (
 type filterOp struct {
 	cond  *expr.Expr
 	conjs []conjunct
+	// cols are the input columns emitted (FilterConfig.Keep; nil: all), of
+	// schema colSchema, made at the first batch.
+	cols      []int
+	colSchema *arrow.Schema
 	// later[i] marks the columns conjuncts i.. read (narrowed records keep
 	// only those); narrow[i] is the schema of such a record (NULL columns
 	// for the others), made at the first batch.
@@ -57,7 +61,7 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if cfg.Cond == nil {
 		return nil, fmt.Errorf("filter: no condition")
 	}
-	o := &filterOp{cond: cfg.Cond}
+	o := &filterOp{cond: cfg.Cond, cols: cfg.Keep}
 	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
 		o.conjs = conjuncts(cfg.Cond.Args)
 	}
@@ -103,7 +107,17 @@ func (o *filterOp) emit(ctx context.Context, b exec.Batch, sel []int32, out exec
 	case k == 0:
 		return nil
 	case k == n:
-		return out.Collect(ctx, b)
+		return o.emitAll(ctx, b, out)
+	}
+	if o.cols != nil {
+		rec, err := o.project(b.Rec)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		b.Rec = rec
+	}
+	switch {
 	case int(sel[k-1]-sel[0]) == k-1:
 		lo, hi := int64(sel[0]), int64(sel[k-1])+1
 		s := exec.Batch{Rec: b.Rec.NewSlice(lo, hi)}
@@ -119,6 +133,39 @@ func (o *filterOp) emit(ctx context.Context, b exec.Batch, sel []int32, out exec
 	}
 	defer rec.Release()
 	return out.Collect(ctx, exec.Batch{Rec: rec, Ops: vector.GatherOps(b.Ops, sel)})
+}
+
+// emitAll sends every row of b: b itself, or its columns o.cols.
+func (o *filterOp) emitAll(ctx context.Context, b exec.Batch, out exec.Collector) error {
+	if o.cols == nil {
+		return out.Collect(ctx, b)
+	}
+	rec, err := o.project(b.Rec)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	b.Rec = rec
+	return out.Collect(ctx, b)
+}
+
+// project returns the columns o.cols of rec, without copying them.
+func (o *filterOp) project(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if o.colSchema == nil {
+		fields := make([]arrow.Field, len(o.cols))
+		for i, c := range o.cols {
+			if c < 0 || c >= int(rec.NumCols()) {
+				return nil, fmt.Errorf("filter: keeps column %d of %d", c, rec.NumCols())
+			}
+			fields[i] = rec.Schema().Field(c)
+		}
+		o.colSchema = arrow.NewSchema(fields, nil)
+	}
+	cols := make([]arrow.Array, len(o.cols))
+	for i, c := range o.cols {
+		cols[i] = rec.Column(c)
+	}
+	return array.NewRecordBatch(o.colSchema, cols, rec.NumRows()), nil
 }
 
 // trueRows appends to sel the rows where cond is true (not false, not NULL): a
@@ -244,7 +291,7 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 		}
 	}
 	if sel == nil || len(sel) == n {
-		return out.Collect(ctx, b)
+		return o.emitAll(ctx, b, out)
 	}
 	return o.emit(ctx, b, sel, out)
 }
