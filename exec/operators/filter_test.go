@@ -404,3 +404,17 @@ func TestFilterKeep(t *testing.T) {
 	}
 	testkit.Equal(t, "rows", c.Rows, []string{`[1]`, `update_after [5]`, `delete [2]`})
 }
+
+// TestFilterConjunctOrder: comparisons of columns with constants are
+// evaluated first, whatever the written order: x < 3 keeps rows 1 and 2
+// before 10 / (x - 3) > 0 sees any row, so the division never meets x = 3
+// (in the written order it would fail there).
+func TestFilterConjunctOrder(t *testing.T) {
+	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
+	div := expr.Call("/", types.Int64Type, lit(10), expr.Call("-", types.Int64Type, filterCol(0), lit(3)))
+	cond := expr.Call("and", types.BoolType,
+		expr.Call(">", types.BoolType, div, lit(-6)),
+		expr.Call("<", types.BoolType, filterCol(0), lit(3)))
+	c := runFilter(t, FilterConfig{Cond: cond, Keep: []int{0}})
+	testkit.Equal(t, "rows", c.Rows, []string{`[1]`})
+}
