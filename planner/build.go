@@ -320,27 +320,39 @@ func (b *builder) build(p sql.Plan) (int, error) {
 			}
 			return b.pass(from, b.forward(from, "filter", "filter "+rest.String(), operators.FilterConfig{Cond: rest}, p.Schema())), nil
 		}
-		var from int
-		var err error
-		if scan, ok := p.Input.(*sql.Scan); ok {
-			from, err = b.scan(scan, cond)
-		} else {
-			from, err = b.build(p.Input)
-		}
-		if err != nil {
-			return 0, err
-		}
-		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
+		return b.filter(p, nil, p.Schema())
 
 	case *sql.Project:
 		if j, ok := p.Input.(*sql.Join); ok {
 			return b.projectJoin(p, j)
 		}
-		from, err := b.projectInput(p)
+		exprs := p.Exprs
+		var from int
+		var err error
+		if f, keep, ok := b.filterKeeps(p); ok {
+			// The filter emits only the columns the projection reads.
+			m := map[int]int{}
+			out := make(types.Schema, len(keep))
+			for i, c := range keep {
+				m[c], out[i] = i, f.Schema()[c]
+			}
+			exprs = make([]*expr.Expr, len(p.Exprs))
+			identity := len(keep) == len(p.Exprs)
+			for i, e := range p.Exprs {
+				exprs[i] = e.Remap(m)
+				identity = identity && e.Kind == expr.KindColumn && e.Col == keep[i]
+			}
+			if identity {
+				return b.filter(f, keep, p.Out)
+			}
+			from, err = b.filter(f, keep, out)
+		} else {
+			from, err = b.projectInput(p)
+		}
 		if err != nil {
 			return 0, err
 		}
-		node := b.pass(from, b.forward(from, "project", "project "+exprList(p.Exprs), operators.ProjectConfig{Exprs: p.Exprs}, p.Out))
+		node := b.pass(from, b.forward(from, "project", "project "+exprList(exprs), operators.ProjectConfig{Exprs: exprs}, p.Out))
 		if slices.ContainsFunc(p.Exprs, (*expr.Expr).Volatile) {
 			// A column of PROCTIME(): its watermark is the wall clock's time.
 			wm := operators.WatermarkConfig{Proctime: true, Keep: len(p.Out)}

@@ -204,6 +204,16 @@ func Open(cfg Config) (*Engine, error) {
 		}
 		return cfg.EstimateDistinct(exec.ConnectorSpec{Connector: t.Engine, URL: t.Connection, Schema: t.Columns}, col)
 	})
+	cat.SetRangeEstimator(func(t *sql.Table, col int, lo, hi int64) (float64, bool) {
+		if !t.IsStored() {
+			return 0, false
+		}
+		id, err := tableID(t)
+		if err != nil {
+			return 0, false
+		}
+		return tables.RangeFraction(id, col, lo, hi)
+	})
 	if cfg.Upsert == nil {
 		cfg.Upsert = func(string) bool { return false }
 	}

@@ -337,8 +337,9 @@ func leafOwners(leaves []*fromNode) map[int]int {
 }
 
 // leafEstimates returns each leaf's estimated rows after the conditions that
-// read only its columns, and before them, or nils when the catalog cannot
-// estimate one of them.
+// read only its columns (a column's range by the catalog's sample of it,
+// rangeFactor; the others by selectivity), and before them, or nils
+// when the catalog cannot estimate one of them.
 func (b *binder) leafEstimates(leaves []*fromNode, conds []*expr.Expr) (est, base []float64) {
 	re, ok := b.cat.(RowEstimator)
 	if !ok {
@@ -355,9 +356,25 @@ func (b *binder) leafEstimates(leaves []*fromNode, conds []*expr.Expr) (est, bas
 	base = append([]float64(nil), est...)
 	owner := leafOwners(leaves)
 	ndv := b.positionDistinct(leaves)
+	own := make([][]*expr.Expr, len(leaves)) // each leaf's own conditions
 	for _, c := range conds {
 		if leaf, ok := onlyLeaf(c, owner); ok {
-			est[leaf] *= selectivity(c, ndv)
+			own[leaf] = append(own[leaf], c)
+		}
+	}
+	for i, l := range leaves {
+		f, ranged := rangeFactor(b.cat, own[i], func(pos int) (*Table, int, bool) {
+			scan, ok := l.plan.(*Scan)
+			if !ok {
+				return nil, 0, false
+			}
+			return scanColumn(scan, pos-l.off)
+		})
+		est[i] *= f
+		for j, c := range own[i] {
+			if !ranged[j] {
+				est[i] *= selectivity(c, ndv)
+			}
 		}
 	}
 	return est, base
@@ -462,7 +479,19 @@ func planRows(p Plan, re RowEstimator, upper bool) (float64, bool) {
 	case *Filter:
 		n, ok := planRows(p.Input, re, upper)
 		ndv := func(col int) float64 { return columnDistinct(p.Input, col, re) }
-		return n * selectivity(p.Cond, ndv), ok
+		scan, isScan := p.Input.(*Scan)
+		if !isScan {
+			return n * selectivity(p.Cond, ndv), ok
+		}
+		conds := conjuncts(p.Cond)
+		f, ranged := rangeFactor(re, conds, func(col int) (*Table, int, bool) { return scanColumn(scan, col) })
+		n *= f
+		for i, c := range conds {
+			if !ranged[i] {
+				n *= selectivity(c, ndv)
+			}
+		}
+		return n, ok
 	case *Aggregate:
 		n, ok := planRows(p.Input, re, upper)
 		switch {

@@ -44,6 +44,7 @@ type Catalog struct {
 	// estimate, when set, estimates a table's rows from its connector.
 	estimate func(*Table) (float64, bool)
 	distinct func(t *Table, col int) (float64, bool)
+	ranges   func(t *Table, col int, lo, hi int64) (float64, bool)
 }
 
 // RowEstimator is a CatalogReader that can estimate how many rows a table
@@ -71,6 +72,27 @@ func (c *Catalog) EstimateDistinct(t *Table, col int) (float64, bool) {
 		return 0, false
 	}
 	return c.distinct(t, col)
+}
+
+// RangeEstimator is a CatalogReader that can estimate the fraction of a
+// table's rows whose BIGINT, DATE or TIMESTAMP column (an int64: a date's
+// midnight, microseconds) lies in [lo, hi], for the join order.
+type RangeEstimator interface {
+	EstimateRange(t *Table, col int, lo, hi int64) (float64, bool)
+}
+
+// SetRangeEstimator has the catalog estimate columns' ranges with f.
+func (c *Catalog) SetRangeEstimator(f func(t *Table, col int, lo, hi int64) (float64, bool)) {
+	c.ranges = f
+}
+
+// EstimateRange estimates the fraction of t's rows whose column col lies in
+// [lo, hi].
+func (c *Catalog) EstimateRange(t *Table, col int, lo, hi int64) (float64, bool) {
+	if c.ranges == nil {
+		return 0, false
+	}
+	return c.ranges(t, col, lo, hi)
 }
 
 // EstimateRows estimates t's rows, if the catalog has an estimator and it

@@ -3,8 +3,10 @@ package sql
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 )
@@ -70,8 +72,10 @@ func execDDL(cat *Catalog, query string) error {
 //	exec      run the input's CREATE/DROP TABLE statements against the catalog
 //	tables    list the catalog
 //	estimate  have the catalog estimate tables' rows: lines "table rows"
-//	          ("inf" for a stream), and columns' distinct values: lines
-//	          "table.column values", for the join order; the rest unknown
+//	          ("inf" for a stream), columns' distinct values: lines
+//	          "table.column values", and columns' ranges: lines "table.column
+//	          min max" (integers, or dates as 2006-01-02), values spread
+//	          evenly between, for the join order; the rest unknown
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		cat := newTestCatalog(t)
@@ -86,8 +90,13 @@ func TestDataDriven(t *testing.T) {
 				}
 				return "ok\n"
 			case "estimate":
-				rows := map[string]float64{} // "table", or "table.column" for distinct values
+				rows := map[string]float64{}   // "table", or "table.column" for distinct values
+				spans := map[string][2]int64{} // "table.column": its values, evenly spread
 				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					if f := strings.Fields(line); len(f) == 3 {
+						spans[f[0]] = [2]int64{spanBound(t, f[1]), spanBound(t, f[2])}
+						continue
+					}
 					var name string
 					var n float64
 					if _, err := fmt.Sscan(line, &name, &n); err != nil {
@@ -95,6 +104,14 @@ func TestDataDriven(t *testing.T) {
 					}
 					rows[name] = n
 				}
+				cat.SetRangeEstimator(func(tb *Table, col int, lo, hi int64) (float64, bool) {
+					sp, ok := spans[tb.Name+"."+tb.Columns[col].Name]
+					if !ok {
+						return 0, false
+					}
+					lo, hi = max(lo, sp[0]), min(hi, sp[1])
+					return max(float64(hi-lo), 0) / float64(sp[1]-sp[0]), true
+				})
 				cat.SetRowEstimator(func(tb *Table) (float64, bool) {
 					n, ok := rows[tb.Name]
 					return n, ok
@@ -253,4 +270,17 @@ func formatError(query string, err error) string {
 		s += q + "\n" + strings.Repeat(" ", len([]rune(q)[:min(e.Pos-1, len([]rune(q)))])) + "^\n"
 	}
 	return s
+}
+
+// spanBound parses a range bound of the estimate command: an integer, or a
+// date as its midnight's microseconds (a DATE's value).
+func spanBound(t *testing.T, s string) int64 {
+	if d, err := time.Parse("2006-01-02", s); err == nil {
+		return d.UnixMicro()
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("range bound %q: %v", s, err)
+	}
+	return n
 }

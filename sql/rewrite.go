@@ -9,8 +9,10 @@ import (
 // schema. The rules run in a fixed order:
 //
 //  1. constant folding: constant subexpressions are evaluated (expr.EvalConst),
-//     AND/OR with a constant operand simplified, and a Filter whose condition
-//     becomes TRUE removed;
+//     AND/OR with a constant operand simplified, a DATE compared with a
+//     constant timestamp compared as dates (compareAsDates), a widened decimal
+//     compared with a constant at its own precision (compareNarrowDecimal), and
+//     a Filter whose condition becomes TRUE removed;
 //  2. predicate push-down: filter conjuncts move through Project (by
 //     substitution), Sort and Unnest (unless they read the unnested column),
 //     below Aggregate when they read only group columns, into either side of an
@@ -159,6 +161,12 @@ func foldExpr(e *expr.Expr) *expr.Expr {
 		if v, err := expr.EvalConst(&c); err == nil {
 			return expr.Literal(v)
 		}
+	}
+	if d := compareAsDates(&c); d != nil {
+		return d
+	}
+	if d := compareNarrowDecimal(&c); d != nil {
+		return d
 	}
 	return &c
 }

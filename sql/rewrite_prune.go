@@ -145,7 +145,7 @@ func (pr *pruner) prune(p Plan, need []bool) (Plan, []int) {
 		inNeed := append([]bool{}, need...)
 		columnSet(n.Cond, inNeed)
 		in, m := pr.prune(n.Input, inNeed)
-		return &Filter{Input: in, Cond: remapCols(n.Cond, m)}, m
+		return narrowFilter(&Filter{Input: in, Cond: remapCols(n.Cond, m)}, need, m)
 	case *Project:
 		return pr.pruneProject(n, need)
 	case *Unnest:
@@ -477,7 +477,15 @@ func narrowJoin(c *Join, need []bool, m []int) (Plan, []int) {
 	if c.Kind.Filters() {
 		return c, m
 	}
-	used := make([]bool, len(c.Out))
+	return narrowTo(c, need, m, true)
+}
+
+// narrowTo returns p under a projection of the columns need asks for (at
+// m[i] in p's output), or p itself when it outputs no other; with none asked
+// for, the projection has no column when empty, else p stays.
+func narrowTo(p Plan, need []bool, m []int, empty bool) (Plan, []int) {
+	s := p.Schema()
+	used := make([]bool, len(s))
 	for i, j := range m {
 		if need[i] && j >= 0 {
 			used[j] = true
@@ -485,17 +493,17 @@ func narrowJoin(c *Join, need []bool, m []int) (Plan, []int) {
 	}
 	var exprs []*expr.Expr
 	var out types.Schema
-	at := make([]int, len(c.Out))
+	at := make([]int, len(s))
 	for j, u := range used {
 		at[j] = -1
 		if u {
 			at[j] = len(exprs)
-			exprs = append(exprs, expr.Column(j, c.Out[j].Type, c.Out[j].Name))
-			out = append(out, c.Out[j])
+			exprs = append(exprs, expr.Column(j, s[j].Type, s[j].Name))
+			out = append(out, s[j])
 		}
 	}
-	if len(exprs) == len(c.Out) {
-		return c, m
+	if len(exprs) == len(s) || len(exprs) == 0 && !empty {
+		return p, m
 	}
 	nm := make([]int, len(m))
 	for i, j := range m {
@@ -504,5 +512,16 @@ func narrowJoin(c *Join, need []bool, m []int) (Plan, []int) {
 			nm[i] = at[j]
 		}
 	}
-	return &Project{Input: c, Exprs: exprs, Out: out}, nm
+	return &Project{Input: p, Exprs: exprs, Out: out}, nm
+}
+
+// narrowFilter returns filter f, whose output column i of the plan before
+// pruning is at m[i], under a projection of the columns need asks for when
+// f's output has others, which its condition alone reads (TPC-H q4's
+// l_commitdate < l_receiptdate): the planner has the filter emit only those
+// (planner.filterKeeps) instead of gathering every column of the rows that
+// pass. A filter of whose columns none is asked for (a count) stays as it is:
+// a batch of no column would count no rows.
+func narrowFilter(f *Filter, need []bool, m []int) (Plan, []int) {
+	return narrowTo(f, need, m, false)
 }

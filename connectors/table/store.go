@@ -55,8 +55,10 @@ type tableState struct {
 	// keyCols; nil until a keyed Tx first needs them.
 	keys    map[string]struct{}
 	keyCols []int
-	// ndv are the distinct-value estimates of version ndvVersion, by column.
+	// ndv are the distinct-value estimates of version ndvVersion, by column,
+	// and samples the sampled values of its integer columns (rangeSample).
 	ndv        map[int]float64
+	samples    map[int]*rangeSample
 	ndvVersion int64
 	// followers counts the scans that follow the table's changes (Follow):
 	// while there are any, each commit records its changes (changes.go).
@@ -519,7 +521,7 @@ func (s *Store) Distinct(id string, col int) (float64, bool) {
 			return d, d > 0
 		}
 	} else {
-		t.ndv, t.ndvVersion = map[int]float64{}, v.Version
+		t.ndv, t.samples, t.ndvVersion = map[int]float64{}, map[int]*rangeSample{}, v.Version
 		t.mu.Unlock()
 	}
 	d := t.distinctSample(v, col)

@@ -13,6 +13,10 @@ import (
 // FilterConfig configures kind "filter": keep rows where Cond is true.
 type FilterConfig struct {
 	Cond *expr.Expr `json:"cond"`
+	// Keep, when set, are the input columns the filter emits, in order: a
+	// column only the condition reads (TPC-H q4's l_commitdate and
+	// l_receiptdate) is not gathered for the rows that pass.
+	Keep []int `json:"keep,omitempty"`
 }
 
 // ProjectConfig configures kind "project": one output column per expression.

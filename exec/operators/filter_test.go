@@ -33,6 +33,20 @@ const filterRows = `[
 
 func filterCol(i int) *expr.Expr { return expr.Column(i, filterSchema[i].Type, filterSchema[i].Name) }
 
+// runFilter runs a filter of cfg over filterRows.
+func runFilter(t *testing.T, cfg FilterConfig) *testkit.Collector {
+	t.Helper()
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	bs := testkit.Batches(t, mem, filterSchema, filterRows)
+	defer testkit.Release(bs)
+	c, err := testkit.Run(t, opTestNew(t, "filter", cfg, filterSchema), mem, bs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestFilter(t *testing.T) {
 	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
 	all := []string{
@@ -59,15 +73,7 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := testkit.Mem()
-			defer mem.AssertSize(t, 0)
-			bs := testkit.Batches(t, mem, filterSchema, filterRows)
-			defer testkit.Release(bs)
-			op := opTestNew(t, "filter", FilterConfig{Cond: tc.cond}, filterSchema)
-			c, err := testkit.Run(t, op, mem, bs...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := runFilter(t, FilterConfig{Cond: tc.cond})
 			testkit.Equal(t, "rows", c.Rows, tc.want)
 			if len(c.Signals) != 1 || c.Signals[0].Kind != exec.EndOfStream {
 				t.Errorf("signals %v", c.Signals)
@@ -359,4 +365,56 @@ func TestFilterRange(t *testing.T) {
 		t.Fatalf("a test that cannot tell: %d of 1000 rows kept", len(want))
 	}
 	testkit.Equal(t, "rows kept", got, want)
+}
+
+// TestFilterKeep: with Keep the filter emits only those columns, in Keep's
+// order, whichever path its rows take (all pass, a contiguous run,
+// scattered rows gathered, conjuncts narrowing), with their change kinds.
+func TestFilterKeep(t *testing.T) {
+	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
+	and := func(a, b *expr.Expr) *expr.Expr { return expr.Call("and", types.BoolType, a, b) }
+	keep := []int{5, 1} // f, s: the condition reads x and b
+	tests := []struct {
+		name string
+		cond *expr.Expr
+		want []string
+	}{
+		{"all rows", expr.Literal(types.BoolValue(true)), []string{`[0.5,"a"]`, `[null,null]`, `[100000000000000000000,"ccc"]`, `[-1,""]`, `[2,"bb"]`}},
+		{"contiguous", expr.Call(">", types.BoolType, filterCol(0), lit(2)), []string{`[100000000000000000000,"ccc"]`, `[-1,""]`}},
+		{"scattered", expr.Call("<>", types.BoolType, filterCol(0), lit(3)), []string{`[0.5,"a"]`, `[-1,""]`, `[2,"bb"]`}},
+		{"conjuncts", and(filterCol(3), expr.Call(">", types.BoolType, filterCol(0), lit(1))), []string{`[-1,""]`}},
+		{"conjuncts, all rows", and(expr.Literal(types.BoolValue(true)), expr.Literal(types.BoolValue(true))),
+			[]string{`[0.5,"a"]`, `[null,null]`, `[100000000000000000000,"ccc"]`, `[-1,""]`, `[2,"bb"]`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			testkit.Equal(t, "rows", runFilter(t, FilterConfig{Cond: tc.cond, Keep: keep}).Rows, tc.want)
+		})
+	}
+	// Change kinds follow the kept rows.
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	bs := testkit.Batches(t, mem, filterSchema, filterRows)
+	defer testkit.Release(bs)
+	bs[0].Ops = []exec.ChangeKind{exec.Insert, exec.Delete, exec.UpdateBefore, exec.UpdateAfter, exec.Delete}
+	op := opTestNew(t, "filter", FilterConfig{Cond: expr.Call("<>", types.BoolType, filterCol(0), lit(3)), Keep: []int{0}}, filterSchema)
+	c, err := testkit.Run(t, op, mem, bs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Equal(t, "rows", c.Rows, []string{`[1]`, `update_after [5]`, `delete [2]`})
+}
+
+// TestFilterConjunctOrder: comparisons of columns with constants are
+// evaluated first, whatever the written order: x < 3 keeps rows 1 and 2
+// before 10 / (x - 3) > 0 sees any row, so the division never meets x = 3
+// (in the written order it would fail there).
+func TestFilterConjunctOrder(t *testing.T) {
+	lit := func(v int64) *expr.Expr { return expr.Literal(types.IntValue(v)) }
+	div := expr.Call("/", types.Int64Type, lit(10), expr.Call("-", types.Int64Type, filterCol(0), lit(3)))
+	cond := expr.Call("and", types.BoolType,
+		expr.Call(">", types.BoolType, div, lit(-6)),
+		expr.Call("<", types.BoolType, filterCol(0), lit(3)))
+	c := runFilter(t, FilterConfig{Cond: cond, Keep: []int{0}})
+	testkit.Equal(t, "rows", c.Rows, []string{`[1]`})
 }
