@@ -146,3 +146,74 @@ func TestIntKeyTable(t *testing.T) {
 		})
 	}
 }
+
+// TestIntKeyTableRuns checks InsertRows on keys that come in runs (the
+// previous row's key reused without a probe) against a map of first
+// sightings: runs of one value, of NULL, a value after a NULL run of it,
+// 0 first in a batch (as the value before the first row would be),
+// keys that come back after other runs, in batches longer than a chunk of
+// intInsertRows' loads ahead, through many growths of the table.
+func TestIntKeyTableRuns(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	r := rand.New(rand.NewPCG(11, 12))
+	tb := NewIntKeyTable()
+	defer tb.Release()
+	ids := map[string]uint32{}
+	next := int64(0)
+	for batch := range 40 {
+		n := 1 + r.IntN(3*intChunk+7)
+		if batch%5 == 0 {
+			n = 5000
+		}
+		ib := array.NewInt64Builder(mem)
+		var keys []string
+		for len(keys) < n {
+			run := 1 + r.IntN(6)
+			var v int64
+			null := r.IntN(15) == 0
+			switch r.IntN(3) {
+			case 0: // a key seen before, maybe long ago, or 0 to start a batch
+				if len(keys) == 0 && batch%2 == 1 {
+					null = false
+					break
+				}
+				v = r.Int64N(next + 1)
+			default:
+				next += 1 + r.Int64N(30)
+				v = next
+			}
+			for range min(run, n-len(keys)) {
+				if null {
+					ib.AppendNull()
+					keys = append(keys, "null")
+				} else {
+					ib.Append(v)
+					keys = append(keys, fmt.Sprint(v))
+				}
+			}
+		}
+		col := ib.NewArray()
+		ib.Release()
+		var k RowKeys
+		if err := k.Encode([]arrow.Array{col}, nil, n); err != nil {
+			t.Fatal(err)
+		}
+		gids := make([]uint32, n)
+		tb.InsertRows(&k, gids)
+		for i, key := range keys {
+			want, ok := ids[key]
+			if !ok {
+				want = uint32(len(ids))
+				ids[key] = want
+			}
+			if gids[i] != want {
+				t.Fatalf("batch %d row %d (%s): id %d, want %d", batch, i, key, gids[i], want)
+			}
+		}
+		col.Release()
+	}
+	if tb.Len() != len(ids) {
+		t.Fatalf("%d keys in the table, want %d", tb.Len(), len(ids))
+	}
+}
