@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/hummer-db/hummer/exec"
@@ -372,6 +373,17 @@ func (o *hashAggOp) fold(b exec.Batch) error {
 		}
 		if !o.intKeys && o.disk == nil && o.small.groups(o.table, o.keyArrs, n, gids[:n]) {
 			return o.foldInto(rec, b.Ops, gids[:n])
+		}
+		if kt, ok := o.table.(*state.KeyTable); ok && o.intKeys && o.disk == nil {
+			if c, ok := o.keyArrs[0].(*array.Int64); ok && c.NullN() == 0 {
+				// A bigint key without NULLs: its values are the keys
+				// (KeyTable.InsertInt64s), no encoding.
+				if o.cfg.Phase == AggFinal && kt.Len() == 0 {
+					kt.Reserve(n, n*state.IntKeyBytes)
+				}
+				kt.InsertInt64s(c.Int64Values(), gids[:n])
+				return o.foldInto(rec, b.Ops, gids[:n])
+			}
 		}
 		if err := o.keys.Encode(o.keyArrs, nil, n); err != nil {
 			return err

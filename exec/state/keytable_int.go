@@ -53,6 +53,10 @@ func IntKeyed(types []arrow.DataType) bool {
 // intKeyBytes is the width of a key in an integer KeyTable.
 const intKeyBytes = 9
 
+// IntKeyBytes is the width of a key in a table of NewIntKeyTable's, for
+// Reserve.
+const IntKeyBytes = intKeyBytes
+
 // NewIntKeyTable returns an empty table for the keys RowKeys encodes of one
 // bigint, timestamp or double column (every key intKeyBytes long; see
 // intSlot): the same table as NewKeyTable's, its keys found faster.
@@ -221,3 +225,51 @@ func (t *KeyTable) intInsertRows(k *RowKeys, gids []uint32) {
 
 // intChunk is the rows intInsertRows loads the slots of ahead of probing.
 const intChunk = 64
+
+// InsertInt64s is InsertRows for the keys of one bigint or timestamp column
+// without NULLs, given as its values, in a table of NewIntKeyTable's: it
+// needs no RowKeys, whose encoding of every row into 9 bytes was a tenth of
+// the cost of a partial aggregate grouping TPC-H's lineitem by l_orderkey;
+// only new keys are encoded, into the arena. Otherwise it works as
+// intInsertRows (the previous row's id reused, slots loaded ahead).
+func (t *KeyTable) InsertInt64s(vals []int64, gids []uint32) {
+	x := t.ints
+	gids = gids[:len(vals)]
+	var key [intKeyBytes]byte
+	key[0] = 1
+	var last uint64
+	lastID := uint32(0)
+	var touched uint32
+	for c := 0; c < len(vals); c += intChunk {
+		end := min(c+intChunk, len(vals))
+		slots := x.slots
+		for _, v := range vals[c:end] {
+			touched += slots[(uint64(v)*x.mult)>>x.shift].id
+		}
+		mask := uint64(len(x.slots) - 1)
+		for i := c; i < end; i++ {
+			v := uint64(vals[i])
+			if v == last && lastID != 0 {
+				gids[i] = lastID - 1
+				continue
+			}
+			p := (v * x.mult) >> x.shift
+			for {
+				sl := x.slots[p]
+				if sl.val == v && sl.id != 0 {
+					gids[i] = sl.id - 1
+					break
+				}
+				if sl.id == 0 {
+					binary.LittleEndian.PutUint64(key[1:], v)
+					gids[i] = t.intFindOrInsert(key[:])
+					mask = uint64(len(x.slots) - 1)
+					break
+				}
+				p = (p + 1) & mask
+			}
+			last, lastID = v, gids[i]+1
+		}
+	}
+	x.touched = touched
+}
