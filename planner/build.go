@@ -305,17 +305,32 @@ func (b *builder) build(p sql.Plan) (int, error) {
 		return b.add(op, 1, 1), nil
 
 	case *sql.Filter:
-		return b.filter(p, nil, p.Schema())
+		cond := p.Cond
+		if u, ok := p.Input.(*sql.Unnest); ok && u.Func != "generate_series" {
+			// Length conditions on the pieces move into the split
+			// (unnest_filter.go).
+			minBytes, minChars, rest := unnestLengthBounds(cond, u.Col)
+			from, err := b.unnest(u, minBytes, minChars)
+			if err != nil || rest == nil {
+				return from, err
+			}
+			return b.pass(from, b.forward(from, "filter", "filter "+rest.String(), operators.FilterConfig{Cond: rest}, p.Schema())), nil
+		}
+		var from int
+		var err error
+		if scan, ok := p.Input.(*sql.Scan); ok {
+			from, err = b.scan(scan, cond)
+		} else {
+			from, err = b.build(p.Input)
+		}
+		if err != nil {
+			return 0, err
+		}
+		return b.pass(from, b.forward(from, "filter", "filter "+cond.String(), operators.FilterConfig{Cond: cond}, p.Schema())), nil
 
 	case *sql.Project:
 		if j, ok := p.Input.(*sql.Join); ok {
 			return b.projectJoin(p, j)
-		}
-		if f, ok := p.Input.(*sql.Filter); ok && isScan(f.Input) {
-			if keep, ok := columnRefs(p.Exprs); ok && len(keep) > 0 {
-				// The columns the filter passes on (sql's dropConditionText).
-				return b.filter(f, keep, p.Out)
-			}
 		}
 		from, err := b.projectInput(p)
 		if err != nil {

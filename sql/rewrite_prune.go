@@ -145,11 +145,7 @@ func (pr *pruner) prune(p Plan, need []bool) (Plan, []int) {
 		inNeed := append([]bool{}, need...)
 		columnSet(n.Cond, inNeed)
 		in, m := pr.prune(n.Input, inNeed)
-		f := &Filter{Input: in, Cond: remapCols(n.Cond, m)}
-		if _, ok := in.(*Scan); ok {
-			return dropConditionText(f, need, m)
-		}
-		return f, m
+		return &Filter{Input: in, Cond: remapCols(n.Cond, m)}, m
 	case *Project:
 		return pr.pruneProject(n, need)
 	case *Unnest:
@@ -509,53 +505,4 @@ func narrowJoin(c *Join, need []bool, m []int) (Plan, []int) {
 		}
 	}
 	return &Project{Input: c, Exprs: exprs, Out: out}, nm
-}
-
-// dropConditionText puts a Project of the columns needed above f (need, at
-// f's positions m) on top of f, a Filter of a Scan, when f's condition reads
-// a text column that nothing above reads: the planner makes the pair one
-// filter that keeps only those columns, so that the rows it passes on, and
-// any exchange after it, carry no such text (TPC-H q13's o_comment NOT LIKE
-// '%pending%deposits%' sent every order's comment through the filter's
-// gather and the hash exchange to the join). Columns of other types cost
-// little to carry and are left, as the Filter alone would.
-func dropConditionText(f *Filter, need []bool, m []int) (Plan, []int) {
-	out := f.Schema()
-	used := make([]bool, len(out))
-	for i, j := range m {
-		if need[i] && j >= 0 {
-			used[j] = true
-		}
-	}
-	cond := make([]bool, len(out))
-	columnSet(f.Cond, cond)
-	text := false
-	for j, c := range cond {
-		text = text || c && !used[j] && out[j].Type.ID == types.String
-	}
-	if !text {
-		return f, m
-	}
-	pos := make([]int, len(out)) // f's column j goes to the Project's pos[j]
-	var exprs []*expr.Expr
-	var schema types.Schema
-	for j, u := range used {
-		pos[j] = -1
-		if u {
-			pos[j] = len(exprs)
-			exprs = append(exprs, expr.Column(j, out[j].Type, out[j].Name))
-			schema = append(schema, out[j])
-		}
-	}
-	if len(exprs) == 0 {
-		return f, m
-	}
-	pm := make([]int, len(m))
-	for i, j := range m {
-		pm[i] = -1
-		if need[i] && j >= 0 {
-			pm[i] = pos[j]
-		}
-	}
-	return &Project{Input: f, Exprs: exprs, Out: schema}, pm
 }

@@ -13,9 +13,6 @@ import (
 // FilterConfig configures kind "filter": keep rows where Cond is true.
 type FilterConfig struct {
 	Cond *expr.Expr `json:"cond"`
-	// Keep, when set, are the input columns the filter passes on, in this
-	// order (the output schema's); else it passes every column.
-	Keep []int `json:"keep,omitempty"`
 }
 
 // ProjectConfig configures kind "project": one output column per expression.

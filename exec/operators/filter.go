@@ -43,11 +43,8 @@ type filterOp struct {
 	narrow []*arrow.Schema
 	mem    memory.Allocator
 	sel    []int32
-	// keepCols, when set, are the input columns passed on, as out.
-	keepCols []int
-	out      *arrow.Schema
-	keep     []byte     // processConjuncts' bitmap of the rows kept
-	pos      [2][]int32 // and its positions of narrowed rows
+	keep   []byte     // processConjuncts' bitmap of the rows kept
+	pos    [2][]int32 // and its positions of narrowed rows
 }
 
 var _ exec.Operator = (*filterOp)(nil)
@@ -60,13 +57,7 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	if cfg.Cond == nil {
 		return nil, fmt.Errorf("filter: no condition")
 	}
-	o := &filterOp{cond: cfg.Cond, keepCols: cfg.Keep}
-	if cfg.Keep != nil {
-		if len(spec.Out) != len(cfg.Keep) {
-			return nil, fmt.Errorf("filter: keeps %d columns, the output schema has %d", len(cfg.Keep), len(spec.Out))
-		}
-		o.out = spec.Out.Arrow()
-	}
+	o := &filterOp{cond: cfg.Cond}
 	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
 		o.conjs = conjuncts(cfg.Cond.Args)
 	}
@@ -105,21 +96,8 @@ func (o *filterOp) ProcessBatch(ctx context.Context, input int, b exec.Batch, ou
 	return o.emit(ctx, b, o.sel, out)
 }
 
-// emit sends the rows sel (ascending) of b, of its columns keepCols when set
-// (before gathering, so that the others are not copied).
+// emit sends the rows sel (ascending) of b.
 func (o *filterOp) emit(ctx context.Context, b exec.Batch, sel []int32, out exec.Collector) error {
-	if o.keepCols != nil && len(sel) > 0 {
-		cols := make([]arrow.Array, len(o.keepCols))
-		for i, c := range o.keepCols {
-			if c < 0 || c >= int(b.Rec.NumCols()) {
-				return fmt.Errorf("filter: kept column %d out of range (%d columns)", c, b.Rec.NumCols())
-			}
-			cols[i] = b.Rec.Column(c)
-		}
-		rec := array.NewRecordBatch(o.out, cols, b.Rec.NumRows())
-		defer rec.Release()
-		b = exec.Batch{Rec: rec, Ops: b.Ops}
-	}
 	n, k := b.NumRows(), len(sel)
 	switch {
 	case k == 0:
@@ -141,14 +119,6 @@ func (o *filterOp) emit(ctx context.Context, b exec.Batch, sel []int32, out exec
 	}
 	defer rec.Release()
 	return out.Collect(ctx, exec.Batch{Rec: rec, Ops: vector.GatherOps(b.Ops, sel)})
-}
-
-// allRows appends rows 0 to n-1 to sel.
-func allRows(n int, sel []int32) []int32 {
-	for i := range n {
-		sel = append(sel, int32(i))
-	}
-	return sel
 }
 
 // trueRows appends to sel the rows where cond is true (not false, not NULL): a
@@ -274,9 +244,6 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 		}
 	}
 	if sel == nil || len(sel) == n {
-		if o.keepCols != nil {
-			return o.emit(ctx, b, allRows(n, o.sel[:0]), out)
-		}
 		return out.Collect(ctx, b)
 	}
 	return o.emit(ctx, b, sel, out)
