@@ -118,98 +118,102 @@ func BenchmarkHashAggOrderKeys(b *testing.B) {
 // outgrow partialGroups sends them on before end of stream when its rows
 // cluster by group, and keeps them when they do not, and that a final
 // aggregate over its output gets every group's sum and count, as a map of
-// the input says, for an integer key (the integer table) and a text key.
+// the input says, for an integer key (the integer table) and a text key, in
+// batches of partialSlice rows and in larger ones, which a clustered partial
+// folds in slices.
 func TestHashAggPartialRestarts(t *testing.T) {
 	const groups = partialGroups + 30_000
-	for _, keyType := range []types.Type{types.Int64Type, types.StringType} {
-		for _, clustered := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s clustered=%v", keyType.ID, clustered), func(t *testing.T) {
-				mem := testkit.Mem()
-				defer mem.AssertSize(t, 0)
-				r := rand.New(rand.NewPCG(7, 8))
-				// Clustered: each group's 1 to 4 rows are adjacent; else one
-				// or two rows a group (1.5 on average), shuffled.
-				type row struct{ k, x int64 }
-				var rows []row
-				for g := range int64(groups) {
-					n := 1 + r.IntN(4)
+	for _, batchRows := range []int{partialSlice, 2*partialSlice + 1000} {
+		for _, keyType := range []types.Type{types.Int64Type, types.StringType} {
+			for _, clustered := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s clustered=%v batch=%d", keyType.ID, clustered, batchRows), func(t *testing.T) {
+					mem := testkit.Mem()
+					defer mem.AssertSize(t, 0)
+					r := rand.New(rand.NewPCG(7, 8))
+					// Clustered: each group's 1 to 4 rows are adjacent; else one
+					// or two rows a group (1.5 on average), shuffled.
+					type row struct{ k, x int64 }
+					var rows []row
+					for g := range int64(groups) {
+						n := 1 + r.IntN(4)
+						if !clustered {
+							n = 1 + r.IntN(2)
+						}
+						for range n {
+							rows = append(rows, row{g * 7, r.Int64N(1000)})
+						}
+					}
 					if !clustered {
-						n = 1 + r.IntN(2)
+						r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
 					}
-					for range n {
-						rows = append(rows, row{g * 7, r.Int64N(1000)})
+					type state struct{ sum, count int64 }
+					want := map[int64]*state{}
+					for _, rw := range rows {
+						if want[rw.k] == nil {
+							want[rw.k] = &state{}
+						}
+						want[rw.k].sum += rw.x
+						want[rw.k].count++
 					}
-				}
-				if !clustered {
-					r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-				}
-				type state struct{ sum, count int64 }
-				want := map[int64]*state{}
-				for _, rw := range rows {
-					if want[rw.k] == nil {
-						want[rw.k] = &state{}
+					key := func(k int64) any {
+						if keyType.ID == types.String {
+							return fmt.Sprint("key ", k)
+						}
+						return k
 					}
-					want[rw.k].sum += rw.x
-					want[rw.k].count++
-				}
-				key := func(k int64) any {
-					if keyType.ID == types.String {
-						return fmt.Sprint("key ", k)
+					in := types.Schema{{Name: "k", Type: keyType}, {Name: "x", Type: types.Int64Type}}
+					var batches []exec.Batch
+					for lo := 0; lo < len(rows); lo += batchRows {
+						var js []string
+						for _, rw := range rows[lo:min(lo+batchRows, len(rows))] {
+							b, _ := json.Marshal(map[string]any{"k": key(rw.k), "x": rw.x})
+							js = append(js, string(b))
+						}
+						batches = append(batches, exec.Batch{Rec: testkit.Record(t, mem, in, "["+strings.Join(js, ",")+"]")})
 					}
-					return k
-				}
-				in := types.Schema{{Name: "k", Type: keyType}, {Name: "x", Type: types.Int64Type}}
-				var batches []exec.Batch
-				for lo := 0; lo < len(rows); lo += 4096 {
-					var js []string
-					for _, rw := range rows[lo:min(lo+4096, len(rows))] {
-						b, _ := json.Marshal(map[string]any{"k": key(rw.k), "x": rw.x})
-						js = append(js, string(b))
-					}
-					batches = append(batches, exec.Batch{Rec: testkit.Record(t, mem, in, "["+strings.Join(js, ",")+"]")})
-				}
-				defer testkit.Release(batches)
+					defer testkit.Release(batches)
 
-				aggs := []AggSpec{{Func: "sum", Arg: 1, Type: types.Int64Type}, {Func: "count", Arg: -1, Type: types.Int64Type}}
-				ctx := context.Background()
-				p := opTestNew(t, "hash_agg", HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Phase: AggPartial}, PartialSchema(in[:1], aggs, in))
-				if err := p.Open(ctx, testkit.TaskContext(mem)); err != nil {
-					t.Fatal(err)
-				}
-				var mid []exec.Batch
-				keep := testkit.Func(func(b exec.Batch) error { b.Rec.Retain(); mid = append(mid, b); return nil })
-				for _, b := range batches {
-					if err := p.ProcessBatch(ctx, 0, b, keep); err != nil {
+					aggs := []AggSpec{{Func: "sum", Arg: 1, Type: types.Int64Type}, {Func: "count", Arg: -1, Type: types.Int64Type}}
+					ctx := context.Background()
+					p := opTestNew(t, "hash_agg", HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Phase: AggPartial}, PartialSchema(in[:1], aggs, in))
+					if err := p.Open(ctx, testkit.TaskContext(mem)); err != nil {
 						t.Fatal(err)
 					}
-				}
-				early := len(mid)
-				if err := p.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, keep); err != nil {
-					t.Fatal(err)
-				}
-				p.Close(ctx)
-				defer testkit.Release(mid)
-				if clustered && early == 0 {
-					t.Error("clustered rows: the partial aggregate sent nothing before end of stream")
-				}
-				if !clustered && early != 0 {
-					t.Errorf("unclustered rows: the partial aggregate sent %d batches before end of stream", early)
-				}
+					var mid []exec.Batch
+					keep := testkit.Func(func(b exec.Batch) error { b.Rec.Retain(); mid = append(mid, b); return nil })
+					for _, b := range batches {
+						if err := p.ProcessBatch(ctx, 0, b, keep); err != nil {
+							t.Fatal(err)
+						}
+					}
+					early := len(mid)
+					if err := p.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, keep); err != nil {
+						t.Fatal(err)
+					}
+					p.Close(ctx)
+					defer testkit.Release(mid)
+					if clustered && early == 0 {
+						t.Error("clustered rows: the partial aggregate sent nothing before end of stream")
+					}
+					if !clustered && early != 0 {
+						t.Errorf("unclustered rows: the partial aggregate sent %d batches before end of stream", early)
+					}
 
-				out := types.Schema{in[0], {Name: "s", Type: types.Int64Type}, {Name: "n", Type: types.Int64Type}}
-				f := opTestNew(t, "hash_agg", HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Phase: AggFinal}, out)
-				got, err := testkit.Run(t, f, mem, mid...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var wantRows []string
-				for k, s := range want {
-					b, _ := json.Marshal([]any{key(k), s.sum, s.count})
-					wantRows = append(wantRows, string(b))
-				}
-				sort.Strings(wantRows)
-				testkit.Equal(t, "groups", got.Sorted(), wantRows)
-			})
+					out := types.Schema{in[0], {Name: "s", Type: types.Int64Type}, {Name: "n", Type: types.Int64Type}}
+					f := opTestNew(t, "hash_agg", HashAggConfig{GroupBy: []int{0}, Aggs: aggs, Phase: AggFinal}, out)
+					got, err := testkit.Run(t, f, mem, mid...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var wantRows []string
+					for k, s := range want {
+						b, _ := json.Marshal([]any{key(k), s.sum, s.count})
+						wantRows = append(wantRows, string(b))
+					}
+					sort.Strings(wantRows)
+					testkit.Equal(t, "groups", got.Sorted(), wantRows)
+				})
+			}
 		}
 	}
 }

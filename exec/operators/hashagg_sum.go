@@ -38,19 +38,40 @@ func (a *numAcc) memBytes() int64 {
 	return int64(cap(a.ints)+cap(a.floats)+cap(a.nn))*8 + int64(cap(a.spill)+cap(a.decs))*16
 }
 
+// grow makes room for n groups. The arrays come from pools (release gives
+// them back): a partial aggregate that restarts builds its sums afresh each
+// time, and a final one of TPC-H q18's 750k groups a task grows 18 MiB of
+// them; from Go's allocator each doubling was fresh memory the kernel
+// faulted in and zeroed, a tenth of q18's time.
 func (a *numAcc) grow(n int) {
-	a.nn = vector.GrowZero(a.nn, n)
+	a.nn = vector.PoolInt64.GrowZero(a.nn, n)
 	switch a.kind {
 	case arrow.INT64:
-		a.ints = vector.GrowZero(a.ints, n)
+		a.ints = vector.PoolInt64.GrowZero(a.ints, n)
 		if a.spill != nil {
 			a.spill = vector.GrowZero(a.spill, n)
 		}
 	case arrow.FLOAT64:
-		a.floats = vector.GrowZero(a.floats, n)
+		a.floats = poolFloat64.GrowZero(a.floats, n)
 	case arrow.DECIMAL128:
-		a.decs = vector.GrowZero(a.decs, n)
+		a.decs = poolDecimal.GrowZero(a.decs, n)
 	}
+}
+
+// The pools of the sums' arrays of the kinds vector has no pool of.
+var (
+	poolFloat64 vector.SlicePool[float64]
+	poolDecimal vector.SlicePool[decimal128.Num]
+)
+
+// release gives the arrays back to their pools; the accumulator is empty
+// afterwards.
+func (a *numAcc) release() {
+	vector.PoolInt64.Put(a.nn)
+	vector.PoolInt64.Put(a.ints)
+	poolFloat64.Put(a.floats)
+	poolDecimal.Put(a.decs)
+	a.nn, a.ints, a.floats, a.decs, a.spill = nil, nil, nil, nil, nil
 }
 
 func (a *numAcc) add(arr arrow.Array, gids []uint32, ngroups int, signs []int8) error {
@@ -306,6 +327,9 @@ func (a *sumAgg) width() int { return 1 }
 
 func (a *sumAgg) memBytes() int64 { return a.acc.memBytes() }
 
+// release gives the sums back to their pools (see pooledAggregate).
+func (a *sumAgg) release() { a.acc.release() }
+
 func (a *sumAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8) error {
 	arr, err := inputColumn(rec, a.col)
 	if err != nil {
@@ -319,6 +343,21 @@ func (a *sumAgg) result(mem memory.Allocator, sel state.GroupSel, dts []arrow.Da
 	b := array.NewBuilder(mem, dts[0])
 	defer b.Release()
 	b.Reserve(sel.Len())
+	if db, ok := b.(*array.Decimal128Builder); ok && a.acc.kind == arrow.DECIMAL128 && db.Type().(*arrow.Decimal128Type).Scale == a.acc.scale {
+		// A decimal sum at its own scale is the accumulator as it is (what
+		// value's divRound returns): no conversion a group (the partial
+		// sums of TPC-H q18's 1.5M orders, and their final ones).
+		acc := &a.acc
+		for i := range sel.Len() {
+			g := sel.At(i)
+			if acc.nn[g] <= 0 {
+				db.AppendNull()
+			} else {
+				db.Append(acc.decs[g])
+			}
+		}
+		return append(dst, b.NewArray()), nil
+	}
 	for i := range sel.Len() {
 		g := sel.At(i)
 		if a.acc.nn[g] <= 0 || a.acc.kind == 0 {
@@ -344,6 +383,9 @@ type avgAgg struct {
 }
 
 func (a *avgAgg) memBytes() int64 { return a.acc.memBytes() + int64(cap(a.counts))*8 }
+
+// release gives the sums back to their pools (see pooledAggregate).
+func (a *avgAgg) release() { a.acc.release() }
 
 func (a *avgAgg) width() int {
 	if a.partial {

@@ -60,6 +60,9 @@ func NewKeyTable() *KeyTable {
 // Release gives the table's arrays back to their pools; the table must not be
 // used afterwards, nor any slice of its arena.
 func (t *KeyTable) Release() {
+	if t.ints != nil {
+		intSlots.Put(t.ints.slots)
+	}
 	vector.PoolUint32.Put(t.slots)
 	vector.PoolWords.Put(t.words)
 	vector.PoolInt.Put(t.offs)
