@@ -25,7 +25,7 @@ type distinctAgg struct {
 }
 
 func newDistinctAgg(col int, inner aggregate) *distinctAgg {
-	return &distinctAgg{seen: countDistinctAgg{col: col, pairs: state.NewKeyTable()}, inner: inner}
+	return &distinctAgg{seen: countDistinctAgg{col: col}, inner: inner}
 }
 
 func (a *distinctAgg) width() int { return a.inner.width() }
@@ -39,8 +39,19 @@ func (a *distinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, 
 	err := a.seen.fold(rec, gids, ngroups, signs, func(row int, sign int8) {
 		a.idx, a.gids, a.signs = append(a.idx, int32(row)), append(a.gids, gids[row]), append(a.signs, sign)
 	})
-	if err != nil || len(a.idx) == 0 {
+	if err != nil {
 		return err
+	}
+	if a.inner.inputType() == nil && a.seen.dt != nil {
+		// The inner aggregate's state is of the input's type even while
+		// every value was NULL, which seen does not pass on: a disk value
+		// encodes the state by that type.
+		if err := a.inner.setInputType(a.seen.dt); err != nil {
+			return err
+		}
+	}
+	if len(a.idx) == 0 {
+		return nil
 	}
 	sub, err := vector.GatherRecord(memory.DefaultAllocator, rec, a.idx)
 	if err != nil {

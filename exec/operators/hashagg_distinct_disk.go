@@ -19,17 +19,6 @@ import (
 	"github.com/hummer-db/hummer/exec/vector"
 )
 
-// keepsValues reports whether a keeps each group's values: count(DISTINCT),
-// sum/avg(DISTINCT), min/max over retractions (those here) and string_agg.
-// hash_agg holds them on disk; a window aggregation does not yet.
-func keepsValues(a aggregate) bool {
-	switch a.(type) {
-	case *countDistinctAgg, *distinctAgg, *minMaxRetractAgg, *stringAgg:
-		return true
-	}
-	return false
-}
-
 // readUvarint reads a uvarint from the front of *v.
 func readUvarint(v *[]byte) (uint64, error) {
 	x, n := binary.Uvarint(*v)
@@ -104,9 +93,6 @@ func (a *countDistinctAgg) encodeSlots(gids []uint32, vals [][]byte) {
 
 func (a *countDistinctAgg) decodeSlots(gids []uint32, vals [][]byte, ngroups int) error {
 	a.counts = vector.GrowZero(a.counts, ngroups)
-	if a.pairs == nil {
-		a.pairs = state.NewKeyTable()
-	}
 	if len(gids) > 0 {
 		a.byGroup = nil
 	}
@@ -130,7 +116,7 @@ func (a *countDistinctAgg) decodeSlots(gids []uint32, vals [][]byte, ngroups int
 				return err
 			}
 			key = append(binary.LittleEndian.AppendUint32(key[:0], g), v...)
-			p := a.pairs.InsertKey(key)
+			p := a.table().InsertKey(key)
 			a.refs = vector.GrowZero(a.refs, a.pairs.Len())
 			a.refs[p] = ref
 		}
@@ -142,7 +128,7 @@ func (a *countDistinctAgg) decodeSlots(gids []uint32, vals [][]byte, ngroups int
 func (a *countDistinctAgg) clearSlots() {
 	if a.pairs != nil {
 		a.pairs.Release()
-		a.pairs = state.NewKeyTable()
+		a.pairs = nil
 	}
 	a.refs, a.counts, a.byGroup = a.refs[:0], a.counts[:0], nil
 }
@@ -160,19 +146,19 @@ func (a *countDistinctAgg) setInputType(dt arrow.DataType) error {
 // distinctAgg's part: its values, then its inner aggregate's.
 func (a *distinctAgg) encodeSlots(gids []uint32, vals [][]byte) {
 	a.seen.encodeSlots(gids, vals)
-	a.inner.(aggregate).encodeSlots(gids, vals)
+	a.inner.encodeSlots(gids, vals)
 }
 
 func (a *distinctAgg) decodeSlots(gids []uint32, vals [][]byte, ngroups int) error {
 	if err := a.seen.decodeSlots(gids, vals, ngroups); err != nil {
 		return err
 	}
-	return a.inner.(aggregate).decodeSlots(gids, vals, ngroups)
+	return a.inner.decodeSlots(gids, vals, ngroups)
 }
 
 func (a *distinctAgg) clearSlots() {
 	a.seen.clearSlots()
-	a.inner.(aggregate).clearSlots()
+	a.inner.clearSlots()
 }
 
 func (a *distinctAgg) inputType() arrow.DataType { return a.seen.inputType() }
@@ -181,7 +167,7 @@ func (a *distinctAgg) setInputType(dt arrow.DataType) error {
 	if err := a.seen.setInputType(dt); err != nil {
 		return err
 	}
-	return a.inner.(aggregate).setInputType(dt)
+	return a.inner.setInputType(dt)
 }
 
 // minMaxRetractAgg's part: its values, its extreme, and a byte saying the

@@ -75,7 +75,7 @@ func newAggregate(spec AggSpec, phase AggPhase, first int) (aggregate, error) {
 			if first < 0 {
 				return nil, fmt.Errorf("hash_agg: count(DISTINCT *)")
 			}
-			return &countDistinctAgg{col: first, pairs: state.NewKeyTable()}, nil
+			return &countDistinctAgg{col: first}, nil
 		}
 		return &countAgg{col: first, partial: final}, nil
 	case "string_agg":
@@ -105,7 +105,7 @@ func newAggregate(spec AggSpec, phase AggPhase, first int) (aggregate, error) {
 		default:
 			if spec.Retract {
 				return &minMaxRetractAgg{mm: minMaxAgg{col: first, max: spec.Func == "max"},
-					vals: countDistinctAgg{col: first, pairs: state.NewKeyTable()}}, nil
+					vals: countDistinctAgg{col: first}}, nil
 			}
 			return &minMaxAgg{col: first, max: spec.Func == "max"}, nil
 		}
@@ -238,6 +238,16 @@ func (a *countDistinctAgg) memBytes() int64 {
 	return n
 }
 
+// table returns the (group, value) pairs, made at the first use: an
+// aggregate that has seen no row holds no table (a window aggregation on
+// disk makes its aggregates afresh each time it empties its cache).
+func (a *countDistinctAgg) table() *state.KeyTable {
+	if a.pairs == nil {
+		a.pairs = state.NewKeyTable()
+	}
+	return a.pairs
+}
+
 func (a *countDistinctAgg) update(rec arrow.RecordBatch, gids []uint32, ngroups int, signs []int8) error {
 	return a.fold(rec, gids, ngroups, signs, nil)
 }
@@ -262,7 +272,7 @@ func (a *countDistinctAgg) fold(rec arrow.RecordBatch, gids []uint32, ngroups in
 		return err
 	}
 	a.ids = vector.GrowSlice(a.ids, n)
-	a.pairs.InsertRows(&a.keys, a.ids)
+	a.table().InsertRows(&a.keys, a.ids)
 	a.byGroup = nil
 	a.refs = vector.GrowZero(a.refs, a.pairs.Len())
 	valid, voff := vector.ValidityOf(arr)

@@ -51,7 +51,7 @@ func (a *minMaxRetractAgg) refresh(mem memory.Allocator) error {
 	if a.nstale == 0 {
 		return nil
 	}
-	groups, cols, err := a.vals.pairs.DecodeGrouped(mem, []arrow.DataType{a.vals.dt})
+	groups, cols, err := a.vals.table().DecodeGrouped(mem, []arrow.DataType{a.vals.dt})
 	if err != nil {
 		return err
 	}

@@ -330,11 +330,11 @@ func (a *minMaxAgg) loadState(r *aggStateReader) error {
 // decoded) and its reference count ("refs").
 func (a *countDistinctAgg) saveState(w *aggStateWriter) error {
 	w.int64s("counts", a.counts)
-	m := a.pairs.Len()
+	m := a.table().Len()
 	if m == 0 {
 		return nil
 	}
-	groups, vals, err := a.pairs.DecodeGrouped(w.mem, []arrow.DataType{a.dt})
+	groups, vals, err := a.table().DecodeGrouped(w.mem, []arrow.DataType{a.dt})
 	if err != nil {
 		return err
 	}
@@ -388,9 +388,9 @@ func (a *countDistinctAgg) loadState(r *aggStateReader) error {
 			return err
 		}
 		ids := make([]uint32, m)
-		a.pairs.InsertRows(&a.keys, ids)
+		a.table().InsertRows(&a.keys, ids)
 		a.keys = state.RowKeys{}
-		if a.pairs.Len() != m {
+		if a.table().Len() != m {
 			return fmt.Errorf("%w: %spairs: repeated pairs", state.ErrBadState, r.prefix)
 		}
 	}

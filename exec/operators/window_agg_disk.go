@@ -105,30 +105,11 @@ func (o *windowAggOp) stateBackend(tc *exec.TaskContext) string {
 	return StateDisk
 }
 
-// openDisk opens the operator's disk state. An aggregate that keeps each
-// group's values (keepsValues) is an error when the job asked for the disk
-// (SET state_backend): a window's groups are emitted from a scan, which does
-// not read those back yet; when the disk is only the TaskManager's default,
-// the state stays in memory.
+// openDisk opens the operator's disk state.
 func (o *windowAggOp) openDisk(tc *exec.TaskContext) error {
 	probe, err := newHashAgg(o.cfg.Agg, o.spec)
 	if err != nil {
 		return err
-	}
-	for i, a := range probe.aggs {
-		if keepsValues(a) {
-			name := o.cfg.Agg.Aggs[i].Func
-			if o.cfg.Agg.Aggs[i].Distinct {
-				name += "(DISTINCT)"
-			}
-			if o.cfg.Agg.StateBackend != StateDisk {
-				if tc.Log != nil {
-					tc.Log.Info("window_agg keeps its state in memory: state_backend = 'disk' does not hold " + name + " yet")
-				}
-				return nil
-			}
-			return fmt.Errorf("window_agg: %s keeps state that state_backend = 'disk' does not hold yet; SET state_backend = 'memory'", name)
-		}
 	}
 	opts := disk.Options{Dir: spillDir(tc), Memory: tc.StateMemory, Log: tc.Log}
 	db, err := disk.Open(opts)
