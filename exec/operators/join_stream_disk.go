@@ -56,6 +56,12 @@ type joinDisk struct {
 	files   exec.StateFiles
 	limit   int64
 	written bool
+	// complete says every key the DB holds is in the sides' tables, loaded,
+	// so a key they lack has no rows and is not looked up: so from Open
+	// until the cache is first emptied, and after a restore of the memory
+	// backend's state. Compacting keeps the keys whose rows all went
+	// (evictIfFull), so that a key that comes back is not looked up either.
+	complete bool
 	// By side and key id: the key's rows are in the cache (loaded), and
 	// changed since (changed, listed in dirty).
 	loaded, changed [2][]bool
@@ -93,6 +99,7 @@ func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
 		return fmt.Errorf("stream_join: %w", err)
 	}
 	d.db = db
+	d.complete = true
 	o.disk = d
 	return nil
 }
@@ -177,6 +184,7 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 	m := len(nulls)
 	var keys state.RowKeys
 	keys.SetEncoded(d.keyTypes, data, offs, nulls)
+	lookup := d.written && !d.complete
 	for side, sd := range o.side {
 		if !load[side] {
 			continue
@@ -190,7 +198,7 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 				continue
 			}
 			want = append(want, i)
-			if d.written {
+			if lookup {
 				key, err := disk.AppendOrdered([]byte{byte(side)}, data[offs[i]:offs[i+1]], nulls[i], d.keyTypes)
 				if err != nil {
 					return err
@@ -200,9 +208,9 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 		}
 		// A batch whose keys are all cached still changes them: only the
 		// lookup is skipped, never the marking below.
-		if len(want) > 0 && d.written {
+		if len(want) > 0 && lookup {
 			var h heldRows
-			err := d.db.Get(dbKeys, func(_ int, v []byte) error { return h.parse(v) })
+			err := d.db.GetSorted(dbKeys, func(_ int, v []byte) error { return h.parse(v) })
 			if err == nil && len(h.copies) > 0 {
 				var r arrow.RecordBatch
 				if r, err = h.record(o, sd); err == nil {
@@ -246,6 +254,7 @@ func (d *joinDisk) change(side int, id uint32) {
 // the memory backend restored into the disk backend's cache goes to the DB
 // at the next write-back.
 func (d *joinDisk) cacheAll(o *streamJoinOp) {
+	d.complete = true
 	for s, sd := range o.side {
 		n := sd.keys.Len()
 		d.loaded[s] = vector.GrowZero(d.loaded[s][:0], n)
@@ -483,7 +492,7 @@ func (o *streamJoinOp) evictIfFull() error {
 	s0, s1 := o.side[0], o.side[1]
 	if 2*(s0.live+s1.live) <= s0.rows.Len()+s1.rows.Len() {
 		for s := range o.side {
-			if err := o.compact(s); err != nil {
+			if err := o.compactKeepingKeys(s); err != nil {
 				return err
 			}
 		}
@@ -504,7 +513,39 @@ func (o *streamJoinOp) evictIfFull() error {
 		sd.reset()
 		d.loaded[s], d.changed[s] = d.loaded[s][:0], d.changed[s][:0]
 	}
+	d.complete = false
 	d.evictions++
+	return nil
+}
+
+// compactKeepingKeys compacts side s, written back, keeping the keys it holds
+// no rows of: those the DB has no rows of either (loaded, then written back
+// empty, so deleted), which a batch that brings them again then need not
+// look up (an interval join's side whose rows all went at a watermark
+// looked up every key of its next batches, in vain).
+func (o *streamJoinOp) compactKeepingKeys(s int) error {
+	d, sd := o.disk, o.side[s]
+	var data []byte
+	offs := []int32{0}
+	var nulls []bool
+	for id := range sd.keys.Len() {
+		if len(sd.members[id]) == 0 && id < len(d.loaded[s]) && d.loaded[s][id] {
+			k, null := sd.keys.Key(uint32(id))
+			data = append(data, k...)
+			offs = append(offs, int32(len(data)))
+			nulls = append(nulls, null)
+		}
+	}
+	if err := o.compact(s); err != nil {
+		return err
+	}
+	sd = o.side[s]
+	var keys state.RowKeys
+	keys.SetEncoded(d.keyTypes, data, offs, nulls)
+	sd.keys.InsertRows(&keys, make([]uint32, len(nulls)))
+	for len(sd.members) < sd.keys.Len() {
+		sd.members = append(sd.members, nil)
+	}
 	return nil
 }
 
@@ -574,7 +615,7 @@ func (o *streamJoinOp) restoreDisk(ctx context.Context, data []byte) error {
 		return fmt.Errorf("stream_join: %w", err)
 	}
 	o.disk.db.Close()
-	o.disk.db, o.disk.written = db, true
+	o.disk.db, o.disk.written, o.disk.complete = db, true, false
 	for s, sd := range o.side {
 		sd.reset()
 		o.disk.loaded[s], o.disk.changed[s], o.disk.dirty[s] = nil, nil, nil
