@@ -23,9 +23,13 @@ package operators
 // deletes the entries read by range; intervalExpire then drops the rows in
 // the cache, and the keys changed are written back.
 //
-// A join with a TTL (SET state_ttl) keeps its state in memory: it drops
-// rows as processing time passes, which the cache does not follow into
-// pebble yet.
+// A join with a TTL (SET state_ttl) keeps the same time index, of each held
+// row's time of last write: the rows of a key written again have entries at
+// their older times too, which the scan deletes on its way (the key loaded,
+// its rows newer than the cut stay, their own entries later in the index).
+// A tick that drops rows older than the cut scans the index up to it, loads
+// those keys (expiryLoad) and drops them from the cache as the interval join
+// does (ttlExpire).
 
 import (
 	"bytes"
@@ -85,7 +89,7 @@ func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
 	if b == "" {
 		b = tc.StateBackend
 	}
-	if b != StateDisk || o.ttl > 0 {
+	if b != StateDisk {
 		return nil
 	}
 	d := &joinDisk{files: tc.StateFiles, probe: state.NewKeyTable()}
@@ -336,7 +340,7 @@ func (o *streamJoinOp) writeBack() error {
 				err = b.Delete(key)
 			} else {
 				err = b.Set(key, o.encodeHeld(sd, sd.members[id]))
-				if o.cfg.Interval != nil {
+				if o.timeIndexed() {
 					err = errors.Join(err, o.indexTimes(b, side, sd, id, key[1:]))
 				}
 			}
@@ -380,6 +384,10 @@ func (o *streamJoinOp) encodeHeld(sd *streamJoinSide, rows []uint32) []byte {
 	return d.buf
 }
 
+// timeIndexed says the held rows have a time index: an interval join's
+// (event times) or a join's with a TTL (times of last write).
+func (o *streamJoinOp) timeIndexed() bool { return o.cfg.Interval != nil || o.ttl > 0 }
+
 // indexTimes writes the time index entries (see the top of the file) of
 // the held rows of key id of side sd, whose ordered form is okey.
 func (o *streamJoinOp) indexTimes(b *disk.Batch, side int, sd *streamJoinSide, id uint32, okey []byte) error {
@@ -406,23 +414,50 @@ func intervalIndexKey(side int, t int64, okey []byte) []byte {
 // errScanDone stops a Scan early.
 var errScanDone = errors.New("scan done")
 
-// intervalLoadKeys is the keys intervalLoad loads at a time.
-const intervalLoadKeys = 8192
+// expiryLoadKeys is the keys expiryLoad loads at a time.
+const expiryLoadKeys = 8192
 
-// intervalLoad loads, for intervalExpire, the keys of rows of a side that
-// the other side's watermark puts out of reach and that the DB holds, at
-// most intervalLoadKeys of them, from the time index, and deletes the index
-// entries it read: the rows go once intervalExpire drops them from the
-// cache. It reports whether there may be more.
+// intervalLoad is expiryLoad of the rows of each side that the other side's
+// watermark puts out of reach, for intervalExpire.
 func (o *streamJoinOp) intervalLoad() (bool, error) {
+	var wm [2]int64
+	var sides [2]bool
+	for s := range 2 {
+		wm[s], sides[s] = o.intervalMark(1 - s)
+	}
+	iv := o.cfg.Interval
+	return o.expiryLoad(sides, func(s int, t int64) bool { return t == math.MinInt64 || o.reach(s, t, iv) <= wm[s] })
+}
+
+// ttlExpire drops the rows last written before cut, those the DB holds
+// loaded into the cache first, some keys at a time (expiryLoad), as
+// intervalExpire does.
+func (o *streamJoinOp) ttlExpire(cut int64) error {
+	for {
+		more, err := o.expiryLoad([2]bool{true, true}, func(_ int, t int64) bool { return t < cut })
+		if err != nil {
+			return err
+		}
+		o.expire(cut)
+		if err := o.evictIfFull(); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// expiryLoad loads into the cache the keys of the rows of the sides it says
+// that the DB holds and that are gone by their time (gone, which holds for
+// every time up to some one, and for none after), at most expiryLoadKeys of
+// them, from the time index, and deletes the index entries it read: the
+// rows go once the caller drops them from the cache. It reports whether
+// there may be more.
+func (o *streamJoinOp) expiryLoad(sides [2]bool, gone func(s int, t int64) bool) (bool, error) {
 	d := o.disk
 	if !d.written {
 		return false, nil
 	}
-	iv := o.cfg.Interval
 	for s := range 2 {
-		wm, ok := o.intervalMark(1 - s)
-		if !ok {
+		if !sides[s] {
 			continue
 		}
 		lo := []byte{byte(2 + s)}
@@ -437,12 +472,12 @@ func (o *streamJoinOp) intervalLoad() (bool, error) {
 				return fmt.Errorf("%w: a time index entry of %d bytes", state.ErrBadState, len(key))
 			}
 			t := int64(binary.BigEndian.Uint64(key[1:]) ^ 1<<63)
-			if t != math.MinInt64 && o.reach(s, t, iv) > wm {
+			if !gone(s, t) {
 				hi = bytes.Clone(key)
 				return errScanDone
 			}
 			if !seen[string(val)] {
-				if len(seen) == intervalLoadKeys {
+				if len(seen) == expiryLoadKeys {
 					hi, more = bytes.Clone(key), true
 					return errScanDone
 				}
@@ -556,10 +591,12 @@ type joinDiskHeader struct {
 	Right int    `json:"right"`
 	// Interval is an interval join's bounds (its rows have a time index).
 	Interval IntervalBounds `json:"interval,omitzero"`
+	// TTLMillis is a join's TTL (its rows have a time index).
+	TTLMillis int64 `json:"ttl_ms,omitzero"`
 }
 
 func (o *streamJoinOp) diskHeader() joinDiskHeader {
-	h := joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types)}
+	h := joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types), TTLMillis: o.cfg.TTLMillis}
 	if o.cfg.Interval != nil {
 		h.Interval = *o.cfg.Interval
 	}
@@ -607,8 +644,8 @@ func (o *streamJoinOp) restoreDisk(ctx context.Context, data []byte) error {
 		return err
 	}
 	if want := o.diskHeader(); h != want {
-		return fmt.Errorf("stream_join: %w: state of a %s join of %d and %d columns, this one is %s of %d and %d",
-			state.ErrBadState, h.Kind, h.Left, h.Right, want.Kind, want.Left, want.Right)
+		return fmt.Errorf("stream_join: %w: state of a %s join of %d and %d columns (TTL %d ms), this one is %s of %d and %d (TTL %d ms)",
+			state.ErrBadState, h.Kind, h.Left, h.Right, h.TTLMillis, want.Kind, want.Left, want.Right, want.TTLMillis)
 	}
 	db, err := disk.Restore(ctx, o.disk.opts, o.disk.files, m)
 	if err != nil {
