@@ -9,6 +9,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/state/disk"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -27,15 +28,9 @@ func TestStreamJoinDiskLarge(t *testing.T) {
 	cfg := sjConfig("inner", false)
 	cfg.StateBackend = StateDisk
 	out := append(append(types.Schema{}, sjLeft...), sjRight...)
-	op := opTestNew(t, "stream_join", cfg, out).(*streamJoinOp)
-	tc := testkit.TaskContext(mem)
-	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), stateMemory, t.TempDir()
-	if err := op.Open(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close(ctx)
+	r := newDiskRun(t, mem, stateMemory, "stream_join", cfg, out, func(op *streamJoinOp) *disk.DB { return op.disk.db })
+	defer r.Close()
 	got := map[string]int{}
-	c := &testkit.Collector{T: t}
 	feed := func(s int, lo, hi, step int, del bool) {
 		t.Helper()
 		var objs []string
@@ -57,13 +52,11 @@ func TestStreamJoinDiskLarge(t *testing.T) {
 			schema = sjRight
 		}
 		rec := testkit.Record(t, mem, schema, "["+strings.Join(objs, ",")+"]")
-		c.Rows = c.Rows[:0]
-		err := op.ProcessBatch(ctx, s, exec.Batch{Rec: rec, Ops: ops}, c)
+		r.C.Rows = r.C.Rows[:0]
+		err := r.Op.ProcessBatch(ctx, s, exec.Batch{Rec: rec, Ops: ops}, r.C)
 		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sjFold(t, got, c.Rows)
+		r.Must(err)
+		sjFold(t, got, r.C.Rows)
 	}
 	const rows = keys * perKey
 	for lo := 0; lo < rows; lo += 500 {
@@ -95,20 +88,11 @@ func TestStreamJoinDiskLarge(t *testing.T) {
 		feed(0, lo+1, lo+1000, 2, true)
 	}
 	check("after the deletes", want(2))
-	if op.disk.evictions == 0 {
+	if r.Op.disk.evictions == 0 {
 		t.Fatal("the cache was never emptied")
 	}
-	if err := op.writeBack(); err != nil {
-		t.Fatal(err)
-	}
-	var held int64
-	if err := op.disk.db.Scan(nil, nil, func(k, v []byte) error {
-		held += int64(len(k) + len(v))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if held < 4*stateMemory {
+	r.Must(r.Op.writeBack())
+	if held := r.DBBytes(); held < 4*stateMemory {
 		t.Fatalf("the join holds %d bytes, not four times its %d", held, stateMemory)
 	}
 }
