@@ -60,18 +60,22 @@ func TestStateBackendWindows(t *testing.T) {
 // TestStateBackendStreams: over Nexmark bids planned as a stream
 // (continuous=true; the source still ends, and so do the jobs), an interval
 // join of each bid with the bids of its auction up to 2 seconds after it,
-// and session windows per bidder (Nexmark q11's, as the SESSION table
-// function), each INSERTed into a memory table, under SET state_backend =
+// session windows per bidder (Nexmark q11's, as the SESSION table
+// function), and each auction's first bid (deduplication at the watermark),
+// each INSERTed into a memory table, under SET state_backend =
 // 'disk' with 1 MiB of --state-memory give the rows they give with 'memory'
 // (the interval join's are held against a Go reference by
 // TestIntervalJoinRandom, the sessions' by TestSessionAggDiskLarge and
-// cmd/hummer's Nexmark q11 against PostgreSQL 15). EXPLAIN says the join and
-// the sessions are on disk.
+// cmd/hummer's Nexmark q11 against PostgreSQL 15, the first bids' by
+// TestTopNFirstRandom). EXPLAIN says each is on disk.
 func TestStateBackendStreams(t *testing.T) {
 	s := openStateEngine(t)
 	mustRun(t, s, `CREATE TABLE bids (auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP,
 		WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND)
 		ENGINE=nexmark CONNECTION='nexmark://bid?events=40000&rate=0&event_rate=2000&continuous=true'`)
+	// One task a stage: an auction's first bid among bids of the same time
+	// is the first to arrive, which two source tasks leave to chance.
+	mustRun(t, s, "SET parallelism = 1")
 	// min is the fewest rows out a test of the backend wants: the sessions'
 	// state is the bids of open sessions, more than their rows out.
 	queries := []struct {
@@ -86,6 +90,9 @@ func TestStateBackendStreams(t *testing.T) {
 			`SELECT bidder, count(*), sum(price), window_start, window_end
 			FROM TABLE(SESSION(TABLE bids PARTITION BY bidder, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
 			GROUP BY bidder, window_start, window_end`, "session_agg", 500},
+		{"auction BIGINT, bidder BIGINT, price BIGINT, t TIMESTAMP",
+			`SELECT auction, bidder, price, dateTime FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY dateTime) AS rn FROM bids) f
+			WHERE rn = 1`, "(first rows, at the watermark)", 1000},
 	}
 	for i, q := range queries {
 		var rows [2][]string
