@@ -84,8 +84,23 @@ func (r *diskRun[T]) Must(err error) {
 // Feed sends input a batch of rows, JSON objects of schema s.
 func (r *diskRun[T]) Feed(input int, s types.Schema, rows []string) {
 	r.t.Helper()
+	r.feed(input, s, rows, nil)
+}
+
+// FeedChanges sends input a batch of rows, JSON objects of schema s, of
+// change kinds ops, and returns the rows it emitted for them (valid until
+// the next call).
+func (r *diskRun[T]) FeedChanges(input int, s types.Schema, rows []string, ops []exec.ChangeKind) []string {
+	r.t.Helper()
+	r.C.Rows = r.C.Rows[:0]
+	r.feed(input, s, rows, ops)
+	return r.C.Rows
+}
+
+func (r *diskRun[T]) feed(input int, s types.Schema, rows []string, ops []exec.ChangeKind) {
+	r.t.Helper()
 	rec := testkit.Record(r.t, r.mem, s, "["+strings.Join(rows, ",")+"]")
-	err := r.Op.ProcessBatch(r.ctx, input, exec.Batch{Rec: rec}, r.C)
+	err := r.Op.ProcessBatch(r.ctx, input, exec.Batch{Rec: rec, Ops: ops}, r.C)
 	rec.Release()
 	r.Must(err)
 }

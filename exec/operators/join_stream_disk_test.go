@@ -22,7 +22,6 @@ import (
 func TestStreamJoinDiskLarge(t *testing.T) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	const keys, perKey = 10000, 4
 	const stateMemory = 256 << 10
 	cfg := sjConfig("inner", false)
@@ -47,16 +46,7 @@ func TestStreamJoinDiskLarge(t *testing.T) {
 				ops = append(ops, exec.Insert)
 			}
 		}
-		schema := sjLeft
-		if s == 1 {
-			schema = sjRight
-		}
-		rec := testkit.Record(t, mem, schema, "["+strings.Join(objs, ",")+"]")
-		r.C.Rows = r.C.Rows[:0]
-		err := r.Op.ProcessBatch(ctx, s, exec.Batch{Rec: rec, Ops: ops}, r.C)
-		rec.Release()
-		r.Must(err)
-		sjFold(t, got, r.C.Rows)
+		sjFold(t, got, r.FeedChanges(s, sjSide(s), objs, ops))
 	}
 	const rows = keys * perKey
 	for lo := 0; lo < rows; lo += 500 {

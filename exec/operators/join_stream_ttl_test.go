@@ -137,16 +137,7 @@ func sjTTLRandomRun(t *testing.T, backend string, seed uint64) {
 				ops = append(ops, exec.Insert)
 			}
 		}
-		schema := sjLeft
-		if s == 1 {
-			schema = sjRight
-		}
-		rec := testkit.Record(t, mem, schema, "["+strings.Join(objs, ",")+"]")
-		r.C.Rows = r.C.Rows[:0]
-		err := r.Op.ProcessBatch(context.Background(), s, exec.Batch{Rec: rec, Ops: ops}, r.C)
-		rec.Release()
-		r.Must(err)
-		sjFold(t, got, r.C.Rows)
+		sjFold(t, got, r.FeedChanges(s, sjSide(s), objs, ops))
 		clock = clock.Add(time.Duration(rng.IntN(20)) * time.Second)
 		if rng.IntN(5) == 0 {
 			// A tick the operator acts on: at least a tenth of the TTL
