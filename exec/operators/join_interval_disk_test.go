@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
 	"github.com/hummer-db/hummer/exec/state/disk"
 	"github.com/hummer-db/hummer/exec/types"
@@ -111,4 +113,59 @@ func intervalJoinDiskLargeRun(t *testing.T, kind string) {
 	if n := r.DBKeys(); n != 0 {
 		t.Fatalf("%d keys in the DB after both ends", n)
 	}
+}
+
+// TestIntervalJoinDiskNoLookups: an interval join on disk whose rows fit its
+// cache (64 MiB of state memory), written back to pebble by a checkpoint
+// halfway, looks up no key there: the cache holds every key the DB does
+// (the DB has nothing the cache lacks until the cache is first emptied).
+// Its rows are the memory backend's (which TestIntervalJoinRandom holds
+// against a nested loop): 2^15 rows a side, one every 10 µs, each of its own
+// key (every batch brings keys new to the DB and the cache), watermarks each
+// side's latest every 4 batches.
+func TestIntervalJoinDiskNoLookups(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	const rows = 1 << 15
+	at := func(i int64) int64 { return 1_700_000_000_000_000 + i*10 }
+	var batches []arrow.RecordBatch
+	for lo := int64(0); lo < rows; lo += benchBatch {
+		batches = append(batches, benchJoinBatch(mem, lo, rows, at))
+	}
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	out := append(slices.Clone(benchJoinSide), benchJoinSide...)
+	var got [2][]string
+	for i, backend := range []string{StateMemory, StateDisk} {
+		cfg := ijConfig("inner", -1, 0)
+		cfg.Left, cfg.Right, cfg.StateBackend = benchJoinSide, benchJoinSide, backend
+		r := newDiskRun[*streamJoinOp](t, mem, 64<<20, "interval_join", cfg, out, nil)
+		for j, b := range batches {
+			for s := range 2 {
+				r.Must(r.Op.ProcessBatch(context.Background(), s, exec.Batch{Rec: b}, r.C))
+			}
+			if j%4 == 3 {
+				r.Watermark(2, at(int64(j+1)*benchBatch-1))
+			}
+			if j == len(batches)/2 {
+				_, err := r.Op.SnapshotState(context.Background(), 1)
+				r.Must(err)
+			}
+		}
+		r.End(2)
+		if d := r.Op.disk; d != nil {
+			if !d.written || d.evictions != 0 || d.lookups != 0 {
+				t.Errorf("written back %v, %d evictions, %d keys looked up; want written, none and none", d.written, d.evictions, d.lookups)
+			}
+		}
+		got[i] = r.C.Sorted()
+		r.Close()
+	}
+	if len(got[0]) < rows {
+		t.Fatalf("%d rows out, want at least %d", len(got[0]), rows)
+	}
+	testkit.Equal(t, "disk against memory", got[1], got[0])
 }

@@ -71,8 +71,8 @@ type joinDisk struct {
 	loaded, changed [2][]bool
 	dirty           [2][]uint32
 	// evictions counts the times the cache was emptied, compactions those
-	// it was compacted instead (evictIfFull).
-	evictions, compactions int
+	// it was compacted instead (evictIfFull); lookups the keys looked up.
+	evictions, compactions, lookups int
 
 	probe    *state.KeyTable // the batch's distinct join keys
 	keyEnc   state.RowKeys
@@ -213,6 +213,7 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 		// A batch whose keys are all cached still changes them: only the
 		// lookup is skipped, never the marking below.
 		if len(want) > 0 && lookup {
+			d.lookups += len(dbKeys)
 			var h heldRows
 			err := d.db.GetSorted(dbKeys, func(_ int, v []byte) error { return h.parse(v) })
 			if err == nil && len(h.copies) > 0 {
