@@ -259,12 +259,9 @@ func (b *builder) streamJoin(p *sql.Join, left, right int) (int, error) {
 		label += " and " + p.Extra.String()
 	}
 	if b.opts.StateTTL > 0 {
-		// A join with a TTL keeps its state in memory (join_stream_disk.go).
-		if err := b.memoryOnly("stream_join with state_ttl"); err != nil {
-			return 0, err
-		}
 		label += " state_ttl=" + b.opts.StateTTL.String()
-	} else if b.opts.StateBackend != "" {
+	}
+	if b.opts.StateBackend != "" {
 		label += " state_backend=" + b.opts.StateBackend
 	}
 	op := exec.OperatorSpec{Kind: "stream_join", Label: label, Config: exec.MustConfig(cfg), Out: p.Out}
@@ -280,15 +277,4 @@ func joinKeys(p *sql.Join) string {
 		s[i] = l[p.LeftKeys[i]].Name + " = " + r[p.RightKeys[i]].Name
 	}
 	return strings.Join(s, " and ")
-}
-
-// memoryOnly refuses a continuous query's operator of kind op, whose state
-// the disk backend does not hold yet, when the job asked for the disk (SET
-// state_backend = 'disk'): it must not silently keep its state in memory.
-func (b *builder) memoryOnly(op string) error {
-	if !b.streaming || b.opts.StateBackend != operators.StateDisk {
-		return nil
-	}
-	return sql.Errorf(sql.ErrUnsupported, 0,
-		"%s keeps its state in memory only: state_backend = 'disk' does not hold it yet; SET state_backend = 'memory'", op)
 }

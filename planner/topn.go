@@ -162,19 +162,17 @@ func (b *builder) topNNode(t topN, rank bool) (int, error) {
 	var lateCfg *operators.LateConfig
 	switch {
 	case first:
-		if b.opts.StateBackend == operators.StateDisk {
-			// Its state (each partition's key, kept once its row went out)
-			// is not on the disk backend yet (exec/operators/topn_disk.go).
-			return 0, sql.Errorf(sql.ErrUnsupported, 0,
-				"deduplication keeping the first row by event time (ROW_NUMBER() ... = 1 ordered by a watermarked column) keeps its state in memory only: state_backend = 'disk' does not hold it yet; SET state_backend = 'memory'")
-		}
 		cfg.First = true
+		cfg.StateBackend = b.opts.StateBackend
 		flabel := "topn " + label + " (first rows, at the watermark)"
 		late, err := b.lateConfig(from, inSchema, flabel)
 		if err != nil {
 			return 0, err
 		}
 		cfg.Late, lateCfg = late, late
+		if b.opts.StateBackend != "" {
+			flabel += " state_backend=" + b.opts.StateBackend
+		}
 		op = exec.OperatorSpec{Kind: "topn", Label: flabel, Config: exec.MustConfig(cfg), Out: out}
 	case end >= 0:
 		wlabel := "window_topn " + label + " end=" + inSchema[end].Name

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/state/disk"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -40,7 +40,6 @@ func TestIntervalJoinDiskLarge(t *testing.T) {
 func intervalJoinDiskLargeRun(t *testing.T, kind string) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	const rows, keys, rightKeys, chunk = 60000, 3000, 2500, 500
 	const stateMemory = 128 << 10
 	const ms = int64(1000)
@@ -82,26 +81,9 @@ func intervalJoinDiskLargeRun(t *testing.T, kind string) {
 	cfg := ijConfig(kind, -10, 0)
 	cfg.Left, cfg.Right, cfg.StateBackend = ijdSide, ijdSide, StateDisk
 	out := append(slices.Clone(ijdSide), ijdSide...)
-	tc := testkit.TaskContext(mem)
-	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), stateMemory, t.TempDir()
-	open := func() *streamJoinOp {
-		op := opTestNew(t, "interval_join", cfg, out).(*streamJoinOp)
-		if err := op.Open(ctx, tc); err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
-	op := open()
-	defer func() { op.Close(ctx) }()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := &testkit.Collector{T: t}
+	r := newDiskRun(t, mem, stateMemory, "interval_join", cfg, out, func(op *streamJoinOp) *disk.DB { return op.disk.db })
+	defer r.Close()
 	var evictions int
-	var held int64
 	for lo := 0; lo < rows; lo += chunk {
 		for s := range 2 {
 			var objs []string
@@ -110,55 +92,80 @@ func intervalJoinDiskLargeRun(t *testing.T, kind string) {
 					objs = append(objs, fmt.Sprintf(`{"k": %d, "ts": %q, "v": %q}`, i%keys, texts[i], payload(s, i)))
 				}
 			}
-			rec := testkit.Record(t, mem, ijdSide, "["+strings.Join(objs, ",")+"]")
-			err := op.ProcessBatch(ctx, s, exec.Batch{Rec: rec}, c)
-			rec.Release()
-			must(err)
+			r.Feed(s, ijdSide, objs)
 		}
 		if (lo+chunk)%2000 == 0 {
-			for s := range 2 {
-				must(op.ProcessSignal(ctx, s, exec.Signal{Kind: exec.Watermark, Watermark: tsOf(lo+chunk-1) - ijSec}, c))
-			}
+			r.Watermark(2, tsOf(lo+chunk-1)-ijSec)
 		}
 		if lo+chunk == rows/3 || lo+chunk == 2*rows/3 {
-			data, err := op.SnapshotState(ctx, int64(lo+chunk))
-			must(err)
-			var n int64
-			must(op.disk.db.Scan(nil, nil, func(k, v []byte) error { n += int64(len(k) + len(v)); return nil }))
-			held = max(held, n)
-			evictions += op.disk.evictions
-			op.Close(ctx)
-			op = open()
-			must(op.RestoreState(ctx, data))
+			r.Restart(func(op *streamJoinOp) { evictions += op.disk.evictions })
 		}
 	}
-	for s := range 2 {
-		must(op.ProcessSignal(ctx, s, exec.Signal{Kind: exec.EndOfStream}, c))
-	}
-	evictions += op.disk.evictions
+	r.End(2)
+	evictions += r.Op.disk.evictions
 
-	got := map[string]int{}
-	for _, r := range c.Rows {
-		got[r]++
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d distinct rows out, want %d", len(got), len(want))
-	}
-	for r, n := range want {
-		if got[r] != n {
-			t.Fatalf("row %s %d times, want %d", r, got[r], n)
-		}
-	}
+	r.CheckRows(want)
 	if evictions == 0 {
 		t.Fatal("the cache was never written out: the test does not test the disk")
 	}
-	if held < 4*stateMemory {
-		t.Fatalf("the DB held at most %d bytes, not four times the %d of --state-memory", held, stateMemory)
-	}
-	must(op.writeBack())
-	n := 0
-	must(op.disk.db.Scan(nil, nil, func(_, _ []byte) error { n++; return nil }))
-	if n != 0 {
+	r.CheckHeld()
+	r.Must(r.Op.writeBack())
+	if n := r.DBKeys(); n != 0 {
 		t.Fatalf("%d keys in the DB after both ends", n)
 	}
+}
+
+// TestIntervalJoinDiskNoLookups: an interval join on disk whose rows fit its
+// cache (64 MiB of state memory), written back to pebble by a checkpoint
+// halfway, looks up no key there: the cache holds every key the DB does
+// (the DB has nothing the cache lacks until the cache is first emptied).
+// Its rows are the memory backend's (which TestIntervalJoinRandom holds
+// against a nested loop): 2^15 rows a side, one every 10 µs, each of its own
+// key (every batch brings keys new to the DB and the cache), watermarks each
+// side's latest every 4 batches.
+func TestIntervalJoinDiskNoLookups(t *testing.T) {
+	mem := testkit.Mem()
+	defer mem.AssertSize(t, 0)
+	const rows = 1 << 15
+	at := func(i int64) int64 { return 1_700_000_000_000_000 + i*10 }
+	var batches []arrow.RecordBatch
+	for lo := int64(0); lo < rows; lo += benchBatch {
+		batches = append(batches, benchJoinBatch(mem, lo, rows, at))
+	}
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	out := append(slices.Clone(benchJoinSide), benchJoinSide...)
+	var got [2][]string
+	for i, backend := range []string{StateMemory, StateDisk} {
+		cfg := ijConfig("inner", -1, 0)
+		cfg.Left, cfg.Right, cfg.StateBackend = benchJoinSide, benchJoinSide, backend
+		r := newDiskRun[*streamJoinOp](t, mem, 64<<20, "interval_join", cfg, out, nil)
+		for j, b := range batches {
+			for s := range 2 {
+				r.Must(r.Op.ProcessBatch(context.Background(), s, exec.Batch{Rec: b}, r.C))
+			}
+			if j%4 == 3 {
+				r.Watermark(2, at(int64(j+1)*benchBatch-1))
+			}
+			if j == len(batches)/2 {
+				_, err := r.Op.SnapshotState(context.Background(), 1)
+				r.Must(err)
+			}
+		}
+		r.End(2)
+		if d := r.Op.disk; d != nil {
+			if !d.written || d.evictions != 0 || d.lookups != 0 {
+				t.Errorf("written back %v, %d evictions, %d keys looked up; want written, none and none", d.written, d.evictions, d.lookups)
+			}
+		}
+		got[i] = r.C.Sorted()
+		r.Close()
+	}
+	if len(got[0]) < rows {
+		t.Fatalf("%d rows out, want at least %d", len(got[0]), rows)
+	}
+	testkit.Equal(t, "disk against memory", got[1], got[0])
 }

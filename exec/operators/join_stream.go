@@ -596,16 +596,23 @@ func (o *streamJoinOp) Tick(ctx context.Context, now time.Time, out exec.Collect
 		return nil
 	}
 	o.swept = now
-	o.expire(now)
+	cut := now.Add(-o.ttl).UnixMilli()
+	if o.disk != nil {
+		return o.ttlExpire(cut)
+	}
+	o.expire(cut)
 	return nil
 }
 
-// expire drops the rows last written before now minus the TTL.
-func (o *streamJoinOp) expire(now time.Time) {
-	cut := now.Add(-o.ttl).UnixMilli()
-	for _, sd := range o.side {
+// expire drops the rows (on the disk backend, those cached) last written
+// before cut.
+func (o *streamJoinOp) expire(cut int64) {
+	for s, sd := range o.side {
 		for g := range sd.count {
 			if sd.count[g] > 0 && sd.touched[g] < cut {
+				if o.disk != nil {
+					o.disk.change(s, sd.rowKey[g])
+				}
 				sd.drop(uint32(g))
 			}
 		}

@@ -23,9 +23,13 @@ package operators
 // deletes the entries read by range; intervalExpire then drops the rows in
 // the cache, and the keys changed are written back.
 //
-// A join with a TTL (SET state_ttl) keeps its state in memory: it drops
-// rows as processing time passes, which the cache does not follow into
-// pebble yet.
+// A join with a TTL (SET state_ttl) keeps the same time index, of each held
+// row's time of last write: the rows of a key written again have entries at
+// their older times too, which the scan deletes on its way (the key loaded,
+// its rows newer than the cut stay, their own entries later in the index).
+// A tick that drops rows older than the cut scans the index up to it, loads
+// those keys (expiryLoad) and drops them from the cache as the interval join
+// does (ttlExpire).
 
 import (
 	"bytes"
@@ -56,13 +60,19 @@ type joinDisk struct {
 	files   exec.StateFiles
 	limit   int64
 	written bool
+	// complete says every key the DB holds is in the sides' tables, loaded,
+	// so a key they lack has no rows and is not looked up: so from Open
+	// until the cache is first emptied, and after a restore of the memory
+	// backend's state. Compacting keeps the keys whose rows all went
+	// (evictIfFull), so that a key that comes back is not looked up either.
+	complete bool
 	// By side and key id: the key's rows are in the cache (loaded), and
 	// changed since (changed, listed in dirty).
 	loaded, changed [2][]bool
 	dirty           [2][]uint32
 	// evictions counts the times the cache was emptied, compactions those
-	// it was compacted instead (evictIfFull).
-	evictions, compactions int
+	// it was compacted instead (evictIfFull); lookups the keys looked up.
+	evictions, compactions, lookups int
 
 	probe    *state.KeyTable // the batch's distinct join keys
 	keyEnc   state.RowKeys
@@ -79,7 +89,7 @@ func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
 	if b == "" {
 		b = tc.StateBackend
 	}
-	if b != StateDisk || o.ttl > 0 {
+	if b != StateDisk {
 		return nil
 	}
 	d := &joinDisk{files: tc.StateFiles, probe: state.NewKeyTable()}
@@ -93,6 +103,7 @@ func (o *streamJoinOp) openDisk(tc *exec.TaskContext) error {
 		return fmt.Errorf("stream_join: %w", err)
 	}
 	d.db = db
+	d.complete = true
 	o.disk = d
 	return nil
 }
@@ -177,6 +188,7 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 	m := len(nulls)
 	var keys state.RowKeys
 	keys.SetEncoded(d.keyTypes, data, offs, nulls)
+	lookup := d.written && !d.complete
 	for side, sd := range o.side {
 		if !load[side] {
 			continue
@@ -190,7 +202,7 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 				continue
 			}
 			want = append(want, i)
-			if d.written {
+			if lookup {
 				key, err := disk.AppendOrdered([]byte{byte(side)}, data[offs[i]:offs[i+1]], nulls[i], d.keyTypes)
 				if err != nil {
 					return err
@@ -200,9 +212,10 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 		}
 		// A batch whose keys are all cached still changes them: only the
 		// lookup is skipped, never the marking below.
-		if len(want) > 0 && d.written {
+		if len(want) > 0 && lookup {
+			d.lookups += len(dbKeys)
 			var h heldRows
-			err := d.db.Get(dbKeys, func(_ int, v []byte) error { return h.parse(v) })
+			err := d.db.GetSorted(dbKeys, func(_ int, v []byte) error { return h.parse(v) })
 			if err == nil && len(h.copies) > 0 {
 				var r arrow.RecordBatch
 				if r, err = h.record(o, sd); err == nil {
@@ -246,6 +259,7 @@ func (d *joinDisk) change(side int, id uint32) {
 // the memory backend restored into the disk backend's cache goes to the DB
 // at the next write-back.
 func (d *joinDisk) cacheAll(o *streamJoinOp) {
+	d.complete = true
 	for s, sd := range o.side {
 		n := sd.keys.Len()
 		d.loaded[s] = vector.GrowZero(d.loaded[s][:0], n)
@@ -327,7 +341,7 @@ func (o *streamJoinOp) writeBack() error {
 				err = b.Delete(key)
 			} else {
 				err = b.Set(key, o.encodeHeld(sd, sd.members[id]))
-				if o.cfg.Interval != nil {
+				if o.timeIndexed() {
 					err = errors.Join(err, o.indexTimes(b, side, sd, id, key[1:]))
 				}
 			}
@@ -371,6 +385,10 @@ func (o *streamJoinOp) encodeHeld(sd *streamJoinSide, rows []uint32) []byte {
 	return d.buf
 }
 
+// timeIndexed says the held rows have a time index: an interval join's
+// (event times) or a join's with a TTL (times of last write).
+func (o *streamJoinOp) timeIndexed() bool { return o.cfg.Interval != nil || o.ttl > 0 }
+
 // indexTimes writes the time index entries (see the top of the file) of
 // the held rows of key id of side sd, whose ordered form is okey.
 func (o *streamJoinOp) indexTimes(b *disk.Batch, side int, sd *streamJoinSide, id uint32, okey []byte) error {
@@ -397,23 +415,50 @@ func intervalIndexKey(side int, t int64, okey []byte) []byte {
 // errScanDone stops a Scan early.
 var errScanDone = errors.New("scan done")
 
-// intervalLoadKeys is the keys intervalLoad loads at a time.
-const intervalLoadKeys = 8192
+// expiryLoadKeys is the keys expiryLoad loads at a time.
+const expiryLoadKeys = 8192
 
-// intervalLoad loads, for intervalExpire, the keys of rows of a side that
-// the other side's watermark puts out of reach and that the DB holds, at
-// most intervalLoadKeys of them, from the time index, and deletes the index
-// entries it read: the rows go once intervalExpire drops them from the
-// cache. It reports whether there may be more.
+// intervalLoad is expiryLoad of the rows of each side that the other side's
+// watermark puts out of reach, for intervalExpire.
 func (o *streamJoinOp) intervalLoad() (bool, error) {
+	var wm [2]int64
+	var sides [2]bool
+	for s := range 2 {
+		wm[s], sides[s] = o.intervalMark(1 - s)
+	}
+	iv := o.cfg.Interval
+	return o.expiryLoad(sides, func(s int, t int64) bool { return t == math.MinInt64 || o.reach(s, t, iv) <= wm[s] })
+}
+
+// ttlExpire drops the rows last written before cut, those the DB holds
+// loaded into the cache first, some keys at a time (expiryLoad), as
+// intervalExpire does.
+func (o *streamJoinOp) ttlExpire(cut int64) error {
+	for {
+		more, err := o.expiryLoad([2]bool{true, true}, func(_ int, t int64) bool { return t < cut })
+		if err != nil {
+			return err
+		}
+		o.expire(cut)
+		if err := o.evictIfFull(); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// expiryLoad loads into the cache the keys of the rows of the sides it says
+// that the DB holds and that are gone by their time (gone, which holds for
+// every time up to some one, and for none after), at most expiryLoadKeys of
+// them, from the time index, and deletes the index entries it read: the
+// rows go once the caller drops them from the cache. It reports whether
+// there may be more.
+func (o *streamJoinOp) expiryLoad(sides [2]bool, gone func(s int, t int64) bool) (bool, error) {
 	d := o.disk
 	if !d.written {
 		return false, nil
 	}
-	iv := o.cfg.Interval
 	for s := range 2 {
-		wm, ok := o.intervalMark(1 - s)
-		if !ok {
+		if !sides[s] {
 			continue
 		}
 		lo := []byte{byte(2 + s)}
@@ -428,12 +473,12 @@ func (o *streamJoinOp) intervalLoad() (bool, error) {
 				return fmt.Errorf("%w: a time index entry of %d bytes", state.ErrBadState, len(key))
 			}
 			t := int64(binary.BigEndian.Uint64(key[1:]) ^ 1<<63)
-			if t != math.MinInt64 && o.reach(s, t, iv) > wm {
+			if !gone(s, t) {
 				hi = bytes.Clone(key)
 				return errScanDone
 			}
 			if !seen[string(val)] {
-				if len(seen) == intervalLoadKeys {
+				if len(seen) == expiryLoadKeys {
 					hi, more = bytes.Clone(key), true
 					return errScanDone
 				}
@@ -483,7 +528,7 @@ func (o *streamJoinOp) evictIfFull() error {
 	s0, s1 := o.side[0], o.side[1]
 	if 2*(s0.live+s1.live) <= s0.rows.Len()+s1.rows.Len() {
 		for s := range o.side {
-			if err := o.compact(s); err != nil {
+			if err := o.compactKeepingKeys(s); err != nil {
 				return err
 			}
 		}
@@ -504,7 +549,39 @@ func (o *streamJoinOp) evictIfFull() error {
 		sd.reset()
 		d.loaded[s], d.changed[s] = d.loaded[s][:0], d.changed[s][:0]
 	}
+	d.complete = false
 	d.evictions++
+	return nil
+}
+
+// compactKeepingKeys compacts side s, written back, keeping the keys it holds
+// no rows of: those the DB has no rows of either (loaded, then written back
+// empty, so deleted), which a batch that brings them again then need not
+// look up (an interval join's side whose rows all went at a watermark
+// looked up every key of its next batches, in vain).
+func (o *streamJoinOp) compactKeepingKeys(s int) error {
+	d, sd := o.disk, o.side[s]
+	var data []byte
+	offs := []int32{0}
+	var nulls []bool
+	for id := range sd.keys.Len() {
+		if len(sd.members[id]) == 0 && id < len(d.loaded[s]) && d.loaded[s][id] {
+			k, null := sd.keys.Key(uint32(id))
+			data = append(data, k...)
+			offs = append(offs, int32(len(data)))
+			nulls = append(nulls, null)
+		}
+	}
+	if err := o.compact(s); err != nil {
+		return err
+	}
+	sd = o.side[s]
+	var keys state.RowKeys
+	keys.SetEncoded(d.keyTypes, data, offs, nulls)
+	sd.keys.InsertRows(&keys, make([]uint32, len(nulls)))
+	for len(sd.members) < sd.keys.Len() {
+		sd.members = append(sd.members, nil)
+	}
 	return nil
 }
 
@@ -515,10 +592,12 @@ type joinDiskHeader struct {
 	Right int    `json:"right"`
 	// Interval is an interval join's bounds (its rows have a time index).
 	Interval IntervalBounds `json:"interval,omitzero"`
+	// TTLMillis is a join's TTL (its rows have a time index).
+	TTLMillis int64 `json:"ttl_ms,omitzero"`
 }
 
 func (o *streamJoinOp) diskHeader() joinDiskHeader {
-	h := joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types)}
+	h := joinDiskHeader{Kind: o.cfg.Kind, Left: len(o.side[0].types), Right: len(o.side[1].types), TTLMillis: o.cfg.TTLMillis}
 	if o.cfg.Interval != nil {
 		h.Interval = *o.cfg.Interval
 	}
@@ -566,15 +645,15 @@ func (o *streamJoinOp) restoreDisk(ctx context.Context, data []byte) error {
 		return err
 	}
 	if want := o.diskHeader(); h != want {
-		return fmt.Errorf("stream_join: %w: state of a %s join of %d and %d columns, this one is %s of %d and %d",
-			state.ErrBadState, h.Kind, h.Left, h.Right, want.Kind, want.Left, want.Right)
+		return fmt.Errorf("stream_join: %w: state of a %s join of %d and %d columns (TTL %d ms), this one is %s of %d and %d (TTL %d ms)",
+			state.ErrBadState, h.Kind, h.Left, h.Right, h.TTLMillis, want.Kind, want.Left, want.Right, want.TTLMillis)
 	}
 	db, err := disk.Restore(ctx, o.disk.opts, o.disk.files, m)
 	if err != nil {
 		return fmt.Errorf("stream_join: %w", err)
 	}
 	o.disk.db.Close()
-	o.disk.db, o.disk.written = db, true
+	o.disk.db, o.disk.written, o.disk.complete = db, true, false
 	for s, sd := range o.side {
 		sd.reset()
 		o.disk.loaded[s], o.disk.changed[s], o.disk.dirty[s] = nil, nil, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/state/disk"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -21,21 +22,14 @@ import (
 func TestStreamJoinDiskLarge(t *testing.T) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	const keys, perKey = 10000, 4
 	const stateMemory = 256 << 10
 	cfg := sjConfig("inner", false)
 	cfg.StateBackend = StateDisk
 	out := append(append(types.Schema{}, sjLeft...), sjRight...)
-	op := opTestNew(t, "stream_join", cfg, out).(*streamJoinOp)
-	tc := testkit.TaskContext(mem)
-	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), stateMemory, t.TempDir()
-	if err := op.Open(ctx, tc); err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close(ctx)
+	r := newDiskRun(t, mem, stateMemory, "stream_join", cfg, out, func(op *streamJoinOp) *disk.DB { return op.disk.db })
+	defer r.Close()
 	got := map[string]int{}
-	c := &testkit.Collector{T: t}
 	feed := func(s int, lo, hi, step int, del bool) {
 		t.Helper()
 		var objs []string
@@ -52,18 +46,7 @@ func TestStreamJoinDiskLarge(t *testing.T) {
 				ops = append(ops, exec.Insert)
 			}
 		}
-		schema := sjLeft
-		if s == 1 {
-			schema = sjRight
-		}
-		rec := testkit.Record(t, mem, schema, "["+strings.Join(objs, ",")+"]")
-		c.Rows = c.Rows[:0]
-		err := op.ProcessBatch(ctx, s, exec.Batch{Rec: rec, Ops: ops}, c)
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sjFold(t, got, c.Rows)
+		sjFold(t, got, r.FeedChanges(s, sjSide(s), objs, ops))
 	}
 	const rows = keys * perKey
 	for lo := 0; lo < rows; lo += 500 {
@@ -95,20 +78,11 @@ func TestStreamJoinDiskLarge(t *testing.T) {
 		feed(0, lo+1, lo+1000, 2, true)
 	}
 	check("after the deletes", want(2))
-	if op.disk.evictions == 0 {
+	if r.Op.disk.evictions == 0 {
 		t.Fatal("the cache was never emptied")
 	}
-	if err := op.writeBack(); err != nil {
-		t.Fatal(err)
-	}
-	var held int64
-	if err := op.disk.db.Scan(nil, nil, func(k, v []byte) error {
-		held += int64(len(k) + len(v))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if held < 4*stateMemory {
+	r.Must(r.Op.writeBack())
+	if held := r.DBBytes(); held < 4*stateMemory {
 		t.Fatalf("the join holds %d bytes, not four times its %d", held, stateMemory)
 	}
 }

@@ -123,6 +123,14 @@ func sjFold(t *testing.T, into map[string]int, rows []string) {
 	}
 }
 
+// sjSide is the schema of side s of sjConfig's joins.
+func sjSide(s int) types.Schema {
+	if s == 1 {
+		return sjRight
+	}
+	return sjLeft
+}
+
 func sjConfig(kind string, extra bool) StreamJoinConfig {
 	cfg := StreamJoinConfig{Kind: kind, LeftKeys: []int{0}, RightKeys: []int{0}, Left: sjLeft, Right: sjRight}
 	if extra {

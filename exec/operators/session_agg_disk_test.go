@@ -1,16 +1,14 @@
 package operators
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/state/disk"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -31,7 +29,6 @@ func TestSessionAggDiskLarge(t *testing.T) {
 	}
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	const rows, chunk, stateMemory = 60000, 480, 128 << 10
 	const sec = int64(time.Second / time.Microsecond)
 	const gap = 3 * sec
@@ -78,27 +75,10 @@ func TestSessionAggDiskLarge(t *testing.T) {
 
 	cfg := SessionAggConfig{Keys: []int{0}, Start: 1, End: 2, StateBackend: StateDisk, Agg: HashAggConfig{GroupBy: []int{0, 1, 2},
 		Aggs: []AggSpec{{Func: "count", Arg: -1, Type: types.Int64Type}, {Func: "sum", Arg: 3, Type: types.Int64Type}}}}
-	tc := testkit.TaskContext(mem)
-	tc.Metrics = &exec.TaskMetrics{}
-	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), stateMemory, t.TempDir()
-	open := func() *sessionAggOp {
-		op := opTestNew(t, "session_agg", cfg, out).(*sessionAggOp)
-		if err := op.Open(ctx, tc); err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
-	op := open()
-	defer func() { op.Close(ctx) }()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := &testkit.Collector{T: t}
+	r := newDiskRun(t, mem, stateMemory, "session_agg", cfg, out, func(op *sessionAggOp) *disk.DB { return op.disk.db })
+	defer r.Close()
 	var evictions, closes int
-	var held int64
+	counted := func(op *sessionAggOp) { evictions, closes = evictions+op.disk.evictions, closes+op.disk.closes }
 	latest := int64(0)
 	for lo := 0; lo < rows; lo += chunk {
 		var objs []string
@@ -107,40 +87,23 @@ func TestSessionAggDiskLarge(t *testing.T) {
 			latest = max(latest, r.ts)
 			objs = append(objs, fmt.Sprintf(`{"k": "k%04d", "s": "%s", "e": "%s", "v": %d}`, r.k, text(r.ts), text(r.ts+gap), i))
 		}
-		rec := testkit.Record(t, mem, in, "["+strings.Join(objs, ",")+"]")
-		err := op.ProcessBatch(ctx, 0, exec.Batch{Rec: rec}, c)
-		rec.Release()
-		must(err)
-		must(op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Watermark, Watermark: latest - sec}, c))
+		r.Feed(0, in, objs)
+		r.Watermark(1, latest-sec)
 		if n := lo / chunk; n == 40 || n == 85 {
-			data, err := op.SnapshotState(ctx, int64(lo+chunk))
-			must(err)
-			var n int64
-			must(op.disk.db.Scan(nil, nil, func(k, v []byte) error { n += int64(len(k) + len(v)); return nil }))
-			held = max(held, n)
-			evictions += op.disk.evictions
-			closes += op.disk.closes
-			op.Close(ctx)
-			op = open()
-			must(op.RestoreState(ctx, data))
+			r.Restart(counted)
 		}
 	}
-	must(op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, c))
-	evictions += op.disk.evictions
-	closes += op.disk.closes
-	if n := tc.Metrics.LateRows.Load(); n != 0 {
+	r.End(1)
+	counted(r.Op)
+	if n := r.TC.Metrics.LateRows.Load(); n != 0 {
 		t.Fatalf("%d late rows", n)
 	}
-	testkit.Equal(t, "the sessions", c.Sorted(), want)
+	testkit.Equal(t, "the sessions", r.C.Sorted(), want)
 	if evictions == 0 || closes == 0 {
 		t.Fatalf("%d evictions, %d watermarks closing sessions from the DB: the test does not test the disk", evictions, closes)
 	}
-	if held < 4*stateMemory {
-		t.Fatalf("the DB held at most %d bytes, not four times the %d of --state-memory", held, stateMemory)
-	}
-	left := 0
-	must(op.disk.db.Scan(nil, nil, func(_, _ []byte) error { left++; return nil }))
-	if left != 0 {
+	r.CheckHeld()
+	if left := r.DBKeys(); left != 0 {
 		t.Fatalf("%d keys left in the DB after every session closed", left)
 	}
 }

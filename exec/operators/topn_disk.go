@@ -23,12 +23,21 @@ package operators
 // (a top over an input that retracts keeps every row; without PARTITION BY
 // there is one) must fit in the cache. One whose value outgrows the cache's
 // bound fails the job with ErrOutOfMemory when written back, rather than be
-// rewritten whole at every eviction with memory unbounded. Deduplication
-// of the first row at the watermark (First) and a Top-N that emits once at
-// the end (Final: a bounded input, or a window's) keep their state in memory:
-// under SET state_backend = 'disk' the first is an error that says so.
+// rewritten whole at every eviction with memory unbounded. A Top-N that
+// emits once at the end (Final: a bounded input, or a window's) keeps its
+// state in memory.
+//
+// Deduplication of the first row at the watermark (First) keeps its closed
+// partitions, the state that grows with every key ever seen, in the DB as
+// the value topnClosedValue; a batch that brings one not cached looks it
+// up as any other partition. Its pending partitions (each holding a row the
+// watermark has not yet passed, so as many as the keys of the rows within
+// the watermark's delay) stay cached: an eviction writes them back and loads
+// them again (cachePending), and a checkpoint lists their keys beside the
+// watermark in its header, to load them again on restore.
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -49,6 +58,10 @@ const (
 )
 
 var errTopNShortValue = fmt.Errorf("topn: disk state value too short")
+
+// topnClosedValue is the value of First's closed partition: a lone varint
+// byte that says more follow, which no list of entries is.
+var topnClosedValue = []byte{0xFF}
 
 // topnDisk is a topn's disk state: the DB, and which cached partitions
 // changed since they were loaded or last written back.
@@ -87,15 +100,6 @@ func (o *topnOp) openDisk(tc *exec.TaskContext) error {
 			o.stateLimit = tc.StateLimit
 		}
 		return nil
-	}
-	if o.cfg.First {
-		if o.cfg.StateBackend != StateDisk {
-			if tc.Log != nil {
-				tc.Log.Info("topn keeps its state in memory: state_backend = 'disk' does not hold first-row deduplication yet")
-			}
-			return nil
-		}
-		return fmt.Errorf("topn: deduplication keeping the first row at the watermark keeps state that state_backend = 'disk' does not hold yet; SET state_backend = 'memory'")
 	}
 	d := &topnDisk{files: tc.StateFiles}
 	d.opts = disk.Options{Dir: spillDir(tc), Memory: tc.StateMemory, Log: tc.Log}
@@ -176,16 +180,13 @@ func (o *topnOp) partKey(dst []byte, pid uint32) ([]byte, error) {
 }
 
 // loadParts fills the partitions from first to the cache's end, new in it,
-// with their rows in the DB (one it lacks stays empty), and marks every
-// partition of the batch (o.pids, n rows) changed.
+// with their rows in the DB (one it lacks stays empty; First's closed one
+// comes back closed), and marks every partition of the batch (o.pids, n
+// rows) changed.
 func (o *topnOp) loadParts(first, n int) error {
 	d := o.disk
-	d.changed = vector.GrowZero(d.changed, len(o.ps))
 	for _, pid := range o.pids[:n] {
-		if !d.changed[pid] {
-			d.changed[pid] = true
-			d.dirty = append(d.dirty, pid)
-		}
+		o.changedPart(pid)
 	}
 	if !d.written || first == len(o.ps) {
 		return nil
@@ -206,6 +207,10 @@ func (o *topnOp) loadParts(first, n int) error {
 	var nulls []bool
 	var owner []uint32
 	err := d.db.Get(d.keys, func(i int, v []byte) error {
+		if o.cfg.First && bytes.Equal(v, topnClosedValue) {
+			o.ps[first+i].closed = true
+			return nil
+		}
 		for len(v) > 0 {
 			l, k := binary.Uvarint(v)
 			if k <= 0 || uint64(len(v)-k) < l+1 {
@@ -246,8 +251,9 @@ func (o *topnOp) loadParts(first, n int) error {
 		o.ps[pid].entries.Append(topnEntry{key: key, rid: rids[j], seq: o.seq})
 		o.ref(rids[j], 1)
 	}
-	// Written back with no change pending, what each emitted is its top.
-	for pid := first; pid < len(o.ps); pid++ {
+	// Written back with no change pending, what each emitted is its top
+	// (First emits a partition's row when it closes, not from emitted).
+	for pid := first; pid < len(o.ps) && !o.cfg.First; pid++ {
 		p := o.ps[pid]
 		p.emitted = o.top(p.emitted[:0], p)
 		for _, r := range p.emitted {
@@ -270,7 +276,9 @@ func (o *topnOp) writeBack() error {
 		if err != nil {
 			return fmt.Errorf("topn: disk state: %w", err)
 		}
-		if p := o.ps[pid]; p.entries.Len() == 0 {
+		if p := o.ps[pid]; p.closed {
+			err = b.Set(key, topnClosedValue)
+		} else if p.entries.Len() == 0 {
 			err = b.Delete(key)
 		} else if v := o.encodeEntries(p); int64(len(v)) > d.partLimit {
 			return o.errPartitionLimit(int64(len(v)))
@@ -330,14 +338,83 @@ func (o *topnOp) evictIfFull(ctx context.Context, out exec.Collector) error {
 	return o.evict()
 }
 
-// evict writes the changed partitions back and empties the cache.
+// evict writes the changed partitions back and empties the cache, but for
+// First's pending partitions, loaded again.
 func (o *topnOp) evict() error {
 	if err := o.writeBack(); err != nil {
 		return err
 	}
+	pending := o.pendingKeys()
 	o.reset()
 	o.disk.changed = o.disk.changed[:0]
 	o.disk.evictions++
+	return o.cachePending(pending)
+}
+
+// changedPart marks partition pid changed since it was loaded.
+func (o *topnOp) changedPart(pid uint32) {
+	d := o.disk
+	d.changed = vector.GrowZero(d.changed, len(o.ps))
+	if !d.changed[pid] {
+		d.changed[pid] = true
+		d.dirty = append(d.dirty, pid)
+	}
+}
+
+// topnPartKeys are partition keys as o.parts encodes them: key i is
+// Data[Offs[i]:Offs[i+1]], NULL if Nulls[i] (without PARTITION BY, one
+// empty key stands for the one partition).
+type topnPartKeys struct {
+	Data  []byte  `json:"data,omitempty"`
+	Offs  []int32 `json:"offs,omitempty"`
+	Nulls []bool  `json:"nulls,omitempty"`
+}
+
+// pendingKeys returns the keys of First's pending partitions.
+func (o *topnOp) pendingKeys() topnPartKeys {
+	ks := topnPartKeys{Offs: []int32{0}}
+	for _, pid := range o.pending {
+		var k []byte
+		null := false
+		if o.parts != nil {
+			k, null = o.parts.Key(pid)
+		}
+		ks.Data = append(ks.Data, k...)
+		ks.Offs = append(ks.Offs, int32(len(ks.Data)))
+		ks.Nulls = append(ks.Nulls, null)
+	}
+	return ks
+}
+
+// cachePending loads First's pending partitions of keys ks, written back,
+// into the emptied cache, pending again.
+func (o *topnOp) cachePending(ks topnPartKeys) error {
+	if len(ks.Nulls) == 0 {
+		return nil
+	}
+	if len(ks.Offs) != len(ks.Nulls)+1 || int(ks.Offs[len(ks.Nulls)]) != len(ks.Data) {
+		return fmt.Errorf("topn: %w: pending partitions' keys of %d bytes, %d offsets, %d nulls", state.ErrBadState, len(ks.Data), len(ks.Offs), len(ks.Nulls))
+	}
+	first := len(o.ps)
+	if o.parts == nil {
+		o.ps = append(o.ps, &topnPart{})
+	} else {
+		var keys state.RowKeys
+		keys.SetEncoded(o.disk.partTypes, ks.Data, ks.Offs, ks.Nulls)
+		o.parts.InsertRows(&keys, make([]uint32, len(ks.Nulls)))
+		for len(o.ps) < o.partsLen() {
+			o.ps = append(o.ps, &topnPart{})
+		}
+	}
+	if err := o.loadParts(first, 0); err != nil {
+		return err
+	}
+	for pid := first; pid < len(o.ps); pid++ {
+		if p := o.ps[pid]; p.entries.Len() > 0 && !p.closed {
+			p.pending = true
+			o.pending = append(o.pending, uint32(pid))
+		}
+	}
 	return nil
 }
 
@@ -359,14 +436,24 @@ type topnDiskHeader struct {
 	Columns   int           `json:"columns"`
 	Partition []int         `json:"partition"`
 	Order     []SortKeySpec `json:"order"`
+	// First is deduplication's; then Mark is its watermark and Pending its
+	// pending partitions' keys, whose rows are in the DB.
+	First   bool         `json:"first,omitempty"`
+	Mark    int64        `json:"mark,omitempty"`
+	Pending topnPartKeys `json:"pending,omitzero"`
 }
 
 func (o *topnOp) diskHeader() topnDiskHeader {
-	return topnDiskHeader{Columns: len(o.inTypes), Partition: o.cfg.Partition, Order: o.cfg.Order}
+	h := topnDiskHeader{Columns: len(o.inTypes), Partition: o.cfg.Partition, Order: o.cfg.Order, First: o.cfg.First}
+	if o.cfg.First {
+		h.Mark, h.Pending = o.mark, o.pendingKeys()
+	}
+	return h
 }
 
+// equal reports whether the state h describes is of a Top-N g describes.
 func (h topnDiskHeader) equal(g topnDiskHeader) bool {
-	return h.Columns == g.Columns && slices.Equal(h.Partition, g.Partition) && slices.Equal(h.Order, g.Order)
+	return h.Columns == g.Columns && slices.Equal(h.Partition, g.Partition) && slices.Equal(h.Order, g.Order) && h.First == g.First
 }
 
 // snapshotDisk writes the changed partitions back and starts a checkpoint of
@@ -415,5 +502,9 @@ func (o *topnOp) restoreDisk(ctx context.Context, data []byte) error {
 	o.disk.db, o.disk.written = db, true
 	o.reset()
 	o.disk.changed, o.disk.dirty = nil, nil
+	if h.First {
+		o.mark = h.Mark
+		return o.cachePending(h.Pending)
+	}
 	return nil
 }

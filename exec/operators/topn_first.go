@@ -114,6 +114,9 @@ func (o *topnOp) firstAdvance(ctx context.Context, mark int64, out exec.Collecto
 		}
 		rs = append(rs, topnOut{rid: p.entries.At(0).rid, rank: 1})
 		closing = append(closing, p)
+		if o.disk != nil {
+			o.changedPart(pid) // closed, written back as such
+		}
 	}
 	o.pending = keep
 	if err := o.emitRows(ctx, out, rs, exec.Insert); err != nil {

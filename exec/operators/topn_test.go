@@ -566,31 +566,27 @@ func testTopNCloseFrees(t *testing.T, backend string) {
 	}
 }
 
-// TestTopNDiskFirstRefused: first-row deduplication under the job's SET
-// state_backend = 'disk' fails at Open saying the backend does not hold it;
-// under only the TaskManager's default it runs with its state in memory.
-func TestTopNDiskFirstRefused(t *testing.T) {
+// TestTopNDiskFirstBackends: first-row deduplication takes the disk backend
+// under the job's SET state_backend = 'disk' and under only the
+// TaskManager's disk default, and memory's under neither.
+func TestTopNDiskFirstBackends(t *testing.T) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "ts", Type: types.TimestampType}}
-	cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1, First: true, StateBackend: StateDisk}
-	op := opTestNew(t, "topn", cfg, in)
-	tc := testkit.TaskContext(mem)
-	tc.SpillDir = t.TempDir()
-	err := op.Open(ctx, tc)
-	op.Close(ctx)
-	if err == nil || !strings.Contains(err.Error(), "first row") || !strings.Contains(err.Error(), "state_backend = 'memory'") {
-		t.Errorf("first rows under SET state_backend = 'disk': %v", err)
-	}
-	cfg.StateBackend = ""
-	op = opTestNew(t, "topn", cfg, in)
-	tc.StateBackend = StateDisk
-	if err := op.Open(ctx, tc); err != nil {
-		t.Fatalf("first rows under the TaskManager's disk default: %v", err)
-	}
-	defer op.Close(ctx)
-	if op.(*topnOp).disk != nil {
-		t.Error("first rows took the disk backend")
+	for _, c := range []struct{ job, taskManager, want string }{
+		{StateDisk, "", StateDisk}, {"", StateDisk, StateDisk}, {StateMemory, StateDisk, StateMemory}, {"", "", StateMemory},
+	} {
+		cfg := TopNConfig{Partition: []int{0}, Order: []SortKeySpec{{Col: 1}}, Lo: 1, Hi: 1, First: true, StateBackend: c.job}
+		op := opTestNew(t, "topn", cfg, in)
+		tc := testkit.TaskContext(mem)
+		tc.SpillDir, tc.StateBackend = t.TempDir(), c.taskManager
+		if err := op.Open(ctx, tc); err != nil {
+			t.Fatalf("job %q, TaskManager %q: %v", c.job, c.taskManager, err)
+		}
+		if onDisk := op.(*topnOp).disk != nil; onDisk != (c.want == StateDisk) {
+			t.Errorf("job %q, TaskManager %q: on disk %v, want %s", c.job, c.taskManager, onDisk, c.want)
+		}
+		op.Close(ctx)
 	}
 }

@@ -1,14 +1,13 @@
 package operators
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/state/disk"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -39,7 +38,6 @@ func TestWindowJoinDiskLarge(t *testing.T) {
 func windowJoinDiskLargeRun(t *testing.T, kind string) {
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	const windows, perSide, keys, rightKeys = 5, 6000, 2000, 1600
 	const stateMemory = 128 << 10
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -70,25 +68,8 @@ func windowJoinDiskLargeRun(t *testing.T, kind string) {
 	cfg := WindowJoinConfig{LeftEnd: 1, RightEnd: 1, StateBackend: StateDisk,
 		Join: JoinConfig{Kind: kind, LeftKeys: []int{0, 1}, RightKeys: []int{0, 1}, Left: wjdSide, Right: wjdSide}}
 	out := append(append(types.Schema{}, wjdSide...), wjdSide...)
-	tc := testkit.TaskContext(mem)
-	tc.Metrics = &exec.TaskMetrics{}
-	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), stateMemory, t.TempDir()
-	open := func() *windowJoinOp {
-		op := opTestNew(t, "window_join", cfg, out).(*windowJoinOp)
-		if err := op.Open(ctx, tc); err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
-	op := open()
-	defer func() { op.Close(ctx) }()
-	c := &testkit.Collector{T: t}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := newDiskRun(t, mem, stateMemory, "window_join", cfg, out, func(op *windowJoinOp) *disk.DB { return op.spool.db })
+	defer r.Close()
 	feed := func(w, lo, hi int) {
 		t.Helper()
 		for s := range 2 {
@@ -99,68 +80,32 @@ func windowJoinDiskLargeRun(t *testing.T, kind string) {
 				}
 				rows = append(rows, fmt.Sprintf(`{"k": %d, "e": "%s", "v": "%s"}`, i%keys, end(w).Format("2006-01-02 15:04:05"), payload(s, w, i)))
 			}
-			rec := testkit.Record(t, mem, wjdSide, "["+strings.Join(rows, ",")+"]")
-			err := op.ProcessBatch(ctx, s, exec.Batch{Rec: rec}, c)
-			rec.Release()
-			must(err)
+			r.Feed(s, wjdSide, rows)
 		}
 	}
 	var evictions, replays int
-	var held int64
-	checkpoint := int64(0)
-	restore := func() {
-		t.Helper()
-		checkpoint++
-		data, err := op.SnapshotState(ctx, checkpoint)
-		must(err)
-		var n int64
-		must(op.spool.db.Scan(nil, nil, func(k, v []byte) error { n += int64(len(k) + len(v)); return nil }))
-		held = max(held, n)
-		evictions += op.spool.evictions
-		replays += op.spool.replays
-		op.Close(ctx)
-		op = open()
-		must(op.RestoreState(ctx, data))
-	}
+	counted := func(op *windowJoinOp) { evictions, replays = evictions+op.spool.evictions, replays+op.spool.replays }
 	const chunk = 500
 	for w := range windows {
 		for lo := 0; lo < perSide; lo += chunk {
 			feed(w, lo, lo+chunk)
 			if lo == perSide/2 && w > 0 {
 				if w == 2 || w == 3 {
-					restore()
+					r.Restart(counted)
 				}
 				// Close the window before.
-				must(op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Watermark, Watermark: end(w-1).UnixMicro() - 1}, c))
+				r.Signal(0, exec.Signal{Kind: exec.Watermark, Watermark: end(w-1).UnixMicro() - 1})
 			}
 		}
 	}
-	must(op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, c))
-	must(op.ProcessSignal(ctx, 1, exec.Signal{Kind: exec.EndOfStream}, c))
-	evictions += op.spool.evictions
-	replays += op.spool.replays
-
-	got := map[string]int{}
-	for _, r := range c.Rows {
-		got[r]++
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d distinct rows out, want %d", len(got), len(want))
-	}
-	for r, n := range want {
-		if got[r] != n {
-			t.Fatalf("row %s %d times, want %d", r, got[r], n)
-		}
-	}
+	r.End(2)
+	counted(r.Op)
+	r.CheckRows(want)
 	if evictions == 0 || replays < windows-1 {
 		t.Fatalf("%d evictions, %d windows closed from the DB: the test does not test the disk", evictions, replays)
 	}
-	if held < 4*stateMemory {
-		t.Fatalf("the DB held at most %d bytes, not four times the %d of --state-memory", held, stateMemory)
-	}
-	left := 0
-	must(op.spool.db.Scan(nil, nil, func(_, _ []byte) error { left++; return nil }))
-	if left != 0 {
+	r.CheckHeld()
+	if left := r.DBKeys(); left != 0 {
 		t.Fatalf("%d keys left in the DB after every window closed", left)
 	}
 }

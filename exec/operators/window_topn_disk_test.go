@@ -1,15 +1,13 @@
 package operators
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/internal/testkit"
+	"github.com/hummer-db/hummer/exec/state/disk"
 	"github.com/hummer-db/hummer/exec/types"
 )
 
@@ -29,7 +27,6 @@ func TestWindowTopNDiskLarge(t *testing.T) {
 	}
 	mem := testkit.Mem()
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	const windows, rows, keys, top = 4, 20000, 500, 3
 	const stateMemory = 128 << 10
 	in := types.Schema{{Name: "k", Type: types.StringType}, {Name: "x", Type: types.Int64Type}, {Name: "v", Type: types.Int64Type},
@@ -56,28 +53,10 @@ func TestWindowTopNDiskLarge(t *testing.T) {
 
 	cfg := WindowTopNConfig{TopN: TopNConfig{Partition: []int{3, 0}, Order: []SortKeySpec{{Col: 1, Desc: true}}, Lo: 1, Hi: top},
 		End: 3, StateBackend: StateDisk}
-	tc := testkit.TaskContext(mem)
-	tc.Metrics = &exec.TaskMetrics{}
-	tc.StateFiles, tc.StateMemory, tc.SpillDir = stateTestFiles(t), stateMemory, t.TempDir()
-	open := func() *windowTopNOp {
-		op := opTestNew(t, "window_topn", cfg, in).(*windowTopNOp)
-		if err := op.Open(ctx, tc); err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
-	op := open()
-	defer func() { op.Close(ctx) }()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := &testkit.Collector{T: t}
+	r := newDiskRun(t, mem, stateMemory, "window_topn", cfg, in, func(op *windowTopNOp) *disk.DB { return op.spool.db })
+	defer r.Close()
 	var evictions, replays int
-	var held int64
-	checkpoint := int64(0)
+	counted := func(op *windowTopNOp) { evictions, replays = evictions+op.spool.evictions, replays+op.spool.replays }
 	const chunk = 1000
 	for w := range windows {
 		for lo := 0; lo < rows; lo += chunk {
@@ -85,41 +64,23 @@ func TestWindowTopNDiskLarge(t *testing.T) {
 			for i := lo; i < lo+chunk; i++ {
 				objs = append(objs, fmt.Sprintf(`{"k": "k%03d", "x": %d, "v": %d, "we": "%s"}`, i%keys, x(w, i), i, end(w).Format("2006-01-02 15:04:05")))
 			}
-			rec := testkit.Record(t, mem, in, "["+strings.Join(objs, ",")+"]")
-			err := op.ProcessBatch(ctx, 0, exec.Batch{Rec: rec}, c)
-			rec.Release()
-			must(err)
+			r.Feed(0, in, objs)
 			if lo == rows/2 && w > 0 {
 				if w == 1 || w == 2 {
-					checkpoint++
-					data, err := op.SnapshotState(ctx, checkpoint)
-					must(err)
-					var n int64
-					must(op.spool.db.Scan(nil, nil, func(k, v []byte) error { n += int64(len(k) + len(v)); return nil }))
-					held = max(held, n)
-					evictions += op.spool.evictions
-					replays += op.spool.replays
-					op.Close(ctx)
-					op = open()
-					must(op.RestoreState(ctx, data))
+					r.Restart(counted)
 				}
-				must(op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.Watermark, Watermark: end(w-1).UnixMicro() - 1}, c))
+				r.Watermark(1, end(w-1).UnixMicro()-1)
 			}
 		}
 	}
-	must(op.ProcessSignal(ctx, 0, exec.Signal{Kind: exec.EndOfStream}, c))
-	evictions += op.spool.evictions
-	replays += op.spool.replays
-	testkit.Equal(t, "the windows' tops", c.Sorted(), want)
+	r.End(1)
+	counted(r.Op)
+	testkit.Equal(t, "the windows' tops", r.C.Sorted(), want)
 	if evictions == 0 || replays < windows-1 {
 		t.Fatalf("%d evictions, %d windows closed from the DB: the test does not test the disk", evictions, replays)
 	}
-	if held < 4*stateMemory {
-		t.Fatalf("the DB held at most %d bytes, not four times the %d of --state-memory", held, stateMemory)
-	}
-	left := 0
-	must(op.spool.db.Scan(nil, nil, func(_, _ []byte) error { left++; return nil }))
-	if left != 0 {
+	r.CheckHeld()
+	if left := r.DBKeys(); left != 0 {
 		t.Fatalf("%d keys left in the DB after every window closed", left)
 	}
 }

@@ -211,9 +211,10 @@ func TestGetSetScan(t *testing.T) {
 	if want := []string{"0:v4.0", "3:v99.0"}; !slices.Equal(got, want) {
 		t.Fatalf("Get: %v, want %v", got, want)
 	}
-	// GetSorted finds the same, the keys out of order and one past the
-	// last key held: each with its index, in the keys' order.
-	keys = [][]byte{[]byte("k000099"), []byte("nope"), []byte("k000005"), []byte("a"), []byte("k000004"), []byte("k000050")}
+	// GetSorted finds the same, the keys out of order, one past the last
+	// key held, one repeated and one a prefix of a key held: each with its
+	// index, in the keys' order.
+	keys = [][]byte{[]byte("k000099"), []byte("nope"), []byte("k000005"), []byte("a"), []byte("k000004"), []byte("k000050"), []byte("k000004"), []byte("k00005")}
 	got = nil
 	if err := db.GetSorted(keys, func(i int, v []byte) error {
 		got = append(got, fmt.Sprintf("%d:%s", i, v))
@@ -221,7 +222,7 @@ func TestGetSetScan(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"4:v4.0", "5:v50.0", "0:v99.0"}; !slices.Equal(got, want) {
+	if want := []string{"4:v4.0", "6:v4.0", "5:v50.0", "0:v99.0"}; !slices.Equal(got, want) {
 		t.Fatalf("GetSorted: %v, want %v", got, want)
 	}
 	all := contents(t, db)
