@@ -69,6 +69,9 @@ func TestStateBackendWindows(t *testing.T) {
 // cmd/hummer's Nexmark q11 against PostgreSQL 15, the first bids' by
 // TestTopNFirstRandom). EXPLAIN says each is on disk.
 func TestStateBackendStreams(t *testing.T) {
+	if raceDetector {
+		t.Skip("millions of joined rows take over ten minutes under the race detector; the operators' random tests run the same code under it")
+	}
 	s := openStateEngine(t)
 	mustRun(t, s, `CREATE TABLE bids (auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP,
 		WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND)
