@@ -116,7 +116,9 @@ func BenchmarkHashAggOrderKeys(b *testing.B) {
 
 // TestHashAggPartialRestarts checks that a partial aggregate whose groups
 // outgrow partialGroups sends them on before end of stream when its rows
-// cluster by group, and keeps them when they do not, and that a final
+// cluster by group, and keeps them when they do not: shuffled, or three rows
+// a group on average with most of them of a few hot keys all through the
+// input (as a text's words are), and that a final
 // aggregate over its output gets every group's sum and count, as a map of
 // the input says, for an integer key (the integer table) and a text key, in
 // batches of partialSlice rows and in larger ones, which a clustered partial
@@ -125,8 +127,9 @@ func TestHashAggPartialRestarts(t *testing.T) {
 	const groups = partialGroups + 30_000
 	for _, batchRows := range []int{partialSlice, 2*partialSlice + 1000} {
 		for _, keyType := range []types.Type{types.Int64Type, types.StringType} {
-			for _, clustered := range []bool{true, false} {
-				t.Run(fmt.Sprintf("%s clustered=%v batch=%d", keyType.ID, clustered, batchRows), func(t *testing.T) {
+			for _, mode := range []string{"clustered", "shuffled", "hot keys"} {
+				clustered := mode == "clustered"
+				t.Run(fmt.Sprintf("%s %s batch=%d", keyType.ID, mode, batchRows), func(t *testing.T) {
 					mem := testkit.Mem()
 					defer mem.AssertSize(t, 0)
 					r := rand.New(rand.NewPCG(7, 8))
@@ -141,6 +144,9 @@ func TestHashAggPartialRestarts(t *testing.T) {
 						}
 						for range n {
 							rows = append(rows, row{g * 7, r.Int64N(1000)})
+						}
+						if mode == "hot keys" {
+							rows = append(rows, row{g % 100 * 7, 1}, row{g % 97 * 7, 2})
 						}
 					}
 					if !clustered {

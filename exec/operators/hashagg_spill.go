@@ -42,7 +42,7 @@ func (o *hashAggOp) restartPartial(ctx context.Context, out exec.Collector, keep
 		o.table.Release()
 		o.table = o.newTable()
 	}
-	o.partialRows = 0
+	o.partialRows, o.partialRuns = 0, 0
 	_, err := o.buildAggs()
 	return err
 }
