@@ -51,7 +51,7 @@ HTTP (--http-addr; '' turns it off): the dashboard (serve, jobmanager; off loopb
 user and password of the PostgreSQL port; HTTPS with --http-tls), /metrics, /healthz, /readyz;
 a TaskManager has none unless given one
 Memory (serve, jobmanager, taskmanager): --memory SIZE, the soft limit (default: $GOMEMLIMIT,
-else 90% of the cgroup's limit); memory a big query grew goes back to the system a second after it ends
+else 90% of the cgroup's limit); memory a big query grew goes back to the system (lazily: MADV_FREE) when it ends
 
 Security flags (serve, jobmanager):
   --auth trust|password|scram-sha-256   default: trust on a loopback --pg-addr, scram-sha-256 otherwise
@@ -64,6 +64,10 @@ func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "serve", "jobmanager", "taskmanager":
+		lazyFree() // long-lived servers: see lazyfree_linux.go
 	}
 	stopProfile := startCPUProfile()
 	var err error
