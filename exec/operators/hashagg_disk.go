@@ -63,10 +63,9 @@ type aggDisk struct {
 	// open). A shared DB's values carry the group's key as the table encodes
 	// it, after the flag, for closing the window to emit its groups from a
 	// scan.
-	prefix  []byte
-	shared  bool
-	changed []bool
-	dirty   []uint32
+	prefix []byte
+	shared bool
+	changeSet
 	// Scratch for lookups and write-backs.
 	keys  [][]byte
 	arena []byte
@@ -144,30 +143,17 @@ func (o *hashAggOp) cacheBytes() int64 {
 func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 	d := o.disk
 	n := o.table.Len()
-	d.changed = vector.GrowZero(d.changed, n)
-	for _, g := range gids {
-		if !d.changed[g] {
-			d.changed[g] = true
-			d.dirty = append(d.dirty, g)
-		}
-	}
+	d.markIDs(n, gids)
 	if n == first || !d.written {
 		return nil
 	}
-	d.keys, d.arena = d.keys[:0], d.arena[:0]
-	offs := make([]int, 0, n-first+1)
-	for g := first; g < n; g++ {
-		k, null := o.table.Key(uint32(g))
-		offs = append(offs, len(d.arena))
-		d.arena = append(d.arena, d.prefix...)
-		var err error
-		if d.arena, err = disk.AppendOrdered(d.arena, k, null, o.keyTypes); err != nil {
-			return err
-		}
-	}
-	offs = append(offs, len(d.arena))
-	for i := range n - first {
-		d.keys = append(d.keys, d.arena[offs[i]:offs[i+1]])
+	var err error
+	d.arena, d.keys, err = cacheKeys(d.arena[:0], d.keys[:0], first, n, func(dst []byte, g uint32) ([]byte, error) {
+		k, null := o.table.Key(g)
+		return disk.AppendOrdered(append(dst, d.prefix...), k, null, o.keyTypes)
+	})
+	if err != nil {
+		return err
 	}
 	d.ids, d.loads = d.ids[:0], d.loads[:0]
 	var vals []byte
@@ -187,7 +173,6 @@ func (o *hashAggOp) loadGroups(first int, gids []uint32) error {
 	}
 	o.emitted = vector.GrowZero(o.emitted, n)
 	start := 0
-	var err error
 	for i, g := range d.ids {
 		v := vals[start:ends[i]]
 		start = ends[i]
@@ -316,7 +301,8 @@ func (o *hashAggOp) clearCache() {
 	for _, s := range o.slots() {
 		s.clearSlots()
 	}
-	o.emitted, o.isDirty, o.disk.changed = o.emitted[:0], o.isDirty[:0], o.disk.changed[:0]
+	o.emitted, o.isDirty = o.emitted[:0], o.isDirty[:0]
+	o.disk.forget()
 }
 
 // errStateLimit is the error of a streaming aggregation on the memory backend

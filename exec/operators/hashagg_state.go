@@ -584,12 +584,7 @@ func (o *hashAggOp) RestoreState(ctx context.Context, data []byte) (err error) {
 	if o.disk != nil {
 		// State of the memory backend restored into the disk backend's
 		// cache: every group goes to the DB at the next write-back.
-		n := o.table.Len()
-		o.disk.changed = vector.GrowZero(o.disk.changed, n)
-		for g := range n {
-			o.disk.changed[g] = true
-			o.disk.dirty = append(o.disk.dirty, uint32(g))
-		}
+		o.disk.markAll(o.table.Len())
 	}
 	return nil
 }

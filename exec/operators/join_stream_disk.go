@@ -67,9 +67,9 @@ type joinDisk struct {
 	// (evictIfFull), so that a key that comes back is not looked up either.
 	complete bool
 	// By side and key id: the key's rows are in the cache (loaded), and
-	// changed since (changed, listed in dirty).
-	loaded, changed [2][]bool
-	dirty           [2][]uint32
+	// changed since (changes).
+	loaded  [2][]bool
+	changes [2]changeSet
 	// evictions counts the times the cache was emptied, compactions those
 	// it was compacted instead (evictIfFull); lookups the keys looked up.
 	evictions, compactions, lookups int
@@ -234,7 +234,7 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 			sd.members = append(sd.members, nil)
 		}
 		d.loaded[side] = vector.GrowZero(d.loaded[side], sd.keys.Len())
-		d.changed[side] = vector.GrowZero(d.changed[side], sd.keys.Len())
+		d.changes[side].grow(sd.keys.Len())
 		for _, i := range want {
 			d.loaded[side][ids[i]] = true
 		}
@@ -248,12 +248,7 @@ func (o *streamJoinOp) loadKeys(data []byte, offs []int32, nulls []bool, change,
 }
 
 // change marks key id of side changed since it was loaded.
-func (d *joinDisk) change(side int, id uint32) {
-	if !d.changed[side][id] {
-		d.changed[side][id] = true
-		d.dirty[side] = append(d.dirty[side], id)
-	}
-}
+func (d *joinDisk) change(side int, id uint32) { d.changes[side].mark(id) }
 
 // cacheAll marks every key the sides hold as loaded and changed: state of
 // the memory backend restored into the disk backend's cache goes to the DB
@@ -263,12 +258,10 @@ func (d *joinDisk) cacheAll(o *streamJoinOp) {
 	for s, sd := range o.side {
 		n := sd.keys.Len()
 		d.loaded[s] = vector.GrowZero(d.loaded[s][:0], n)
-		d.changed[s] = vector.GrowZero(d.changed[s][:0], n)
-		d.dirty[s] = d.dirty[s][:0]
 		for id := range n {
-			d.loaded[s][id], d.changed[s][id] = true, true
-			d.dirty[s] = append(d.dirty[s], uint32(id))
+			d.loaded[s][id] = true
 		}
+		d.changes[s].markAll(n)
 	}
 }
 
@@ -331,7 +324,7 @@ func (o *streamJoinOp) writeBack() error {
 	d := o.disk
 	b := d.db.NewBatch()
 	for side, sd := range o.side {
-		for i, id := range d.dirty[side] {
+		for i, id := range d.changes[side].dirty {
 			k, null := sd.keys.Key(id)
 			key, err := disk.AppendOrdered([]byte{byte(side)}, k, null, d.keyTypes)
 			if err != nil {
@@ -348,7 +341,7 @@ func (o *streamJoinOp) writeBack() error {
 			if err != nil {
 				return fmt.Errorf("stream_join: disk state: %w", err)
 			}
-			d.changed[side][id] = false
+			d.changes[side].changed[id] = false
 			if i%writeBackChunk == writeBackChunk-1 {
 				if err := b.Commit(); err != nil {
 					return fmt.Errorf("stream_join: disk state: %w", err)
@@ -356,7 +349,7 @@ func (o *streamJoinOp) writeBack() error {
 				b = d.db.NewBatch()
 			}
 		}
-		d.dirty[side] = d.dirty[side][:0]
+		d.changes[side].dirty = d.changes[side].dirty[:0]
 	}
 	d.written = true
 	if err := b.Commit(); err != nil {
@@ -536,7 +529,8 @@ func (o *streamJoinOp) evictIfFull() error {
 			for s, sd := range o.side {
 				n := sd.keys.Len()
 				d.loaded[s] = vector.GrowZero(d.loaded[s][:0], n)
-				d.changed[s] = vector.GrowZero(d.changed[s][:0], n)
+				d.changes[s].forget() // written back above
+				d.changes[s].grow(n)
 				for id := range n {
 					d.loaded[s][id] = true
 				}
@@ -547,7 +541,8 @@ func (o *streamJoinOp) evictIfFull() error {
 	}
 	for s, sd := range o.side {
 		sd.reset()
-		d.loaded[s], d.changed[s] = d.loaded[s][:0], d.changed[s][:0]
+		d.loaded[s] = d.loaded[s][:0]
+		d.changes[s].forget()
 	}
 	d.complete = false
 	d.evictions++
@@ -656,7 +651,7 @@ func (o *streamJoinOp) restoreDisk(ctx context.Context, data []byte) error {
 	o.disk.db, o.disk.written, o.disk.complete = db, true, false
 	for s, sd := range o.side {
 		sd.reset()
-		o.disk.loaded[s], o.disk.changed[s], o.disk.dirty[s] = nil, nil, nil
+		o.disk.loaded[s], o.disk.changes[s] = nil, changeSet{}
 	}
 	return nil
 }

@@ -49,7 +49,6 @@ import (
 	"github.com/hummer-db/hummer/exec"
 	"github.com/hummer-db/hummer/exec/state"
 	"github.com/hummer-db/hummer/exec/state/disk"
-	"github.com/hummer-db/hummer/exec/vector"
 )
 
 const (
@@ -76,8 +75,7 @@ type topnDisk struct {
 	// (or a restore) a partition new in the cache is new, and no lookup is
 	// needed.
 	written   bool
-	changed   []bool // by partition id
-	dirty     []uint32
+	changeSet // by partition id
 	evictions int
 
 	partTypes []arrow.DataType
@@ -346,19 +344,15 @@ func (o *topnOp) evict() error {
 	}
 	pending := o.pendingKeys()
 	o.reset()
-	o.disk.changed = o.disk.changed[:0]
+	o.disk.forget()
 	o.disk.evictions++
 	return o.cachePending(pending)
 }
 
 // changedPart marks partition pid changed since it was loaded.
 func (o *topnOp) changedPart(pid uint32) {
-	d := o.disk
-	d.changed = vector.GrowZero(d.changed, len(o.ps))
-	if !d.changed[pid] {
-		d.changed[pid] = true
-		d.dirty = append(d.dirty, pid)
-	}
+	o.disk.grow(len(o.ps))
+	o.disk.mark(pid)
 }
 
 // topnPartKeys are partition keys as o.parts encodes them: key i is
@@ -422,12 +416,7 @@ func (o *topnOp) cachePending(ks topnPartKeys) error {
 // backend restored into the disk backend's cache goes to the DB at the next
 // write-back.
 func (d *topnDisk) cacheAll(o *topnOp) {
-	d.changed = vector.GrowZero(d.changed[:0], len(o.ps))
-	d.dirty = d.dirty[:0]
-	for pid := range o.ps {
-		d.changed[pid] = true
-		d.dirty = append(d.dirty, uint32(pid))
-	}
+	d.markAll(len(o.ps))
 }
 
 // topnDiskHeader is the header of an HTPD blob: what the values' encoding
@@ -501,7 +490,7 @@ func (o *topnOp) restoreDisk(ctx context.Context, data []byte) error {
 	o.disk.db.Close()
 	o.disk.db, o.disk.written = db, true
 	o.reset()
-	o.disk.changed, o.disk.dirty = nil, nil
+	o.disk.changeSet = changeSet{}
 	if h.First {
 		o.mark = h.Mark
 		return o.cachePending(h.Pending)

@@ -61,8 +61,7 @@ type viewDisk struct {
 	// written says the DB may hold rows: until the first write-back (or a
 	// restore) a row new in the cache is new, and no lookup is needed.
 	written bool
-	changed []bool
-	dirty   []uint32
+	changeSet
 	// Scratch for lookups and write-backs.
 	keys  [][]byte
 	arena []byte
@@ -115,27 +114,13 @@ func (v *ViewState) diskKey(dst []byte, g uint32) []byte {
 func (v *ViewState) loadCounts(first int, gids []uint32) error {
 	d := v.disk
 	n := v.table.Len()
-	d.changed = vector.GrowZero(d.changed, n)
-	for _, g := range gids {
-		if !d.changed[g] {
-			d.changed[g] = true
-			d.dirty = append(d.dirty, g)
-		}
-	}
+	d.markIDs(n, gids)
 	if n == first || !d.written {
 		return nil
 	}
-	d.arena = d.arena[:0]
-	offs := make([]int, 0, n-first+1)
-	for g := first; g < n; g++ {
-		offs = append(offs, len(d.arena))
-		d.arena = v.diskKey(d.arena, uint32(g))
-	}
-	offs = append(offs, len(d.arena))
-	d.keys = d.keys[:0]
-	for i := range n - first {
-		d.keys = append(d.keys, d.arena[offs[i]:offs[i+1]])
-	}
+	d.arena, d.keys, _ = cacheKeys(d.arena[:0], d.keys[:0], first, n, func(dst []byte, g uint32) ([]byte, error) {
+		return v.diskKey(dst, g), nil
+	})
 	return d.db.Get(d.keys, func(i int, val []byte) error {
 		c, w := binary.Uvarint(val)
 		if w <= 0 || w != len(val) || c == 0 {
@@ -195,7 +180,8 @@ func (v *ViewState) evictIfFull() error {
 	v.table.Release()
 	v.table = state.NewKeyTable()
 	v.keys = state.RowKeys{}
-	v.counts, v.live, v.disk.changed = v.counts[:0], 0, v.disk.changed[:0]
+	v.counts, v.live = v.counts[:0], 0
+	v.disk.forget()
 	v.disk.evictions++
 	return nil
 }
@@ -282,7 +268,7 @@ func (v *ViewState) restoreDisk(ctx context.Context, data []byte) error {
 	}
 	v.disk.db.Close()
 	v.disk.db, v.disk.written = db, true
-	v.disk.dirty, v.disk.changed = v.disk.dirty[:0], v.disk.changed[:0]
+	v.disk.forget()
 	v.table.Release()
 	v.table, v.keys, v.counts, v.live, v.rows = state.NewKeyTable(), state.RowKeys{}, nil, 0, h.Rows
 	return nil

@@ -183,7 +183,7 @@ func (v *ViewState) restoreToDisk(recs []arrow.RecordBatch) error {
 	nd := len(v.dts)
 	v.table.Release()
 	v.table, v.keys, v.counts, v.live, v.rows = state.NewKeyTable(), state.RowKeys{}, nil, 0, 0
-	v.disk.dirty, v.disk.changed = v.disk.dirty[:0], v.disk.changed[:0]
+	v.disk.forget()
 	for _, rec := range recs {
 		n := int(rec.NumRows())
 		if n == 0 {

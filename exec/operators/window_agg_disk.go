@@ -199,7 +199,8 @@ func evictWindow(w *hashAggOp) error {
 			}
 		}
 	}
-	w.emitted, w.isDirty, w.disk.changed = nil, nil, nil
+	w.emitted, w.isDirty = nil, nil
+	w.disk.changeSet = changeSet{} // written back above; dropped whole, as the columns
 	return nil
 }
 
