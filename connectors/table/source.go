@@ -22,8 +22,9 @@ const followPoll = 20 * time.Millisecond
 
 // source scans one pinned version of a table: subtask i of n reads record
 // batches i, i+n, i+2n, ... of the version's segments in order, projected.
-// Following (loc.follow, one subtask), it goes on with the changes of every
-// later commit, deletes as Delete rows, until cancelled.
+// Following (loc.follow), subtask 0 then goes on with the changes of every
+// later commit, deletes as Delete rows, until cancelled; the other subtasks
+// end after their share of the version.
 //
 // Its checkpointed position is the number of batches it has emitted: the
 // batches it emits are the same sequence on every run (a pinned version,
@@ -58,7 +59,12 @@ type source struct {
 
 	// held: the task's checkpoint lock is held, by a following scan from its
 	// Open through its snapshot (see Run).
-	held    bool
+	held bool
+	// snapshotted is closed by SnapshotState once a following scan's
+	// barrier goes out after its whole share of the version (next set):
+	// subtask 0 emits no change before it (see Run). Nil without
+	// checkpoints.
+	snapshotted chan struct{}
 	emitted int64 // batches emitted (under lock)
 	skip    int64 // batches to skip before emitting, after a restore
 	// next is the version whose changes a following scan reads next, once
@@ -109,12 +115,13 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 	}
 	s.subtask, s.n = tc.Subtask, max(tc.Parallelism, 1)
 	s.alloc, s.lock = tc.Alloc, tc.CheckpointLock
-	if s.loc.follow && s.subtask == 0 && s.lock != nil {
+	if s.loc.follow && s.lock != nil {
 		// No barrier passes before the snapshot: one triggered as the job
 		// starts (JobOptions.CheckpointAtStart) could otherwise go out before
 		// Run takes the lock, and the view would count as caught up empty.
 		s.lock.Lock()
 		s.held = true
+		s.snapshotted = make(chan struct{})
 	}
 	if s.alloc == nil {
 		s.alloc = memory.DefaultAllocator
@@ -140,22 +147,27 @@ func (s *source) Open(ctx context.Context, tc *exec.TaskContext) error {
 
 // Run emits this subtask's batches, each read from its mapped segment file
 // into memory of the task's allocator, only the projected columns (the
-// batches a subtask skips are not read at all). A following scan emits the
-// version's rows and the changes committed by then before a checkpoint's
-// barrier can pass (it holds the checkpoint lock meanwhile), so a view over
-// the table is caught up by its first checkpoint.
+// batches a subtask skips are not read at all).
+//
+// A following scan's subtasks each emit their share of the version before a
+// checkpoint's barrier can pass (each holds its checkpoint lock meanwhile),
+// so a view over the table is caught up by its first checkpoint; then
+// subtask 0 alone follows the changes, emitting none before its own first
+// barrier has gone out. Barriers are aligned downstream, so every operator
+// takes all of the version's rows before any change, and a row's delete
+// comes after its insert. Without checkpoints (no lock, no barriers to
+// order them) subtask 0 reads the version alone.
 func (s *source) Run(ctx context.Context, out exec.Collector) error {
-	if s.loc.follow && s.subtask > 0 {
-		// One subtask follows, so that a row's delete comes after its
-		// insert; the others have nothing to read.
-		return nil
-	}
-	if s.loc.follow {
+	if s.loc.follow && (s.resume > 0 || s.lock == nil) {
+		// Restored past the version (it was emitted before the
+		// checkpoint), or with nothing to order the subtasks' rows.
+		if s.subtask > 0 {
+			return nil
+		}
 		s.n = 1
 	}
 	// A following scan holds the checkpoint lock (taken in Open) through its
-	// snapshot and the changes there are by then; then around each change
-	// set alone.
+	// share of the version; then around each change set alone.
 	lock := func() {
 		if s.lock != nil && !s.held {
 			s.lock.Lock()
@@ -170,7 +182,7 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	}
 	defer unlock()
 	if s.resume > 0 {
-		return s.follow(ctx, s.resume, true, lock, unlock, out)
+		return s.follow(ctx, s.resume, lock, unlock, out)
 	}
 	next := 0 // the global index of the first batch of the current segment
 	for j, path := range s.segments {
@@ -195,13 +207,25 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 	if !s.loc.follow {
 		return nil
 	}
-	return s.follow(ctx, s.loc.version+1, false, lock, unlock, out)
+	s.next = s.loc.version + 1 // a checkpoint from here on has the version behind it
+	if s.subtask > 0 {
+		return nil
+	}
+	s.n = 1
+	if s.snapshotted != nil {
+		unlock()
+		select {
+		case <-s.snapshotted:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.follow(ctx, s.next, lock, unlock, out)
 }
 
 // follow emits the changes of version v and each later one, holding the
-// checkpoint lock around each change set once caughtUp (before: from the
-// start to the first version not yet committed).
-func (s *source) follow(ctx context.Context, v int64, caughtUp bool, lock, unlock func(), out exec.Collector) error {
+// checkpoint lock around each change set.
+func (s *source) follow(ctx context.Context, v int64, lock, unlock func(), out exec.Collector) error {
 	s.next = v
 	for {
 		cs, ok, err := readChanges(s.loc.dir, v)
@@ -209,7 +233,6 @@ func (s *source) follow(ctx context.Context, v int64, caughtUp bool, lock, unloc
 			return fmt.Errorf("%w: table %s: %w", exec.ErrBadInput, s.loc.id, err)
 		}
 		if !ok {
-			caughtUp = true
 			unlock()
 			if err := s.checkGap(v); err != nil {
 				return err
@@ -227,9 +250,7 @@ func (s *source) follow(ctx context.Context, v int64, caughtUp bool, lock, unloc
 		}
 		v++
 		s.next = v
-		if caughtUp {
-			unlock()
-		}
+		unlock()
 	}
 }
 
@@ -452,6 +473,13 @@ type sourceState struct {
 // following scan holds it from its start until it has caught up, so a
 // checkpoint finds it between change sets, past the snapshot.
 func (s *source) SnapshotState(ctx context.Context, checkpoint int64) ([]byte, error) {
+	if s.snapshotted != nil && s.next > 0 {
+		select {
+		case <-s.snapshotted:
+		default:
+			close(s.snapshotted) // its barrier goes out next, under the same lock
+		}
+	}
 	return json.Marshal(sourceState{Version: s.loc.version, Emitted: s.emitted, Next: s.next})
 }
 
