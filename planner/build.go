@@ -530,7 +530,7 @@ func (b *builder) view(p *sql.Scan) (int, error) {
 	}
 	label := fmt.Sprintf("snapshot of %s %s %s", what, p.Table.Name, names(p.Schema()))
 	op := exec.OperatorSpec{Kind: "snapshot", Label: label,
-		Config: exec.MustConfig(operators.SnapshotConfig{Data: data, Columns: p.Columns}), Out: p.Schema()}
+		Config: exec.MustConfig(operators.SnapshotConfig{Columns: p.Columns}), Data: data, Out: p.Schema()}
 	return b.add(op, 1, 1), nil
 }
 

@@ -147,11 +147,11 @@ func PartialSchema(groupCols types.Schema, aggs []AggSpec, in types.Schema) type
 
 // SnapshotConfig configures the source kind "snapshot": rows captured when the
 // query was planned (a materialised view's contents, ViewState.Snapshot), as an
-// Arrow IPC stream, emitted once by subtask 0. Columns, when not nil, are the
-// positions it emits, in order (projection push-down).
+// Arrow IPC stream in its OperatorSpec's Data, emitted once by subtask 0.
+// Columns, when not nil, are the positions it emits, in order (projection
+// push-down).
 type SnapshotConfig struct {
-	Data    []byte `json:"data"`
-	Columns []int  `json:"columns,omitempty"`
+	Columns []int `json:"columns,omitempty"`
 }
 
 // JoinConfig configures kind "hash_join": input 0 is the left side, input 1 the

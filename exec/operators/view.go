@@ -177,15 +177,16 @@ func (v *ViewState) Snapshot() ([]byte, error) {
 // captured when the query was planned, a materialised view's contents, emitted
 // once by subtask 0.
 type snapshotSource struct {
-	cfg SnapshotConfig
-	out *arrow.Schema
+	cfg  SnapshotConfig
+	data []byte // the spec's Data
+	out  *arrow.Schema
 	tc  *exec.TaskContext
 }
 
 var _ exec.Source = (*snapshotSource)(nil)
 
 func newSnapshotSource(spec exec.OperatorSpec) (*snapshotSource, error) {
-	s := &snapshotSource{out: spec.Out.Arrow()}
+	s := &snapshotSource{out: spec.Out.Arrow(), data: spec.Data}
 	if err := json.Unmarshal(spec.Config, &s.cfg); err != nil {
 		return nil, fmt.Errorf("exec: snapshot config: %w", err)
 	}
@@ -203,7 +204,7 @@ func (s *snapshotSource) Run(ctx context.Context, out exec.Collector) error {
 	if s.tc.Subtask != 0 {
 		return nil
 	}
-	r, err := ipc.NewReader(bytes.NewReader(s.cfg.Data), ipc.WithAllocator(vector.TaskAlloc(s.tc)))
+	r, err := ipc.NewReader(bytes.NewReader(s.data), ipc.WithAllocator(vector.TaskAlloc(s.tc)))
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}

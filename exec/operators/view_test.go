@@ -3,6 +3,7 @@ package operators
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -107,19 +108,33 @@ func TestViewState(t *testing.T) {
 			}
 			testkit.Equal(t, "rows after churn", viewTestRows(t, data), []string{text("a", 1), text("a", 2)})
 
-			// A snapshot source reads it back, projected.
-			src, err := newSnapshotSource(opTestSpec("snapshot", SnapshotConfig{Data: data, Columns: []int{0}}, schema[:1]))
+			// A snapshot source reads it back, projected: from the spec as
+			// planned (in this process), and from the spec as a remote
+			// TaskManager gets it, through JSON.
+			spec := opTestSpec("snapshot", SnapshotConfig{Columns: []int{0}}, schema[:1])
+			spec.Data = data
+			enc, err := json.Marshal(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := src.Open(ctx, testkit.TaskContext(mem)); err != nil {
+			var remote exec.OperatorSpec
+			if err := json.Unmarshal(enc, &remote); err != nil {
 				t.Fatal(err)
 			}
-			c := &testkit.Collector{T: t}
-			if err := src.Run(ctx, c); err != nil {
-				t.Fatal(err)
+			for _, spec := range []exec.OperatorSpec{spec, remote} {
+				src, err := newSnapshotSource(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := src.Open(ctx, testkit.TaskContext(mem)); err != nil {
+					t.Fatal(err)
+				}
+				c := &testkit.Collector{T: t}
+				if err := src.Run(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+				testkit.Equal(t, "snapshot source", c.Sorted(), []string{`["a"]`, `["a"]`})
 			}
-			testkit.Equal(t, "snapshot source", c.Sorted(), []string{`["a"]`, `["a"]`})
 		})
 	}
 }
