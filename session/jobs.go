@@ -67,14 +67,29 @@ func parseInterval(s string) (time.Duration, error) {
 // restarted engine resumes it, and forgets it when it ends (killed, failed,
 // finished) while the engine runs.
 func (e *Engine) keep(job *jobmanager.Job, view string) {
-	graph, err := json.Marshal(job.Graph.Job)
-	if err == nil {
-		err = e.catalog.AddJob(&sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph, View: view,
-			Restarts: job.Checkpoints().Restarts, FailoverAfter: job.Options().FailoverAfter})
+	if r := e.jobRecord(job, view); r != nil {
+		if err := e.catalog.AddJob(r); err != nil {
+			e.cfg.Log.Warn("job not recorded: it will not resume after a restart", "job", job.ID, "err", err)
+		}
 	}
+	e.watch(job)
+}
+
+// jobRecord is what the catalog records of a continuous job (of view, if
+// not ""), or nil, logged, when its graph does not encode.
+func (e *Engine) jobRecord(job *jobmanager.Job, view string) *sql.JobRecord {
+	graph, err := json.Marshal(job.Graph.Job)
 	if err != nil {
 		e.cfg.Log.Warn("job not recorded: it will not resume after a restart", "job", job.ID, "err", err)
+		return nil
 	}
+	return &sql.JobRecord{ID: job.ID, Statement: job.Statement, Graph: graph, View: view,
+		Restarts: job.Checkpoints().Restarts, FailoverAfter: job.Options().FailoverAfter}
+}
+
+// watch keeps a recorded job's count of restarts saved and forgets the job
+// when it ends while the engine runs.
+func (e *Engine) watch(job *jobmanager.Job) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

@@ -3,6 +3,7 @@ package session_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -54,25 +55,77 @@ func TestViewOverStoredTablesCaughtUp(t *testing.T) {
 	mustRun(t, s, "DROP VIEW v")
 }
 
+// TestViewJobRecorded: a view over stored tables with a data directory is
+// in the catalog with its job's record after CREATE VIEW (one save), so the
+// view resumes with a reopened engine and goes on following its table; a
+// second CREATE VIEW of the name fails and leaves the first view's job
+// keeping it; after DROP VIEW a reopened engine resumes no job.
+func TestViewJobRecorded(t *testing.T) {
+	dir := t.TempDir()
+	closeEngine, s := openServeEngineAt(t, dir)
+	mustRun(t, s, "CREATE TABLE t (k BIGINT, v BIGINT)")
+	mustRun(t, s, "INSERT INTO t VALUES (1, 10), (2, 20)")
+	mustRun(t, s, "CREATE VIEW v AS SELECT count(*) AS n, sum(v) AS s FROM t")
+	if _, err := run(s, "CREATE VIEW v AS SELECT k FROM t"); err == nil || !strings.Contains(err.Error(), `relation "v" already exists`) {
+		t.Fatalf("a second view v: %v", err)
+	}
+	mustRun(t, s, "INSERT INTO t VALUES (3, 30)")
+	waitRows(t, s, "SELECT * FROM v", "3|60")
+	views := func(s *session.Session) int { return strings.Count(mustRun(t, s, "SHOW PROCESSLIST"), "CREATE VIEW v") }
+	if n := views(s); n != 1 {
+		t.Errorf("%d jobs keep view v, want 1", n)
+	}
+	closeEngine()
+
+	closeEngine, s = openServeEngineAt(t, dir)
+	mustRun(t, s, "INSERT INTO t VALUES (4, 40)")
+	waitRows(t, s, "SELECT * FROM v", "4|100")
+	if n := views(s); n != 1 {
+		t.Errorf("reopened: %d jobs keep view v, want 1", n)
+	}
+	mustRun(t, s, "DROP VIEW v")
+	closeEngine()
+
+	_, s = openServeEngineAt(t, dir)
+	if n := views(s); n != 0 {
+		t.Errorf("reopened after DROP VIEW: %d jobs of view v resumed", n)
+	}
+	if _, err := run(s, "SELECT * FROM v"); err == nil {
+		t.Error("the dropped view v is there after a restart")
+	}
+}
+
 // openServeEngine opens an engine configured as `hummer serve` configures
 // it (cmd/hummer's openCluster): tables it stores follow their changes into
 // views only with the connectors' Unbounded, Retracts and Upsert.
 func openServeEngine(t *testing.T) *session.Session {
 	t.Helper()
+	_, s := openServeEngineAt(t, t.TempDir())
+	return s
+}
+
+// openServeEngineAt is openServeEngine over data directory dir; the engine
+// closes at the test's end, or before when the test calls close.
+func openServeEngineAt(t *testing.T, dir string) (close func(), s *session.Session) {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(vector.NewPoisoningPoolAllocator())
 	reg := exec.NewRegistry()
 	operators.Register(reg)
 	tables := connectors.Register(reg)
-	e, err := session.Open(session.Config{DataDir: t.TempDir(), Registry: reg, Validate: connectors.Validate,
+	e, err := session.Open(session.Config{DataDir: dir, Registry: reg, Validate: connectors.Validate,
 		Unbounded: connectors.Unbounded, EstimateRows: connectors.EstimateRows, EstimateDistinct: connectors.EstimateDistinct,
 		Upsert: connectors.Upsert, Retracts: connectors.Retracts, SourceWatermarks: connectors.SourceWatermarks,
 		Slots: 2, Alloc: mem, OnClose: tables.Close})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		e.Close()
-		mem.AssertSize(t, 0)
-	})
-	return e.NewSession()
+	var once sync.Once
+	close = func() {
+		once.Do(func() {
+			e.Close()
+			mem.AssertSize(t, 0)
+		})
+	}
+	t.Cleanup(close)
+	return close, e.NewSession()
 }

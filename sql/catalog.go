@@ -229,18 +229,50 @@ func (c *Catalog) sortedLocked() []*Table {
 // that name already existing is an *Error of kind ErrDuplicateTable, unless
 // ifNotExists, in which case Create does nothing.
 func (c *Catalog) Create(t *Table, ifNotExists bool) error {
+	return c.create(t, ifNotExists, nil)
+}
+
+// CreateView is Create of view t, recording job, if not nil, in the same
+// save (AddJob): the job that keeps the view, already started. Either both
+// are in the catalog after it, or neither.
+func (c *Catalog) CreateView(t *Table, job *JobRecord) error {
+	return c.create(t, false, job)
+}
+
+// CanCreate returns the error Create would return for a table named name
+// that exists, or nil: a check before work that Create then undoes.
+func (c *Catalog) CanCreate(name string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.tables[name]; ok {
+		return duplicateTable(name)
+	}
+	return nil
+}
+
+func duplicateTable(name string) error {
+	return Errorf(ErrDuplicateTable, 0, "relation \"%s\" already exists", name)
+}
+
+func (c *Catalog) create(t *Table, ifNotExists bool, job *JobRecord) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.tables[t.Name]; ok {
 		if ifNotExists {
 			return nil
 		}
-		return Errorf(ErrDuplicateTable, 0, "relation \"%s\" already exists", t.Name)
+		return duplicateTable(t.Name)
 	}
 	c.giveOIDLocked(&t.OID, "")
 	c.tables[t.Name] = t
+	if job != nil {
+		c.jobs[job.ID] = job
+	}
 	if err := c.saveLocked(); err != nil {
 		delete(c.tables, t.Name)
+		if job != nil {
+			delete(c.jobs, job.ID)
+		}
 		return err
 	}
 	return nil
@@ -280,7 +312,9 @@ func (c *Catalog) Drop(name string, ifExists bool) error {
 
 // DropTables removes every named table, or none: with a missing table and not
 // ifExists, it returns an *Error of kind ErrUnknownTable and changes nothing (as
-// PostgreSQL's DROP TABLE a, b).
+// PostgreSQL's DROP TABLE a, b). The jobs recorded as keeping a removed view
+// (JobRecord.View) go in the same save: their view gone, they are not to
+// resume, and the caller stops them.
 func (c *Catalog) DropTables(names []string, ifExists bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -301,10 +335,20 @@ func (c *Catalog) DropTables(names []string, ifExists bool) error {
 	for n := range removed {
 		delete(c.tables, n)
 	}
+	var jobs []*JobRecord
+	for id, j := range c.jobs {
+		if _, ok := removed[j.View]; ok && j.View != "" {
+			jobs = append(jobs, j)
+			delete(c.jobs, id)
+		}
+	}
 	restoreGrants := c.forgetGrantsLocked(slices.Collect(maps.Keys(removed)))
 	if err := c.saveLocked(); err != nil {
 		for n, t := range removed {
 			c.tables[n] = t
+		}
+		for _, j := range jobs {
+			c.jobs[j.ID] = j
 		}
 		restoreGrants()
 		return err

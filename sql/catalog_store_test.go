@@ -122,3 +122,70 @@ func TestCatalogOneWriter(t *testing.T) {
 		t.Errorf("a save after one that landed: %v", err)
 	}
 }
+
+// TestCatalogViewWithJob: CREATE VIEW's table and the record of the job
+// keeping it go in one save, or neither when the save fails; dropping the
+// view forgets the job's record in the save that drops it, and leaves the
+// records of other jobs (another view's, a continuous INSERT's).
+func TestCatalogViewWithJob(t *testing.T) {
+	store := &memStore{}
+	cat, err := OpenCatalogIn(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.AddJob(&JobRecord{ID: "j0", Statement: "INSERT INTO a SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
+	saves := store.saves
+	if err := cat.CreateView(testTable("v"), &JobRecord{ID: "j1", View: "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateView(testTable("w"), &JobRecord{ID: "j2", View: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.saves - saves; n != 2 {
+		t.Errorf("%d saves for two views with their jobs, want 2", n)
+	}
+	if err := cat.CanCreate("v"); !errors.Is(err, ErrDuplicateTable) {
+		t.Errorf("CanCreate of an existing view: %v", err)
+	}
+	if err := cat.CreateView(testTable("v"), &JobRecord{ID: "j3", View: "v"}); !errors.Is(err, ErrDuplicateTable) {
+		t.Errorf("a second view v: %v", err)
+	}
+	store.fail = true
+	if err := cat.CreateView(testTable("x"), &JobRecord{ID: "j4", View: "x"}); err == nil {
+		t.Fatal("a failing store took a save")
+	}
+	store.fail = false
+	if _, ok := cat.Table("x"); ok {
+		t.Error("a view whose save failed stayed in the catalog")
+	}
+	jobIDs := func(c *Catalog) string {
+		var ids []string
+		for _, j := range c.Jobs() {
+			ids = append(ids, j.ID)
+		}
+		return strings.Join(ids, " ")
+	}
+	if ids := jobIDs(cat); ids != "j0 j1 j2" {
+		t.Errorf("jobs %s, want j0 j1 j2 (none of the refused views)", ids)
+	}
+
+	saves = store.saves
+	if err := cat.DropTables([]string{"v"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.saves - saves; n != 1 {
+		t.Errorf("%d saves for DROP VIEW, want 1", n)
+	}
+	if err := cat.RemoveJob("j1"); err != nil || store.saves-saves != 1 {
+		t.Errorf("forgetting the dropped view's job again: %v, %d saves", err, store.saves-saves)
+	}
+	again, err := OpenCatalogIn(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, ids := tableNames(again), jobIDs(again); names != "[w]" || ids != "j0 j2" {
+		t.Errorf("reopened: tables %s, jobs %s; want [w], j0 j2", names, ids)
+	}
+}
