@@ -230,7 +230,8 @@ func stoppedView(name string, job *jobmanager.Job) error {
 	return nil
 }
 
-// dropViews stops the views' jobs and removes them from the catalog.
+// dropViews stops the views' jobs and removes them from the catalog; the
+// jobs' checkpoints are deleted after, off the statement's path.
 func (s *Session) dropViews(st *sql.DropView) (*Result, error) {
 	notices := s.missingNotices("view", st.Names) // tables.go
 	if err := s.e.catalog.DropTables(st.Names, st.IfExists); err != nil {
@@ -244,6 +245,13 @@ func (s *Session) dropViews(st *sql.DropView) (*Result, error) {
 		if ok {
 			job.Cancel(fmt.Errorf("%w: DROP VIEW %s", exec.ErrJobCancelled, name))
 			<-job.Done()
+			s.e.wg.Add(1)
+			go func() {
+				defer s.e.wg.Done()
+				if err := job.DropCheckpoints(context.Background()); err != nil {
+					s.e.cfg.Log.Warn("deleting a dropped view's checkpoints", "view", name, "job", job.ID, "err", err)
+				}
+			}()
 		}
 	}
 	return &Result{Tag: "DROP VIEW", Notices: notices}, nil

@@ -2,8 +2,11 @@ package session_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -59,7 +62,8 @@ func TestViewOverStoredTablesCaughtUp(t *testing.T) {
 // in the catalog with its job's record after CREATE VIEW (one save), so the
 // view resumes with a reopened engine and goes on following its table; a
 // second CREATE VIEW of the name fails and leaves the first view's job
-// keeping it; after DROP VIEW a reopened engine resumes no job.
+// keeping it; DROP VIEW deletes the job's checkpoints, and after it a
+// reopened engine resumes no job.
 func TestViewJobRecorded(t *testing.T) {
 	dir := t.TempDir()
 	closeEngine, s := openServeEngineAt(t, dir)
@@ -83,7 +87,27 @@ func TestViewJobRecorded(t *testing.T) {
 	if n := views(s); n != 1 {
 		t.Errorf("reopened: %d jobs keep view v, want 1", n)
 	}
+	jobDirs := func() []string {
+		ents, err := os.ReadDir(filepath.Join(dir, "checkpoints"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if n := len(jobDirs()); n != 1 {
+		t.Fatalf("checkpoints of %d jobs (%v), want the view's", n, jobDirs())
+	}
 	mustRun(t, s, "DROP VIEW v")
+	for deadline := time.Now().Add(10 * time.Second); len(jobDirs()) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("checkpoints of jobs %v left after DROP VIEW", jobDirs())
+		}
+		time.Sleep(10 * time.Millisecond) // the deletion runs after the statement
+	}
 	closeEngine()
 
 	_, s = openServeEngineAt(t, dir)

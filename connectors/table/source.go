@@ -65,10 +65,10 @@ type source struct {
 	// subtask 0 emits no change before it (see Run). Nil without
 	// checkpoints.
 	snapshotted chan struct{}
-	emitted int64 // batches emitted (under lock)
-	skip    int64 // batches to skip before emitting, after a restore
+	emitted     int64 // batches emitted (under lock)
+	skip        int64 // batches to skip before emitting, after a restore
 	// next is the version whose changes a following scan reads next, once
-	// it has emitted the snapshot and caught up (under lock); resume, the
+	// it has emitted its share of the snapshot (under lock); resume, the
 	// one a restored scan goes on from (0: none, it starts with the
 	// snapshot).
 	next, resume int64

@@ -3,6 +3,7 @@ package jobmanager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -321,6 +322,27 @@ func (j *Job) State() JobState {
 
 // Options returns the options the job was submitted with.
 func (j *Job) Options() JobOptions { return j.opts }
+
+// DropCheckpoints deletes the checkpoints of j, which has ended, from its
+// store: for a job that will not resume (a dropped view's), which would
+// otherwise leave them in the data directory for good (TPC-H q15's view:
+// 740 KB a run).
+func (j *Job) DropCheckpoints(ctx context.Context) error {
+	select {
+	case <-j.done:
+	default:
+		return fmt.Errorf("exec: job %s still runs: its checkpoints stay", j.ID)
+	}
+	if j.opts.CheckpointURL == "" {
+		return nil
+	}
+	store, err := checkpoint.Open(ctx, j.opts.CheckpointURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return store.DropJob(ctx, j.ID)
+}
 
 // Failure returns why the job is restarting or waiting for slots, or nil.
 func (j *Job) Failure() error {

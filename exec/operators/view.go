@@ -180,7 +180,7 @@ type snapshotSource struct {
 	cfg  SnapshotConfig
 	data []byte // the spec's Data
 	out  *arrow.Schema
-	tc  *exec.TaskContext
+	tc   *exec.TaskContext
 }
 
 var _ exec.Source = (*snapshotSource)(nil)
