@@ -35,6 +35,11 @@ import (
 // DATE '1995-01-01') are one conjunct, a single pass over its values
 // (expr.MatchRange). Comparisons of columns with constants go first, then
 // comparisons of two columns, then the rest in written order (conjunctRank).
+// Those of them that hold a bigint, date, timestamp or decimal column within
+// constants (expr.Bounds; a condition that is one such too) go first of all
+// and make a selection vector directly, each reading its column only at the
+// rows the ones before kept: TPC-H q6's filter, three such conjuncts, had
+// gathered two decimal columns at 15% of the rows and one at 4% for them.
 type filterOp struct {
 	cond  *expr.Expr
 	conjs []conjunct
@@ -66,6 +71,8 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	o := &filterOp{cond: cfg.Cond, cols: cfg.Keep}
 	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
 		o.conjs = conjuncts(cfg.Cond.Args)
+	} else if _, ok := expr.MatchBounds(cfg.Cond); ok {
+		o.conjs = conjuncts([]*expr.Expr{cfg.Cond}) // one step, a selection vector
 	}
 	return o, nil
 }
@@ -219,13 +226,33 @@ func (o *filterOp) Close(ctx context.Context) error { return nil }
 // unnest (repeating columns), hash_join (pairing rows) and sort (permuting).
 
 // processConjuncts filters b by the conjuncts one after another (filterOp).
-// The rows still kept are a bitmap over cur, ANDed with each conjunct's
-// result a word at a time, until narrowing turns it into row positions.
+// The bounds conjuncts (expr.Bounds), first, make a selection vector of the
+// rows they keep, each reading its column at the rows the ones before kept.
+// After them the rows still kept are a bitmap over cur, ANDed with each
+// conjunct's result a word at a time, until narrowing turns it into row
+// positions.
 func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.Collector) error {
 	if o.later == nil {
 		o.prepareConjuncts(b.Rec.Schema())
 	}
 	n := b.NumRows()
+	i := 0
+	var sel []int32 // the rows the bounds kept (nil: no bounds)
+	for ; i < len(o.conjs) && o.conjs[i].bounds != nil; i++ {
+		bd, col := o.conjs[i].bounds, b.Rec.Column(o.conjs[i].bounds.Col)
+		if i == 0 {
+			o.sel = bd.SelectAll(col, o.sel[:0])
+			sel = o.sel
+		} else {
+			sel = bd.Refine(col, sel)
+		}
+		if len(sel) == 0 {
+			return nil
+		}
+	}
+	if i == len(o.conjs) {
+		return o.emit(ctx, b, sel, out)
+	}
 	cur := b.Rec    // the rows the next conjunct reads
 	var pos []int32 // cur's rows' positions in b (nil: cur is b.Rec)
 	var keep []byte // the rows of cur still kept (nil: all)
@@ -236,7 +263,27 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 			narrowed.Release()
 		}
 	}()
-	for i, c := range o.conjs {
+	if sel != nil {
+		if len(sel) <= n/2 {
+			// The positions move to o.pos: the end reuses o.sel.
+			pos = append(o.pos[0][:0], sel...)
+			o.pos[0] = pos
+			narrowings++
+			rec, err := o.narrowTo(b.Rec, pos, i)
+			if err != nil {
+				return err
+			}
+			narrowed, cur = rec, rec
+		} else {
+			keep = o.keepBits(n)
+			clear(keep)
+			for _, r := range sel {
+				bitutil.SetBit(keep, int(r))
+			}
+		}
+	}
+	for ; i < len(o.conjs); i++ {
+		c := o.conjs[i]
 		res, err := c.eval(cur, o.mem)
 		if err != nil {
 			return fmt.Errorf("filter: %w", err)
@@ -282,7 +329,7 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 			narrowed, cur, pos, keep = rec, rec, abs, nil
 		}
 	}
-	sel := pos
+	sel = pos
 	if keep != nil {
 		o.sel = setRows(keep, int(cur.NumRows()), o.sel[:0])
 		sel = o.sel
@@ -348,10 +395,12 @@ func setRows(bits []byte, n int, sel []int32) []int32 {
 
 // conjunct is one step of processConjuncts: a conjunct of the condition, or
 // two that bound one expression from below and above (rng), evaluated in one
-// pass over it.
+// pass over it. bounds is set when the step holds a column within constants
+// (expr.MatchBounds): it is then evaluated into a selection vector.
 type conjunct struct {
-	cond *expr.Expr // for a range, the AND of its two
-	rng  *expr.Range
+	cond   *expr.Expr // for a range, the AND of its two
+	rng    *expr.Range
+	bounds *expr.Bounds
 }
 
 // conjuncts pairs each lower bound among conds with the first upper bound of
@@ -371,17 +420,29 @@ func conjuncts(conds []*expr.Expr) []conjunct {
 				break
 			}
 		}
+		if bd, ok := expr.MatchBounds(step.cond); ok {
+			step.bounds = bd
+		}
 		out = append(out, step)
 	}
 	// Comparisons of plain columns and constants of fixed-width types cannot
 	// fail and are cheap: they go first, with a column against constants
 	// (usually the most selective: a range of dates) before two columns, so
 	// that the others (TPC-H q12's l_shipmode IN ('RAIL', 'FOB'), over
-	// strings) see fewer rows. Whatever the order a row passes when every
-	// conjunct is true; a conjunct moved earlier fails on no row, so none
-	// fails that would not have.
-	slices.SortStableFunc(out, func(a, b conjunct) int { return conjunctRank(a.cond) - conjunctRank(b.cond) })
+	// strings) see fewer rows. Bounds of a column go before the other
+	// comparisons: they read no gathered rows. Whatever the order a row
+	// passes when every conjunct is true; a conjunct moved earlier fails on
+	// no row, so none fails that would not have.
+	slices.SortStableFunc(out, func(a, b conjunct) int { return a.rank() - b.rank() })
 	return out
+}
+
+// rank orders the steps: bounds, then by conjunctRank.
+func (c conjunct) rank() int {
+	if c.bounds != nil {
+		return -1
+	}
+	return conjunctRank(c.cond)
 }
 
 // conjunctRank orders conjuncts for evaluation: 0 for comparisons (or ANDs of
@@ -435,9 +496,18 @@ func (c conjunct) eval(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Array
 }
 
 // prepareConjuncts works out, for each conjunct, the columns it and the ones
-// after it read, and the schema of a record holding only those.
+// after it read, and the schema of a record holding only those. Bounds whose
+// column is not of the Arrow type their expression's type stands for are
+// evaluated as expressions (which then fail as they should).
 func (o *filterOp) prepareConjuncts(schema *arrow.Schema) {
 	nc := schema.NumFields()
+	for i, c := range o.conjs {
+		if c.bounds != nil && (c.bounds.Col >= nc || !c.bounds.Reads(schema.Field(c.bounds.Col).Type)) {
+			o.conjs[i].bounds = nil
+		}
+	}
+	// The bounds stay first: others may only move after them.
+	slices.SortStableFunc(o.conjs, func(a, b conjunct) int { return a.rank() - b.rank() })
 	o.later = make([][]bool, len(o.conjs))
 	o.narrow = make([]*arrow.Schema, len(o.conjs))
 	need := make([]bool, nc)
