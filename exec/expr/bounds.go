@@ -15,7 +15,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/hummer-db/hummer/exec/types"
@@ -107,18 +106,23 @@ func comparison(e *Expr) (x *Expr, c types.Value, mask uint8, ok bool) {
 	return bound(e)
 }
 
-// Reads reports whether the bounds read a column of Arrow type dt: decimals
-// of 128 bits, or 64-bit integers (bigint, timestamp).
-func (b *Bounds) Reads(dt arrow.DataType) bool {
+// Reads reports whether the bounds can read their column in batches of
+// schema s: decimals of 128 bits, or 64-bit integers (bigint, timestamp).
+func (b *Bounds) Reads(s *arrow.Schema) bool {
+	if b.Col >= s.NumFields() {
+		return false
+	}
+	dt := s.Field(b.Col).Type
 	if b.dec {
 		return dt.ID() == arrow.DECIMAL128
 	}
 	return dt.ID() == arrow.INT64 || dt.ID() == arrow.TIMESTAMP
 }
 
-// SelectAll appends to sel the rows of a, the batch's column Col, within the
+// SelectAll appends to sel the rows of rec whose column Col is within the
 // bounds, in order.
-func (b *Bounds) SelectAll(a arrow.Array, sel []int32) []int32 {
+func (b *Bounds) SelectAll(rec arrow.RecordBatch, sel []int32) []int32 {
+	a := rec.Column(b.Col)
 	n := a.Len()
 	if b.empty || n == 0 {
 		return sel
@@ -159,9 +163,10 @@ func (b *Bounds) SelectAll(a arrow.Array, sel []int32) []int32 {
 	return sel
 }
 
-// Refine keeps, in place and in order, the rows of sel (rows of a, the
-// batch's column Col) within the bounds, and returns them.
-func (b *Bounds) Refine(a arrow.Array, sel []int32) []int32 {
+// Refine keeps, in place and in order, the rows of sel (rows of rec) whose
+// column Col is within the bounds, and returns them.
+func (b *Bounds) Refine(rec arrow.RecordBatch, sel []int32) []int32 {
+	a := rec.Column(b.Col)
 	if b.empty {
 		return sel[:0]
 	}
@@ -201,20 +206,6 @@ func (b *Bounds) within128(v decimal128.Num) byte {
 	dLo, borrow := bits.Sub64(v.LowBits(), b.loLo, 0)
 	dHi, _ := bits.Sub64(uint64(v.HighBits()), b.loHi, borrow)
 	return b2u8(dHi < b.widthHi) | b2u8(dHi == b.widthHi)&b2u8(dLo <= b.widthLo)
-}
-
-// keepValid keeps, in place, the rows of sel where a is not NULL, and
-// returns how many.
-func keepValid(a arrow.Array, sel []int32) int {
-	valid, off := a.NullBitmapBytes(), a.Data().Offset()
-	k := 0
-	for _, i := range sel {
-		sel[k] = i
-		if bitutil.BitIsSet(valid, off+int(i)) {
-			k++
-		}
-	}
-	return k
 }
 
 // int128 is a two's complement 128-bit integer, for the bounds' arithmetic.

@@ -143,6 +143,8 @@ func TestBoundsSelect(t *testing.T) {
 		if isDec {
 			a = da
 		}
+		rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "x", Type: a.DataType(), Nullable: true}}, nil), []arrow.Array{a}, int64(n))
+		defer rec.Release()
 		var want, wantSub []int32
 		var sub []int32
 		for i := range n {
@@ -162,11 +164,11 @@ func TestBoundsSelect(t *testing.T) {
 				}
 			}
 		}
-		got := b.SelectAll(a, []int32{-7}) // appends after what is there
+		got := b.SelectAll(rec, []int32{-7}) // appends after what is there
 		if fmt.Sprint(got) != fmt.Sprint(append([]int32{-7}, want...)) {
 			t.Fatalf("%s: SelectAll %v, want %v", e, got[1:], want)
 		}
-		if got := b.Refine(a, sub); fmt.Sprint(got) != fmt.Sprint(wantSub) {
+		if got := b.Refine(rec, sub); fmt.Sprint(got) != fmt.Sprint(wantSub) {
 			t.Fatalf("%s: Refine %v, want %v", e, got, wantSub)
 		}
 		if len(want) > 0 && len(want) < n*6/7 {

@@ -35,11 +35,12 @@ import (
 // DATE '1995-01-01') are one conjunct, a single pass over its values
 // (expr.MatchRange). Comparisons of columns with constants go first, then
 // comparisons of two columns, then the rest in written order (conjunctRank).
-// Those of them that hold a bigint, date, timestamp or decimal column within
-// constants (expr.Bounds; a condition that is one such too) go first of all
-// and make a selection vector directly, each reading its column only at the
-// rows the ones before kept: TPC-H q6's filter, three such conjuncts, had
-// gathered two decimal columns at 15% of the rows and one at 4% for them.
+// Selectors (expr.Selector: a bigint, date, timestamp or decimal column
+// within constants, two such columns compared, a text column equal to one of
+// a few literals; a condition that is one such too) go first of all and make
+// a selection vector directly, each reading its columns only at the rows the
+// ones before kept: TPC-H q6's filter, three bounds, had gathered two
+// decimal columns at 15% of the rows and one at 4% for them.
 type filterOp struct {
 	cond  *expr.Expr
 	conjs []conjunct
@@ -71,7 +72,7 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	o := &filterOp{cond: cfg.Cond, cols: cfg.Keep}
 	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
 		o.conjs = conjuncts(cfg.Cond.Args)
-	} else if _, ok := expr.MatchBounds(cfg.Cond); ok {
+	} else if _, ok := expr.MatchSelector(cfg.Cond); ok {
 		o.conjs = conjuncts([]*expr.Expr{cfg.Cond}) // one step, a selection vector
 	}
 	return o, nil
@@ -226,8 +227,9 @@ func (o *filterOp) Close(ctx context.Context) error { return nil }
 // unnest (repeating columns), hash_join (pairing rows) and sort (permuting).
 
 // processConjuncts filters b by the conjuncts one after another (filterOp).
-// The bounds conjuncts (expr.Bounds), first, make a selection vector of the
-// rows they keep, each reading its column at the rows the ones before kept.
+// The selector conjuncts (expr.Selector), first, make a selection vector of
+// the rows they keep, each reading its columns at the rows the ones before
+// kept.
 // After them the rows still kept are a bitmap over cur, ANDed with each
 // conjunct's result a word at a time, until narrowing turns it into row
 // positions.
@@ -237,14 +239,13 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 	}
 	n := b.NumRows()
 	i := 0
-	var sel []int32 // the rows the bounds kept (nil: no bounds)
-	for ; i < len(o.conjs) && o.conjs[i].bounds != nil; i++ {
-		bd, col := o.conjs[i].bounds, b.Rec.Column(o.conjs[i].bounds.Col)
+	var sel []int32 // the rows the selectors kept (nil: no selectors)
+	for ; i < len(o.conjs) && o.conjs[i].sel != nil; i++ {
 		if i == 0 {
-			o.sel = bd.SelectAll(col, o.sel[:0])
+			o.sel = o.conjs[i].sel.SelectAll(b.Rec, o.sel[:0])
 			sel = o.sel
 		} else {
-			sel = bd.Refine(col, sel)
+			sel = o.conjs[i].sel.Refine(b.Rec, sel)
 		}
 		if len(sel) == 0 {
 			return nil
@@ -395,12 +396,12 @@ func setRows(bits []byte, n int, sel []int32) []int32 {
 
 // conjunct is one step of processConjuncts: a conjunct of the condition, or
 // two that bound one expression from below and above (rng), evaluated in one
-// pass over it. bounds is set when the step holds a column within constants
-// (expr.MatchBounds): it is then evaluated into a selection vector.
+// pass over it. sel is set when the step is a selector (expr.MatchSelector):
+// it is then evaluated into a selection vector.
 type conjunct struct {
-	cond   *expr.Expr // for a range, the AND of its two
-	rng    *expr.Range
-	bounds *expr.Bounds
+	cond *expr.Expr // for a range, the AND of its two
+	rng  *expr.Range
+	sel  expr.Selector
 }
 
 // conjuncts pairs each lower bound among conds with the first upper bound of
@@ -420,8 +421,8 @@ func conjuncts(conds []*expr.Expr) []conjunct {
 				break
 			}
 		}
-		if bd, ok := expr.MatchBounds(step.cond); ok {
-			step.bounds = bd
+		if s, ok := expr.MatchSelector(step.cond); ok {
+			step.sel = s
 		}
 		out = append(out, step)
 	}
@@ -429,18 +430,18 @@ func conjuncts(conds []*expr.Expr) []conjunct {
 	// fail and are cheap: they go first, with a column against constants
 	// (usually the most selective: a range of dates) before two columns, so
 	// that the others (TPC-H q12's l_shipmode IN ('RAIL', 'FOB'), over
-	// strings) see fewer rows. Bounds of a column go before the other
-	// comparisons: they read no gathered rows. Whatever the order a row
+	// strings) see fewer rows. Selectors go before all others, in that order
+	// too: they read no gathered rows. Whatever the order a row
 	// passes when every conjunct is true; a conjunct moved earlier fails on
 	// no row, so none fails that would not have.
 	slices.SortStableFunc(out, func(a, b conjunct) int { return a.rank() - b.rank() })
 	return out
 }
 
-// rank orders the steps: bounds, then by conjunctRank.
+// rank orders the steps: selectors, then the others, each by conjunctRank.
 func (c conjunct) rank() int {
-	if c.bounds != nil {
-		return -1
+	if c.sel != nil {
+		return conjunctRank(c.cond) - 3
 	}
 	return conjunctRank(c.cond)
 }
@@ -496,17 +497,18 @@ func (c conjunct) eval(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Array
 }
 
 // prepareConjuncts works out, for each conjunct, the columns it and the ones
-// after it read, and the schema of a record holding only those. Bounds whose
-// column is not of the Arrow type their expression's type stands for are
-// evaluated as expressions (which then fail as they should).
+// after it read, and the schema of a record holding only those. Selectors
+// that cannot read the batch's columns (not of the Arrow types their
+// expression's types stand for) are evaluated as expressions (which then
+// fail as they should).
 func (o *filterOp) prepareConjuncts(schema *arrow.Schema) {
 	nc := schema.NumFields()
 	for i, c := range o.conjs {
-		if c.bounds != nil && (c.bounds.Col >= nc || !c.bounds.Reads(schema.Field(c.bounds.Col).Type)) {
-			o.conjs[i].bounds = nil
+		if c.sel != nil && !c.sel.Reads(schema) {
+			o.conjs[i].sel = nil
 		}
 	}
-	// The bounds stay first: others may only move after them.
+	// The selectors stay first: others may only move after them.
 	slices.SortStableFunc(o.conjs, func(a, b conjunct) int { return a.rank() - b.rank() })
 	o.later = make([][]bool, len(o.conjs))
 	o.narrow = make([]*arrow.Schema, len(o.conjs))
