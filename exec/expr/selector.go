@@ -141,42 +141,109 @@ func (t *textIn) SelectAll(rec arrow.RecordBatch, sel []int32) []int32 {
 	return sel[:start+len(t.Refine(rec, out))]
 }
 
-// Refine compares a literal of up to 8 bytes as one masked word loaded at
-// the row's start (as equalsLiteral does), where the row's length, read
-// from the offsets, has already decided most rows.
+// Refine compares literals of up to textWords words as masked words loaded
+// at the row's start (as equalsLiteral does for one), without a branch or a
+// call per row: the row's length, read from the offsets, has to match too.
+// One or two literals of a word (l_shipmode IN ('AIR', 'AIR REG') has one
+// of 3 bytes and one of 7) and one of more words have loops of their own,
+// their words in registers. Rows too near the end of the data buffer, and
+// longer literals, take bytes.Equal.
 func (t *textIn) Refine(rec arrow.RecordBatch, sel []int32) []int32 {
 	a := rec.Column(t.col)
 	if len(t.lits) == 0 {
 		return sel[:0]
 	}
 	offs, data := stringData(a.(*array.String))
-	safe := int32(len(data)) - 8 // rows starting at or before it load 8 bytes
-	var words, masks [smallInList]uint64
+	var words, masks [smallInList][textWords]uint64
 	var lens [smallInList]int32
-	short := true
+	nw := 1 // the words to compare: of the longest literal
 	for j, l := range t.lits {
-		var pad [8]byte
+		lens[j] = int32(len(l))
+		nw = max(nw, (len(l)+7)/8)
+		if len(l) > 8*textWords {
+			continue
+		}
+		var pad [8 * textWords]byte
 		copy(pad[:], l)
-		words[j], lens[j] = binary.LittleEndian.Uint64(pad[:]), int32(len(l))
-		masks[j] = ^uint64(0) >> (64 - 8*min(len(l), 8))
-		if len(l) == 0 || len(l) > 8 {
-			short = false
+		for w := range textWords {
+			words[j][w] = binary.LittleEndian.Uint64(pad[8*w:])
+			if rest := len(l) - 8*w; rest > 0 {
+				masks[j][w] = ^uint64(0) >> (64 - 8*min(rest, 8))
+			}
 		}
 	}
 	m := len(t.lits)
+	if nw > 1 {
+		nw = textWords // loads all of them, the ones past the literals masked out
+	}
+	// The rows from sel[fast] on start too near the data's end to load nw
+	// words there (sel and the offsets ascend).
+	safe := int32(len(data)) - 8*int32(nw)
+	fast := len(sel)
+	for fast > 0 && offs[sel[fast-1]] > safe {
+		fast--
+	}
+	if nw > textWords {
+		fast = 0
+	}
 	k := 0
-	for _, i := range sel {
+	switch {
+	case nw == 1 && m == 1:
+		l0, w0, m0 := lens[0], words[0][0], masks[0][0]
+		for _, i := range sel[:fast] {
+			lo, hi := offs[i], offs[i+1]
+			w := binary.LittleEndian.Uint64(data[lo:])
+			sel[k] = i
+			k += int(b2u8(hi-lo == l0) & b2u8(w&m0 == w0))
+		}
+	case nw == 1 && m == 2:
+		l0, w0, m0 := lens[0], words[0][0], masks[0][0]
+		l1, w1, m1 := lens[1], words[1][0], masks[1][0]
+		for _, i := range sel[:fast] {
+			lo, hi := offs[i], offs[i+1]
+			w := binary.LittleEndian.Uint64(data[lo:])
+			sel[k] = i
+			k += int(b2u8(hi-lo == l0)&b2u8(w&m0 == w0) | b2u8(hi-lo == l1)&b2u8(w&m1 == w1))
+		}
+	case nw == 1:
+		for _, i := range sel[:fast] {
+			lo, hi := offs[i], offs[i+1]
+			w := binary.LittleEndian.Uint64(data[lo:])
+			var eq byte
+			for j := range m {
+				eq |= b2u8(hi-lo == lens[j]) & b2u8(w&masks[j][0] == words[j][0])
+			}
+			sel[k] = i
+			k += int(eq)
+		}
+	case m == 1:
+		l, ws, ms := lens[0], words[0], masks[0]
+		for _, i := range sel[:fast] {
+			lo, hi := offs[i], offs[i+1]
+			d := data[lo : lo+8*textWords]
+			w0, w1, w2 := binary.LittleEndian.Uint64(d), binary.LittleEndian.Uint64(d[8:]), binary.LittleEndian.Uint64(d[16:])
+			sel[k] = i
+			k += int(b2u8(hi-lo == l) & b2u8(w0&ms[0] == ws[0]) & b2u8(w1&ms[1] == ws[1]) & b2u8(w2&ms[2] == ws[2]))
+		}
+	default:
+		for _, i := range sel[:fast] {
+			lo, hi := offs[i], offs[i+1]
+			d := data[lo : lo+8*textWords]
+			w0, w1, w2 := binary.LittleEndian.Uint64(d), binary.LittleEndian.Uint64(d[8:]), binary.LittleEndian.Uint64(d[16:])
+			var eq byte
+			for j := range m {
+				eq |= b2u8(hi-lo == lens[j]) & b2u8(w0&masks[j][0] == words[j][0]) &
+					b2u8(w1&masks[j][1] == words[j][1]) & b2u8(w2&masks[j][2] == words[j][2])
+			}
+			sel[k] = i
+			k += int(eq)
+		}
+	}
+	for _, i := range sel[fast:] {
 		lo, hi := offs[i], offs[i+1]
 		var eq byte
-		if short && lo <= safe {
-			w := binary.LittleEndian.Uint64(data[lo:])
-			for j := range m {
-				eq |= b2u8(hi-lo == lens[j]) & b2u8(w&masks[j] == words[j])
-			}
-		} else {
-			for j := range m {
-				eq |= b2u8(hi-lo == lens[j] && bytes.Equal(data[lo:hi], t.lits[j]))
-			}
+		for j := range m {
+			eq |= b2u8(hi-lo == lens[j] && bytes.Equal(data[lo:hi], t.lits[j]))
 		}
 		sel[k] = i
 		k += int(eq)
@@ -186,6 +253,10 @@ func (t *textIn) Refine(rec arrow.RecordBatch, sel []int32) []int32 {
 	}
 	return sel[:k]
 }
+
+// textWords is the most 8-byte words of a literal textIn compares inline
+// (TPC-H's longest, l_shipinstruct's 'DELIVER IN PERSON', takes three).
+const textWords = 3
 
 // readsInt64 reports whether column c of s holds 64-bit integers.
 func readsInt64(s *arrow.Schema, c int) bool {

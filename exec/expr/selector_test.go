@@ -102,12 +102,20 @@ func TestSelectors(t *testing.T) {
 		checks = append(checks, check{Call(op, tBool, x, y), func(w row) bool { return !w.xn && !w.yn && h(cmp.Compare(w.x, w.y)) }})
 	}
 	checks = append(checks, check{Call("<>", tBool, x, y), func(w row) bool { return !w.xn && !w.yn && w.x != w.y }})
+	// Each of Refine's loops (one or two literals of a word, any of a word,
+	// one of more words, any), then random lists.
+	lists := [][]string{{"AIR"}, {"AIR", "AIR REG"}, {"AIR", "MAIL", "a"}, {"DELIVER IN PERSON"}, {"123456789"},
+		{"DELIVER IN PERSON", "AIR"}, {""}}
 	for range 30 {
-		items := []*Expr{s}
-		var lits []string
+		var l []string
 		for range 1 + r.IntN(3) {
-			w := words[r.IntN(len(words))]
-			lits = append(lits, w)
+			l = append(l, words[r.IntN(len(words))])
+		}
+		lists = append(lists, l)
+	}
+	for _, lits := range lists {
+		items := []*Expr{s}
+		for _, w := range lits {
 			items = append(items, lStr(w))
 		}
 		if r.IntN(4) == 0 {
