@@ -41,13 +41,19 @@ var (
 )
 
 // MatchSelector returns e as a Selector, when it is bounds (MatchBounds), a
-// comparison of two columns of one bigint, date or timestamp type, or a
-// text column = a literal or IN a list of at most smallInList literals
-// (NULL items, which can only make the IN NULL, are dropped: a row with
-// NULL is dropped anyway).
+// comparison of two columns of one bigint, date or timestamp type, a text
+// column = a literal or IN a list of at most smallInList literals (NULL
+// items, which can only make the IN NULL, are dropped: a row with NULL is
+// dropped anyway), or an OR of arms each a selector or an AND of them (NULL
+// and false alike drop a row there too: an OR is true only where some arm
+// is). A Selector may hold scratch memory: each evaluates one batch at a
+// time.
 func MatchSelector(e *Expr) (Selector, bool) {
 	if b, ok := MatchBounds(e); ok {
 		return b, true
+	}
+	if a, ok := matchAnyOf(e); ok {
+		return a, true
 	}
 	if e.Kind != KindCall || len(e.Args) < 2 {
 		return nil, false

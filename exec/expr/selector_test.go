@@ -35,6 +35,9 @@ func TestMatchSelector(t *testing.T) {
 		{"s IN (a column)", c("in", s, col(5, tStr)), false},
 		{"s IN (too many)", c("in", many...), false},
 		{"x IN (1, 2)", c("in", x, lInt(1), lInt(2)), false},
+		{"x < 1 OR (s = 'a' AND x > y)", c("or", c("<", x, lInt(1)), c("and", c("=", s, lStr("a")), c(">", x, y))), true},
+		{"x < 1 OR s <> 'a'", c("or", c("<", x, lInt(1)), c("<>", s, lStr("a"))), false},
+		{"x < 1 OR (s = 'a' AND s <> 'b')", c("or", c("<", x, lInt(1)), c("and", c("=", s, lStr("a")), c("<>", s, lStr("b")))), false},
 	} {
 		if _, ok := MatchSelector(tc.e); ok != tc.ok {
 			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
@@ -134,6 +137,19 @@ func TestSelectors(t *testing.T) {
 			return false
 		}})
 	}
+	// ORs: of a bounds, an AND of a comparison and a text IN, and a text
+	// equality; of ANDs alone; nested.
+	and, or := func(a ...*Expr) *Expr { return Call("and", tBool, a...) }, func(a ...*Expr) *Expr { return Call("or", tBool, a...) }
+	isS := func(w row, l string) bool { return !w.sn && w.s == l }
+	checks = append(checks,
+		check{or(Call("=", tBool, x, lInt(3)), and(Call("<", tBool, x, y), Call("in", tBool, s, lStr("AIR"), lStr("MAIL"))), Call("=", tBool, s, lStr("a"))),
+			func(w row) bool {
+				return !w.xn && w.x == 3 || !w.xn && !w.yn && w.x < w.y && (isS(w, "AIR") || isS(w, "MAIL")) || isS(w, "a")
+			}},
+		check{or(and(Call(">=", tBool, x, lInt(1)), Call("<=", tBool, x, lInt(2))), and(Call(">=", tBool, y, lInt(4)), Call("=", tBool, s, lStr("")))),
+			func(w row) bool { return !w.xn && w.x >= 1 && w.x <= 2 || !w.yn && w.y >= 4 && isS(w, "") }},
+		check{or(Call("=", tBool, y, lInt(0)), or(Call("=", tBool, x, lInt(0)), Call("=", tBool, s, lStr("MAIL")))),
+			func(w row) bool { return !w.yn && w.y == 0 || !w.xn && w.x == 0 || isS(w, "MAIL") }})
 	for _, c := range checks {
 		sl, ok := MatchSelector(c.e)
 		if !ok || !sl.Reads(schema) {
