@@ -35,6 +35,12 @@ import (
 // DATE '1995-01-01') are one conjunct, a single pass over its values
 // (expr.MatchRange). Comparisons of columns with constants go first, then
 // comparisons of two columns, then the rest in written order (conjunctRank).
+// Selectors (expr.Selector: a bigint, date, timestamp or decimal column
+// within constants, two such columns compared, a text column equal to one of
+// a few literals; a condition that is one such too) go first of all and make
+// a selection vector directly, each reading its columns only at the rows the
+// ones before kept: TPC-H q6's filter, three bounds, had gathered two
+// decimal columns at 15% of the rows and one at 4% for them.
 type filterOp struct {
 	cond  *expr.Expr
 	conjs []conjunct
@@ -66,6 +72,8 @@ func newFilterOp(spec exec.OperatorSpec) (exec.Operator, error) {
 	o := &filterOp{cond: cfg.Cond, cols: cfg.Keep}
 	if cfg.Cond.Kind == expr.KindCall && cfg.Cond.Func == "and" && len(cfg.Cond.Args) > 1 {
 		o.conjs = conjuncts(cfg.Cond.Args)
+	} else if _, ok := expr.MatchSelector(cfg.Cond); ok {
+		o.conjs = conjuncts([]*expr.Expr{cfg.Cond}) // one step, a selection vector
 	}
 	return o, nil
 }
@@ -219,13 +227,33 @@ func (o *filterOp) Close(ctx context.Context) error { return nil }
 // unnest (repeating columns), hash_join (pairing rows) and sort (permuting).
 
 // processConjuncts filters b by the conjuncts one after another (filterOp).
-// The rows still kept are a bitmap over cur, ANDed with each conjunct's
-// result a word at a time, until narrowing turns it into row positions.
+// The selector conjuncts (expr.Selector), first, make a selection vector of
+// the rows they keep, each reading its columns at the rows the ones before
+// kept.
+// After them the rows still kept are a bitmap over cur, ANDed with each
+// conjunct's result a word at a time, until narrowing turns it into row
+// positions.
 func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.Collector) error {
 	if o.later == nil {
 		o.prepareConjuncts(b.Rec.Schema())
 	}
 	n := b.NumRows()
+	i := 0
+	var sel []int32 // the rows the selectors kept (nil: no selectors)
+	for ; i < len(o.conjs) && o.conjs[i].sel != nil; i++ {
+		if i == 0 {
+			o.sel = o.conjs[i].sel.SelectAll(b.Rec, o.sel[:0])
+			sel = o.sel
+		} else {
+			sel = o.conjs[i].sel.Refine(b.Rec, sel)
+		}
+		if len(sel) == 0 {
+			return nil
+		}
+	}
+	if i == len(o.conjs) {
+		return o.emit(ctx, b, sel, out)
+	}
 	cur := b.Rec    // the rows the next conjunct reads
 	var pos []int32 // cur's rows' positions in b (nil: cur is b.Rec)
 	var keep []byte // the rows of cur still kept (nil: all)
@@ -236,7 +264,27 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 			narrowed.Release()
 		}
 	}()
-	for i, c := range o.conjs {
+	if sel != nil {
+		if len(sel) <= n/2 {
+			// The positions move to o.pos: the end reuses o.sel.
+			pos = append(o.pos[0][:0], sel...)
+			o.pos[0] = pos
+			narrowings++
+			rec, err := o.narrowTo(b.Rec, pos, i)
+			if err != nil {
+				return err
+			}
+			narrowed, cur = rec, rec
+		} else {
+			keep = o.keepBits(n)
+			clear(keep)
+			for _, r := range sel {
+				bitutil.SetBit(keep, int(r))
+			}
+		}
+	}
+	for ; i < len(o.conjs); i++ {
+		c := o.conjs[i]
 		res, err := c.eval(cur, o.mem)
 		if err != nil {
 			return fmt.Errorf("filter: %w", err)
@@ -282,7 +330,7 @@ func (o *filterOp) processConjuncts(ctx context.Context, b exec.Batch, out exec.
 			narrowed, cur, pos, keep = rec, rec, abs, nil
 		}
 	}
-	sel := pos
+	sel = pos
 	if keep != nil {
 		o.sel = setRows(keep, int(cur.NumRows()), o.sel[:0])
 		sel = o.sel
@@ -348,10 +396,12 @@ func setRows(bits []byte, n int, sel []int32) []int32 {
 
 // conjunct is one step of processConjuncts: a conjunct of the condition, or
 // two that bound one expression from below and above (rng), evaluated in one
-// pass over it.
+// pass over it. sel is set when the step is a selector (expr.MatchSelector):
+// it is then evaluated into a selection vector.
 type conjunct struct {
 	cond *expr.Expr // for a range, the AND of its two
 	rng  *expr.Range
+	sel  expr.Selector
 }
 
 // conjuncts pairs each lower bound among conds with the first upper bound of
@@ -371,17 +421,29 @@ func conjuncts(conds []*expr.Expr) []conjunct {
 				break
 			}
 		}
+		if s, ok := expr.MatchSelector(step.cond); ok {
+			step.sel = s
+		}
 		out = append(out, step)
 	}
 	// Comparisons of plain columns and constants of fixed-width types cannot
 	// fail and are cheap: they go first, with a column against constants
 	// (usually the most selective: a range of dates) before two columns, so
 	// that the others (TPC-H q12's l_shipmode IN ('RAIL', 'FOB'), over
-	// strings) see fewer rows. Whatever the order a row passes when every
-	// conjunct is true; a conjunct moved earlier fails on no row, so none
-	// fails that would not have.
-	slices.SortStableFunc(out, func(a, b conjunct) int { return conjunctRank(a.cond) - conjunctRank(b.cond) })
+	// strings) see fewer rows. Selectors go before all others, in that order
+	// too: they read no gathered rows. Whatever the order a row
+	// passes when every conjunct is true; a conjunct moved earlier fails on
+	// no row, so none fails that would not have.
+	slices.SortStableFunc(out, func(a, b conjunct) int { return a.rank() - b.rank() })
 	return out
+}
+
+// rank orders the steps: selectors, then the others, each by conjunctRank.
+func (c conjunct) rank() int {
+	if c.sel != nil {
+		return conjunctRank(c.cond) - 3
+	}
+	return conjunctRank(c.cond)
 }
 
 // conjunctRank orders conjuncts for evaluation: 0 for comparisons (or ANDs of
@@ -435,9 +497,19 @@ func (c conjunct) eval(rec arrow.RecordBatch, mem memory.Allocator) (arrow.Array
 }
 
 // prepareConjuncts works out, for each conjunct, the columns it and the ones
-// after it read, and the schema of a record holding only those.
+// after it read, and the schema of a record holding only those. Selectors
+// that cannot read the batch's columns (not of the Arrow types their
+// expression's types stand for) are evaluated as expressions (which then
+// fail as they should).
 func (o *filterOp) prepareConjuncts(schema *arrow.Schema) {
 	nc := schema.NumFields()
+	for i, c := range o.conjs {
+		if c.sel != nil && !c.sel.Reads(schema) {
+			o.conjs[i].sel = nil
+		}
+	}
+	// The selectors stay first: others may only move after them.
+	slices.SortStableFunc(o.conjs, func(a, b conjunct) int { return a.rank() - b.rank() })
 	o.later = make([][]bool, len(o.conjs))
 	o.narrow = make([]*arrow.Schema, len(o.conjs))
 	need := make([]bool, nc)
