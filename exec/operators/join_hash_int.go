@@ -28,12 +28,14 @@ import (
 // minus the least key: a lookup is one bounds check and one load. Others go in
 // an open-addressing table of keys and first rows, at most half full, with
 // linear probing, hashed by a multiply with a random odd seed so that no input
-// can be chosen to collide. When their span is at most bitmapSpan times the
-// rows, a bitmap of the keys present, by key minus the least, answers a
-// lookup of a key the build side lacks without the table: a probe side in
-// key order (lineitem by order, probing orders of one customer segment) reads
-// the bitmap in order, where the hash sends each lookup to a slot anywhere
-// in a table bigger than the cache.
+// can be chosen to collide. When a bitmap of the keys present, by key minus
+// the least, takes no more memory than the table (12 bytes a slot) or at most
+// bitmapMin bits, it answers a lookup of a key the build side lacks without
+// the table: a probe side in key order (lineitem by order, probing orders of
+// one customer segment) reads the bitmap in order, where the hash sends each
+// lookup to a slot anywhere in a table bigger than the cache; and a key span
+// past denseSpan times the rows has most keys absent, whose lookups read a
+// bitmap no bigger than the table, once, instead of the table's slots.
 type intIndex struct {
 	// packed: more than one key column, each from lo[c] to hi[c], shifted
 	// left by colShift[c].
@@ -58,9 +60,6 @@ const (
 	denseSpan = 16
 	// denseMin is the span a dense index may take whatever the rows.
 	denseMin = 1 << 16
-	// bitmapSpan is how many bits per build row a hashed index's bitmap of
-	// the keys present may take: 8 bytes a row at most.
-	bitmapSpan = 64
 	// bitmapMin is the span a hashed index's bitmap may take whatever the
 	// rows: 256 KiB, within a core's second-level cache. A few build keys
 	// over a wide span (TPC-H q17's 200 parts of 200 thousand, probed by
@@ -250,7 +249,7 @@ func buildInts[T intKey](x *intIndex, vals []T, col arrow.Array, mask []bool, ne
 	x.keys = make([]int64, size)
 	x.mult = maphash.Comparable(maphash.MakeSeed(), 0) | 1
 	x.shift, x.mask = 64-bits, uint64(size-1)
-	if span != 0 && (span/bitmapSpan <= uint64(n) || span <= bitmapMin) {
+	if span != 0 && (span <= bitmapMin || span/8 <= uint64(size)*12) {
 		x.min, x.span = lo, span
 		x.present = make([]uint64, (span+63)/64)
 	}
