@@ -117,6 +117,9 @@ func (b *builder) leftBuiltJoin(p *sql.Join, left, right int, keep []int, out ty
 	}
 	if p.Kind.Filters() {
 		op := exec.OperatorSpec{Kind: "hash_join", Label: label, Config: exec.MustConfig(cfg), Out: ls}
+		if b.reduceProbe(p, right) {
+			right = b.reducedProbe(p, left, right)
+		}
 		return b.add(op, b.opts.Parallelism, 0, in(right, exec.Hash, p.RightKeys...), in(left, exec.Hash, p.LeftKeys...))
 	}
 	if keep == nil {

@@ -60,6 +60,14 @@ func TestIntIndex(t *testing.T) {
 		// 2500 words.
 		{"bitmap int64", arrow.PrimitiveTypes.Int64, 4000, func() int64 { return 1000 + rng.Int64N(160000) }, false, true},
 		{"bitmap date", arrow.FixedWidthTypes.Date32, 4000, func() int64 { return -80000 + rng.Int64N(160000) }, false, true},
+		// 200 keys over 200000 values (TPC-H q17's parts): past a bitmap of 64
+		// bits a key, within bitmapMin's; over 4 M values, past both.
+		{"few keys bitmap", arrow.PrimitiveTypes.Int64, 200, func() int64 { return 1 + rng.Int64N(200000) }, false, true},
+		{"few keys no bitmap", arrow.PrimitiveTypes.Int64, 200, func() int64 { return rng.Int64N(1 << 22) }, false, false},
+		// 40000 keys over 4 M values (q5's orders of a year and a region over
+		// their 6 M): past bitmapMin, a bitmap of 500 KiB, under the table's
+		// 1.5 MiB.
+		{"bitmap under the table", arrow.PrimitiveTypes.Int64, 40000, func() int64 { return rng.Int64N(4_000_000) }, false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -231,5 +239,30 @@ func TestIntIndexPacked(t *testing.T) {
 	}
 	for _, a := range wide {
 		a.Release()
+	}
+}
+
+// BenchmarkIntIndexLookup looks up 8192 keys of 1..200000, as lineitem's
+// parts, in indexes of 200 to 60000 of them (TPC-H q17's, q8's and q20's
+// parts, and more): ns/probe is one lookup's time.
+func BenchmarkIntIndexLookup(b *testing.B) {
+	for _, n := range []int{200, 1300, 5000, 60000} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		bb, pb := array.NewInt64Builder(memory.DefaultAllocator), array.NewInt64Builder(memory.DefaultAllocator)
+		for range n {
+			bb.Append(1 + rng.Int64N(200000))
+		}
+		for range 8192 {
+			pb.Append(1 + rng.Int64N(200000))
+		}
+		build, probe := bb.NewArray(), pb.NewArray()
+		x := buildIntIndex([]arrow.Array{build}, make([]int32, n))
+		first := make([]int32, probe.Len())
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				x.lookup([]arrow.Array{probe}, first, nil, nil)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(first)), "ns/probe")
+		})
 	}
 }
