@@ -50,6 +50,8 @@ var paramList = []*param{
 	// PostgreSQL's.
 	{name: "application_name", report: true, check: checkAppName,
 		desc: "Sets the application name to be reported in statistics and logs."},
+	{name: "client_min_messages", def: "notice", check: checkMessageLevel,
+		desc: "Sets the message levels that are sent to the client."},
 	{name: "client_encoding", def: "UTF8", report: true, check: checkEncoding,
 		desc: "Sets the client's character set encoding."},
 	{name: "DateStyle", def: "ISO, MDY", report: true, list: true, check: checkDateStyle,
@@ -325,6 +327,20 @@ func checkIntervalStyle(_ *Session, p *param, v string) (string, error) {
 // checkIsolation: every statement runs alone, which read committed (and
 // read uncommitted, which PostgreSQL runs as read committed) describe; the
 // stronger levels would promise what the engine does not do.
+// checkMessageLevel takes PostgreSQL's levels for client_min_messages; the
+// engine sends only NOTICE and WARNING, so the debug levels and LOG send
+// what NOTICE does.
+func checkMessageLevel(_ *Session, p *param, v string) (string, error) {
+	switch w := strings.ToLower(strings.TrimSpace(v)); w {
+	case "debug5", "debug4", "debug3", "debug2", "debug1", "debug", "log", "notice", "warning", "error":
+		if w == "debug" {
+			w = "debug2"
+		}
+		return w, nil
+	}
+	return "", invalidValue(p, v, "Available values: debug5, debug4, debug3, debug2, debug1, log, notice, warning, error.")
+}
+
 func checkIsolation(_ *Session, p *param, v string) (string, error) {
 	switch w := strings.ToLower(strings.TrimSpace(v)); w {
 	case "read committed", "read uncommitted":

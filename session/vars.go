@@ -57,6 +57,10 @@ func (s *Session) lookupParam(name string) (key string, p *param, err error) {
 	return "", nil, sql.Errorf(sql.ErrUnknownVariable, 0, "unrecognized configuration parameter \"%s\"", key)
 }
 
+// ClientMinMessages returns client_min_messages, the least level of message
+// the client is sent (wire.MessageFilter).
+func (s *Session) ClientMinMessages() string { return s.vars["client_min_messages"] }
+
 // Setting returns a parameter's value as SHOW shows it (sql.Settings).
 func (s *Session) Setting(name string) (string, error) {
 	key, _, err := s.lookupParam(name)

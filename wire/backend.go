@@ -60,6 +60,14 @@ type Zoner interface {
 	TimeZone() *time.Location
 }
 
+// MessageFilter is implemented by sessions with a client_min_messages
+// setting: a NOTICE goes to the client only at notice or a lower level
+// (debug1-5, log), a WARNING unless it is error.
+type MessageFilter interface {
+	// ClientMinMessages returns the setting, in lower case.
+	ClientMinMessages() string
+}
+
 // Transactioner is implemented by sessions with transaction blocks
 // (BEGIN ... COMMIT). The server reports their status in ReadyForQuery and
 // keeps portals open across Sync while a block is open.
@@ -79,6 +87,22 @@ type CursorDescriber interface {
 	// CursorSchema returns the columns FETCH returns from the open cursor
 	// name; ok is false when no cursor has that name.
 	CursorSchema(name string) (schema types.Schema, ok bool)
+}
+
+// sends reports whether a message of severity (NOTICE or WARNING) goes to
+// the client under the session's client_min_messages.
+func (c *conn) sends(severity string) bool {
+	f, ok := c.sess.(MessageFilter)
+	if !ok {
+		return true
+	}
+	switch f.ClientMinMessages() {
+	case "error":
+		return false
+	case "warning":
+		return severity == "WARNING"
+	}
+	return true
 }
 
 // timeZone returns the session's TimeZone, UTC for a session without one.

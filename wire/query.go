@@ -196,6 +196,9 @@ func (c *conn) sendResult(ctx context.Context, r *session.Result) error {
 
 // sendWarnings sends each warning as a WARNING.
 func (c *conn) sendWarnings(warnings []session.Warning) {
+	if !c.sends("WARNING") {
+		return
+	}
 	for _, w := range warnings {
 		code := codeOf(w.Kind)
 		if code == "" {
@@ -231,6 +234,9 @@ func (c *conn) dropPrepared(r *session.Result) error {
 
 // sendNotices sends each notice as a NOTICE.
 func (c *conn) sendNotices(notices []string) {
+	if !c.sends("NOTICE") {
+		return
+	}
 	for _, n := range notices {
 		c.send(&pgproto3.NoticeResponse{
 			Severity: "NOTICE", SeverityUnlocalized: "NOTICE",
