@@ -138,7 +138,7 @@ func rewriteDerivedColumns(stmt []token, _ *dialectFacts) []token {
 			continue
 		}
 		w := words(stmt[i+1:])
-		if len(w) == 0 || !stmt[i+1+w[0]].is("SELECT") {
+		if len(w) == 0 || !stmt[i+1+w[0]].is("SELECT") || !startsFromItem(stmt, i) {
 			continue
 		}
 		closing := matchingParen(stmt, i)
@@ -154,7 +154,7 @@ func rewriteDerivedColumns(stmt []token, _ *dialectFacts) []token {
 		if len(after) <= k+1 || stmt[closing+1+after[k+1]].text != "(" {
 			continue
 		}
-		if t := stmt[closing+1+after[k]]; t.kind != tokWord && t.kind != tokIdent {
+		if t := stmt[closing+1+after[k]]; t.kind != tokWord && t.kind != tokIdent || k == 0 && t.kind == tokWord && isOperatorWord(t) {
 			continue
 		}
 		open := closing + 1 + after[k+1]
@@ -163,6 +163,7 @@ func rewriteDerivedColumns(stmt []token, _ *dialectFacts) []token {
 			return stmt
 		}
 		var names []token
+	list:
 		for _, t := range stmt[open+1 : end] {
 			switch {
 			case t.kind == tokWord || t.kind == tokIdent:
@@ -170,6 +171,7 @@ func rewriteDerivedColumns(stmt []token, _ *dialectFacts) []token {
 			case t.kind == tokPunct && t.text == ",", t.kind == tokSpace:
 			default:
 				names = nil // not a list of names
+				break list
 			}
 		}
 		items := selectItems(stmt, i+1+w[0], closing)
@@ -196,6 +198,30 @@ func rewriteDerivedColumns(stmt []token, _ *dialectFacts) []token {
 		}
 	}
 	return stmt
+}
+
+// startsFromItem reports whether the parenthesis at stmt[open] can start a
+// FROM item: it follows FROM, JOIN, LATERAL, a comma or another parenthesis,
+// not an operator or a word such as EXISTS, IN or ANY, where a subquery is
+// an expression: WHERE EXISTS (SELECT ...) AND (e > c) has no column list.
+func startsFromItem(stmt []token, open int) bool {
+	prev := lastWord(stmt, 0, open)
+	if prev < 0 {
+		return false
+	}
+	t := stmt[prev]
+	return t.is("FROM") || t.is("JOIN") || t.is("LATERAL") || t.kind == tokPunct && (t.text == "," || t.text == "(")
+}
+
+// isOperatorWord reports whether t, after an expression, continues it (AND,
+// OR, IS, ...) and so cannot be a table alias written without AS.
+func isOperatorWord(t token) bool {
+	switch strings.ToLower(t.text) {
+	case "and", "or", "not", "is", "in", "like", "ilike", "between", "similar", "escape", "collate",
+		"when", "then", "else", "end", "over", "filter", "within", "on", "using":
+		return true
+	}
+	return false
 }
 
 // selectItems returns the [from, to) token ranges of the select items of the

@@ -125,6 +125,11 @@ var dialectCases = []struct{ rewrite, in, out string }{
 		"SELECT * FROM (SELECT case when a then 1 end AS k, x IS NULL AS n FROM t) AS c "},
 	{"derived table column lists", "SELECT * FROM (SELECT * FROM t) AS c (k, n)", "SELECT * FROM (SELECT * FROM t) AS c (k, n)"},
 	{"derived table column lists", "SELECT * FROM (SELECT a, b FROM t) AS c (k)", "SELECT * FROM (SELECT a, b FROM t) AS c (k)"},
+	// A subquery in an expression has no column list: what follows it is the expression's (SQLite's select1.test).
+	{"derived table column lists", "SELECT b FROM t1 WHERE EXISTS(SELECT 1 FROM t1 AS x) AND (e>c)", "SELECT b FROM t1 WHERE EXISTS(SELECT 1 FROM t1 AS x) AND (e>c)"},
+	{"derived table column lists", "SELECT a, (SELECT max(x) FROM t) AND (e) FROM t1", "SELECT a, (SELECT max(x) FROM t) AND (e) FROM t1"},
+	{"derived table column lists", "SELECT * FROM a, (SELECT x FROM t) s (k) JOIN LATERAL (SELECT 1) AS l (n) ON true",
+		"SELECT * FROM a, (SELECT x AS k FROM t) s  JOIN LATERAL (SELECT 1 AS n) AS l  ON true"},
 	{"FULL [OUTER] JOIN", "SELECT * FROM a FULL OUTER JOIN b ON a.k = b.k FULL JOIN (SELECT 1 AS k) AS c ON c.k = a.k", "SELECT * FROM a LEFT JOIN b ON a.k = b.k LEFT JOIN (SELECT 1 AS k) AS c ON c.k = a.k"},
 	{"FULL [OUTER] JOIN", "SELECT full FROM t", "SELECT full FROM t"},
 	{"AT TIME ZONE", "SELECT ts AT TIME ZONE 'Europe/Paris', t.ts at time zone t.zone, TIMESTAMP '2024-01-01 12:00' AT TIME ZONE 'UTC' FROM t",
