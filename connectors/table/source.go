@@ -224,8 +224,10 @@ func (s *source) Run(ctx context.Context, out exec.Collector) error {
 }
 
 // follow emits the changes of version v and each later one, holding the
-// checkpoint lock around each change set.
+// checkpoint lock around each change set (and while it sets s.next, which a
+// checkpoint reads under the lock).
 func (s *source) follow(ctx context.Context, v int64, lock, unlock func(), out exec.Collector) error {
+	lock()
 	s.next = v
 	for {
 		cs, ok, err := readChanges(s.loc.dir, v)
