@@ -30,15 +30,23 @@ const broadcastRows = 1 << 20
 // side to every instance must also cost less than what it saves, moving
 // the probe side: its rows times the parallelism at most the probe side's.
 func (b *builder) broadcast(p *sql.Join, left int) bool {
-	if b.streaming || b.opts.Rows == nil || p.Kind == sql.FullJoin ||
-		b.par(left) != b.opts.Parallelism || b.opts.Parallelism == 1 {
+	return p.Kind != sql.FullJoin && b.cheapBroadcast(p.Right, p.Left, left)
+}
+
+// cheapBroadcast reports whether a bounded join's build side, estimated
+// high, is small enough to copy to every instance of its probe side (node
+// probeNode, already running at the join's parallelism), for at most the
+// probe side's rows, estimated low: broadcast's, broadcastLeft's and
+// reduceProbe's terms.
+func (b *builder) cheapBroadcast(build, probe sql.Plan, probeNode int) bool {
+	if b.streaming || b.opts.Rows == nil || b.par(probeNode) != b.opts.Parallelism || b.opts.Parallelism == 1 {
 		return false
 	}
-	n, ok := b.opts.Rows(p.Right, true)
+	n, ok := b.opts.Rows(build, true)
 	if !ok || n > broadcastRows {
 		return false
 	}
-	m, ok := b.opts.Rows(p.Left, false)
+	m, ok := b.opts.Rows(probe, false)
 	return ok && n*float64(b.opts.Parallelism) <= m
 }
 
@@ -51,16 +59,7 @@ func (b *builder) broadcast(p *sql.Join, left int) bool {
 // rows no instance or some instance matched, which needs every probe row in
 // one place.)
 func (b *builder) broadcastLeft(p *sql.Join, right int) bool {
-	if b.streaming || b.opts.Rows == nil || p.Kind != sql.InnerJoin ||
-		b.par(right) != b.opts.Parallelism || b.opts.Parallelism == 1 {
-		return false
-	}
-	n, ok := b.opts.Rows(p.Left, true)
-	if !ok || n > broadcastRows {
-		return false
-	}
-	m, ok := b.opts.Rows(p.Right, false)
-	return ok && n*float64(b.opts.Parallelism) <= m
+	return p.Kind == sql.InnerJoin && b.cheapBroadcast(p.Left, p.Right, right)
 }
 
 // buildLeft reports whether bounded join p, inner or left, with keys, should

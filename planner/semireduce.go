@@ -34,16 +34,7 @@ import (
 // build side estimated small enough to copy to every instance of the probe
 // side, for less than the probe side's rows.
 func (b *builder) reduceProbe(p *sql.Join, right int) bool {
-	if b.streaming || b.opts.Rows == nil || !p.Kind.Filters() || len(p.LeftKeys) == 0 ||
-		b.par(right) != b.opts.Parallelism || b.opts.Parallelism == 1 {
-		return false
-	}
-	n, ok := b.opts.Rows(p.Left, true)
-	if !ok || n > broadcastRows {
-		return false
-	}
-	m, ok := b.opts.Rows(p.Right, false)
-	return ok && n*float64(b.opts.Parallelism) <= m
+	return p.Kind.Filters() && len(p.LeftKeys) > 0 && b.cheapBroadcast(p.Left, p.Right, right)
 }
 
 // reducedProbe returns the node of join p's right side (node right) with

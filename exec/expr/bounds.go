@@ -109,14 +109,10 @@ func comparison(e *Expr) (x *Expr, c types.Value, mask uint8, ok bool) {
 // Reads reports whether the bounds can read their column in batches of
 // schema s: decimals of 128 bits, or 64-bit integers (bigint, timestamp).
 func (b *Bounds) Reads(s *arrow.Schema) bool {
-	if b.Col >= s.NumFields() {
-		return false
+	if !b.dec {
+		return readsInt64(s, b.Col)
 	}
-	dt := s.Field(b.Col).Type
-	if b.dec {
-		return dt.ID() == arrow.DECIMAL128
-	}
-	return dt.ID() == arrow.INT64 || dt.ID() == arrow.TIMESTAMP
+	return b.Col < s.NumFields() && s.Field(b.Col).Type.ID() == arrow.DECIMAL128
 }
 
 // SelectAll appends to sel the rows of rec whose column Col is within the
